@@ -1,0 +1,108 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Source values a provider may report for where a skill came from.
+const (
+	SourceProject = "project"
+	SourceUser    = "user"
+	SourceCustom  = "custom"
+	SourceBundled = "bundled"
+)
+
+// MaxNameLength is the longest skill name the grammar admits.
+const MaxNameLength = 64
+
+// ErrInvalidName reports a skill name outside the grammar
+// ^[a-z0-9]+(-[a-z0-9]+)*$ of 1 to 64 characters.
+var ErrInvalidName = errors.New("invalid skill name")
+
+// ErrNotFound reports that no provider offers a skill of that name for the
+// working directory asked about.
+var ErrNotFound = errors.New("skill not found")
+
+// Invocation says who may invoke a skill.
+type Invocation struct {
+	ModelInvocable bool `json:"modelInvocable"`
+	UserInvocable  bool `json:"userInvocable"`
+}
+
+// ResourceKind tells how a skill's referenced resources are reached.
+type ResourceKind string
+
+// The kinds of resource base.
+const (
+	ResourceDirectory ResourceKind = "directory"
+	ResourceURL       ResourceKind = "url"
+	ResourceOpaque    ResourceKind = "opaque"
+)
+
+// ResourceBase is where a skill's relative references resolve. Exactly one of
+// Path, URL and Description is meaningful, chosen by Kind.
+type ResourceBase struct {
+	Kind        ResourceKind `json:"kind"`
+	Path        string       `json:"path,omitempty"`
+	URL         string       `json:"url,omitempty"`
+	Description string       `json:"description,omitempty"`
+}
+
+// Summary is what a provider tells about a skill without loading its body.
+type Summary struct {
+	Name         string        `json:"name"`
+	Description  string        `json:"description"`
+	WhenToUse    string        `json:"whenToUse,omitempty"`
+	Invocation   Invocation    `json:"invocation"`
+	Source       string        `json:"source"`
+	Provider     string        `json:"provider"`
+	ResourceBase *ResourceBase `json:"resourceBase,omitempty"`
+}
+
+// Skill is a loaded skill: its summary and its instruction body.
+type Skill struct {
+	Summary
+	Content string `json:"content"`
+}
+
+// Snapshot is the set of skills available for one working directory, sorted
+// by name in byte order. Complete is false when some provider failed; an
+// incomplete snapshot must not change what the model was last shown.
+type Snapshot struct {
+	Skills   []Summary
+	Complete bool
+}
+
+// CheckName returns an error wrapping ErrInvalidName when name is outside the
+// grammar.
+func CheckName(name string) error {
+	if !ValidName(name) {
+		return fmt.Errorf("%w %q", ErrInvalidName, name)
+	}
+	return nil
+}
+
+// ValidName reports whether name matches ^[a-z0-9]+(-[a-z0-9]+)*$ and is 1 to
+// 64 bytes long.
+func ValidName(name string) bool {
+	if len(name) == 0 || len(name) > MaxNameLength {
+		return false
+	}
+	prevDash := true // a leading dash is as bad as a double one
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			prevDash = false
+		case c == '-':
+			if prevDash {
+				return false
+			}
+			prevDash = true
+		default:
+			return false
+		}
+	}
+	return !prevDash
+}

@@ -1,0 +1,178 @@
+package events
+
+// Version is the only payload version this package reads and writes.
+const Version = 1
+
+// Kind is the last part of a session subject: <prefix>.<sid>.<kind>.
+type Kind string
+
+// The kinds the protocol names.
+const (
+	KindPreStep    Kind = "agent.pre-step"
+	KindSkillCall  Kind = "tool.call.skill"
+	KindCompaction Kind = "context.compact"
+	KindCatalog    Kind = "catalog.append"
+	KindToolResult Kind = "tool.result"
+)
+
+// Header names used on the wire.
+const (
+	HeaderContentType   = "Content-Type"
+	HeaderReplyInbox    = "Reply-Inbox"
+	HeaderCausationSeq  = "Causation-Seq"
+	HeaderMsgID         = "Nats-Msg-Id"
+	HeaderExpectedLastSubjSeq = "Nats-Expected-Last-Subject-Sequence"
+	HeaderExpectedLastSubjSeqSubject = "Nats-Expected-Last-Subject-Sequence-Subject"
+)
+
+// Content types a payload may be encoded in. An absent Content-Type means
+// msgpack.
+const (
+	ContentTypeMsgpack = "application/msgpack"
+	ContentTypeJSON    = "application/json"
+)
+
+// Decision outcomes.
+const (
+	OutcomeAppended   = "appended"
+	OutcomeUnchanged  = "unchanged"
+	OutcomeEmpty      = "empty"
+	OutcomeIncomplete = "incomplete"
+	OutcomeExpired    = "expired"
+	OutcomeRejected   = "rejected"
+)
+
+// Tool result error codes.
+const (
+	CodeInvalidName       = "invalid_name"
+	CodeUnknown           = "unknown"
+	CodeNotModelInvocable = "not_model_invocable"
+	CodeProvider          = "provider"
+	CodeBadRequest        = "bad_request"
+	CodeExpired           = "expired"
+)
+
+// Tool is one entry of an agent's visible tool view.
+type Tool struct {
+	Name  string `msgpack:"name" json:"name"`
+	Owner string `msgpack:"owner" json:"owner"`
+}
+
+// PreStep is published by a worker before each model step.
+type PreStep struct {
+	V          int    `msgpack:"v" json:"v"`
+	Session    string `msgpack:"session" json:"session"`
+	Step       string `msgpack:"step" json:"step"`
+	Cwd        string `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
+	Tools      []Tool `msgpack:"tools" json:"tools"`
+	DeadlineMs int64  `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
+}
+
+// ErrorInfo is a machine-readable error.
+type ErrorInfo struct {
+	Code    string `msgpack:"code" json:"code"`
+	Message string `msgpack:"message" json:"message"`
+}
+
+// Decision answers a PreStep.
+type Decision struct {
+	V          int        `msgpack:"v" json:"v"`
+	Session    string     `msgpack:"session" json:"session"`
+	Step       string     `msgpack:"step" json:"step"`
+	TriggerSeq uint64     `msgpack:"triggerSeq" json:"triggerSeq"`
+	Outcome    string     `msgpack:"outcome" json:"outcome"`
+	Catalog    *Catalog   `msgpack:"catalog,omitempty" json:"catalog,omitempty"`
+	Error      *ErrorInfo `msgpack:"error,omitempty" json:"error,omitempty"`
+}
+
+// Entry is one skill of a catalog: its name and its normalised, capped,
+// unescaped description.
+type Entry struct {
+	Name        string `msgpack:"name" json:"name"`
+	Description string `msgpack:"description" json:"description"`
+}
+
+// CatalogSource describes where a catalog message came from.
+type CatalogSource struct {
+	Kind     string  `msgpack:"kind" json:"kind"` // always "skill-catalog"
+	Producer string  `msgpack:"producer" json:"producer"`
+	Update   string  `msgpack:"update" json:"update"` // "initial" or "replacement"
+	Entries  []Entry `msgpack:"entries" json:"entries"`
+	Digest   string  `msgpack:"digest" json:"digest"`
+}
+
+// SourceKindCatalog is CatalogSource.Kind.
+const SourceKindCatalog = "skill-catalog"
+
+// Catalog is the durable user-role message a processor appends.
+type Catalog struct {
+	V       int           `msgpack:"v" json:"v"`
+	Session string        `msgpack:"session" json:"session"`
+	Step    string        `msgpack:"step" json:"step"`
+	ID      string        `msgpack:"id" json:"id"`
+	Role    string        `msgpack:"role" json:"role"` // always "user"
+	Text    string        `msgpack:"text" json:"text"`
+	Source  CatalogSource `msgpack:"source" json:"source"`
+}
+
+// Compaction tells which earlier session events stay visible to the model:
+// every event with stream sequence >= RetainFrom, the sequences in Keep, and
+// this event and later ones.
+type Compaction struct {
+	V          int      `msgpack:"v" json:"v"`
+	Session    string   `msgpack:"session" json:"session"`
+	RetainFrom uint64   `msgpack:"retainFrom" json:"retainFrom"`
+	Keep       []uint64 `msgpack:"keep,omitempty" json:"keep,omitempty"`
+}
+
+// SkillArgs are the arguments of a skill tool call.
+type SkillArgs struct {
+	Name string `msgpack:"name" json:"name"`
+}
+
+// SkillCall is published by a worker when the model calls the skill tool.
+type SkillCall struct {
+	V          int       `msgpack:"v" json:"v"`
+	Session    string    `msgpack:"session" json:"session"`
+	Call       string    `msgpack:"call" json:"call"`
+	Cwd        string    `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
+	Args       SkillArgs `msgpack:"args" json:"args"`
+	DeadlineMs int64     `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
+}
+
+// ResourceBase mirrors catalog.ResourceBase on the wire.
+type ResourceBase struct {
+	Kind        string `msgpack:"kind" json:"kind"`
+	Path        string `msgpack:"path,omitempty" json:"path,omitempty"`
+	URL         string `msgpack:"url,omitempty" json:"url,omitempty"`
+	Description string `msgpack:"description,omitempty" json:"description,omitempty"`
+}
+
+// SkillValue is the structured success value of a skill tool call.
+type SkillValue struct {
+	Name         string        `msgpack:"name" json:"name"`
+	Provider     string        `msgpack:"provider" json:"provider"`
+	ResourceBase *ResourceBase `msgpack:"resourceBase,omitempty" json:"resourceBase,omitempty"`
+	Content      string        `msgpack:"content" json:"content"`
+}
+
+// ToolResult is both the durable tool.result event and the reply to a
+// SkillCall. Text is exactly what the model sees.
+type ToolResult struct {
+	V          int         `msgpack:"v" json:"v"`
+	Session    string      `msgpack:"session" json:"session"`
+	Call       string      `msgpack:"call" json:"call"`
+	TriggerSeq uint64      `msgpack:"triggerSeq" json:"triggerSeq"`
+	IsError    bool        `msgpack:"isError" json:"isError"`
+	Text       string      `msgpack:"text" json:"text"`
+	Value      *SkillValue `msgpack:"value,omitempty" json:"value,omitempty"`
+	Error      *ErrorInfo  `msgpack:"error,omitempty" json:"error,omitempty"`
+}
+
+// ToolDefinition is the skill tool as workers register it with the model.
+type ToolDefinition struct {
+	Name        string `msgpack:"name" json:"name"`
+	Description string `msgpack:"description" json:"description"`
+	// Parameters is a JSON Schema document, kept as raw JSON text.
+	Parameters RawJSON `msgpack:"parameters" json:"parameters"`
+}
