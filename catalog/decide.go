@@ -1,0 +1,126 @@
+package catalog
+
+// Tool is one entry of the agent's tool view as a pre-step reports it: the
+// tool's name and the id of whoever serves it.
+type Tool struct {
+	Name  string
+	Owner string
+}
+
+// Visible reports whether the catalog should exist for this tool view: the
+// first tool named "skill" must be owned by owner. The model can reach only
+// one tool per name, and the first one listed is the one we treat as
+// reachable, so:
+//
+//   - no tool named "skill" (the tool is hidden) → not visible;
+//   - the first "skill" tool belongs to another owner (our tool is shadowed,
+//     even if ours appears later) → not visible;
+//   - the first "skill" tool is ours → visible.
+//
+// A view that is not visible counts as complete and empty: the registry is
+// not consulted and a published catalog is answered with a tombstone.
+func Visible(tools []Tool, owner string) bool {
+	for _, t := range tools {
+		if t.Name == ToolName {
+			return t.Owner == owner
+		}
+	}
+	return false
+}
+
+// History is what the caller found reading the session log backward for
+// catalogs this processor published (records recognised with Recognize;
+// foreign and malformed records are skipped).
+type History struct {
+	// Published is true when any recognisable catalog of ours exists in the
+	// session, visible to the model or not.
+	Published bool
+	// Visible is true when a recognisable catalog of ours is still on the
+	// model-visible surface (not masked by compaction). Visible implies
+	// Published.
+	Visible bool
+	// Digest is the digest of the newest visible recognisable catalog, as
+	// Recognize computed it from that catalog's text. Meaningful only when
+	// Visible.
+	Digest string
+}
+
+// Outcome is what a pre-step decision amounts to.
+type Outcome string
+
+// The outcomes of Decide.
+const (
+	// OutcomeAppended: the caller must append Decision.Text as a catalog
+	// message.
+	OutcomeAppended Outcome = "appended"
+	// OutcomeUnchanged: the visible catalog already matches the view.
+	OutcomeUnchanged Outcome = "unchanged"
+	// OutcomeEmpty: nothing was ever published and there is nothing to show.
+	OutcomeEmpty Outcome = "empty"
+	// OutcomeIncomplete: the snapshot was incomplete; the model keeps what
+	// it was last shown and the caller retries at the next pre-step.
+	OutcomeIncomplete Outcome = "incomplete"
+)
+
+// Decision is the result of Decide.
+type Decision struct {
+	Outcome Outcome
+	// Update, Text and Entries are set when Outcome is OutcomeAppended:
+	// the template used, the exact message text, and the entries it lists
+	// (never nil; empty for a tombstone).
+	Update  Update
+	Text    string
+	Entries []Entry
+	// Digest is the digest of the current view; set for every outcome but
+	// OutcomeIncomplete.
+	Digest string
+}
+
+// Decide decides what one pre-step does to the session's catalog (SPEC §2):
+//
+//  1. A view where our skill tool is not visible is complete and empty;
+//     snap is ignored.
+//  2. Otherwise an incomplete snapshot decides nothing: OutcomeIncomplete.
+//  3. The entries are the model-invocable skills of snap, capped with
+//     opts.DescriptionMaxLength; their digest identifies the view.
+//  4. A visible catalog with the same digest: OutcomeUnchanged.
+//  5. Nothing ever published and an empty view: OutcomeEmpty.
+//  6. Otherwise OutcomeAppended, with the initial template when nothing was
+//     ever published and the replacement template (the tombstone when the
+//     view is empty) when something was.
+//
+// Hence: hiding or shadowing the tool after publication appends a
+// tombstone; a catalog masked by compaction is re-established with the
+// replacement template even when the view is unchanged; changes that leave
+// names and descriptions alone (a skill body, whenToUse, a provider) append
+// nothing. Decide is pure: same inputs, same bytes.
+func Decide(visible bool, snap Snapshot, h History, opts Options) Decision {
+	var entries []Entry
+	switch {
+	case !visible:
+		entries = []Entry{}
+	case !snap.Complete:
+		return Decision{Outcome: OutcomeIncomplete}
+	default:
+		entries = Entries(snap.Skills, opts.DescriptionMaxLength)
+	}
+	digest := Digest(entries)
+	published := h.Published || h.Visible
+	switch {
+	case h.Visible && h.Digest == digest:
+		return Decision{Outcome: OutcomeUnchanged, Digest: digest}
+	case !published && len(entries) == 0:
+		return Decision{Outcome: OutcomeEmpty, Digest: digest}
+	}
+	update := UpdateReplacement
+	if !published {
+		update = UpdateInitial
+	}
+	return Decision{
+		Outcome: OutcomeAppended,
+		Update:  update,
+		Text:    Render(update, entries),
+		Entries: entries,
+		Digest:  digest,
+	}
+}

@@ -1,0 +1,110 @@
+package catalog
+
+import "strings"
+
+// Update names the template a catalog message is rendered with.
+type Update string
+
+// The catalog templates. An initial catalog introduces skills to a session
+// that never saw one; a replacement supersedes every earlier list (and with
+// no entries it is the tombstone).
+const (
+	UpdateInitial     Update = "initial"
+	UpdateReplacement Update = "replacement"
+)
+
+// The fixed parts of the templates (SPEC §2). Lines are joined by "\n" and
+// the message has no trailing newline.
+const (
+	openReminder  = "<system-reminder>"
+	closeReminder = "</system-reminder>"
+	openBlock     = "<available_skills>"
+	closeBlock    = "</available_skills>"
+
+	initialIntro = "A skill is a reusable set of task-specific instructions. The following skills are available in this session:"
+	initialOutro = "If the user names a skill, or the task clearly matches a skill's description, call the `skill` tool with the exact skill name before taking task actions. Load all applicable skills, then follow their full instructions. This catalog contains summaries only; do not infer or follow a skill's instructions until it has been loaded."
+
+	replacementIntro = "The available skill catalog changed. This complete catalog replaces every earlier available-skills list in this session:"
+	replacementOutro = "Use only names in this replacement catalog. If the user names a listed skill, or the task clearly matches its description, call the `skill` tool with the exact name before acting."
+	tombstoneOutro   = "No skills are currently available through the `skill` tool. Do not use names from earlier skill catalogs."
+)
+
+// Render returns the exact text of a catalog message. UpdateInitial gives
+// the initial template; any other update gives the replacement template,
+// which for an empty entry list is the tombstone. (Decide never asks for an
+// initial catalog without entries; Render would give it an empty block.)
+func Render(u Update, entries []Entry) string {
+	intro, outro := replacementIntro, replacementOutro
+	switch {
+	case u == UpdateInitial:
+		intro, outro = initialIntro, initialOutro
+	case len(entries) == 0:
+		outro = tombstoneOutro
+	}
+	var b strings.Builder
+	size := len(openReminder) + len(intro) + len(openBlock) + len(closeBlock) + len(outro) + len(closeReminder) + 8
+	for _, e := range entries {
+		size += len(e.Name) + len(e.Description) + 8
+	}
+	b.Grow(size)
+	b.WriteString(openReminder + "\n" + intro + "\n\n" + openBlock + "\n")
+	for _, e := range entries {
+		b.WriteString(Line(e))
+		b.WriteByte('\n')
+	}
+	b.WriteString(closeBlock + "\n\n" + outro + "\n" + closeReminder)
+	return b.String()
+}
+
+// Recognize finds the available-skills block in a catalog message's text
+// and returns the digest recomputed from the text between its tags, so a
+// record is judged by what the model actually read, not by a digest field
+// that might disagree with it.
+//
+// The block is "<available_skills>\n" + lines + "\n</available_skills>", or
+// the empty form "<available_skills>\n</available_skills>"; each tag must
+// stand on a line of its own, and each line between them must be an entry
+// line "- `<name>`: <description>" with a name in the skill grammar. The
+// first opening tag decides. Anything else is not a catalog of ours: ok is
+// false. Recognize never panics, whatever the input.
+func Recognize(text string) (digest string, ok bool) {
+	const open = openBlock + "\n"
+	i := strings.Index(text, open)
+	if i < 0 || (i > 0 && text[i-1] != '\n') {
+		return "", false
+	}
+	rest := text[i+len(open):]
+	var inner, after string
+	if tail, found := strings.CutPrefix(rest, closeBlock); found {
+		inner, after = "", tail
+	} else {
+		j := strings.Index(rest, "\n"+closeBlock)
+		if j < 0 {
+			return "", false
+		}
+		inner, after = rest[:j], rest[j+1+len(closeBlock):]
+		if !entryLines(inner) {
+			return "", false
+		}
+	}
+	if after != "" && after[0] != '\n' {
+		return "", false
+	}
+	return digestText(inner), true
+}
+
+// entryLines reports whether every "\n"-separated line of inner is an entry
+// line as Line renders it.
+func entryLines(inner string) bool {
+	for line := range strings.SplitSeq(inner, "\n") {
+		rest, ok := strings.CutPrefix(line, "- `")
+		if !ok {
+			return false
+		}
+		name, _, ok := strings.Cut(rest, "`: ")
+		if !ok || !ValidName(name) {
+			return false
+		}
+	}
+	return true
+}

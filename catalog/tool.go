@@ -1,0 +1,197 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// ToolName is the name of the model-facing skill tool, and the name Visible
+// looks for in a tool view.
+const ToolName = "skill"
+
+// ToolDescription is the skill tool's description as registered with the
+// model (SPEC §3).
+const ToolDescription = "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill."
+
+// ToolParameters is the skill tool's parameter schema, as exact JSON text
+// (SPEC §3).
+const ToolParameters = `{"type":"object","properties":{"name":{"type":"string","description":"The exact skill name from the available skills list."}},"required":["name"]}`
+
+// Definition is what a worker registers with the model for a tool.
+// Parameters is JSON text.
+type Definition struct {
+	Name        string
+	Description string
+	Parameters  string
+}
+
+// ToolDefinition returns the definition of the skill tool.
+func ToolDefinition() Definition {
+	return Definition{Name: ToolName, Description: ToolDescription, Parameters: ToolParameters}
+}
+
+// Lookup is what Execute needs from the skill registry, already bound to the
+// calling session's working directory.
+type Lookup interface {
+	// Resolve returns the summary of the skill that wins name, from a
+	// possibly incomplete snapshot. The error wraps ErrNotFound when no
+	// provider offers name.
+	Resolve(ctx context.Context, name string) (Summary, error)
+	// Load asks the winner's provider for the current skill. The error wraps
+	// ErrNotFound when the skill has gone since it was resolved.
+	Load(ctx context.Context, name string) (Skill, error)
+}
+
+// ErrorCode classifies a failed tool call.
+type ErrorCode string
+
+// The error codes of Execute.
+const (
+	CodeInvalidName       ErrorCode = "invalid_name"
+	CodeUnknown           ErrorCode = "unknown"
+	CodeNotModelInvocable ErrorCode = "not_model_invocable"
+	CodeProvider          ErrorCode = "provider"
+)
+
+// ToolError is a failed tool call as the model is told about it. Message
+// has no "Error: " prefix; Result.Text adds it.
+type ToolError struct {
+	Code    ErrorCode
+	Message string
+}
+
+// Error returns the message.
+func (e *ToolError) Error() string { return e.Message }
+
+// Value is the success value of the skill tool: nothing but the name, the
+// provider, where resources resolve, and the instructions.
+type Value struct {
+	Name         string
+	Provider     string
+	ResourceBase *ResourceBase
+	Content      string
+}
+
+// Result is the outcome of one tool call: exactly one of Value and Err is
+// set.
+type Result struct {
+	Value *Value
+	Err   *ToolError
+}
+
+// providerFailed is the message of a provider error that has none.
+const providerFailed = "skill provider failed"
+
+// Execute runs the skill tool for the raw name argument (SPEC §3):
+//
+//  1. a name outside the grammar → CodeInvalidName, and l is not consulted;
+//  2. no skill of that name → CodeUnknown;
+//  3. a skill the model may not invoke → CodeNotModelInvocable, decided on
+//     the summary, so its body is never loaded;
+//  4. the skill is loaded; if it has gone meanwhile → CodeUnknown, and if
+//     its loaded definition forbids model invocation → CodeNotModelInvocable
+//     (the body is discarded, never disclosed);
+//  5. otherwise the Value.
+//
+// Any other error of l is a CodeProvider error whose message is the
+// provider's error text. Whether a skill is user-invocable plays no part.
+// Error messages quote the raw argument as given, between double quotes.
+func Execute(ctx context.Context, l Lookup, name string) Result {
+	if !ValidName(name) {
+		return fail(CodeInvalidName, `invalid skill name "`+name+`"`)
+	}
+	sum, err := l.Resolve(ctx, name)
+	if err != nil {
+		return lookupFailed(name, err)
+	}
+	if !sum.Invocation.ModelInvocable {
+		return notInvocable(name)
+	}
+	sk, err := l.Load(ctx, name)
+	if err != nil {
+		return lookupFailed(name, err)
+	}
+	if !sk.Invocation.ModelInvocable {
+		return notInvocable(name)
+	}
+	provider := sk.Provider
+	if provider == "" {
+		provider = sum.Provider
+	}
+	return Result{Value: &Value{
+		Name:         name,
+		Provider:     provider,
+		ResourceBase: sk.ResourceBase,
+		Content:      sk.Content,
+	}}
+}
+
+func fail(code ErrorCode, msg string) Result {
+	return Result{Err: &ToolError{Code: code, Message: msg}}
+}
+
+func notInvocable(name string) Result {
+	return fail(CodeNotModelInvocable, `skill "`+name+`" is not available for model invocation`)
+}
+
+func lookupFailed(name string, err error) Result {
+	if errors.Is(err, ErrNotFound) {
+		return fail(CodeUnknown, `skill "`+name+`" is unknown or no longer available`)
+	}
+	msg := err.Error()
+	if msg == "" {
+		msg = providerFailed
+	}
+	return fail(CodeProvider, msg)
+}
+
+// attrEscaper escapes the name attribute of <skill_content>.
+var attrEscaper = strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;")
+
+// Text returns exactly what the model reads for this result: "Error: " and
+// the message for a failure, or the skill_content document for a success.
+// A zero Result (neither set) reads as an error.
+func (r Result) Text() string {
+	if r.Err != nil {
+		return "Error: " + r.Err.Message
+	}
+	if r.Value == nil {
+		return "Error: " + providerFailed
+	}
+	v := r.Value
+	g1, g2 := guidance(v)
+	var b strings.Builder
+	b.Grow(len(v.Content) + len(v.Name) + len(g1) + len(g2) + 160)
+	b.WriteString(`<skill_content name="`)
+	b.WriteString(attrEscaper.Replace(v.Name))
+	b.WriteString("\">\n<skill_resources>\n")
+	b.WriteString(g1)
+	b.WriteByte('\n')
+	b.WriteString(g2)
+	b.WriteString("\n</skill_resources>\n\n<skill_instructions>\n")
+	b.WriteString(v.Content)
+	b.WriteString("\n</skill_instructions>\n</skill_content>")
+	return b.String()
+}
+
+const loadAsNeeded = "Load referenced resources only as needed."
+
+// guidance returns the two resource guidance lines for v. A resource base of
+// an unknown kind is treated as none.
+func guidance(v *Value) (string, string) {
+	rb := v.ResourceBase
+	if rb != nil {
+		switch rb.Kind {
+		case ResourceDirectory:
+			return "Base directory for this skill: " + Escape(rb.Path),
+				"Resolve relative paths mentioned by this skill against the base directory before using them. " + loadAsNeeded
+		case ResourceURL:
+			return "Base URL for this skill: " + Escape(rb.URL),
+				"Resolve relative URLs mentioned by this skill against the base URL before using them. " + loadAsNeeded
+		case ResourceOpaque:
+			return "Resources for this skill: " + Escape(rb.Description), loadAsNeeded
+		}
+	}
+	return `Resources for this skill are managed by provider "` + Escape(v.Provider) + `".`, loadAsNeeded
+}
