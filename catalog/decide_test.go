@@ -44,7 +44,9 @@ func mi(name, desc string) catalog.Summary {
 	return catalog.Summary{Name: name, Description: desc, Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}, Provider: "fs", Source: catalog.SourceProject}
 }
 
-func complete(s ...catalog.Summary) catalog.Snapshot { return catalog.Snapshot{Skills: s, Complete: true} }
+func complete(s ...catalog.Summary) catalog.Snapshot {
+	return catalog.Snapshot{Skills: s, Complete: true}
+}
 
 func initial(s ...catalog.Summary) string {
 	return catalog.Render(catalog.UpdateInitial, catalog.Entries(s, catalog.DefaultDescriptionMaxLength))
