@@ -17,11 +17,11 @@ const (
 
 // Header names used on the wire.
 const (
-	HeaderContentType   = "Content-Type"
-	HeaderReplyInbox    = "Reply-Inbox"
-	HeaderCausationSeq  = "Causation-Seq"
-	HeaderMsgID         = "Nats-Msg-Id"
-	HeaderExpectedLastSubjSeq = "Nats-Expected-Last-Subject-Sequence"
+	HeaderContentType                = "Content-Type"
+	HeaderReplyInbox                 = "Reply-Inbox"
+	HeaderCausationSeq               = "Causation-Seq"
+	HeaderMsgID                      = "Nats-Msg-Id"
+	HeaderExpectedLastSubjSeq        = "Nats-Expected-Last-Subject-Sequence"
 	HeaderExpectedLastSubjSeqSubject = "Nats-Expected-Last-Subject-Sequence-Subject"
 )
 

@@ -1,0 +1,197 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Encoding is a wire encoding of payloads.
+type Encoding int
+
+// The two encodings. Msgpack is the default.
+const (
+	Msgpack Encoding = iota
+	JSON
+)
+
+func (e Encoding) String() string {
+	switch e {
+	case Msgpack:
+		return "msgpack"
+	case JSON:
+		return "json"
+	}
+	return "Encoding(" + strconv.Itoa(int(e)) + ")"
+}
+
+// ContentType returns the Content-Type header value of e.
+func (e Encoding) ContentType() string {
+	if e == JSON {
+		return ContentTypeJSON
+	}
+	return ContentTypeMsgpack
+}
+
+// EncodingOf maps a Content-Type header value to an encoding: absent or
+// application/msgpack is Msgpack, application/json is JSON. Media type
+// parameters ("; charset=utf-8") and case are ignored. Anything else is an
+// error matching ErrUnsupportedContentType and ErrBadPayload.
+func EncodingOf(contentType string) (Encoding, error) {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case mt == "", strings.EqualFold(mt, ContentTypeMsgpack):
+		return Msgpack, nil
+	case strings.EqualFold(mt, ContentTypeJSON):
+		return JSON, nil
+	}
+	return Msgpack, fmt.Errorf("%w: %w %s (want %s or %s)", ErrBadPayload, ErrUnsupportedContentType,
+		quoteShort(contentType), ContentTypeMsgpack, ContentTypeJSON)
+}
+
+// Encode encodes v, normally one of the payload types, in enc. It does not
+// validate v (a "rejected" Decision may answer an unreadable trigger); it
+// fails with ErrTooLarge when the result would exceed MaxPayloadSize.
+func Encode(enc Encoding, v any) ([]byte, error) {
+	var b []byte
+	switch enc {
+	case Msgpack:
+		var err error
+		if b, err = msgpack.Marshal(v); err != nil {
+			return nil, fmt.Errorf("encode %T as msgpack: %w", v, err)
+		}
+	case JSON:
+		var buf bytes.Buffer
+		e := json.NewEncoder(&buf)
+		e.SetEscapeHTML(false)
+		if err := e.Encode(v); err != nil {
+			return nil, fmt.Errorf("encode %T as json: %w", v, err)
+		}
+		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	default:
+		return nil, fmt.Errorf("encode %T: unknown encoding %v", v, enc)
+	}
+	if len(b) > MaxPayloadSize {
+		return nil, fmt.Errorf("encode %T: %w", v, tooLarge(len(b)))
+	}
+	return b, nil
+}
+
+func tooLarge(n int) error {
+	return fmt.Errorf("%w: %w: %d bytes, limit %d", ErrBadPayload, ErrTooLarge, n, MaxPayloadSize)
+}
+
+// payload is what every decodable type implements.
+type payload interface {
+	msgpack.CustomDecoder
+	Validate() error
+}
+
+// decode runs the common steps of every Decode function: size limit,
+// structural bounds, version (when versioned), typed decode, validation.
+func decode(enc Encoding, b []byte, p payload, versioned bool) error {
+	if len(b) > MaxPayloadSize {
+		return tooLarge(len(b))
+	}
+	switch enc {
+	case Msgpack:
+		if err := checkMsgpack(b); err != nil {
+			return err
+		}
+		var verr error
+		if versioned {
+			v, err := msgpackVersion(b)
+			switch {
+			case err == nil && v != Version:
+				verr = versionError(v)
+			case isFieldError(err):
+				verr = err
+			case err != nil:
+				return err // not a map
+			}
+		} else if h, err := readHeader(b, 0); err != nil {
+			return err
+		} else if h.kind != kindMap {
+			return badPayload("msgpack: payload is %s, want map", h.kind)
+		}
+		// Decode even when the version is wrong, so that the caller gets
+		// what could be read (e.g. the call id to address a rejection).
+		uerr := msgpack.Unmarshal(b, p)
+		switch {
+		case errors.Is(verr, ErrUnsupportedVersion):
+			return verr
+		case uerr != nil && errors.Is(uerr, ErrBadPayload):
+			return uerr
+		case uerr != nil:
+			return badPayload("msgpack: %v", uerr)
+		case verr != nil:
+			return verr
+		}
+	case JSON:
+		if err := checkJSONDepth(b); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, p); err != nil {
+			return jsonError(err)
+		}
+	default:
+		return fmt.Errorf("%w: unknown encoding %v", ErrBadPayload, enc)
+	}
+	return p.Validate()
+}
+
+// DecodePreStep decodes and validates a PreStep.
+func DecodePreStep(enc Encoding, b []byte) (PreStep, error) {
+	var p PreStep
+	err := decode(enc, b, &p, true)
+	return p, err
+}
+
+// DecodeSkillCall decodes and validates a SkillCall.
+func DecodeSkillCall(enc Encoding, b []byte) (SkillCall, error) {
+	var c SkillCall
+	err := decode(enc, b, &c, true)
+	return c, err
+}
+
+// DecodeCompaction decodes and validates a Compaction.
+func DecodeCompaction(enc Encoding, b []byte) (Compaction, error) {
+	var c Compaction
+	err := decode(enc, b, &c, true)
+	return c, err
+}
+
+// DecodeCatalog decodes and validates a Catalog.
+func DecodeCatalog(enc Encoding, b []byte) (Catalog, error) {
+	var c Catalog
+	err := decode(enc, b, &c, true)
+	return c, err
+}
+
+// DecodeToolResult decodes and validates a ToolResult.
+func DecodeToolResult(enc Encoding, b []byte) (ToolResult, error) {
+	var r ToolResult
+	err := decode(enc, b, &r, true)
+	return r, err
+}
+
+// DecodeDecision decodes and validates a Decision.
+func DecodeDecision(enc Encoding, b []byte) (Decision, error) {
+	var x Decision
+	err := decode(enc, b, &x, true)
+	return x, err
+}
+
+// DecodeToolDefinition decodes and validates a ToolDefinition (which has no
+// "v").
+func DecodeToolDefinition(enc Encoding, b []byte) (ToolDefinition, error) {
+	var t ToolDefinition
+	err := decode(enc, b, &t, false)
+	return t, err
+}

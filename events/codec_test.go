@@ -1,0 +1,134 @@
+package events
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// skillParameters is SPEC §3's parameter schema, byte for byte.
+const skillParameters = `{"type":"object","properties":{"name":{"type":"string","description":"The exact skill name from the available skills list."}},"required":["name"]}`
+
+// samples returns one fully populated value of every payload type, keyed by
+// a short name used for fixture files.
+func samples() map[string]any {
+	return map[string]any{
+		"prestep": PreStep{V: 1, Session: "sess-1", Step: "step-7", Cwd: "/work/project",
+			Tools:      []Tool{{Name: "skill", Owner: "skillstream"}, {Name: "bash", Owner: "agent"}},
+			DeadlineMs: 1767225600000},
+		"skillcall": SkillCall{V: 1, Session: "sess-1", Call: "call_01", Cwd: "/work/project",
+			Args: SkillArgs{Name: "pdf-tools"}, DeadlineMs: 1767225600000},
+		"compaction": Compaction{V: 1, Session: "sess-1", RetainFrom: 42, Keep: []uint64{3, 17}},
+		"catalog": Catalog{V: 1, Session: "sess-1", Step: "step-7", ID: "cat-1", Role: "user",
+			Text: "<available_skills>\n- `pdf-tools`: Work with PDF files &amp; forms\n</available_skills>",
+			Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "initial",
+				Entries: []Entry{{Name: "pdf-tools", Description: "Work with PDF files & forms"}},
+				Digest:  "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}},
+		"toolresult": ToolResult{V: 1, Session: "sess-1", Call: "call_01", TriggerSeq: 99, Text: "<skill_content name=\"pdf-tools\">...",
+			Value: &SkillValue{Name: "pdf-tools", Provider: "agentskills",
+				ResourceBase: &ResourceBase{Kind: "directory", Path: "/work/project/.agents/skills/pdf-tools"},
+				Content:      "# PDF tools\n\nUse pdftotext."}},
+		"toolresult-error": ToolResult{V: 1, Session: "sess-1", Call: "call_02", TriggerSeq: 100, IsError: true,
+			Text: `Error: invalid skill name "Bad_Name"`, Error: &ErrorInfo{Code: CodeInvalidName, Message: `invalid skill name "Bad_Name"`}},
+		"decision": Decision{V: 1, Session: "sess-1", Step: "step-7", TriggerSeq: 98, Outcome: OutcomeAppended,
+			Catalog: &Catalog{V: 1, Session: "sess-1", Step: "step-7", ID: "cat-1", Role: "user", Text: "<available_skills>\n</available_skills>",
+				Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "replacement", Entries: []Entry{}, Digest: "e3b0"}}},
+		"decision-rejected": Decision{V: 1, Session: "sess-1", TriggerSeq: 5, Outcome: OutcomeRejected,
+			Error: &ErrorInfo{Code: CodeBadRequest, Message: `bad payload: field "step": missing`}},
+		"tooldefinition": ToolDefinition{Name: "skill",
+			Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
+			Parameters:  RawJSON(skillParameters)},
+	}
+}
+
+// decodeAny decodes b into a value of the same type as like.
+func decodeAny(enc Encoding, like any, b []byte) (any, error) {
+	switch like.(type) {
+	case PreStep:
+		return DecodePreStep(enc, b)
+	case SkillCall:
+		return DecodeSkillCall(enc, b)
+	case Compaction:
+		return DecodeCompaction(enc, b)
+	case Catalog:
+		return DecodeCatalog(enc, b)
+	case ToolResult:
+		return DecodeToolResult(enc, b)
+	case Decision:
+		return DecodeDecision(enc, b)
+	case ToolDefinition:
+		return DecodeToolDefinition(enc, b)
+	}
+	panic("unknown payload type")
+}
+
+func TestRoundTrip(t *testing.T) {
+	for name, v := range samples() {
+		for _, enc := range []Encoding{Msgpack, JSON} {
+			t.Run(name+"/"+enc.String(), func(t *testing.T) {
+				b, err := Encode(enc, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := decodeAny(enc, v, b)
+				if err != nil {
+					t.Fatalf("decode %q: %v", b, err)
+				}
+				if !reflect.DeepEqual(got, v) {
+					t.Errorf("round trip changed the value\n got %#v\nwant %#v", got, v)
+				}
+			})
+		}
+	}
+}
+
+func TestToolDefinitionParametersByteIdentical(t *testing.T) {
+	def := samples()["tooldefinition"].(ToolDefinition)
+	for _, enc := range []Encoding{Msgpack, JSON} {
+		b, err := Encode(enc, def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeToolDefinition(enc, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Parameters) != skillParameters {
+			t.Errorf("%v: parameters = %s, want %s", enc, got.Parameters, skillParameters)
+		}
+		if enc == JSON && !bytes.Contains(b, []byte(`"parameters":`+skillParameters)) {
+			t.Errorf("JSON encoding does not carry the parameters verbatim: %s", b)
+		}
+	}
+}
+
+func TestEncodingOf(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want Encoding
+		ok   bool
+	}{
+		{"", Msgpack, true},
+		{"application/msgpack", Msgpack, true},
+		{"Application/MsgPack", Msgpack, true},
+		{"application/json", JSON, true},
+		{"application/json; charset=utf-8", JSON, true},
+		{" application/json ;charset=UTF-8", JSON, true},
+		{"text/plain", Msgpack, false},
+		{"application/xml", Msgpack, false},
+		{"json", Msgpack, false},
+	} {
+		got, err := EncodingOf(tc.ct)
+		if tc.ok != (err == nil) || (tc.ok && got != tc.want) {
+			t.Errorf("EncodingOf(%q) = %v, %v; want %v ok=%v", tc.ct, got, err, tc.want, tc.ok)
+		}
+		if !tc.ok && (!errors.Is(err, ErrUnsupportedContentType) || !errors.Is(err, ErrBadPayload) || !strings.Contains(err.Error(), tc.ct)) {
+			t.Errorf("EncodingOf(%q) error %v: want ErrUnsupportedContentType naming the type", tc.ct, err)
+		}
+	}
+	if Msgpack.ContentType() != ContentTypeMsgpack || JSON.ContentType() != ContentTypeJSON {
+		t.Error("ContentType mismatch")
+	}
+}

@@ -1,0 +1,704 @@
+package events
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// This file holds the msgpack decoders of the payload types. msgpack.Unmarshal
+// calls them (they implement msgpack.CustomDecoder) once checkMsgpack has
+// bounded the input. They read map keys in any order, skip unknown keys, take
+// nil as "absent". A value of the wrong type is skipped and decoding goes on,
+// so that every decoder consumes exactly its value and the result holds every
+// field that could be read; the first problem is returned as a FieldError
+// naming the field's path. Errors of the msgpack reader itself (not expected
+// once checkMsgpack passed) stop decoding.
+
+var (
+	_ msgpack.CustomDecoder = (*PreStep)(nil)
+	_ msgpack.CustomDecoder = (*SkillCall)(nil)
+	_ msgpack.CustomDecoder = (*Compaction)(nil)
+	_ msgpack.CustomDecoder = (*Catalog)(nil)
+	_ msgpack.CustomDecoder = (*ToolResult)(nil)
+	_ msgpack.CustomDecoder = (*Decision)(nil)
+	_ msgpack.CustomDecoder = (*ToolDefinition)(nil)
+)
+
+func peekKind(d *msgpack.Decoder) (valueKind, error) {
+	c, err := d.PeekCode()
+	if err != nil {
+		return kindInvalid, badPayload("msgpack: %v", err)
+	}
+	return codeKind(c), nil
+}
+
+// fatal wraps an error of the msgpack reader itself (not expected after
+// checkMsgpack) as a bad payload error about field. It is not a FieldError:
+// decoding cannot go on after it.
+func fatal(field string, err error) error {
+	return badPayload("msgpack: field %q: %v", field, err)
+}
+
+// mismatch skips the value under the reader and reports its wrong type.
+func mismatch(d *msgpack.Decoder, field string, got valueKind, want string) error {
+	if err := d.Skip(); err != nil {
+		return fatal(field, err)
+	}
+	return wrongType(field, got, want)
+}
+
+// isFieldError reports whether err is a FieldError, after which decoding
+// can go on.
+func isFieldError(err error) bool {
+	_, ok := err.(*FieldError)
+	return ok
+}
+
+// firstError keeps the first FieldError in *dst and reports whether decoding
+// can go on.
+func firstError(dst *error, err error) bool {
+	if err == nil {
+		return true
+	}
+	if !isFieldError(err) {
+		*dst = err
+		return false
+	}
+	if *dst == nil {
+		*dst = err
+	}
+	return true
+}
+
+// mpString reads a string field; msgpack bin is accepted as a string too, nil
+// as "".
+func mpString(d *msgpack.Decoder, field string) (string, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return "", err
+	}
+	switch k {
+	case kindString, kindBinary, kindNil:
+		s, err := d.DecodeString()
+		if err != nil {
+			return "", fatal(field, err)
+		}
+		return s, nil
+	}
+	return "", mismatch(d, field, k, "string")
+}
+
+// mpID reads a step or call id: a string, or an integer which becomes its
+// decimal text.
+func mpID(d *msgpack.Decoder, field string) (string, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return "", err
+	}
+	switch k {
+	case kindInt:
+		n, err := d.DecodeInt64()
+		if err != nil {
+			return "", fatal(field, err)
+		}
+		return strconv.FormatInt(n, 10), nil
+	case kindUint:
+		n, err := d.DecodeUint64()
+		if err != nil {
+			return "", fatal(field, err)
+		}
+		return strconv.FormatUint(n, 10), nil
+	case kindString, kindBinary, kindNil:
+		return mpString(d, field)
+	}
+	return "", mismatch(d, field, k, "string")
+}
+
+// mpUint reads a non-negative integer; nil reads as 0.
+func mpUint(d *msgpack.Decoder, field string) (uint64, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return 0, err
+	}
+	switch k {
+	case kindNil:
+		return 0, d.DecodeNil()
+	case kindUint:
+		n, err := d.DecodeUint64()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		return n, nil
+	case kindInt:
+		n, err := d.DecodeInt64()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		if n < 0 {
+			return 0, &FieldError{Field: field, Problem: "negative: " + strconv.FormatInt(n, 10)}
+		}
+		return uint64(n), nil
+	}
+	return 0, mismatch(d, field, k, "integer")
+}
+
+// mpInt reads a signed integer; nil reads as 0.
+func mpInt(d *msgpack.Decoder, field string) (int64, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return 0, err
+	}
+	switch k {
+	case kindNil:
+		return 0, d.DecodeNil()
+	case kindUint:
+		n, err := d.DecodeUint64()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		if n > math.MaxInt64 {
+			return 0, &FieldError{Field: field, Problem: "out of range: " + strconv.FormatUint(n, 10)}
+		}
+		return int64(n), nil
+	case kindInt:
+		n, err := d.DecodeInt64()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		return n, nil
+	}
+	return 0, mismatch(d, field, k, "integer")
+}
+
+// mpBool reads a bool; nil reads as false.
+func mpBool(d *msgpack.Decoder, field string) (bool, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return false, err
+	}
+	switch k {
+	case kindNil:
+		return false, d.DecodeNil()
+	case kindBool:
+		b, err := d.DecodeBool()
+		if err != nil {
+			return false, fatal(field, err)
+		}
+		return b, nil
+	}
+	return false, mismatch(d, field, k, "bool")
+}
+
+// mpArrayLen reads an array header; nil gives -1.
+func mpArrayLen(d *msgpack.Decoder, field string) (int, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return 0, err
+	}
+	switch k {
+	case kindNil, kindArray:
+		n, err := d.DecodeArrayLen()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		return n, nil
+	}
+	return 0, mismatch(d, field, k, "array")
+}
+
+// mpMapLen reads a map header; nil gives -1.
+func mpMapLen(d *msgpack.Decoder, field string) (int, error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return 0, err
+	}
+	switch k {
+	case kindNil, kindMap:
+		n, err := d.DecodeMapLen()
+		if err != nil {
+			return 0, fatal(field, err)
+		}
+		return n, nil
+	}
+	return 0, mismatch(d, field, k, "map")
+}
+
+// mpKey reads a map key. A key that is not a string is skipped with its
+// value (ok false): no payload uses one.
+func mpKey(d *msgpack.Decoder) (key string, ok bool, err error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return "", false, err
+	}
+	if k != kindString {
+		if err := d.Skip(); err != nil {
+			return "", false, badPayload("msgpack: %v", err)
+		}
+		if err := d.Skip(); err != nil {
+			return "", false, badPayload("msgpack: %v", err)
+		}
+		return "", false, nil
+	}
+	s, err := d.DecodeString()
+	if err != nil {
+		return "", false, badPayload("msgpack: %v", err)
+	}
+	return s, true, nil
+}
+
+func mpSkip(d *msgpack.Decoder) error {
+	if err := d.Skip(); err != nil {
+		return badPayload("msgpack: %v", err)
+	}
+	return nil
+}
+
+// mpFields reads a map, calling field for each string key with the decoder
+// positioned on the value. field returns handled=false for keys it does not
+// know; their values are skipped. A nil map reads as an empty one. The
+// returned error of a nested field is prefixed with path.
+func mpFields(d *msgpack.Decoder, path string, field func(key string) (handled bool, err error)) error {
+	n, err := mpMapLen(d, path)
+	if err != nil {
+		return err
+	}
+	var ferr error
+	for ; n > 0; n-- {
+		key, ok, err := mpKey(d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		handled, err := field(key)
+		if !firstError(&ferr, err) {
+			return ferr
+		}
+		if !handled {
+			if err := mpSkip(d); err != nil {
+				return err
+			}
+		}
+	}
+	return ferr
+}
+
+// mpStruct decodes a nested map into v, prefixing field errors with path.
+// It reports whether the value was present (not nil).
+func mpStruct(d *msgpack.Decoder, path string, v msgpack.CustomDecoder) (present bool, err error) {
+	k, err := peekKind(d)
+	if err != nil {
+		return false, err
+	}
+	if k == kindNil {
+		return false, d.DecodeNil()
+	}
+	if err := v.DecodeMsgpack(d); err != nil {
+		return true, prefixField(path, err)
+	}
+	return true, nil
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (t *Tool) DecodeMsgpack(d *msgpack.Decoder) error {
+	*t = Tool{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "name":
+			t.Name, err = mpString(d, key)
+		case "owner":
+			t.Owner, err = mpString(d, key)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (p *PreStep) DecodeMsgpack(d *msgpack.Decoder) error {
+	*p = PreStep{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			p.V, err = mpVersion(d)
+		case "session":
+			p.Session, err = mpString(d, key)
+		case "step":
+			p.Step, err = mpID(d, key)
+		case "cwd":
+			p.Cwd, err = mpString(d, key)
+		case "deadlineMs":
+			p.DeadlineMs, err = mpInt(d, key)
+		case "tools":
+			var n int
+			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
+				return true, err
+			}
+			p.Tools = make([]Tool, n)
+			for i := range p.Tools {
+				if !firstError(&err, mpElement(d, "tools", i, &p.Tools[i])) {
+					return true, err
+				}
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// mpVersion reads "v" into an int; Validate checks its value.
+func mpVersion(d *msgpack.Decoder) (int, error) {
+	v, err := mpInt(d, "v")
+	if err != nil {
+		return 0, err
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, versionError(v)
+	}
+	return int(v), nil
+}
+
+// mpElement decodes element i of the array field into v, which must be a
+// map.
+func mpElement(d *msgpack.Decoder, field string, i int, v msgpack.CustomDecoder) error {
+	present, err := mpStruct(d, "", v)
+	if err == nil && !present {
+		err = &FieldError{Problem: "wrong type: got nil, want map"}
+	}
+	return prefixField(field, prefixIndex(err, i))
+}
+
+// prefixIndex puts "[i]" in front of the field of a FieldError.
+func prefixIndex(err error, i int) error {
+	if fe, ok := err.(*FieldError); ok {
+		return &FieldError{Field: joinPath("["+strconv.Itoa(i)+"]", fe.Field), Problem: fe.Problem}
+	}
+	return err
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (a *SkillArgs) DecodeMsgpack(d *msgpack.Decoder) error {
+	*a = SkillArgs{}
+	seen := false
+	err := mpFields(d, "", func(key string) (bool, error) {
+		if key != "name" {
+			return false, nil
+		}
+		k, err := peekKind(d)
+		if err != nil {
+			return true, err
+		}
+		if k == kindNil {
+			seen = false
+			return true, d.DecodeNil()
+		}
+		seen = true
+		a.Name, err = mpString(d, key)
+		return true, err
+	})
+	if err == nil && !seen {
+		err = &FieldError{Field: "name", Problem: problemMissing}
+	}
+	return err
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (c *SkillCall) DecodeMsgpack(d *msgpack.Decoder) error {
+	*c = SkillCall{}
+	args := false
+	err := mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			c.V, err = mpVersion(d)
+		case "session":
+			c.Session, err = mpString(d, key)
+		case "call":
+			c.Call, err = mpID(d, key)
+		case "cwd":
+			c.Cwd, err = mpString(d, key)
+		case "deadlineMs":
+			c.DeadlineMs, err = mpInt(d, key)
+		case "args":
+			args, err = mpStruct(d, key, &c.Args)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err == nil && !args {
+		err = &FieldError{Field: "args", Problem: problemMissing}
+	}
+	return err
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (c *Compaction) DecodeMsgpack(d *msgpack.Decoder) error {
+	*c = Compaction{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			c.V, err = mpVersion(d)
+		case "session":
+			c.Session, err = mpString(d, key)
+		case "retainFrom":
+			c.RetainFrom, err = mpUint(d, key)
+		case "keep":
+			var n int
+			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
+				return true, err
+			}
+			c.Keep = make([]uint64, n)
+			for i := range c.Keep {
+				k, kerr := mpUint(d, "")
+				c.Keep[i] = k
+				if !firstError(&err, prefixField(key, prefixIndex(kerr, i))) {
+					return true, err
+				}
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (e *Entry) DecodeMsgpack(d *msgpack.Decoder) error {
+	*e = Entry{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "name":
+			e.Name, err = mpString(d, key)
+		case "description":
+			e.Description, err = mpString(d, key)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (s *CatalogSource) DecodeMsgpack(d *msgpack.Decoder) error {
+	*s = CatalogSource{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "kind":
+			s.Kind, err = mpString(d, key)
+		case "producer":
+			s.Producer, err = mpString(d, key)
+		case "update":
+			s.Update, err = mpString(d, key)
+		case "digest":
+			s.Digest, err = mpString(d, key)
+		case "entries":
+			var n int
+			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
+				return true, err
+			}
+			s.Entries = make([]Entry, n)
+			for i := range s.Entries {
+				if !firstError(&err, mpElement(d, "entries", i, &s.Entries[i])) {
+					return true, err
+				}
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (c *Catalog) DecodeMsgpack(d *msgpack.Decoder) error {
+	*c = Catalog{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			c.V, err = mpVersion(d)
+		case "session":
+			c.Session, err = mpString(d, key)
+		case "step":
+			c.Step, err = mpID(d, key)
+		case "id":
+			c.ID, err = mpString(d, key)
+		case "role":
+			c.Role, err = mpString(d, key)
+		case "text":
+			c.Text, err = mpString(d, key)
+		case "source":
+			_, err = mpStruct(d, key, &c.Source)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (e *ErrorInfo) DecodeMsgpack(d *msgpack.Decoder) error {
+	*e = ErrorInfo{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "code":
+			e.Code, err = mpString(d, key)
+		case "message":
+			e.Message, err = mpString(d, key)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (x *Decision) DecodeMsgpack(d *msgpack.Decoder) error {
+	*x = Decision{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			x.V, err = mpVersion(d)
+		case "session":
+			x.Session, err = mpString(d, key)
+		case "step":
+			x.Step, err = mpID(d, key)
+		case "triggerSeq":
+			x.TriggerSeq, err = mpUint(d, key)
+		case "outcome":
+			x.Outcome, err = mpString(d, key)
+		case "catalog":
+			c := new(Catalog)
+			var present bool
+			if present, err = mpStruct(d, key, c); present && err == nil {
+				x.Catalog = c
+			}
+		case "error":
+			e := new(ErrorInfo)
+			var present bool
+			if present, err = mpStruct(d, key, e); present && err == nil {
+				x.Error = e
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (r *ResourceBase) DecodeMsgpack(d *msgpack.Decoder) error {
+	*r = ResourceBase{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "kind":
+			r.Kind, err = mpString(d, key)
+		case "path":
+			r.Path, err = mpString(d, key)
+		case "url":
+			r.URL, err = mpString(d, key)
+		case "description":
+			r.Description, err = mpString(d, key)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (s *SkillValue) DecodeMsgpack(d *msgpack.Decoder) error {
+	*s = SkillValue{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "name":
+			s.Name, err = mpString(d, key)
+		case "provider":
+			s.Provider, err = mpString(d, key)
+		case "content":
+			s.Content, err = mpString(d, key)
+		case "resourceBase":
+			rb := new(ResourceBase)
+			var present bool
+			if present, err = mpStruct(d, key, rb); present && err == nil {
+				s.ResourceBase = rb
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (r *ToolResult) DecodeMsgpack(d *msgpack.Decoder) error {
+	*r = ToolResult{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "v":
+			r.V, err = mpVersion(d)
+		case "session":
+			r.Session, err = mpString(d, key)
+		case "call":
+			r.Call, err = mpID(d, key)
+		case "triggerSeq":
+			r.TriggerSeq, err = mpUint(d, key)
+		case "isError":
+			r.IsError, err = mpBool(d, key)
+		case "text":
+			r.Text, err = mpString(d, key)
+		case "value":
+			v := new(SkillValue)
+			var present bool
+			if present, err = mpStruct(d, key, v); present && err == nil {
+				r.Value = v
+			}
+		case "error":
+			e := new(ErrorInfo)
+			var present bool
+			if present, err = mpStruct(d, key, e); present && err == nil {
+				r.Error = e
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (t *ToolDefinition) DecodeMsgpack(d *msgpack.Decoder) error {
+	*t = ToolDefinition{}
+	return mpFields(d, "", func(key string) (bool, error) {
+		var err error
+		switch key {
+		case "name":
+			t.Name, err = mpString(d, key)
+		case "description":
+			t.Description, err = mpString(d, key)
+		case "parameters":
+			if err = t.Parameters.DecodeMsgpack(d); err != nil {
+				err = &FieldError{Field: key, Problem: err.Error()}
+			}
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+}

@@ -1,0 +1,124 @@
+package events
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// MaxIDLength is the longest step or call id allowed, in bytes.
+const MaxIDLength = 256
+
+func checkVersion(v int) error {
+	if v != Version {
+		return versionError(int64(v))
+	}
+	return nil
+}
+
+func checkSessionField(sid string) error {
+	if sid == "" {
+		return &FieldError{Field: "session", Problem: problemMissing}
+	}
+	if !ValidSession(sid) {
+		return &FieldError{Field: "session", Problem: problemBadSession}
+	}
+	return nil
+}
+
+// checkID checks a step or call id: non-empty unless optional, at most
+// MaxIDLength bytes.
+func checkID(field, id string, optional bool) error {
+	if id == "" && !optional {
+		return &FieldError{Field: field, Problem: problemMissing}
+	}
+	if len(id) > MaxIDLength {
+		return &FieldError{Field: field, Problem: "too long: " + strconv.Itoa(len(id)) + " bytes, limit " + strconv.Itoa(MaxIDLength)}
+	}
+	return nil
+}
+
+func checkDeadline(ms int64) error {
+	if ms < 0 {
+		return &FieldError{Field: "deadlineMs", Problem: "negative: " + strconv.FormatInt(ms, 10)}
+	}
+	return nil
+}
+
+func first(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks what a processor relies on: v is 1, session is a valid
+// token, step is present and at most MaxIDLength bytes, every tool has a
+// name, deadlineMs is not negative.
+func (p PreStep) Validate() error {
+	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs)); err != nil {
+		return err
+	}
+	for i, t := range p.Tools {
+		if t.Name == "" {
+			return &FieldError{Field: "tools[" + strconv.Itoa(i) + "].name", Problem: problemMissing}
+		}
+	}
+	return nil
+}
+
+// Validate checks v, session, call (present, at most MaxIDLength bytes) and
+// deadlineMs. An empty args.name is valid here: the skill tool answers it
+// with its own invalid-name error. (A missing args.name is reported by the
+// decoders, which can tell missing from empty.)
+func (c SkillCall) Validate() error {
+	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs))
+}
+
+// Validate checks v and session.
+func (c Compaction) Validate() error {
+	return first(checkVersion(c.V), checkSessionField(c.Session))
+}
+
+// Validate checks v, session and step. Whether a catalog is recognisable
+// (producer, text) is for the reader to decide, not a decoding error.
+func (c Catalog) Validate() error {
+	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("step", c.Step, false))
+}
+
+// Validate checks v, session, outcome (present; values this package does not
+// name are accepted for forward compatibility), step (present unless the
+// outcome is "rejected", which may answer an unreadable trigger) and the
+// catalog when present.
+func (x Decision) Validate() error {
+	if err := first(checkVersion(x.V), checkSessionField(x.Session), checkID("step", x.Step, x.Outcome == OutcomeRejected)); err != nil {
+		return err
+	}
+	if x.Outcome == "" {
+		return &FieldError{Field: "outcome", Problem: problemMissing}
+	}
+	if x.Catalog != nil {
+		if err := x.Catalog.Validate(); err != nil {
+			return prefixField("catalog", err)
+		}
+	}
+	return nil
+}
+
+// Validate checks v, session and call.
+func (r ToolResult) Validate() error {
+	return first(checkVersion(r.V), checkSessionField(r.Session), checkID("call", r.Call, false))
+}
+
+// Validate checks that the tool has a name and that parameters, when set, is
+// valid JSON.
+func (t ToolDefinition) Validate() error {
+	if t.Name == "" {
+		return &FieldError{Field: "name", Problem: problemMissing}
+	}
+	if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+		return &FieldError{Field: "parameters", Problem: "not valid JSON"}
+	}
+	return nil
+}
