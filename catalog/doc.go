@@ -1,8 +1,93 @@
-// Package catalog is the pure core of skillstream: it turns a snapshot of
+// Package catalog is the pure core of skillstream. It turns a snapshot of
 // skills into the exact text the model reads, decides at each pre-step
 // whether that text must be appended to the session, and executes the
-// model-facing skill tool. It imports only the standard library and does no
-// I/O: no NATS, no clock, no goroutines. Same inputs, same bytes.
+// model-facing skill tool.
 //
-// TODO: manual.
+// The package imports only the standard library and does no I/O: no NATS,
+// no encoding of wire payloads, no clock, no goroutines. Every function is
+// deterministic (same inputs, same bytes) and safe for concurrent use. The
+// caller (package processor) reads the session log, asks the registry, and
+// appends what this package produces.
+//
+// # The catalog at a pre-step
+//
+// A pre-step is decided in four moves, the first and last of which belong to
+// the caller:
+//
+//  1. Visibility. Visible(tools, owner) looks at the agent's tool view. The
+//     first tool named "skill" decides: the catalog exists only when that
+//     tool is served by this processor's owner id. A hidden tool, or a
+//     "skill" tool of another owner listed before ours (a shadow), makes the
+//     view complete and empty, and the registry need not be consulted.
+//  2. History. The caller scans the session log backward for catalog records
+//     of its own producer and passes each record's text to Recognize, which
+//     finds the <available_skills> block and recomputes the digest from the
+//     text between its tags. Records that are foreign or not recognisable
+//     are skipped, never fatal. From what it finds the caller fills a
+//     History: Published (any recognisable catalog exists), Visible (one is
+//     still on the model-visible surface, that is not masked by compaction)
+//     and Digest (of the newest visible one).
+//  3. Decide(visible, snapshot, history, options) applies SPEC §2 step 7.
+//     When visible is false the snapshot is ignored. An incomplete snapshot
+//     yields OutcomeIncomplete and changes nothing. Otherwise the current
+//     entries (Entries: model-invocable skills in name byte order, each
+//     description normalised and capped) are digested and compared with the
+//     history: OutcomeUnchanged when the visible catalog has the same
+//     digest, OutcomeEmpty when nothing was ever published and there is
+//     nothing to show, and otherwise OutcomeAppended with the exact text —
+//     the initial template when nothing was ever published, else the
+//     replacement template, which for an empty view is the tombstone.
+//  4. The caller appends Decision.Text as a user-role message, with
+//     Decision.Entries and Decision.Digest in its source metadata, exactly
+//     once per trigger.
+//
+// Consequences worth knowing: hiding or shadowing the tool after
+// publication appends a tombstone; a catalog masked by compaction is
+// re-established with the replacement template even when nothing changed;
+// changes that leave names and capped descriptions alone (a skill's body,
+// whenToUse, provider, location) never append anything.
+//
+// # Model text
+//
+// Render produces the three templates of SPEC §2 byte for byte: lines
+// joined by "\n", no trailing newline. An entry line is
+// "- `name`: description" (Line), where the description has every run of
+// white space (unicode.IsSpace) collapsed to one space and is trimmed
+// (Normalize), is capped at Options.DescriptionMaxLength code points by
+// keeping max-3 of them and appending "...", and is escaped & → &amp;,
+// < → &lt;, > → &gt; (Escape). Digest is the lowercase hex SHA-256 of the
+// entry lines joined by "\n", which is exactly the text between the tags,
+// so Recognize(Render(u, e)) returns Digest(e). Entries stored in event
+// metadata are normalised and capped but not escaped.
+//
+// # The skill tool
+//
+// ToolDefinition gives the name, description and JSON parameter schema the
+// worker registers with the model. Execute(ctx, lookup, name) runs one call
+// against a Lookup bound to the calling session's working directory:
+//
+//  1. a name outside the grammar is rejected without consulting the lookup;
+//  2. Resolve finds the winning summary; none (ErrNotFound) is "unknown";
+//  3. a summary the model may not invoke is refused before loading, so its
+//     body is never read;
+//  4. Load fetches the current skill; if it vanished meanwhile the call is
+//     "unknown", and if its loaded definition now forbids model invocation
+//     the call is refused and the body discarded;
+//  5. otherwise the Value carries the name, provider, resource base and
+//     content — nothing else.
+//
+// Any other lookup error becomes a CodeProvider error whose message is the
+// error's text. Whether a skill is user-invocable plays no part. Result.Text
+// renders what the model reads: "Error: <message>", or the skill_content
+// document with the resource guidance for the skill's resource base.
+//
+// # What is left to the caller
+//
+// The caller validates Options once at startup (Options.Validate); catalog
+// functions clamp a cap below 3 rather than fail. It supplies the tool view,
+// the snapshot for the request's working directory and the History derived
+// from the durable log; it decides what is masked by compaction, enforces
+// deadlines, appends the text idempotently, and encodes the wire payloads.
+// The Lookup it passes to Execute must already be bound to the session's
+// working directory and must wrap ErrNotFound for absent skills.
 package catalog

@@ -31,49 +31,116 @@ const ellipsis = "..."
 // Work is bounded by the cap, not by the length of s beyond it.
 func Normalize(s string, maxLen int) string {
 	maxLen = max(maxLen, MinDescriptionMaxLength)
+	if clean(s, maxLen) {
+		return s
+	}
 	keep := maxLen - len(ellipsis)
-	var b strings.Builder
-	b.Grow(min(len(s), maxLen*utf8.UTFMax))
-	n := 0   // code points written to b
-	cut := 0 // byte length of b after keep code points
+	buf := make([]byte, 0, min(len(s), maxLen*utf8.UTFMax))
+	n := 0   // code points in buf
+	cut := 0 // length of buf when it held keep code points
 	space := false
-	for _, r := range s { // invalid bytes arrive as utf8.RuneError
-		if unicode.IsSpace(r) {
-			space = true
-			continue
+	for i := 0; i < len(s); {
+		c, size := s[i], 1
+		if c < utf8.RuneSelf {
+			if asciiSpace[c] {
+				space = true
+				i++
+				continue
+			}
+		} else {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			if unicode.IsSpace(r) {
+				space = true
+				i += size
+				continue
+			}
 		}
 		if space && n > 0 {
-			if n == maxLen { // a further code point: over the cap
-				return b.String()[:cut] + ellipsis
+			if n == maxLen { // one more code point would exceed the cap
+				return string(buf[:cut]) + ellipsis
 			}
-			b.WriteByte(' ')
-			n++
-			if n == keep {
-				cut = b.Len()
+			buf = append(buf, ' ')
+			if n++; n == keep {
+				cut = len(buf)
 			}
 		}
 		space = false
 		if n == maxLen {
-			return b.String()[:cut] + ellipsis
+			return string(buf[:cut]) + ellipsis
 		}
-		b.WriteRune(r)
-		n++
-		if n == keep {
-			cut = b.Len()
+		if c >= utf8.RuneSelf && size == 1 { // not UTF-8
+			buf = append(buf, string(utf8.RuneError)...)
+		} else {
+			buf = append(buf, s[i:i+size]...)
 		}
+		if n++; n == keep {
+			cut = len(buf)
+		}
+		i += size
 	}
-	return b.String()
+	return string(buf)
 }
 
-// escaper replaces & first, then < and >, in one left-to-right pass; since
-// the replacements introduce no new metacharacters this equals applying
-// them in that order.
-var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+// asciiSpace marks the ASCII bytes unicode.IsSpace accepts.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
-// Escape replaces & with &amp;, < with &lt; and > with &gt;. Quotes are left
-// alone. It is the escaping of catalog descriptions and tool guidance.
+// clean reports whether s is ASCII that Normalize would leave as it is: no
+// white space but single inner spaces, and at most maxLen bytes. It spares
+// the common description a copy.
+func clean(s string, maxLen int) bool {
+	if len(s) > maxLen {
+		return false
+	}
+	prevSpace := true // a leading space is as bad as a double one
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return false
+		case c == ' ':
+			if prevSpace {
+				return false
+			}
+			prevSpace = true
+		case asciiSpace[c]:
+			return false
+		default:
+			prevSpace = false
+		}
+	}
+	return !prevSpace || len(s) == 0
+}
+
+// Escape replaces & with &amp;, < with &lt; and > with &gt;, in that order
+// (so an existing entity is escaped again). Quotes are left alone. It is the
+// escaping of catalog descriptions and tool guidance.
 func Escape(s string) string {
-	return escaper.Replace(s)
+	if !strings.ContainsAny(s, "&<>") {
+		return s
+	}
+	return string(appendEscaped(make([]byte, 0, len(s)+16), s))
+}
+
+// appendEscaped appends Escape(s) to dst.
+func appendEscaped(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); i++ {
+		var rep string
+		switch s[i] {
+		case '&':
+			rep = "&amp;"
+		case '<':
+			rep = "&lt;"
+		case '>':
+			rep = "&gt;"
+		default:
+			continue
+		}
+		dst = append(append(dst, s[start:i]...), rep...)
+		start = i + 1
+	}
+	return append(dst, s[start:]...)
 }
 
 // Entries returns the catalog entries for skills: only model-invocable
@@ -99,21 +166,43 @@ func Entries(skills []Summary, maxLen int) []Entry {
 // Line renders one entry as the model reads it: "- `name`: description",
 // with the description escaped.
 func Line(e Entry) string {
-	return "- `" + e.Name + "`: " + Escape(e.Description)
+	return string(appendLine(nil, e))
+}
+
+// appendLine appends Line(e) to dst.
+func appendLine(dst []byte, e Entry) []byte {
+	dst = append(dst, "- `"...)
+	dst = append(dst, e.Name...)
+	dst = append(dst, "`: "...)
+	return appendEscaped(dst, e.Description)
+}
+
+// appendLines appends the entry lines joined by "\n".
+func appendLines(dst []byte, entries []Entry) []byte {
+	for i, e := range entries {
+		if i > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = appendLine(dst, e)
+	}
+	return dst
+}
+
+// linesSize estimates the length of the joined entry lines.
+func linesSize(entries []Entry) int {
+	n := 0
+	for _, e := range entries {
+		n += len(e.Name) + len(e.Description) + 8
+	}
+	return n + n/8
 }
 
 // Digest is the lowercase hex SHA-256 of the entry lines joined by "\n":
 // exactly the text between "<available_skills>\n" and "\n</available_skills>"
 // in a rendered catalog. No entries digest the empty string.
 func Digest(entries []Entry) string {
-	h := sha256.New()
-	for i, e := range entries {
-		if i > 0 {
-			h.Write([]byte{'\n'})
-		}
-		h.Write([]byte(Line(e)))
-	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(appendLines(make([]byte, 0, linesSize(entries)), entries))
+	return hex.EncodeToString(sum[:])
 }
 
 // digestText is the digest of the text between the tags of a block.

@@ -45,6 +45,9 @@ func TestNormalize(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("Normalize(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 			}
+			if ref := referenceNormalize(tc.in, max(tc.max, 3)); got != ref {
+				t.Errorf("Normalize(%q, %d) = %q, reference gives %q", tc.in, tc.max, got, ref)
+			}
 			if !utf8.ValidString(got) || utf8.RuneCountInString(got) > max(tc.max, 3) {
 				t.Errorf("Normalize(%q, %d) = %q: invalid or over the cap", tc.in, tc.max, got)
 			}

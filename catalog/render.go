@@ -41,19 +41,16 @@ func Render(u Update, entries []Entry) string {
 	case len(entries) == 0:
 		outro = tombstoneOutro
 	}
-	var b strings.Builder
-	size := len(openReminder) + len(intro) + len(openBlock) + len(closeBlock) + len(outro) + len(closeReminder) + 8
-	for _, e := range entries {
-		size += len(e.Name) + len(e.Description) + 8
+	head := openReminder + "\n" + intro + "\n\n" + openBlock + "\n"
+	tail := closeBlock + "\n\n" + outro + "\n" + closeReminder
+	buf := make([]byte, 0, len(head)+linesSize(entries)+1+len(tail))
+	buf = append(buf, head...)
+	buf = appendLines(buf, entries)
+	if len(entries) > 0 {
+		buf = append(buf, '\n')
 	}
-	b.Grow(size)
-	b.WriteString(openReminder + "\n" + intro + "\n\n" + openBlock + "\n")
-	for _, e := range entries {
-		b.WriteString(Line(e))
-		b.WriteByte('\n')
-	}
-	b.WriteString(closeBlock + "\n\n" + outro + "\n" + closeReminder)
-	return b.String()
+	buf = append(buf, tail...)
+	return string(buf)
 }
 
 // Recognize finds the available-skills block in a catalog message's text

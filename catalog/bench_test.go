@@ -1,0 +1,72 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// thousandSkills is a registry-sized snapshot: 1,000 model-invocable skills
+// with descriptions of a few hundred characters, some over the cap.
+func thousandSkills() []catalog.Summary {
+	s := make([]catalog.Summary, 1000)
+	for i := range s {
+		s[i] = catalog.Summary{
+			Name:        fmt.Sprintf("skill-%04d", 999-i),
+			Description: strings.Repeat(fmt.Sprintf("Handles  task %d <safely> & well.\n", i), 1+i%20),
+			Invocation:  catalog.Invocation{ModelInvocable: true, UserInvocable: true},
+			Provider:    "agentskills",
+		}
+	}
+	return s
+}
+
+func BenchmarkRender1000(b *testing.B) {
+	skills := thousandSkills()
+	b.ReportAllocs()
+	for b.Loop() {
+		entries := catalog.Entries(skills, catalog.DefaultDescriptionMaxLength)
+		_ = catalog.Render(catalog.UpdateInitial, entries)
+		_ = catalog.Digest(entries)
+	}
+}
+
+func BenchmarkDecideUnchanged1000(b *testing.B) {
+	snap := catalog.Snapshot{Skills: thousandSkills(), Complete: true}
+	opts := catalog.DefaultOptions()
+	first := catalog.Decide(true, snap, catalog.History{}, opts)
+	d, ok := catalog.Recognize(first.Text)
+	if !ok {
+		b.Fatal("first catalog not recognised")
+	}
+	h := catalog.History{Published: true, Visible: true, Digest: d}
+	b.ReportAllocs()
+	for b.Loop() {
+		if catalog.Decide(true, snap, h, opts).Outcome != catalog.OutcomeUnchanged {
+			b.Fatal("not unchanged")
+		}
+	}
+}
+
+func BenchmarkRecognize1000(b *testing.B) {
+	text := catalog.Render(catalog.UpdateReplacement, catalog.Entries(thousandSkills(), catalog.DefaultDescriptionMaxLength))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := catalog.Recognize(text); !ok {
+			b.Fatal("not recognised")
+		}
+	}
+}
+
+func BenchmarkExecuteText(b *testing.B) {
+	l := lookupOf(skill("a-skill", &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: "/repo/.agents/skills/a-skill"},
+		strings.Repeat("Follow these steps carefully.\n", 200)))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = catalog.Execute(ctx, l, "a-skill").Text()
+	}
+}
