@@ -107,9 +107,9 @@ type RecordedSkill struct {
 	LoadError string `json:"loadError,omitempty"`
 }
 
-// Record is one line after the header: exactly one of Event and Skills is
+// Item is one line after the header: exactly one of Event and Skills is
 // set.
-type Record struct {
+type Item struct {
 	Event  *Event
 	Skills *SkillSet
 }
@@ -320,70 +320,70 @@ func (r *Reader) Header() Header { return r.h }
 // Next returns the next record. After the end record it verifies the event
 // count and checksum and returns io.EOF. Any problem is a *FormatError; it
 // is returned again by every later call.
-func (r *Reader) Next() (Record, error) {
+func (r *Reader) Next() (Item, error) {
 	if r.err != nil {
-		return Record{}, r.err
+		return Item{}, r.err
 	}
 	if r.done {
-		return Record{}, io.EOF
+		return Item{}, io.EOF
 	}
 	sum := r.sum.Sum(nil) // checksum of everything before this line
 	b, start, err := r.line()
 	if err != nil {
-		return Record{}, err
+		return Item{}, err
 	}
 	if len(b) == 0 {
-		return Record{}, r.fail(start, ErrTruncated, fmt.Sprintf("file ends after %d events without the end record", r.events))
+		return Item{}, r.fail(start, ErrTruncated, fmt.Sprintf("file ends after %d events without the end record", r.events))
 	}
 	var l line
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&l); err != nil {
-		return Record{}, r.fail(start, ErrCorrupt, "not a valid record: "+jsonProblem(err))
+		return Item{}, r.fail(start, ErrCorrupt, "not a valid record: "+jsonProblem(err))
 	}
 	if dec.More() {
-		return Record{}, r.fail(start, ErrCorrupt, "extra data after the record")
+		return Item{}, r.fail(start, ErrCorrupt, "extra data after the record")
 	}
 	switch l.Type {
 	case typeEvent:
 		e, problem := r.event(l)
 		if problem != "" {
-			return Record{}, r.fail(start, ErrCorrupt, problem)
+			return Item{}, r.fail(start, ErrCorrupt, problem)
 		}
 		r.events++
 		r.last = e.Seq
-		return Record{Event: &e}, nil
+		return Item{Event: &e}, nil
 	case typeSkills:
 		if l.Cwd == nil {
-			return Record{}, r.fail(start, ErrCorrupt, "skills record without cwd")
+			return Item{}, r.fail(start, ErrCorrupt, "skills record without cwd")
 		}
 		for _, s := range l.Skills {
 			if !catalog.ValidName(s.Name) {
-				return Record{}, r.fail(start, ErrCorrupt, fmt.Sprintf("skills record holds invalid skill name %q", s.Name))
+				return Item{}, r.fail(start, ErrCorrupt, fmt.Sprintf("skills record holds invalid skill name %q", s.Name))
 			}
 		}
-		return Record{Skills: &SkillSet{Cwd: *l.Cwd, Complete: l.Complete, Skills: l.Skills}}, nil
+		return Item{Skills: &SkillSet{Cwd: *l.Cwd, Complete: l.Complete, Skills: l.Skills}}, nil
 	case typeEnd:
 		switch {
 		case l.Events == nil || l.SHA256 == "":
-			return Record{}, r.fail(start, ErrCorrupt, "end record without event count or checksum")
+			return Item{}, r.fail(start, ErrCorrupt, "end record without event count or checksum")
 		case *l.Events != r.events:
-			return Record{}, r.fail(start, ErrCorrupt, fmt.Sprintf("end record counts %d events, the file holds %d", *l.Events, r.events))
+			return Item{}, r.fail(start, ErrCorrupt, fmt.Sprintf("end record counts %d events, the file holds %d", *l.Events, r.events))
 		case l.SHA256 != hex.EncodeToString(sum):
-			return Record{}, r.fail(start, ErrCorrupt, "checksum mismatch: the bytes before the end record were altered")
+			return Item{}, r.fail(start, ErrCorrupt, "checksum mismatch: the bytes before the end record were altered")
 		}
 		rest, err := r.r.Peek(1)
 		if len(rest) > 0 {
-			return Record{}, r.fail(r.offset, ErrCorrupt, "data after the end record")
+			return Item{}, r.fail(r.offset, ErrCorrupt, "data after the end record")
 		}
 		if err != nil && err != io.EOF {
-			return Record{}, r.fail(r.offset, ErrCorrupt, "read: "+err.Error())
+			return Item{}, r.fail(r.offset, ErrCorrupt, "read: "+err.Error())
 		}
 		r.done = true
-		return Record{}, io.EOF
+		return Item{}, io.EOF
 	case "":
-		return Record{}, r.fail(start, ErrCorrupt, "record without a type")
+		return Item{}, r.fail(start, ErrCorrupt, "record without a type")
 	default:
-		return Record{}, r.fail(start, ErrCorrupt, fmt.Sprintf("unknown record type %q", l.Type))
+		return Item{}, r.fail(start, ErrCorrupt, fmt.Sprintf("unknown record type %q", l.Type))
 	}
 }
 

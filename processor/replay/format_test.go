@@ -15,7 +15,7 @@ import (
 
 // sampleRecording writes a small recording and returns its bytes and what
 // went into it.
-func sampleRecording(t testing.TB) ([]byte, []Record) {
+func sampleRecording(t testing.TB) ([]byte, []Item) {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, Header{Session: "s-1", Prefix: "ev", Stream: "SESSIONS", Created: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)})
@@ -23,7 +23,7 @@ func sampleRecording(t testing.TB) ([]byte, []Record) {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2025, 1, 2, 3, 0, 0, 123456789, time.UTC)
-	recs := []Record{
+	recs := []Item{
 		{Skills: &SkillSet{Cwd: "/work/p", Complete: true, Skills: []RecordedSkill{{Skill: catalog.Skill{
 			Summary: catalog.Summary{Name: "a-skill", Description: "Does a.", Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}, Source: "project", Provider: "agentskills",
 				ResourceBase: &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: "/work/p/.agents/skills/a-skill"}},
@@ -48,12 +48,12 @@ func sampleRecording(t testing.TB) ([]byte, []Record) {
 	return buf.Bytes(), recs
 }
 
-func readAll(b []byte) (Header, []Record, error) {
+func readAll(b []byte) (Header, []Item, error) {
 	r, err := NewReader(bytes.NewReader(b))
 	if err != nil {
 		return Header{}, nil, err
 	}
-	var out []Record
+	var out []Item
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -84,7 +84,7 @@ func TestRecordingRoundTrip(t *testing.T) {
 	}
 }
 
-func dump(rs []Record) string {
+func dump(rs []Item) string {
 	var s strings.Builder
 	for _, r := range rs {
 		if r.Event != nil {

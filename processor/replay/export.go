@@ -1,0 +1,214 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// Skills is what a replay or a skills capture needs from the skill registry;
+// *providers.Registry satisfies it, as it satisfies processor.Skills.
+type Skills interface {
+	Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error)
+	Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error)
+	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
+}
+
+// ErrEmptySession reports a session without any event in the stream.
+var ErrEmptySession = errors.New("session has no events")
+
+// readBatch is how many messages the ordered consumer keeps in flight.
+const readBatch = 512
+
+// ReadSession calls fn with every event of session sid in stream, in stream
+// order, until it has delivered the session's newest event (events appended
+// while it reads are included until it catches up). It reads through an
+// ephemeral ordered consumer filtered to <prefix>.<sid>.>: nothing is
+// published to the session and no durable state is created. fn also gets
+// how many events remain after this one. Memory stays bounded by the batch
+// size, whatever the session's length. A session without events is
+// ErrEmptySession.
+func ReadSession(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, fn func(e Event, remaining uint64) error) error {
+	if err := events.CheckSession(sid); err != nil {
+		return fmt.Errorf("read session: %w", err)
+	}
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects:    []string{events.SessionWildcard(prefix, sid)},
+		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, err)
+	}
+	if info.NumPending == 0 {
+		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, ErrEmptySession)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(readBatch))
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", sid, err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("read session %s: %w", sid, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("read session %s: %w", sid, err)
+		}
+		e := Event{
+			Seq:     md.Sequence.Stream,
+			Subject: msg.Subject(),
+			Time:    md.Timestamp.UTC(),
+			Headers: msg.Headers(),
+			Data:    msg.Data(),
+		}
+		if len(e.Headers) == 0 {
+			e.Headers = nil
+		}
+		if e.Data == nil {
+			e.Data = []byte{}
+		}
+		if err := fn(e, md.NumPending); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// ExportOptions say what to export and how.
+type ExportOptions struct {
+	Stream, Prefix, Session string
+	// Skills, when set, is asked for the skills of every working directory
+	// a trigger of the session names, and the answers (with bodies) go into
+	// the recording, each before the first trigger that uses it.
+	Skills Skills
+	// Progress, when set, is called after each event with the number of
+	// events written and the number still to read.
+	Progress func(written int, remaining uint64)
+	// Now is the recording's creation time; zero means time.Now.
+	Now time.Time
+}
+
+// Export writes the whole log of one session as a recording on w and
+// returns the number of events written. It streams: one event at a time is
+// held in memory.
+func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions, w io.Writer) (int, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = events.DefaultPrefix
+	}
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	rw, err := NewWriter(w, Header{Session: opts.Session, Prefix: opts.Prefix, Stream: opts.Stream, Created: opts.Now.UTC()})
+	if err != nil {
+		return 0, err
+	}
+	captured := map[string]bool{}
+	n := 0
+	err = ReadSession(ctx, js, opts.Stream, opts.Prefix, opts.Session, func(e Event, remaining uint64) error {
+		if opts.Skills != nil {
+			if cwd, ok := triggerCwd(opts.Prefix, e); ok && !captured[cwd] {
+				captured[cwd] = true
+				set, err := CaptureSkills(ctx, opts.Skills, cwd)
+				if err != nil {
+					return err
+				}
+				if err := rw.Skills(set); err != nil {
+					return err
+				}
+			}
+		}
+		if err := rw.Event(e); err != nil {
+			return err
+		}
+		n++
+		if opts.Progress != nil {
+			opts.Progress(n, remaining)
+		}
+		return nil
+	})
+	if err != nil {
+		return n, err
+	}
+	return n, rw.Close()
+}
+
+// Record writes session sid of stream to w as a recording, without a skills
+// capture: the helper for tests that keep golden recordings of sessions they
+// played through the processor.
+func Record(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, w io.Writer) error {
+	_, err := Export(ctx, js, ExportOptions{Stream: stream, Prefix: prefix, Session: sid}, w)
+	return err
+}
+
+// CaptureSkills asks skills for the snapshot of cwd and loads every skill
+// in it. A skill whose body fails to load is kept with its LoadError.
+func CaptureSkills(ctx context.Context, skills Skills, cwd string) (SkillSet, error) {
+	snap, err := skills.Snapshot(ctx, cwd)
+	if err != nil {
+		return SkillSet{}, fmt.Errorf("capture skills for %q: %w", cwd, err)
+	}
+	set := SkillSet{Cwd: cwd, Complete: snap.Complete, Skills: make([]RecordedSkill, 0, len(snap.Skills))}
+	for _, s := range snap.Skills {
+		rs := RecordedSkill{Skill: catalog.Skill{Summary: s}}
+		sk, err := skills.Load(ctx, s.Name, cwd)
+		switch {
+		case ctx.Err() != nil:
+			return SkillSet{}, fmt.Errorf("capture skills for %q: %w", cwd, ctx.Err())
+		case err != nil:
+			rs.LoadError = err.Error()
+		default:
+			rs.Skill = sk
+		}
+		set.Skills = append(set.Skills, rs)
+	}
+	return set, nil
+}
+
+// triggerCwd returns the working directory of a decodable pre-step or skill
+// call.
+func triggerCwd(prefix string, e Event) (string, bool) {
+	_, kind, err := events.ParseSubject(prefix, e.Subject)
+	if err != nil {
+		return "", false
+	}
+	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
+	if err != nil {
+		return "", false
+	}
+	switch kind {
+	case events.KindPreStep:
+		p, err := events.DecodePreStep(enc, e.Data)
+		return p.Cwd, err == nil
+	case events.KindSkillCall:
+		c, err := events.DecodeSkillCall(enc, e.Data)
+		return c.Cwd, err == nil
+	}
+	return "", false
+}
+
+// causation returns the Causation-Seq header of a processor output.
+func causation(e Event) (uint64, bool) {
+	v := e.Header(events.HeaderCausationSeq)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	return n, err == nil
+}

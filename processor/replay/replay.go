@@ -1,0 +1,678 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// Trigger kinds a Step reports.
+const (
+	TriggerPreStep   = "pre-step"
+	TriggerSkillCall = "skill-call"
+)
+
+// Outcomes a Step reports besides catalog.Outcome values (appended,
+// unchanged, empty, incomplete) for pre-steps.
+const (
+	// OutcomeNone: the recording holds no output for the trigger. For a
+	// pre-step that is any outcome that appends nothing.
+	OutcomeNone = "none"
+	// OutcomeOK and OutcomeError: a skill call's result.
+	OutcomeOK    = "ok"
+	OutcomeError = "error"
+	// OutcomeExpired: the trigger's deadline had passed.
+	OutcomeExpired = "expired"
+	// OutcomeRejected: the trigger does not decode (pre-step), or is a
+	// bad request (skill call).
+	OutcomeRejected = "rejected"
+	// OutcomeRetry: a worker's retry of a step or call that was answered
+	// with the output already appended for it.
+	OutcomeRetry = "retry"
+)
+
+// Outcome is what one side (the recording, or the replay) did for a
+// trigger.
+type Outcome struct {
+	Outcome string `json:"outcome"`
+	// Update is initial, replacement or tombstone for an appended catalog.
+	Update string `json:"update,omitempty"`
+	// Code is a skill call's error code.
+	Code string `json:"code,omitempty"`
+	// Seq is the stream sequence of the recorded output.
+	Seq uint64 `json:"seq,omitempty"`
+	// Text is the exact model text: the catalog appended, or the tool
+	// result.
+	Text string `json:"text,omitempty"`
+}
+
+// appends reports whether the outcome put model text into the session.
+func (o Outcome) appends() bool {
+	return o.Outcome == string(catalog.OutcomeAppended) || o.Outcome == OutcomeOK || o.Outcome == OutcomeError
+}
+
+func (o Outcome) String() string {
+	s := o.Outcome
+	if o.Update != "" {
+		s += " " + o.Update
+	}
+	if o.Code != "" {
+		s += " " + o.Code
+	}
+	if o.Seq != 0 {
+		s += fmt.Sprintf(" (seq %d)", o.Seq)
+	}
+	return s
+}
+
+// Step is the replay of one recorded trigger.
+type Step struct {
+	// Seq is the trigger's stream sequence.
+	Seq  uint64 `json:"seq"`
+	Kind string `json:"kind"`
+	// ID is the pre-step's step id or the skill call's call id.
+	ID  string `json:"id"`
+	Cwd string `json:"cwd,omitempty"`
+	// Skill is a skill call's name argument.
+	Skill    string  `json:"skill,omitempty"`
+	Recorded Outcome `json:"recorded"`
+	Replayed Outcome `json:"replayed,omitzero"`
+	// Differs is true when the model text the replay would have put into
+	// the session is not what the recording holds.
+	Differs bool `json:"differs"`
+	// Diff is a unified diff from the recorded to the replayed model text.
+	Diff string `json:"diff,omitempty"`
+	// Seen is, for a pre-step, the catalog the model saw at this step in
+	// the recording (its newest visible catalog after the step's output);
+	// nil when none was visible.
+	Seen *CatalogView `json:"seen,omitempty"`
+	// Published is true when, at this step, any catalog had ever been
+	// recorded (so a nil Seen means every one was masked by compaction).
+	Published bool `json:"published,omitempty"`
+	// MaskedBy is the sequence of the compaction in force at this step.
+	MaskedBy uint64 `json:"compaction,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// CwdMapping rewrites recorded working directories: Old, or a path under
+// it, becomes the same path under New.
+type CwdMapping struct{ Old, New string }
+
+// ParseCwdMapping parses "OLD=NEW".
+func ParseCwdMapping(s string) (CwdMapping, error) {
+	old, new, ok := strings.Cut(s, "=")
+	if !ok || old == "" || new == "" {
+		return CwdMapping{}, fmt.Errorf("cwd mapping %q: want OLD=NEW", s)
+	}
+	return CwdMapping{Old: strings.TrimRight(old, "/"), New: strings.TrimRight(new, "/")}, nil
+}
+
+// Options configure a replay. ToolOwner and Catalog must be what the
+// processor ran with (SPEC §5).
+type Options struct {
+	ToolOwner string
+	Catalog   catalog.Options
+	// Skills are the skills to replay against: the registry as it is now.
+	// Ignored when Recorded is set.
+	Skills Skills
+	// Recorded replays against the skills captured in the recording.
+	Recorded bool
+	// CwdMap rewrites trigger working directories before asking Skills;
+	// paths under New in replayed tool results are written back under Old
+	// before comparing. The first matching mapping applies.
+	CwdMap []CwdMapping
+	// HistoryOnly reads the recording without replaying: Steps carry only
+	// the recorded side and Seen.
+	HistoryOnly bool
+	// Emit receives every Step, in trigger order.
+	Emit func(Step) error
+}
+
+// Summary counts a replay's steps.
+type Summary struct {
+	Triggers int `json:"triggers"`
+	Same     int `json:"same"`
+	Differ   int `json:"differ"`
+}
+
+// maxQueue bounds the triggers held back waiting for their output; beyond
+// it the oldest is settled as having none.
+const maxQueue = 4096
+
+// pending is a trigger waiting for its output or for the point where it
+// is known to have none.
+type pending struct {
+	event   Event
+	kind    events.Kind
+	id      string
+	at      mark // state when the trigger was appended
+	output  *Event
+	outAt   mark // state just before the output
+	seen    mark // state just after the output
+	retryOf uint64
+	done    bool
+	step    Step
+}
+
+// Replayer replays a recording fed to it one item at a time; see Run and
+// Live for the usual drivers. It holds the session's catalogs, the newest
+// compaction and the triggers still waiting for their output, never the
+// whole log.
+type Replayer struct {
+	opts     Options
+	prefix   string
+	sid      string
+	st       state
+	queue    []*pending // triggers in stream order, unsettled or not yet emitted
+	bySeq    map[uint64]*pending
+	answered map[string]uint64 // "<kind>/<id>" → seq of the trigger that got an output
+	recorded map[string]*SkillSet
+	sum      Summary
+	lastSeq  uint64
+}
+
+// NewReplayer starts a replay of the session named by h.
+func NewReplayer(h Header, opts Options) (*Replayer, error) {
+	if opts.ToolOwner == "" {
+		return nil, errors.New("replay: tool owner missing")
+	}
+	if !opts.HistoryOnly {
+		if err := opts.Catalog.Validate(); err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		if !opts.Recorded && opts.Skills == nil {
+			return nil, errors.New("replay: no skills to replay against")
+		}
+	}
+	if opts.Emit == nil {
+		opts.Emit = func(Step) error { return nil }
+	}
+	return &Replayer{
+		opts:     opts,
+		prefix:   h.Prefix,
+		sid:      h.Session,
+		st:       state{prefix: h.Prefix, owner: opts.ToolOwner},
+		bySeq:    map[uint64]*pending{},
+		answered: map[string]uint64{},
+		recorded: map[string]*SkillSet{},
+	}, nil
+}
+
+// Add feeds the next item of the recording.
+func (r *Replayer) Add(ctx context.Context, it Item) error {
+	if it.Skills != nil {
+		set := *it.Skills
+		r.recorded[set.Cwd] = &set
+		return nil
+	}
+	if it.Event == nil {
+		return nil
+	}
+	e := *it.Event
+	if e.Seq <= r.lastSeq {
+		return fmt.Errorf("replay: event %d out of order (after %d)", e.Seq, r.lastSeq)
+	}
+	r.lastSeq = e.Seq
+	sid, kind, err := events.ParseSubject(r.prefix, e.Subject)
+	if err != nil || sid != r.sid {
+		return nil // not this session's event: nothing to replay
+	}
+	switch kind {
+	case events.KindCatalog, events.KindToolResult:
+		before := r.st.mark()
+		r.st.observe(e, kind)
+		if p := r.outputOf(e, kind); p != nil {
+			p.output, p.outAt, p.seen = &e, before, r.st.mark()
+			if err := r.settle(ctx, p); err != nil {
+				return err
+			}
+		}
+	case events.KindCompaction:
+		r.st.observe(e, kind)
+	case events.KindPreStep, events.KindSkillCall:
+		p := &pending{event: e, kind: kind, at: r.st.mark()}
+		p.seen = p.at
+		p.id = triggerID(e, kind)
+		if kind == events.KindPreStep {
+			// A worker asks for the next step only once the previous one
+			// was answered: earlier pre-steps of other step ids that got
+			// no output never will.
+			for _, q := range r.queue {
+				if !q.done && q.kind == events.KindPreStep && q.id != p.id {
+					if err := r.settle(ctx, q); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		r.queue = append(r.queue, p)
+		r.bySeq[e.Seq] = p
+	}
+	if len(r.queue) > maxQueue && !r.queue[0].done {
+		if err := r.settle(ctx, r.queue[0]); err != nil {
+			return err
+		}
+	}
+	return r.flush(false)
+}
+
+// Finish settles the triggers still waiting (they got no output) and emits
+// the rest.
+func (r *Replayer) Finish(ctx context.Context) (Summary, error) {
+	for _, p := range r.queue {
+		if !p.done {
+			if err := r.settle(ctx, p); err != nil {
+				return r.sum, err
+			}
+		}
+	}
+	return r.sum, r.flush(true)
+}
+
+// outputOf finds the waiting trigger a processor output answers: by its
+// Causation-Seq header, else by step or call id.
+func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
+	want := events.KindPreStep
+	if kind == events.KindToolResult {
+		want = events.KindSkillCall
+	}
+	if seq, ok := causation(e); ok {
+		if p := r.bySeq[seq]; p != nil && p.kind == want && !p.done {
+			return p
+		}
+		return nil
+	}
+	id := outputID(e, kind)
+	if id == "" {
+		return nil
+	}
+	for _, p := range r.queue {
+		if !p.done && p.kind == want && p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// flush emits settled steps from the head of the queue.
+func (r *Replayer) flush(all bool) error {
+	n := 0
+	for _, p := range r.queue {
+		if !p.done {
+			break
+		}
+		delete(r.bySeq, p.event.Seq)
+		r.sum.Triggers++
+		if p.step.Differs {
+			r.sum.Differ++
+		} else {
+			r.sum.Same++
+		}
+		if err := r.opts.Emit(p.step); err != nil {
+			return err
+		}
+		n++
+	}
+	r.queue = r.queue[n:]
+	if all && len(r.queue) > 0 {
+		return fmt.Errorf("replay: %d triggers left unsettled", len(r.queue))
+	}
+	return nil
+}
+
+// settle computes the step for p: recorded side, replayed side, verdict.
+func (r *Replayer) settle(ctx context.Context, p *pending) error {
+	p.done = true
+	s := Step{Seq: p.event.Seq, ID: p.id}
+	if p.id != "" {
+		// Earlier triggers settle first (queue order, or when their output
+		// arrives), so an earlier answer of the same id is known here.
+		key := string(p.kind) + "/" + p.id
+		if p.output != nil {
+			r.answered[key] = p.event.Seq
+		} else if seq, ok := r.answered[key]; ok {
+			p.retryOf = seq
+		}
+	}
+	hist := p.at
+	if p.output != nil {
+		hist = p.outAt
+	}
+	var err error
+	if p.kind == events.KindPreStep {
+		s.Kind = TriggerPreStep
+		s.Recorded = recordedCatalog(p.output)
+		h, seen := r.st.at(p.seen)
+		s.Seen, s.Published = seen, h.Published
+		if c := p.seen.compaction; c != nil {
+			s.MaskedBy = c.seq
+		}
+		if !r.opts.HistoryOnly {
+			err = r.replayPreStep(ctx, p, hist, &s)
+		}
+	} else {
+		s.Kind = TriggerSkillCall
+		s.Recorded = recordedResult(p.output)
+		if !r.opts.HistoryOnly {
+			err = r.replaySkillCall(ctx, p, &s)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if p.retryOf != 0 && p.output == nil {
+		s.Replayed = Outcome{Outcome: OutcomeRetry}
+		s.Recorded = Outcome{Outcome: OutcomeRetry}
+		s.Differs, s.Diff = false, ""
+		s.Note = fmt.Sprintf("retry of the trigger at seq %d, answered with its output", p.retryOf)
+	}
+	p.step = s
+	return nil
+}
+
+func (r *Replayer) mapCwd(cwd string) (string, *CwdMapping) {
+	for i := range r.opts.CwdMap {
+		m := &r.opts.CwdMap[i]
+		if cwd == m.Old {
+			return m.New, m
+		}
+		if rest, ok := strings.CutPrefix(cwd, m.Old+"/"); ok {
+			return m.New + "/" + rest, m
+		}
+	}
+	return cwd, nil
+}
+
+// skillsFor returns the skills to ask about cwd and the cwd to ask with.
+func (r *Replayer) skillsFor(cwd string) (Skills, string, *CwdMapping) {
+	if r.opts.Recorded {
+		return recordedSkills(r.recorded), cwd, nil
+	}
+	mapped, m := r.mapCwd(cwd)
+	return r.opts.Skills, mapped, m
+}
+
+func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *Step) error {
+	enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType))
+	var ps events.PreStep
+	if err == nil {
+		ps, err = events.DecodePreStep(enc, p.event.Data)
+	}
+	if err == nil && ps.Session != r.sid {
+		err = fmt.Errorf("payload session %q differs from the subject's %q", ps.Session, r.sid)
+	}
+	if err != nil {
+		s.Replayed = Outcome{Outcome: OutcomeRejected}
+		s.Note = err.Error()
+		r.verdict(s)
+		return nil
+	}
+	s.Cwd = ps.Cwd
+	if ps.DeadlineMs != 0 && p.event.Time.UnixMilli() > ps.DeadlineMs {
+		s.Replayed = Outcome{Outcome: OutcomeExpired}
+		r.verdict(s)
+		return nil
+	}
+	tools := make([]catalog.Tool, len(ps.Tools))
+	for i, t := range ps.Tools {
+		tools[i] = catalog.Tool{Name: t.Name, Owner: t.Owner}
+	}
+	visible := catalog.Visible(tools, r.opts.ToolOwner)
+	var snap catalog.Snapshot
+	if visible {
+		skills, cwd, _ := r.skillsFor(ps.Cwd)
+		snap, err = skills.Snapshot(ctx, cwd)
+		if err != nil {
+			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, cwd, err)
+		}
+	}
+	h, _ := r.st.at(hist)
+	d := catalog.Decide(visible, snap, h, r.opts.Catalog)
+	s.Replayed = Outcome{Outcome: string(d.Outcome)}
+	if d.Outcome == catalog.OutcomeAppended {
+		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries))
+		s.Replayed.Text = d.Text
+	}
+	r.verdict(s)
+	if s.Differs && ps.DeadlineMs != 0 && !s.Recorded.appends() {
+		s.Note = "the trigger had a deadline: the processor may have found it expired"
+	}
+	return nil
+}
+
+func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) error {
+	enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType))
+	var call events.SkillCall
+	if err == nil {
+		call, err = events.DecodeSkillCall(enc, p.event.Data)
+	}
+	if err == nil && call.Session != r.sid {
+		err = fmt.Errorf("payload session %q differs from the subject's %q", call.Session, r.sid)
+	}
+	if err != nil {
+		s.Replayed = Outcome{Outcome: OutcomeRejected, Code: events.CodeBadRequest}
+		s.Note = err.Error()
+		r.verdict(s)
+		return nil
+	}
+	s.Cwd, s.Skill = call.Cwd, call.Args.Name
+	if s.Recorded.Code == events.CodeExpired || (call.DeadlineMs != 0 && p.event.Time.UnixMilli() > call.DeadlineMs) {
+		// The processor's clock is not in the recording: a recorded expiry
+		// stands.
+		s.Replayed = Outcome{Outcome: OutcomeExpired, Code: events.CodeExpired}
+		r.verdict(s)
+		return nil
+	}
+	skills, cwd, m := r.skillsFor(call.Cwd)
+	res := catalog.Execute(ctx, lookup{skills, cwd}, call.Args.Name)
+	if ctx.Err() != nil {
+		return fmt.Errorf("replay call %s: %w", call.Call, ctx.Err())
+	}
+	text := res.Text()
+	if m != nil {
+		text = strings.ReplaceAll(text, m.New, m.Old)
+	}
+	s.Replayed = Outcome{Outcome: OutcomeOK, Text: text}
+	if res.Err != nil {
+		s.Replayed.Outcome, s.Replayed.Code = OutcomeError, string(res.Err.Code)
+	}
+	r.verdict(s)
+	return nil
+}
+
+// verdict compares the model text both sides put into the session.
+func (r *Replayer) verdict(s *Step) {
+	rec, rep := s.Recorded, s.Replayed
+	switch {
+	case rec.Outcome == OutcomeRejected || rep.Outcome == OutcomeRejected,
+		rec.Outcome == OutcomeExpired || rep.Outcome == OutcomeExpired:
+		// The processor's own texts for these are not the model's business
+		// here: compare the fate only.
+		s.Differs = rec.Outcome != rep.Outcome && !(s.Kind == TriggerPreStep && !rec.appends() && !rep.appends())
+	case !rec.appends() && !rep.appends():
+		s.Differs = false
+	default:
+		s.Differs = rec.appends() != rep.appends() || rec.Text != rep.Text
+	}
+	if s.Differs {
+		s.Diff = UnifiedDiff("recorded", "replayed", rec.Text, rep.Text)
+	}
+}
+
+// recordedCatalog is the recorded side of a pre-step.
+func recordedCatalog(out *Event) Outcome {
+	if out == nil {
+		return Outcome{Outcome: OutcomeNone}
+	}
+	o := Outcome{Outcome: string(catalog.OutcomeAppended), Seq: out.Seq}
+	enc, err := events.EncodingOf(out.Header(events.HeaderContentType))
+	if err != nil {
+		return o
+	}
+	c, err := events.DecodeCatalog(enc, out.Data)
+	if err != nil {
+		return o
+	}
+	o.Update = updateKind(c.Source.Update, len(c.Source.Entries))
+	o.Text = c.Text
+	return o
+}
+
+// recordedResult is the recorded side of a skill call.
+func recordedResult(out *Event) Outcome {
+	if out == nil {
+		return Outcome{Outcome: OutcomeNone}
+	}
+	o := Outcome{Outcome: OutcomeOK, Seq: out.Seq}
+	enc, err := events.EncodingOf(out.Header(events.HeaderContentType))
+	if err != nil {
+		return o
+	}
+	res, err := events.DecodeToolResult(enc, out.Data)
+	if err != nil {
+		return o
+	}
+	o.Text = res.Text
+	if res.IsError {
+		o.Outcome = OutcomeError
+		if res.Error != nil {
+			o.Code = res.Error.Code
+		}
+		switch o.Code {
+		case events.CodeBadRequest:
+			o.Outcome = OutcomeRejected
+		case events.CodeExpired:
+			o.Outcome = OutcomeExpired
+		}
+	}
+	return o
+}
+
+// triggerID is a trigger's step or call id, "" when it does not decode.
+func triggerID(e Event, kind events.Kind) string {
+	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
+	if err != nil {
+		return ""
+	}
+	if kind == events.KindPreStep {
+		p, err := events.DecodePreStep(enc, e.Data)
+		if err != nil {
+			return ""
+		}
+		return p.Step
+	}
+	c, err := events.DecodeSkillCall(enc, e.Data)
+	if err != nil {
+		return ""
+	}
+	return c.Call
+}
+
+// outputID is the step or call id an output names.
+func outputID(e Event, kind events.Kind) string {
+	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
+	if err != nil {
+		return ""
+	}
+	if kind == events.KindCatalog {
+		c, err := events.DecodeCatalog(enc, e.Data)
+		if err != nil {
+			return ""
+		}
+		return c.Step
+	}
+	t, err := events.DecodeToolResult(enc, e.Data)
+	if err != nil {
+		return ""
+	}
+	return t.Call
+}
+
+// lookup binds a working directory to Skills for catalog.Execute.
+type lookup struct {
+	skills Skills
+	cwd    string
+}
+
+func (l lookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
+	return l.skills.Resolve(ctx, name, l.cwd)
+}
+
+func (l lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
+	return l.skills.Load(ctx, name, l.cwd)
+}
+
+// recordedSkills serves the skills captured in a recording.
+type recordedSkills map[string]*SkillSet
+
+// errNoCapture reports a working directory the recording has no skills for.
+var errNoCapture = errors.New("the recording holds no skills for this working directory")
+
+func (m recordedSkills) Snapshot(_ context.Context, cwd string) (catalog.Snapshot, error) {
+	set := m[cwd]
+	if set == nil {
+		return catalog.Snapshot{}, nil // incomplete: nothing is known
+	}
+	snap := catalog.Snapshot{Complete: set.Complete, Skills: make([]catalog.Summary, len(set.Skills))}
+	for i, s := range set.Skills {
+		snap.Skills[i] = s.Summary
+	}
+	return snap, nil
+}
+
+func (m recordedSkills) find(name, cwd string) (*RecordedSkill, error) {
+	set := m[cwd]
+	if set == nil {
+		return nil, fmt.Errorf("%w: %q", errNoCapture, cwd)
+	}
+	for i := range set.Skills {
+		if set.Skills[i].Name == name {
+			return &set.Skills[i], nil
+		}
+	}
+	return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+}
+
+func (m recordedSkills) Resolve(_ context.Context, name, cwd string) (catalog.Summary, error) {
+	s, err := m.find(name, cwd)
+	if err != nil {
+		return catalog.Summary{}, err
+	}
+	return s.Summary, nil
+}
+
+func (m recordedSkills) Load(_ context.Context, name, cwd string) (catalog.Skill, error) {
+	s, err := m.find(name, cwd)
+	if err != nil {
+		return catalog.Skill{}, err
+	}
+	if s.LoadError != "" {
+		return catalog.Skill{}, errors.New(s.LoadError)
+	}
+	return s.Skill, nil
+}
+
+// Run replays the recording r with opts and returns the counts.
+func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
+	rp, err := NewReplayer(r.Header(), opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	for {
+		it, err := r.Next()
+		if err == io.EOF {
+			return rp.Finish(ctx)
+		}
+		if err != nil {
+			return rp.sum, err
+		}
+		if err := rp.Add(ctx, it); err != nil {
+			return rp.sum, err
+		}
+	}
+}
