@@ -1,0 +1,229 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// Skills is what the processor needs from the skill registry; a
+// *providers.Registry satisfies it.
+type Skills interface {
+	// Snapshot lists the skills available for cwd; its error is only for
+	// context cancellation, provider failures make the snapshot incomplete.
+	Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error)
+	// Resolve finds the winning candidate for name, wrapping
+	// catalog.ErrNotFound when there is none.
+	Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error)
+	// Load loads the winning skill's body, wrapping catalog.ErrNotFound when
+	// it is gone.
+	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
+}
+
+// Defaults of Config.
+const (
+	DefaultStream          = "SESSIONS"
+	DefaultConsumer        = "skillstream"
+	DefaultToolOwner       = "skillstream"
+	DefaultDuplicateWindow = 2 * time.Minute
+	DefaultWorkers         = 32
+	DefaultAckWait         = 30 * time.Second
+	DefaultMaxDeliver      = 5
+	DefaultNakDelay        = time.Second
+	DefaultAppendRetries   = 8
+	DefaultRequestTimeout  = 5 * time.Second
+)
+
+// MinDuplicateWindow is the shortest duplicate window the protocol allows:
+// output Msg-Ids must outlive a worker's retry.
+const MinDuplicateWindow = 2 * time.Minute
+
+// ErrInvalidConfig is wrapped by every Config.Validate error.
+var ErrInvalidConfig = errors.New("invalid processor config")
+
+// Config configures a Processor. The zero value of every field means its
+// default; call WithDefaults to see them.
+type Config struct {
+	// Stream is the JetStream stream holding every session (default SESSIONS).
+	Stream string
+	// Prefix is the first subject token of session events (default "ev").
+	Prefix string
+	// Consumer is the durable pull consumer shared by every processor
+	// instance (default "skillstream").
+	Consumer string
+	// ToolOwner is this processor's tool owner id: the owner of the skill
+	// tool in agents' tool views and the producer of its catalogs.
+	ToolOwner string
+	// Catalog holds the rendering options (zero value: catalog defaults).
+	Catalog catalog.Options
+
+	// Replicas of the stream when it is created (default 1).
+	Replicas int
+	// MaxAge of stream messages; 0 keeps them until other limits apply.
+	MaxAge time.Duration
+	// DuplicateWindow of the stream, at least two minutes (default).
+	DuplicateWindow time.Duration
+
+	// Workers bounds the triggers handled at once by this instance.
+	Workers int
+	// AckWait is how long the server waits for an ack before redelivering.
+	// Slow work sends progress heartbeats every AckWait/3.
+	AckWait time.Duration
+	// MaxDeliver is how many times a trigger is delivered at most; a trigger
+	// that still fails transiently at its last delivery is dead-lettered.
+	MaxDeliver int
+	// NakDelay is the first redelivery delay after a transient failure; it
+	// doubles with every delivery, capped at AckWait.
+	NakDelay time.Duration
+	// AppendRetries bounds re-read and re-decide rounds after optimistic
+	// concurrency conflicts on one delivery.
+	AppendRetries int
+	// RequestTimeout bounds each read of and append to the stream.
+	RequestTimeout time.Duration
+
+	// NoProvision leaves stream and consumer to the infrastructure: the
+	// processor checks they exist and fails at start naming what is missing.
+	NoProvision bool
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Prefix == "" {
+		c.Prefix = events.DefaultPrefix
+	}
+	if c.Consumer == "" {
+		c.Consumer = DefaultConsumer
+	}
+	if c.ToolOwner == "" {
+		c.ToolOwner = DefaultToolOwner
+	}
+	if c.Catalog == (catalog.Options{}) {
+		c.Catalog = catalog.DefaultOptions()
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = DefaultDuplicateWindow
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = DefaultMaxDeliver
+	}
+	if c.NakDelay == 0 {
+		c.NakDelay = DefaultNakDelay
+	}
+	if c.AppendRetries == 0 {
+		c.AppendRetries = DefaultAppendRetries
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	return c
+}
+
+// Validate reports the first problem of a defaulted config.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case !validToken(c.Stream, false):
+		return bad("stream name %q: want letters, digits, '-' or '_'", c.Stream)
+	case !validToken(c.Prefix, true):
+		return bad("subject prefix %q: want one or more subject tokens without wildcards", c.Prefix)
+	case !validToken(c.Consumer, false):
+		return bad("consumer name %q: want letters, digits, '-' or '_'", c.Consumer)
+	case c.ToolOwner == "":
+		return bad("tool owner is empty")
+	case c.Replicas < 1 || c.Replicas > 5:
+		return bad("replicas %d: want 1 to 5", c.Replicas)
+	case c.MaxAge < 0:
+		return bad("max age %v is negative", c.MaxAge)
+	case c.DuplicateWindow < MinDuplicateWindow:
+		return bad("duplicate window %v: want at least %v", c.DuplicateWindow, MinDuplicateWindow)
+	case c.MaxAge > 0 && c.DuplicateWindow > c.MaxAge:
+		return bad("duplicate window %v exceeds max age %v", c.DuplicateWindow, c.MaxAge)
+	case c.Workers < 1:
+		return bad("workers %d: want at least 1", c.Workers)
+	case c.AckWait < 100*time.Millisecond:
+		return bad("ack wait %v: want at least 100ms", c.AckWait)
+	case c.MaxDeliver < 1:
+		return bad("max deliver %d: want at least 1", c.MaxDeliver)
+	case c.NakDelay <= 0:
+		return bad("nak delay %v: want a positive duration", c.NakDelay)
+	case c.AppendRetries < 1:
+		return bad("append retries %d: want at least 1", c.AppendRetries)
+	case c.RequestTimeout <= 0:
+		return bad("request timeout %v: want a positive duration", c.RequestTimeout)
+	}
+	if err := c.Catalog.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// validToken reports whether s is a usable stream/consumer name, or, when
+// dotted is set, a subject prefix of one or more literal tokens.
+func validToken(s string, dotted bool) bool {
+	if s == "" {
+		return false
+	}
+	prevDot := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+			prevDot = false
+		case c == '.' && dotted && !prevDot:
+			prevDot = true
+		default:
+			return false
+		}
+	}
+	return !prevDot
+}
+
+// Option adjusts a Processor beyond its Config.
+type Option func(*options)
+
+type options struct {
+	logger     *slog.Logger
+	registerer prometheus.Registerer
+	hooks      hooks
+}
+
+// hooks let tests interrupt the flow at points a crash could hit.
+type hooks struct {
+	// beforeAppend runs before each append attempt, with the attempt number.
+	beforeAppend func(sid string, attempt int)
+	// afterAppend runs after a successful append; an error simulates a
+	// crash: the trigger is left unacknowledged and unanswered.
+	afterAppend func(sid string, seq uint64) error
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithRegisterer registers the processor's metrics on r (default: a private
+// registry, so nothing is exported).
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(o *options) { o.registerer = r }
+}

@@ -1,0 +1,122 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the processor's Prometheus collectors.
+type metrics struct {
+	triggers      *prometheus.CounterVec   // kind, outcome
+	conflicts     prometheus.Counter       // optimistic concurrency conflicts on append
+	redeliveries  *prometheus.CounterVec   // kind
+	duplicates    *prometheus.CounterVec   // kind: answered from an output already appended
+	providerErrs  prometheus.Counter       // skill tool calls that failed in a provider
+	rejects       *prometheus.CounterVec   // reason
+	panics        prometheus.Counter       // recovered panics
+	deadLetters   *prometheus.CounterVec   // kind
+	transient     *prometheus.CounterVec   // kind: deliveries that failed and were retried
+	latency       *prometheus.HistogramVec // stage: read, decide, append, total
+	definitionReq prometheus.Counter       // tool definition requests served
+}
+
+// Latency stages.
+const (
+	stageRead   = "read"
+	stageDecide = "decide"
+	stageAppend = "append"
+	stageTotal  = "total"
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	m := &metrics{
+		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "triggers_total",
+			Help: "Triggers handled, by kind (pre-step, skill-call) and outcome.",
+		}, []string{"kind", "outcome"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "append_conflicts_total",
+			Help: "Appends refused because the session moved on; each leads to a re-read and re-decision.",
+		}),
+		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "redeliveries_total",
+			Help: "Triggers received more than once.",
+		}, []string{"kind"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "duplicate_triggers_total",
+			Help: "Triggers answered with an output appended earlier for the same trigger, step or call.",
+		}, []string{"kind"}),
+		providerErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "provider_errors_total",
+			Help: "Skill tool calls answered with a provider failure.",
+		}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "rejects_total",
+			Help: "Malformed triggers terminated, by reason.",
+		}, []string{"reason"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "panics_total",
+			Help: "Panics recovered while handling a trigger; the trigger is terminated.",
+		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "dead_letters_total",
+			Help: "Triggers terminated at their last delivery after transient failures.",
+		}, []string{"kind"}),
+		transient: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "transient_failures_total",
+			Help: "Deliveries that failed transiently and were negatively acknowledged for a later retry.",
+		}, []string{"kind"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "skillstream", Name: "stage_seconds",
+			Help:    "Latency of handling stages: read (session log), decide, append, total (receipt to ack).",
+			Buckets: buckets,
+		}, []string{"stage"}),
+		definitionReq: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "tool_definition_requests_total",
+			Help: "Requests for the skill tool definition.",
+		}),
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	m.triggers = register(reg, m.triggers, &err)
+	m.conflicts = register(reg, m.conflicts, &err)
+	m.redeliveries = register(reg, m.redeliveries, &err)
+	m.duplicates = register(reg, m.duplicates, &err)
+	m.providerErrs = register(reg, m.providerErrs, &err)
+	m.rejects = register(reg, m.rejects, &err)
+	m.panics = register(reg, m.panics, &err)
+	m.deadLetters = register(reg, m.deadLetters, &err)
+	m.transient = register(reg, m.transient, &err)
+	m.latency = register(reg, m.latency, &err)
+	m.definitionReq = register(reg, m.definitionReq, &err)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under
+// the same description, so that several processors in one process share
+// their metrics. The first failure is kept in *errp.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T, errp *error) T {
+	if *errp != nil {
+		return c
+	}
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing
+		}
+	}
+	*errp = fmt.Errorf("register metrics: %w", err)
+	return c
+}

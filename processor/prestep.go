@@ -1,0 +1,155 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// preStep handles an agent.pre-step trigger: decide whether the session's
+// catalog must change, append it if so, answer with the Decision.
+func (p *Processor) preStep(ctx context.Context, t *trigger) error {
+	ps, err := events.DecodePreStep(t.enc, t.msg.Data())
+	if err != nil {
+		t.ref = ps.Step
+		return p.reject(t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
+	}
+	t.ref = ps.Step
+	if ps.Session != t.sid {
+		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", events.ErrBadSession, ps.Session, t.sid))
+	}
+	d, err := p.decidePreStep(ctx, t, ps)
+	if err != nil {
+		return err
+	}
+	p.m.triggers.WithLabelValues(kindLabel(t.kind), d.Outcome).Inc()
+	return p.reply(t, d)
+}
+
+// decision builds a reply to t.
+func (p *Processor) decision(t *trigger, outcome string, cat *events.Catalog) events.Decision {
+	return events.Decision{V: events.Version, Session: t.sid, Step: t.ref, TriggerSeq: t.seq, Outcome: outcome, Catalog: cat}
+}
+
+// expired reports whether a deadline (unix ms, 0 = none) has passed.
+func (p *Processor) expired(deadlineMs int64) bool {
+	return deadlineMs > 0 && p.now().UnixMilli() >= deadlineMs
+}
+
+// withDeadline bounds ctx by a trigger's deadline.
+func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, context.CancelFunc) {
+	if deadlineMs <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.UnixMilli(deadlineMs))
+}
+
+// decidePreStep reads, decides and appends until the append holds against
+// the session it read (optimistic concurrency) or nothing needs appending.
+func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (events.Decision, error) {
+	if p.expired(ps.DeadlineMs) {
+		return p.decision(t, events.OutcomeExpired, nil), nil
+	}
+	// Reads and the snapshot stop at the trigger's deadline; an append,
+	// once started, runs to its result so that the answer tells the truth.
+	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
+	defer cancel()
+	tools := make([]catalog.Tool, len(ps.Tools))
+	for i, tl := range ps.Tools {
+		tools[i] = catalog.Tool{Name: tl.Name, Owner: tl.Owner}
+	}
+	visible := catalog.Visible(tools, p.cfg.ToolOwner)
+	var snap *catalog.Snapshot // taken once, at the first decision that needs it
+	id := outputID(t.sid, ps.Step, events.KindCatalog)
+	for attempt := 1; ; attempt++ {
+		v, err := p.readSession(dctx, t.sid, t.seq)
+		if err != nil {
+			return p.expiredOr(t, ps.DeadlineMs, err)
+		}
+		start := p.now()
+		hist, newest, err := p.catalogHistory(dctx, t.sid, v)
+		if err != nil {
+			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
+		}
+		if newest != nil && (causedBy(newest.Stored, t.seq) || newest.cat.Step == ps.Step) {
+			// Redelivery or worker retry: the answer is already in the log.
+			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+			return p.decision(t, events.OutcomeAppended, &newest.cat), nil
+		}
+		if visible && snap == nil {
+			s, err := p.skills.Snapshot(dctx, ps.Cwd)
+			if err != nil {
+				return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
+			}
+			snap = &s
+		}
+		if snap == nil {
+			snap = &catalog.Snapshot{Complete: true} // not consulted: the tool is not visible
+		}
+		d := catalog.Decide(visible, *snap, hist, p.cfg.Catalog)
+		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
+		if d.Outcome != catalog.OutcomeAppended {
+			return p.decision(t, string(d.Outcome), nil), nil
+		}
+		if p.expired(ps.DeadlineMs) {
+			return p.decision(t, events.OutcomeExpired, nil), nil
+		}
+		cat := events.Catalog{
+			V:       events.Version,
+			Session: t.sid,
+			Step:    ps.Step,
+			ID:      id,
+			Role:    "user",
+			Text:    d.Text,
+			Source: events.CatalogSource{
+				Kind:     events.SourceKindCatalog,
+				Producer: p.cfg.ToolOwner,
+				Update:   string(d.Update),
+				Entries:  wireEntries(d.Entries),
+				Digest:   d.Digest,
+			},
+		}
+		a, err := p.appendOutput(ctx, t, events.KindCatalog, id, cat, v.last, attempt)
+		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
+			continue
+		}
+		if err != nil {
+			return events.Decision{}, err
+		}
+		if a.duplicate {
+			// An earlier attempt at this step appended first.
+			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+			s, enc, err := p.readOutput(ctx, a.seq)
+			if err != nil {
+				return events.Decision{}, err
+			}
+			orig, err := events.DecodeCatalog(enc, s.Data)
+			if err != nil {
+				return events.Decision{}, fmt.Errorf("decode catalog %d: %w", a.seq, err)
+			}
+			return p.decision(t, events.OutcomeAppended, &orig), nil
+		}
+		return p.decision(t, events.OutcomeAppended, &cat), nil
+	}
+}
+
+// expiredOr turns a failure caused by the trigger's own deadline into the
+// expired outcome; other errors pass through.
+func (p *Processor) expiredOr(t *trigger, deadlineMs int64, err error) (events.Decision, error) {
+	if p.expired(deadlineMs) {
+		return p.decision(t, events.OutcomeExpired, nil), nil
+	}
+	return events.Decision{}, err
+}
+
+func wireEntries(es []catalog.Entry) []events.Entry {
+	out := make([]events.Entry, len(es))
+	for i, e := range es {
+		out[i] = events.Entry{Name: e.Name, Description: e.Description}
+	}
+	return out
+}

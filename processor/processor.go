@@ -1,0 +1,298 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// Processor consumes session triggers and appends and returns their answers.
+// One Processor is one instance of the consumer group; run as many as you
+// like against one stream.
+type Processor struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	skills Skills
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	rd     *reader
+	hooks  hooks
+	now    func() time.Time
+}
+
+// New checks cfg (after WithDefaults) and builds a Processor. Nothing
+// touches the server before Run.
+func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
+	}
+	if skills == nil {
+		return nil, fmt.Errorf("%w: no skill registry", ErrInvalidConfig)
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	m, err := newMetrics(o.registerer)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return &Processor{
+		nc:     nc,
+		js:     js,
+		skills: skills,
+		cfg:    cfg,
+		log:    o.logger,
+		m:      m,
+		rd:     newReader(nc, cfg.Stream),
+		hooks:  o.hooks,
+		now:    time.Now,
+	}, nil
+}
+
+// Config returns the processor's defaulted configuration.
+func (p *Processor) Config() Config { return p.cfg }
+
+// Run provisions (or checks) stream and consumer, serves the tool
+// definition, and handles triggers until ctx is done. It then stops pulling,
+// finishes the triggers already received and returns nil. Errors are
+// returned only for a failed start.
+func (p *Processor) Run(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
+	cons, err := p.provision(pctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	svc, err := p.serveDefinition()
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+
+	// In-flight triggers finish even when ctx ends: they run on a context
+	// that is never cancelled, bounded by their own deadlines.
+	work := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, p.cfg.Workers)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		slots <- struct{}{} // blocks the pull loop while every worker is busy
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			p.handle(work, msg)
+		}()
+	},
+		jetstream.PullMaxMessages(p.cfg.Workers),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			p.log.Debug("consume", "err", err)
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("consume %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
+	}
+	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
+		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	wg.Wait()
+	p.log.Info("processor stopped")
+	return nil
+}
+
+// trigger is one delivery being handled.
+type trigger struct {
+	msg       jetstream.Msg
+	seq       uint64
+	delivered uint64
+	last      bool // this is the last delivery MaxDeliver allows
+	sid       string
+	kind      events.Kind
+	enc       events.Encoding
+	inbox     string
+	ref       string // step or call id, once read
+	start     time.Time
+}
+
+// kindLabel is the metrics label of a trigger kind.
+func kindLabel(k events.Kind) string {
+	switch k {
+	case events.KindPreStep:
+		return "pre-step"
+	case events.KindSkillCall:
+		return "skill-call"
+	}
+	return "other"
+}
+
+// handle runs one delivery to its fate: it never panics and always acks,
+// naks or terms the message, except when a test hook simulates a crash.
+func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
+	t := &trigger{msg: msg, start: p.now()}
+	err := p.safely(ctx, t)
+	if errors.Is(err, errCrash) {
+		return
+	}
+	f := fateOf(err, t.last)
+	switch {
+	case err == nil:
+	case f == fateTerm && errors.Is(err, ErrRejected):
+		// counted and answered where rejected
+	case errors.Is(err, errPanic):
+		p.m.panics.Inc()
+		p.log.Error("panic handling trigger", "subject", msg.Subject(), "seq", t.seq, "err", err)
+		p.answerFailure(t, err)
+	case f == fateTerm:
+		p.m.deadLetters.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Error("trigger dead-lettered after its last delivery", "subject", msg.Subject(),
+			"seq", t.seq, "deliveries", t.delivered, "err", err)
+		p.answerFailure(t, err)
+	case f == fateRetry:
+		p.m.transient.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Warn("trigger failed, will retry", "subject", msg.Subject(), "seq", t.seq,
+			"delivery", t.delivered, "err", err)
+	}
+	var ackErr error
+	switch f {
+	case fateAck:
+		ackErr = msg.Ack()
+	case fateTerm:
+		ackErr = msg.TermWithReason(termReason(err))
+	case fateRetry:
+		ackErr = msg.NakWithDelay(p.nakDelay(t.delivered))
+	}
+	if ackErr != nil {
+		// The server redelivers after AckWait; the answer is idempotent.
+		p.log.Warn("acknowledge trigger", "subject", msg.Subject(), "seq", t.seq, "fate", f, "err", ackErr)
+	}
+	p.m.latency.WithLabelValues(stageTotal).Observe(p.now().Sub(t.start).Seconds())
+}
+
+// safely runs process, turning a panic into errPanic.
+func (p *Processor) safely(ctx context.Context, t *trigger) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errPanic, r)
+		}
+	}()
+	return p.process(ctx, t)
+}
+
+// nakDelay is the redelivery delay after the given delivery failed:
+// NakDelay doubling per delivery, capped at AckWait.
+func (p *Processor) nakDelay(delivered uint64) time.Duration {
+	d := p.cfg.NakDelay
+	for i := uint64(1); i < delivered && d < p.cfg.AckWait; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.AckWait)
+}
+
+// process reads the delivery's envelope and dispatches it by kind.
+func (p *Processor) process(ctx context.Context, t *trigger) error {
+	meta, err := t.msg.Metadata()
+	if err != nil {
+		return p.reject(t, reasonEnvelope, fmt.Errorf("read delivery metadata: %w", err))
+	}
+	t.seq = meta.Sequence.Stream
+	t.delivered = meta.NumDelivered
+	t.last = p.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(p.cfg.MaxDeliver)
+	sid, kind, err := events.ParseSubject(p.cfg.Prefix, t.msg.Subject())
+	t.sid, t.kind = sid, kind
+	if t.delivered > 1 {
+		p.m.redeliveries.WithLabelValues(kindLabel(kind)).Inc()
+	}
+	h := t.msg.Headers()
+	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
+	if err != nil {
+		return p.reject(t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
+	}
+	if kind != events.KindPreStep && kind != events.KindSkillCall {
+		// A consumer filtered wider than ours: not our business.
+		return nil
+	}
+	if inbox := h.Get(events.HeaderReplyInbox); inbox != "" {
+		if !validInbox(inbox) {
+			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %q is not a subject to publish to", events.HeaderReplyInbox, inbox))
+		}
+		t.inbox = inbox
+	}
+	if _, err := events.EncodingOf(h.Get(events.HeaderContentType)); err != nil {
+		return p.reject(t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))
+	}
+	stop := p.keepAlive(t.msg)
+	defer stop()
+	if kind == events.KindPreStep {
+		return p.preStep(ctx, t)
+	}
+	return p.skillCall(ctx, t)
+}
+
+// keepAlive tells the server every AckWait/3 that the delivery is still
+// being worked on, until the returned function is called.
+func (p *Processor) keepAlive(msg jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(p.cfg.AckWait / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				_ = msg.InProgress() // a lost heartbeat at worst means a redelivery
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// validInbox reports whether s is a literal subject one can publish to.
+func validInbox(s string) bool {
+	if len(s) > 1024 {
+		return false
+	}
+	prevDot := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if prevDot {
+				return false
+			}
+			prevDot = true
+		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
+			return false
+		default:
+			prevDot = false
+		}
+	}
+	return !prevDot
+}

@@ -1,0 +1,322 @@
+package processor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// view is what one read of a session returns: the newest event of every
+// subject of the session, from one consistent state of one replica.
+type view struct {
+	// last is the sequence of the session's newest event: the expected last
+	// sequence of an append.
+	last   uint64
+	newest map[string]Stored // by subject
+}
+
+// of returns the newest event of kind k, or nil.
+func (v view) of(prefix, sid string, k events.Kind) *Stored {
+	s, ok := v.newest[events.Subject(prefix, sid, k)]
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+// readSession reads the newest event of each subject of the session in one
+// Direct Get multi-last request on <prefix>.<sid>.>: an indexed read whose
+// cost depends on the number of kinds in the session, not on its length.
+// One request keeps the view consistent even when a lagging replica
+// answers; a view older than the trigger is read again.
+func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64) (view, error) {
+	start := p.now()
+	defer func() { p.m.latency.WithLabelValues(stageRead).Observe(p.now().Sub(start).Seconds()) }()
+	for attempt := 1; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		ms, err := p.rd.lastOf(rctx, []string{events.SessionWildcard(p.cfg.Prefix, sid)}, 0)
+		cancel()
+		if err != nil {
+			return view{}, fmt.Errorf("read session %s: %w", sid, err)
+		}
+		v := view{newest: make(map[string]Stored, len(ms))}
+		for _, m := range ms {
+			v.newest[m.Subject] = m
+			v.last = max(v.last, m.Seq)
+		}
+		if v.last >= atLeast {
+			return v, nil
+		}
+		// A replica that has not yet seen the trigger answered.
+		if attempt >= p.cfg.AppendRetries {
+			return view{}, fmt.Errorf("read session %s: replicas lag behind sequence %d", sid, atLeast)
+		}
+		if err := pause(ctx, time.Duration(attempt)*5*time.Millisecond); err != nil {
+			return view{}, err
+		}
+	}
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// encodingOfStored is the encoding a stored event declares; an unknown one
+// makes the event unreadable.
+func encodingOfStored(s Stored) (events.Encoding, error) {
+	return events.EncodingOf(s.Header.Get(events.HeaderContentType))
+}
+
+// ours is a recognisable catalog of this processor.
+type ours struct {
+	Stored
+	cat    events.Catalog
+	digest string
+}
+
+// recognise decodes s as a catalog this processor published for sid.
+func (p *Processor) recognise(sid string, s Stored) (ours, bool) {
+	enc, err := encodingOfStored(s)
+	if err != nil {
+		return ours{}, false
+	}
+	c, err := events.DecodeCatalog(enc, s.Data)
+	if err != nil || c.Session != sid || c.Source.Producer != p.cfg.ToolOwner {
+		return ours{}, false
+	}
+	digest, ok := catalog.Recognize(c.Text)
+	if !ok {
+		return ours{}, false
+	}
+	return ours{Stored: s, cat: c, digest: digest}, true
+}
+
+// before returns the newest event on subject older than seq, or nil.
+func (p *Processor) before(ctx context.Context, subject string, seq uint64) (*Stored, error) {
+	if seq <= 1 {
+		return nil, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	s, err := p.rd.last(rctx, subject, seq-1)
+	if errors.Is(err, errNoMessage) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s before %d: %w", subject, seq, err)
+	}
+	return &s, nil
+}
+
+// newestOurs finds the newest recognisable catalog of ours at or before
+// first, walking back over the catalog subject only, past foreign and
+// malformed records.
+func (p *Processor) newestOurs(ctx context.Context, sid string, first *Stored) (*ours, error) {
+	subject := events.Subject(p.cfg.Prefix, sid, events.KindCatalog)
+	for cur := first; cur != nil; {
+		if o, ok := p.recognise(sid, *cur); ok {
+			return &o, nil
+		}
+		prev, err := p.before(ctx, subject, cur.Seq)
+		if err != nil {
+			return nil, err
+		}
+		cur = prev
+	}
+	return nil, nil
+}
+
+// surface finds the newest readable compaction of the session at or before
+// first (unreadable ones are skipped like unrecognisable catalogs); nil when
+// there is none.
+func (p *Processor) surface(ctx context.Context, sid string, first *Stored) (*Surface, error) {
+	subject := events.Subject(p.cfg.Prefix, sid, events.KindCompaction)
+	for cur := first; cur != nil; {
+		if enc, err := encodingOfStored(*cur); err == nil {
+			if c, err := events.DecodeCompaction(enc, cur.Data); err == nil && c.Session == sid {
+				return &Surface{Seq: cur.Seq, RetainFrom: c.RetainFrom, Keep: c.Keep}, nil
+			}
+		}
+		prev, err := p.before(ctx, subject, cur.Seq)
+		if err != nil {
+			return nil, err
+		}
+		cur = prev
+	}
+	return nil, nil
+}
+
+// catalogHistory reads what Decide needs to know about earlier catalogs:
+// the newest recognisable one of ours and, when the newest compaction masks
+// it, the newest one of ours the compaction keeps.
+func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (catalog.History, *ours, error) {
+	newest, err := p.newestOurs(ctx, sid, v.of(p.cfg.Prefix, sid, events.KindCatalog))
+	if err != nil || newest == nil {
+		return catalog.History{}, nil, err
+	}
+	marks := []Mark{{Seq: newest.Seq, Digest: newest.digest}}
+	surf, err := p.surface(ctx, sid, v.of(p.cfg.Prefix, sid, events.KindCompaction))
+	if err != nil {
+		return catalog.History{}, nil, err
+	}
+	if surf.Masks(newest.Seq) {
+		kept, err := p.keptCatalog(ctx, sid, surf, newest.Seq)
+		if err != nil {
+			return catalog.History{}, nil, err
+		}
+		if kept != nil {
+			marks = append(marks, Mark{Seq: kept.Seq, Digest: kept.digest})
+		}
+	}
+	return HistoryOf(marks, surf), newest, nil
+}
+
+// keptCatalog returns the newest recognisable catalog of ours among the
+// sequences a compaction keeps below the masked catalog at below, or nil.
+// Every other older catalog is masked too.
+func (p *Processor) keptCatalog(ctx context.Context, sid string, s *Surface, below uint64) (*ours, error) {
+	subject := events.Subject(p.cfg.Prefix, sid, events.KindCatalog)
+	keep := slices.Clone(s.Keep)
+	slices.Sort(keep)
+	keep = slices.Compact(keep)
+	for i := len(keep) - 1; i >= 0; i-- {
+		k := keep[i]
+		if k >= below || k == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		m, err := p.rd.bySeq(rctx, k)
+		cancel()
+		if errors.Is(err, errNoMessage) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read kept event %d: %w", k, err)
+		}
+		if m.Subject != subject {
+			continue
+		}
+		if o, ok := p.recognise(sid, m); ok {
+			return &o, nil
+		}
+	}
+	return nil, nil
+}
+
+// outputID is the Nats-Msg-Id of the output answering step or call ref of
+// session sid: the same for every retry of that step or call, so the
+// stream's duplicate window refuses a second output. A ref unfit for a
+// header is replaced by its hash.
+func outputID(sid, ref string, k events.Kind) string {
+	if !headerSafe(ref) {
+		sum := sha256.Sum256([]byte(ref))
+		ref = "sha256-" + hex.EncodeToString(sum[:16])
+	}
+	return sid + ":" + ref + ":" + string(k)
+}
+
+func headerSafe(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// appended is a successful append: the sequence of the output and whether
+// the stream already held it (same Msg-Id within the duplicate window).
+type appended struct {
+	seq       uint64
+	duplicate bool
+}
+
+// appendOutput appends an output of kind k to session sid, answering the
+// trigger t, provided the session's newest event is still expectLast.
+// It returns errConflict when the session moved on.
+func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind, id string, v any, expectLast uint64, attempt int) (appended, error) {
+	data, err := events.Encode(events.Msgpack, v)
+	if err != nil {
+		return appended{}, fmt.Errorf("encode %s: %w", k, err)
+	}
+	m := &nats.Msg{
+		Subject: events.Subject(p.cfg.Prefix, t.sid, k),
+		Header: nats.Header{
+			events.HeaderContentType:                []string{events.ContentTypeMsgpack},
+			events.HeaderCausationSeq:               []string{strconv.FormatUint(t.seq, 10)},
+			events.HeaderMsgID:                      []string{id},
+			events.HeaderExpectedLastSubjSeq:        []string{strconv.FormatUint(expectLast, 10)},
+			events.HeaderExpectedLastSubjSeqSubject: []string{events.SessionWildcard(p.cfg.Prefix, t.sid)},
+		},
+		Data: data,
+	}
+	if p.hooks.beforeAppend != nil {
+		p.hooks.beforeAppend(t.sid, attempt)
+	}
+	start := p.now()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	ack, err := p.js.PublishMsg(actx, m)
+	cancel()
+	p.m.latency.WithLabelValues(stageAppend).Observe(p.now().Sub(start).Seconds())
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == errCodeWrongLastSequenceConstant) {
+		p.m.conflicts.Inc()
+		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, errConflict)
+	}
+	if err != nil {
+		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
+	}
+	if p.hooks.afterAppend != nil {
+		if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
+			return appended{}, err
+		}
+	}
+	return appended{seq: ack.Sequence, duplicate: ack.Duplicate}, nil
+}
+
+// errCodeWrongLastSequenceConstant is the JetStream API error code of a
+// conflicting append refused while another append to the same subject is
+// in flight (clustered streams).
+const errCodeWrongLastSequenceConstant jetstream.ErrorCode = 10164
+
+// readOutput reads back the output at seq (the original of a duplicate).
+func (p *Processor) readOutput(ctx context.Context, seq uint64) (Stored, events.Encoding, error) {
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	s, err := p.rd.bySeq(rctx, seq)
+	if err != nil {
+		return Stored{}, 0, fmt.Errorf("read output %d: %w", seq, err)
+	}
+	enc, err := encodingOfStored(s)
+	if err != nil {
+		return Stored{}, 0, fmt.Errorf("read output %d: %w", seq, err)
+	}
+	return s, enc, nil
+}
+
+// causedBy reports whether a stored output answers the trigger at seq.
+func causedBy(s Stored, seq uint64) bool {
+	return s.Header.Get(events.HeaderCausationSeq) == strconv.FormatUint(seq, 10)
+}

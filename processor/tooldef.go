@@ -1,0 +1,65 @@
+package processor
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// ServiceName is the NATS micro service name under which the skill tool
+// definition is served (nats micro ls lists it).
+const ServiceName = "skillstream"
+
+// ServiceVersion is the micro service version: the protocol version.
+const ServiceVersion = "1.0.0"
+
+// Definition is the skill tool definition as served on the wire.
+func Definition() events.ToolDefinition {
+	return events.ToolDefinition{
+		Name:        catalog.ToolName,
+		Description: catalog.ToolDescription,
+		Parameters:  events.RawJSON(catalog.ToolParameters),
+	}
+}
+
+// serveDefinition registers the micro service answering requests on
+// events.ToolDefinitionSubject: JSON, or msgpack when the request says
+// Content-Type: application/msgpack. All instances share a queue group.
+func (p *Processor) serveDefinition() (micro.Service, error) {
+	def := Definition()
+	asJSON, err := events.Encode(events.JSON, def)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool definition: %w", err)
+	}
+	asMsgpack, err := events.Encode(events.Msgpack, def)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool definition: %w", err)
+	}
+	svc, err := micro.AddService(p.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: "skill catalog and skill tool for LLM agents",
+		Metadata:    map[string]string{"stream": p.cfg.Stream, "prefix": p.cfg.Prefix, "owner": p.cfg.ToolOwner},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)
+	}
+	err = svc.AddEndpoint("tool-definition", micro.HandlerFunc(func(req micro.Request) {
+		p.m.definitionReq.Inc()
+		body, ct := asJSON, events.ContentTypeJSON
+		if req.Headers().Get(events.HeaderContentType) == events.ContentTypeMsgpack {
+			body, ct = asMsgpack, events.ContentTypeMsgpack
+		}
+		if err := req.Respond(body, micro.WithHeaders(micro.Headers{events.HeaderContentType: []string{ct}})); err != nil {
+			p.log.Warn("answer tool definition request", "err", err)
+		}
+	}), micro.WithEndpointSubject(events.ToolDefinitionSubject))
+	if err != nil {
+		svc.Stop()
+		return nil, fmt.Errorf("add tool definition endpoint: %w", err)
+	}
+	return svc, nil
+}
