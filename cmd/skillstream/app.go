@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and found a failure (tool error, lint error, runtime error)
+	exitUsage   = 2 // bad command line or configuration
+)
+
+// errReported is returned by a command that already printed why it failed
+// and wants exit status 1 without another message.
+var errReported = errors.New("failure already reported")
+
+// app is one invocation of the program: where it writes, where it reads its
+// environment.
+type app struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+}
+
+// runFunc runs a parsed command with its positional arguments.
+type runFunc func(ctx context.Context, args []string) error
+
+// subcommand describes one entry of the command table.
+type subcommand struct {
+	name    string
+	summary string
+	build   func(a *app) (*command, runFunc)
+}
+
+// commands is the command table, in the order `skillstream help` lists it.
+func commands() []subcommand {
+	return []subcommand{
+		{"serve", "run the processor (embedded NATS server by default)", (*app).serveCommand},
+		{"demo", "play an agent session end to end and print what the model sees", (*app).demoCommand},
+		{"catalog", "print the catalog a model would receive for a working directory", (*app).catalogCommand},
+		{"load", "print the skill tool's result for a skill name", (*app).loadCommand},
+		{"validate", "lint skill folders and files", (*app).validateCommand},
+		{"version", "print the version", (*app).versionCommand},
+	}
+}
+
+// Main runs the program with args (without the program name) and returns
+// its exit status. It is the whole program: main only adds os.Exit, so tests
+// run exactly what operators run. Cancelling ctx stops a running command as
+// SIGINT or SIGTERM would.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	return a.main(ctx, args)
+}
+
+func (a *app) main(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		a.usage(a.stderr)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if len(rest) > 0 && name == "help" {
+			for _, sc := range commands() {
+				if sc.name == rest[0] {
+					cmd, _ := sc.build(a)
+					cmd.usage(a.stdout)
+					return exitOK
+				}
+			}
+			fmt.Fprintf(a.stderr, "skillstream: unknown command %q\n\n", rest[0])
+			a.usage(a.stderr)
+			return exitUsage
+		}
+		a.usage(a.stdout)
+		return exitOK
+	case "-version", "--version":
+		name = "version"
+	}
+	for _, sc := range commands() {
+		if sc.name != name {
+			continue
+		}
+		cmd, run := sc.build(a)
+		positional, err := cmd.parse(rest, a.lookupEnv)
+		if errors.Is(err, flag.ErrHelp) {
+			cmd.usage(a.stdout)
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(a.stderr, "skillstream %s: %v (see skillstream %s --help)\n", name, err, name)
+			return exitUsage
+		}
+		return a.exit(name, run(ctx, positional))
+	}
+	fmt.Fprintf(a.stderr, "skillstream: unknown command %q\n\n", name)
+	a.usage(a.stderr)
+	return exitUsage
+}
+
+// exit maps a command's error to an exit status, printing it in one line.
+func (a *app) exit(name string, err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errReported):
+		return exitFailure
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(a.stderr, "skillstream %s: %v (see skillstream %s --help)\n", name, err, name)
+		return exitUsage
+	default:
+		fmt.Fprintf(a.stderr, "skillstream %s: %v\n", name, err)
+		return exitFailure
+	}
+}
+
+// usage writes the top-level help.
+func (a *app) usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString(`skillstream gives LLM agents a skill catalog and a model-facing "skill" tool,
+as a stream processor on NATS JetStream.
+
+Usage: skillstream <command> [flags] [arguments]
+
+Commands:
+`)
+	for _, sc := range commands() {
+		fmt.Fprintf(&b, "  %-9s %s\n", sc.name, sc.summary)
+	}
+	b.WriteString(`
+Run "skillstream <command> --help" (or "skillstream help <command>") for a
+command's flags, environment variables and examples.
+
+Examples:
+  skillstream serve                      # embedded NATS on 127.0.0.1:4222, store in ./skillstream-data
+  skillstream demo                       # see a session play out, nothing to set up
+  skillstream catalog --cwd ~/src/app    # what the model is shown in that project
+  skillstream load commit-message        # what the skill tool returns
+  skillstream validate .agents/skills    # lint skills, e.g. in CI
+`)
+	io.WriteString(w, b.String())
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+)
+
+func (a *app) catalogCommand() (*command, runFunc) {
+	var (
+		c      Config
+		cwd    string
+		asJSON bool
+	)
+	cmd := newCommand("catalog", "skillstream catalog [--cwd DIR] [--json] [flags]", `
+Print exactly the initial catalog text a model would receive now for a session
+whose working directory is DIR (the current directory by default), followed by
+a newline. An empty view prints nothing and exits 0: no catalog would be sent.
+
+On stderr, a summary for the operator: how many skills the catalog lists, its
+approximate size in tokens, the skills left out (model invocation disabled),
+the skills shadowed by a higher-ranked one of the same name and why, provider
+errors, and the diagnostics of skill files that were dropped. None of that
+reaches the model.
+
+It takes the same skills flags and SKILLSTREAM_* variables as serve, so the
+preview matches what serve sends byte for byte. Exit status 1 when a provider
+failed (serve would send nothing until it recovers).`[1:], `
+  skillstream catalog
+  skillstream catalog --cwd ~/src/app --skills-dir /srv/team-skills
+  skillstream catalog --no-bundled --catalog-description-max-length 120
+  skillstream catalog --json | jq .entries`[1:])
+	cmd.group("Flags")
+	cmd.localString(&cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
+	cmd.localBool(&asJSON, "json", false, "print the structured view as JSON instead of the model text")
+	c.skillFlags(cmd)
+	return cmd, func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("catalog takes no arguments, got %q (use --cwd DIR)", args[0])
+		}
+		if err := c.validateSkills(); err != nil {
+			return err
+		}
+		dir, err := resolveCwd(cwd)
+		if err != nil {
+			return err
+		}
+		reg, err := c.registry(nil, false)
+		if err != nil {
+			return err
+		}
+		defer reg.Close()
+		rep := reg.Inspect(ctx, dir)
+		if rep.Err != nil {
+			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
+		}
+		v := newCatalogView(rep, c.DescriptionMaxLength)
+		if asJSON {
+			enc := json.NewEncoder(a.stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+		} else if v.Complete && v.Text != "" {
+			fmt.Fprintln(a.stdout, v.Text)
+		}
+		v.summary(a.stderr)
+		if !v.Complete {
+			return errReported
+		}
+		return nil
+	}
+}
+
+// catalogView is the structured view of `catalog --json`.
+type catalogView struct {
+	Cwd      string `json:"cwd"`
+	Complete bool   `json:"complete"`
+	// Text is the initial catalog the model would receive; empty when the
+	// view is empty or incomplete.
+	Text         string      `json:"text"`
+	Digest       string      `json:"digest"`
+	ApproxTokens int         `json:"approxTokens"`
+	Entries      []entryJSON `json:"entries"`
+	// Skills are all winning skills, model-invocable or not.
+	Skills      []catalog.Summary      `json:"skills"`
+	Shadowed    []shadowJSON           `json:"shadowed"`
+	Rejected    []problemJSON          `json:"rejected"`
+	Errors      []problemJSON          `json:"errors"`
+	Diagnostics []providers.Diagnostic `json:"diagnostics"`
+}
+
+type entryJSON struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+type originJSON struct {
+	Provider     string                `json:"provider"`
+	Source       string                `json:"source"`
+	Rank         int                   `json:"rank"`
+	ResourceBase *catalog.ResourceBase `json:"resourceBase,omitempty"`
+}
+
+type shadowJSON struct {
+	Name   string     `json:"name"`
+	Loser  originJSON `json:"shadowed"`
+	Winner originJSON `json:"by"`
+	Reason string     `json:"reason"`
+}
+
+type problemJSON struct {
+	Provider string `json:"provider,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Error    string `json:"error"`
+}
+
+func origin(c providers.Candidate) originJSON {
+	return originJSON{Provider: c.Provider, Source: c.Source, Rank: c.Rank, ResourceBase: c.ResourceBase}
+}
+
+// newCatalogView computes what the model would see from an Inspect report.
+func newCatalogView(rep providers.Report, maxLen int) catalogView {
+	v := catalogView{
+		Cwd:         rep.Cwd,
+		Complete:    rep.Snapshot.Complete,
+		Skills:      rep.Snapshot.Skills,
+		Entries:     []entryJSON{},
+		Shadowed:    []shadowJSON{},
+		Rejected:    []problemJSON{},
+		Errors:      []problemJSON{},
+		Diagnostics: rep.Diagnostics,
+	}
+	if v.Skills == nil {
+		v.Skills = []catalog.Summary{}
+	}
+	if v.Diagnostics == nil {
+		v.Diagnostics = []providers.Diagnostic{}
+	}
+	entries := catalog.Entries(rep.Snapshot.Skills, maxLen)
+	for _, e := range entries {
+		v.Entries = append(v.Entries, entryJSON{Name: e.Name, Description: e.Description})
+	}
+	v.Digest = catalog.Digest(entries)
+	if v.Complete && len(entries) > 0 {
+		v.Text = catalog.Render(catalog.UpdateInitial, entries)
+		v.ApproxTokens = approxTokens(v.Text)
+	}
+	for _, s := range rep.Shadowed {
+		v.Shadowed = append(v.Shadowed, shadowJSON{
+			Name: s.Candidate.Name, Loser: origin(s.Candidate), Winner: origin(s.By), Reason: shadowReason(s),
+		})
+	}
+	for _, r := range rep.Rejected {
+		v.Rejected = append(v.Rejected, problemJSON{Provider: r.Candidate.Provider, Name: r.Candidate.Name, Error: r.Err.Error()})
+	}
+	for _, e := range rep.Errors {
+		v.Errors = append(v.Errors, problemJSON{Provider: e.Provider, Error: e.Err.Error()})
+	}
+	return v
+}
+
+// approxTokens estimates the tokens of a text as its characters divided by
+// four, rounded up. It is a rule of thumb, not a tokenizer.
+func approxTokens(s string) int {
+	return (utf8.RuneCountInString(s) + 3) / 4
+}
+
+// shadowReason explains why the winner of a name beat another candidate.
+func shadowReason(s providers.Shadowed) string {
+	if s.By.Rank < s.Candidate.Rank {
+		return fmt.Sprintf("lower rank wins (%d < %d)", s.By.Rank, s.Candidate.Rank)
+	}
+	if s.By.Provider != s.Candidate.Provider {
+		return fmt.Sprintf("same rank %d; provider %q comes first", s.By.Rank, s.By.Provider)
+	}
+	return fmt.Sprintf("same rank %d; provider %q listed it first", s.By.Rank, s.By.Provider)
+}
+
+// describe names where a candidate comes from, for people.
+func describe(o originJSON) string {
+	s := o.Source
+	if s == "" {
+		s = o.Provider
+	}
+	if rb := o.ResourceBase; rb != nil {
+		switch rb.Kind {
+		case catalog.ResourceDirectory:
+			s += " " + rb.Path
+		case catalog.ResourceURL:
+			s += " " + rb.URL
+		case catalog.ResourceOpaque:
+			s += " (" + rb.Description + ")"
+		}
+	}
+	return s
+}
+
+// summary writes the operator's summary of the view.
+func (v catalogView) summary(w io.Writer) {
+	var hidden []string
+	for _, s := range v.Skills {
+		if !s.Invocation.ModelInvocable {
+			hidden = append(hidden, s.Name)
+		}
+	}
+	switch {
+	case !v.Complete:
+		fmt.Fprintf(w, "catalog incomplete: a provider failed, so serve would send nothing now (%d skills collected)\n", len(v.Entries))
+	case len(v.Entries) == 0:
+		fmt.Fprintf(w, "no model-invocable skills for %s: no catalog would be sent\n", v.Cwd)
+	default:
+		fmt.Fprintf(w, "%d %s in the catalog for %s, about %d tokens (approximate: characters/4), digest %s\n",
+			len(v.Entries), plural(len(v.Entries), "skill", "skills"), v.Cwd, v.ApproxTokens, v.Digest)
+	}
+	if len(hidden) > 0 {
+		fmt.Fprintf(w, "not listed (model invocation disabled): %s\n", strings.Join(hidden, ", "))
+	}
+	for _, s := range v.Shadowed {
+		fmt.Fprintf(w, "shadowed: %s from %s by %s: %s\n", s.Name, describe(s.Loser), describe(s.Winner), s.Reason)
+	}
+	for _, r := range v.Rejected {
+		fmt.Fprintf(w, "rejected: %s\n", r.Error)
+	}
+	for _, e := range v.Errors {
+		if e.Provider != "" {
+			fmt.Fprintf(w, "error: provider %q: %s\n", e.Provider, e.Error)
+		} else {
+			fmt.Fprintf(w, "error: %s\n", e.Error)
+		}
+	}
+	for _, d := range v.Diagnostics {
+		fmt.Fprintf(w, "dropped: %s\n", d.String())
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

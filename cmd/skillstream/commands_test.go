@@ -1,0 +1,333 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/<name>, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from golden file\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
+	}
+}
+
+// writeFile writes content to root/rel, creating folders.
+func writeFile(t testing.TB, root, rel, content string) string {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// skillMD is a SKILL.md with the given frontmatter lines and body.
+func skillMD(body string, front ...string) string {
+	return "---\n" + strings.Join(front, "\n") + "\n---\n" + body + "\n"
+}
+
+// spec4Skills writes the SPEC §4 worked example as a custom skills root and
+// returns it.
+func spec4Skills(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	writeFile(t, root, "z-skill/SKILL.md", skillMD("Z body.",
+		"name: z-skill", `description: "`+strings.Repeat("Long   description ", 5)+`"`))
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Follow these steps.\n\n1. Be careful.",
+		"name: a-skill", "description: 'Use {{placeholder}} <safely> & carefully.'"))
+	writeFile(t, root, "model-only-skill/SKILL.md", skillMD("Model only.",
+		"name: model-only-skill", "description: Model-only skill.", "user-invocable: false"))
+	writeFile(t, root, "user-only-skill/SKILL.md", skillMD("Users only.",
+		"name: user-only-skill", "description: User-only skill.", "disable-model-invocation: true"))
+	return root
+}
+
+// skillsArgs are the flags that make a command see only root.
+func skillsArgs(t testing.TB, root string) []string {
+	return []string{"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--cwd", t.TempDir()}
+}
+
+func TestCatalogWorkedExample(t *testing.T) {
+	root := spec4Skills(t)
+	args := append([]string{"catalog", "--catalog-description-max-length", "50"}, skillsArgs(t, root)...)
+	code, stdout, stderr := runMain(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if !strings.HasSuffix(stdout, "\n") {
+		t.Fatalf("stdout does not end with a newline: %q", stdout)
+	}
+	text := strings.TrimSuffix(stdout, "\n")
+	golden(t, "catalog_spec4.golden", text)
+	wantLines := "- `a-skill`: Use {{placeholder}} &lt;safely&gt; &amp; carefully.\n" +
+		"- `model-only-skill`: Model-only skill.\n" +
+		"- `z-skill`: Long description Long description Long descript...\n"
+	if !strings.Contains(text, "<available_skills>\n"+wantLines+"</available_skills>") {
+		t.Errorf("entry lines are not SPEC §4's:\n%s", text)
+	}
+	for _, want := range []string{"3 skills in the catalog", "approximate", "not listed (model invocation disabled): user-only-skill"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestCatalogEnvOverridesDefaultFlagWins(t *testing.T) {
+	root := spec4Skills(t)
+	want, err := os.ReadFile(filepath.Join("testdata", "catalog_spec4.golden"))
+	if err != nil {
+		t.Skip("golden file missing; run TestCatalogWorkedExample -update first")
+	}
+
+	t.Setenv("SKILLSTREAM_CATALOG_DESCRIPTION_MAX_LENGTH", "50")
+	code, stdout, stderr := runMain(t, append([]string{"catalog"}, skillsArgs(t, root)...)...)
+	if code != exitOK || stdout != string(want)+"\n" {
+		t.Errorf("with the cap from the environment: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	t.Setenv("SKILLSTREAM_CATALOG_DESCRIPTION_MAX_LENGTH", "20")
+	code, stdout, _ = runMain(t, append([]string{"catalog", "--catalog-description-max-length=50"}, skillsArgs(t, root)...)...)
+	if code != exitOK || stdout != string(want)+"\n" {
+		t.Errorf("flag 50 over environment 20: exit %d, stdout:\n%s", code, stdout)
+	}
+
+	t.Setenv("SKILLSTREAM_CATALOG_DESCRIPTION_MAX_LENGTH", "2")
+	code, _, stderr = runMain(t, append([]string{"catalog"}, skillsArgs(t, root)...)...)
+	if code != exitUsage || !strings.Contains(stderr, "greater than or equal to 3") {
+		t.Errorf("cap 2 from the environment: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCatalogEmptyPrintsNothing(t *testing.T) {
+	code, stdout, stderr := runMain(t, append([]string{"catalog"}, skillsArgs(t, t.TempDir())...)...)
+	if code != exitOK || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	if !strings.Contains(stderr, "no catalog would be sent") {
+		t.Errorf("stderr = %q", stderr)
+	}
+}
+
+func TestCatalogReportsShadowedAndDropped(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	writeFile(t, first, "dup/SKILL.md", skillMD("one", "name: dup", "description: First."))
+	writeFile(t, second, "dup/SKILL.md", skillMD("two", "name: dup", "description: Second."))
+	broken := writeFile(t, second, "broken/SKILL.md", "no frontmatter here\n")
+	args := []string{"catalog", "--no-bundled", "--user-skills-dir=", "--skills-dir", first, "--skills-dir", second, "--cwd", t.TempDir()}
+
+	code, stdout, stderr := runMain(t, args...)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "- `dup`: First.") || strings.Contains(stdout, "Second") {
+		t.Errorf("the first custom root should win:\n%s", stdout)
+	}
+	for _, want := range []string{
+		"shadowed: dup from custom " + filepath.Join(second, "dup") + " by custom " + filepath.Join(first, "dup") + ": lower rank wins",
+		"dropped: " + broken + ": no frontmatter",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	code, stdout, _ = runMain(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("--json: exit %d", code)
+	}
+	var v catalogView
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout)
+	}
+	if len(v.Entries) != 1 || v.Entries[0].Name != "dup" || v.Entries[0].Description != "First." {
+		t.Errorf("entries = %+v", v.Entries)
+	}
+	if len(v.Shadowed) != 1 || v.Shadowed[0].Loser.Rank <= v.Shadowed[0].Winner.Rank {
+		t.Errorf("shadowed = %+v", v.Shadowed)
+	}
+	if len(v.Diagnostics) != 1 || v.Diagnostics[0].Path != broken {
+		t.Errorf("diagnostics = %+v", v.Diagnostics)
+	}
+	if !v.Complete || v.Digest == "" || !strings.HasPrefix(v.Text, "<system-reminder>") {
+		t.Errorf("complete %v, digest %q, text %q", v.Complete, v.Digest, v.Text)
+	}
+}
+
+func TestCatalogProjectSkillsSubdir(t *testing.T) {
+	project := t.TempDir()
+	if err := os.Mkdir(filepath.Join(project, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, project, ".claude/skills/claude-skill/SKILL.md", skillMD("b", "name: claude-skill", "description: From .claude."))
+	writeFile(t, project, ".agents/skills/agents-skill/SKILL.md", skillMD("b", "name: agents-skill", "description: From .agents."))
+	sub := filepath.Join(project, "src", "pkg")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"catalog", "--no-bundled", "--user-skills-dir=", "--cwd", sub}
+
+	_, stdout, _ := runMain(t, base...)
+	if !strings.Contains(stdout, "agents-skill") || strings.Contains(stdout, "claude-skill") {
+		t.Errorf("default roots:\n%s", stdout)
+	}
+	_, stdout, _ = runMain(t, append(base, "--project-skills-subdir", ".claude/skills")...)
+	if !strings.Contains(stdout, "agents-skill") || !strings.Contains(stdout, "claude-skill") {
+		t.Errorf("with --project-skills-subdir:\n%s", stdout)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	root := spec4Skills(t)
+	tests := []struct {
+		name     string
+		skill    string
+		wantCode int
+		golden   string // for success
+		want     string // whole stdout for errors
+	}{
+		{name: "success", skill: "a-skill", wantCode: exitOK, golden: "load_a-skill.golden"},
+		{name: "model-only but not user-invocable loads", skill: "model-only-skill", wantCode: exitOK, golden: "load_model-only-skill.golden"},
+		{name: "invalid name", skill: "Bad_Name", wantCode: exitFailure, want: "Error: invalid skill name \"Bad_Name\"\n"},
+		{name: "unknown", skill: "no-such-skill", wantCode: exitFailure, want: "Error: skill \"no-such-skill\" is unknown or no longer available\n"},
+		{name: "not model-invocable", skill: "user-only-skill", wantCode: exitFailure, want: "Error: skill \"user-only-skill\" is not available for model invocation\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The name comes after the flags here; interspersed flags are
+			// covered by the parser tests.
+			code, stdout, stderr := runMain(t, append(append([]string{"load"}, skillsArgs(t, root)...), tt.skill)...)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr)
+			}
+			if !strings.HasSuffix(stdout, "\n") {
+				t.Fatalf("stdout does not end with a newline: %q", stdout)
+			}
+			if tt.golden != "" {
+				golden(t, tt.golden, strings.ReplaceAll(strings.TrimSuffix(stdout, "\n"), root, "$ROOT"))
+				return
+			}
+			if stdout != tt.want {
+				t.Errorf("stdout = %q, want %q", stdout, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadJSON(t *testing.T) {
+	root := spec4Skills(t)
+	code, stdout, _ := runMain(t, append([]string{"load", "a-skill", "--json"}, skillsArgs(t, root)...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var out loadJSON
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.IsError || out.Value == nil || out.Value.Name != "a-skill" || out.Value.ResourceBase == nil ||
+		out.Value.ResourceBase.Path != filepath.Join(root, "a-skill") || out.Value.Content != "Follow these steps.\n\n1. Be careful." {
+		t.Errorf("load --json = %+v", out)
+	}
+}
+
+func TestValidateZoo(t *testing.T) {
+	root := t.TempDir()
+	long := strings.Repeat("a", 65)
+	files := map[string]string{
+		"good/SKILL.md":       skillMD("ok", "name: good", "description: A good skill."),
+		"flat-good.md":        skillMD("ok", "name: flat-good", "description: A flat skill."),
+		"no-front/SKILL.md":   "just text\n",
+		"unclosed/SKILL.md":   "---\nname: unclosed\ndescription: never closed\n",
+		"bad-yaml/SKILL.md":   skillMD("x", "name: bad-yaml", "description: [unbalanced"),
+		"Bad_Name/SKILL.md":   skillMD("x", "name: Bad_Name", "description: Upper case and underscore."),
+		"long-name/SKILL.md":  skillMD("x", "name: "+long, "description: Too long a name."),
+		"no-desc/SKILL.md":    skillMD("x", "name: no-desc"),
+		"long-desc/SKILL.md":  skillMD("x", "name: long-desc", "description: "+strings.Repeat("d", 1025)),
+		"legacy/SKILL.md":     skillMD("x", "name: legacy", "description: Legacy key.", "modelInvocable: true"),
+		"bad-flag/SKILL.md":   skillMD("x", "name: bad-flag", "description: Bad flag.", "disable-model-invocation: maybe"),
+		"mismatch/SKILL.md":   skillMD("x", "name: other-name", "description: Name differs from folder."),
+		"empty-folder/readme": "not a skill folder",
+	}
+	for rel, content := range files {
+		writeFile(t, root, rel, content)
+	}
+	code, stdout, _ := runMain(t, "validate", root)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	p := func(rel string) string { return filepath.Join(root, rel) }
+	for _, want := range []string{
+		p("no-front/SKILL.md") + ": error: no frontmatter",
+		p("unclosed/SKILL.md") + ": error: unclosed frontmatter",
+		p("bad-yaml/SKILL.md") + ": error: frontmatter is not valid YAML",
+		p("Bad_Name/SKILL.md") + `: error: name "Bad_Name" is invalid`,
+		p("long-name/SKILL.md") + `: error: name "` + long + `" is invalid`,
+		p("no-desc/SKILL.md") + ": error: description is missing",
+		p("long-desc/SKILL.md") + ": error: description is 1025 characters; the Agent Skills spec allows at most 1024",
+		p("legacy/SKILL.md") + `: error: legacy key "modelInvocable"`,
+		p("bad-flag/SKILL.md") + ": error: disable-model-invocation must be true or false",
+		p("mismatch/SKILL.md") + `: warning: name "other-name" differs from its folder name "mismatch"`,
+		p("empty-folder") + ": warning: folder has no SKILL.md",
+		"12 files checked, 3 valid skills: 9 errors, 2 warnings",
+	} {
+		if !strings.Contains(stdout, want+"") {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, ok := range []string{"good/SKILL.md", "flat-good.md"} {
+		if strings.Contains(stdout, p(ok)) {
+			t.Errorf("valid %s reported:\n%s", ok, stdout)
+		}
+	}
+}
+
+func TestValidateSingleSkillAndFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "release-notes")
+	writeFile(t, dir, "SKILL.md", skillMD("ok", "name: release-notes", "description: Write release notes."))
+	flat := writeFile(t, t.TempDir(), "commit-message.md", skillMD("ok", "name: commit-message", "description: Write commit messages."))
+
+	code, stdout, _ := runMain(t, "validate", dir, flat)
+	if code != exitOK {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+	if want := "2 files checked, 2 valid skills: 0 errors, 0 warnings\n"; stdout != want {
+		t.Errorf("stdout = %q, want %q", stdout, want)
+	}
+
+	code, stdout, _ = runMain(t, "validate", filepath.Join(t.TempDir(), "missing"))
+	if code != exitFailure || !strings.Contains(stdout, "error: no such file or directory") {
+		t.Errorf("missing path: exit %d:\n%s", code, stdout)
+	}
+
+	// A warning alone does not fail.
+	other := filepath.Join(t.TempDir(), "folder-name")
+	writeFile(t, other, "SKILL.md", skillMD("ok", "name: skill-name", "description: Mismatched."))
+	code, stdout, _ = runMain(t, "validate", other)
+	if code != exitOK || !strings.Contains(stdout, "1 warning") {
+		t.Errorf("mismatch only: exit %d:\n%s", code, stdout)
+	}
+}

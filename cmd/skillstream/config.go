@@ -1,0 +1,268 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// Config is the one configuration of the skillstream binary. Every command
+// fills the part it uses from the same flags and SKILLSTREAM_* environment
+// variables, so that `catalog` and `load` preview byte for byte what `serve`
+// sends to the model (SPEC §5).
+type Config struct {
+	// Skill sources and model text: serve, catalog, load.
+	SkillsDirs           []string // custom roots (--skills-dir)
+	UserSkillsDir        string   // user root; "" disables it (--user-skills-dir)
+	ProjectSkillsSubdirs []string // extra project subfolders besides .agents/skills
+	NoBundled            bool
+	NoFollowSymlinks     bool
+	DescriptionMaxLength int
+	ToolOwner            string
+
+	// NATS: either an embedded server or an existing cluster.
+	Listen       string // embedded server client address
+	Data         string // embedded server JetStream store
+	ServerName   string
+	NATSURL      string // when set, no embedded server
+	NATSUser     string
+	NATSPassword string
+	NATSToken    string
+	NATSNKey     string // nkey seed file
+	NATSCreds    string // credentials (JWT + seed) file
+	NATSTLSCA    string
+	NATSTLSCert  string
+	NATSTLSKey   string
+
+	// Stream and consumer group.
+	Stream          string
+	Prefix          string
+	Consumer        string
+	Replicas        int
+	MaxAge          time.Duration
+	DuplicateWindow time.Duration
+	Workers         int
+	AckWait         time.Duration
+	MaxDeliver      int
+	NoProvision     bool
+
+	// Operations.
+	MetricsListen string
+	LogFormat     string
+	LogLevel      string
+}
+
+// Defaults shown in --help and used when nothing is configured.
+const (
+	defaultListen     = "127.0.0.1:4222"
+	defaultData       = "skillstream-data"
+	defaultServerName = "skillstream"
+	defaultToolOwner  = "skillstream"
+	defaultUserSkills = "~/.agents/skills"
+)
+
+// skillFlags registers the flags that decide which skills exist and how the
+// model sees them. serve, catalog and load all call it: one configuration,
+// every surface.
+func (c *Config) skillFlags(cmd *command) {
+	cmd.group("Skills")
+	cmd.cfgList(&c.SkillsDirs, "skills-dir", "custom skills root, ranked after project roots and before the user root; repeatable")
+	cmd.cfgString(&c.UserSkillsDir, "user-skills-dir", defaultUserSkills, "user skills root `dir`; empty disables it")
+	cmd.cfgList(&c.ProjectSkillsSubdirs, "project-skills-subdir",
+		"extra skills folder inside the project root, after .agents/skills (e.g. .claude/skills); repeatable")
+	cmd.cfgBool(&c.NoBundled, "no-bundled", false, "leave out the bundled starter skills")
+	cmd.cfgBool(&c.NoFollowSymlinks, "no-follow-symlinks", false, "skip symbolic links inside skills folders instead of following them")
+	cmd.cfgInt(&c.DescriptionMaxLength, "catalog-description-max-length", catalog.DefaultDescriptionMaxLength,
+		"cap on each catalog description, in code points; at least 3")
+	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
+}
+
+// natsFlags registers how to reach NATS.
+func (c *Config) natsFlags(cmd *command) {
+	cmd.group("NATS (embedded server by default)")
+	cmd.cfgString(&c.Listen, "listen", defaultListen, "client `address` of the embedded NATS server")
+	cmd.cfgString(&c.Data, "data", defaultData, "JetStream store `directory` of the embedded server")
+	cmd.cfgString(&c.ServerName, "server-name", defaultServerName, "`name` of the embedded server")
+	cmd.cfgString(&c.NATSURL, "nats-url", "", "connect to this NATS cluster (comma-separated `urls`) instead of embedding a server")
+	cmd.cfgString(&c.NATSUser, "nats-user", "", "`user` name for --nats-url")
+	cmd.cfgString(&c.NATSPassword, "nats-password", "", "`password` for --nats-url")
+	cmd.cfgString(&c.NATSToken, "nats-token", "", "authentication `token` for --nats-url")
+	cmd.cfgString(&c.NATSNKey, "nats-nkey", "", "nkey seed `file` for --nats-url")
+	cmd.cfgString(&c.NATSCreds, "nats-creds", "", "credentials `file` (JWT and seed) for --nats-url")
+	cmd.cfgString(&c.NATSTLSCA, "nats-tls-ca", "", "CA certificate `file` to verify the NATS servers")
+	cmd.cfgString(&c.NATSTLSCert, "nats-tls-cert", "", "client certificate `file` (with --nats-tls-key)")
+	cmd.cfgString(&c.NATSTLSKey, "nats-tls-key", "", "client key `file` (with --nats-tls-cert)")
+}
+
+// streamFlags registers the stream, consumer group and processing settings.
+func (c *Config) streamFlags(cmd *command) {
+	d := processorDefaults()
+	cmd.group("Stream and consumer group")
+	cmd.cfgString(&c.Stream, "stream", d.Stream, "JetStream stream `name` holding the session logs")
+	cmd.cfgString(&c.Prefix, "prefix", d.Prefix, "subject `prefix`: sessions live under <prefix>.<session>.<kind>")
+	cmd.cfgString(&c.Consumer, "consumer", d.Consumer, "durable consumer `name` shared by every instance (the consumer group)")
+	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas when the stream is created")
+	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this when the stream is created (0 keeps them)")
+	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window when the stream is created (at least 2m)")
+	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance")
+	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
+	cmd.cfgInt(&c.MaxDeliver, "max-deliver", d.MaxDeliver, "give up on a trigger after this many deliveries")
+	cmd.cfgBool(&c.NoProvision, "no-provision", false, "never create or update the stream and consumer; fail if they are missing")
+}
+
+// opsFlags registers logging and metrics.
+func (c *Config) opsFlags(cmd *command, metrics bool) {
+	cmd.group("Operations")
+	if metrics {
+		cmd.cfgString(&c.MetricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `address` (off when empty)")
+	}
+	cmd.cfgString(&c.LogFormat, "log-format", "text", "log `format`: text or json")
+	cmd.cfgString(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+}
+
+// validateSkills checks the part of the configuration every skills command
+// uses.
+func (c *Config) validateSkills() error {
+	opts := catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength}
+	if err := opts.Validate(); err != nil {
+		return usagef("--catalog-description-max-length %d: must be an integer greater than or equal to %d", c.DescriptionMaxLength, catalog.MinDescriptionMaxLength)
+	}
+	if strings.TrimSpace(c.ToolOwner) == "" {
+		return usagef("--tool-owner must not be empty")
+	}
+	for _, d := range c.SkillsDirs {
+		if d == "" {
+			return usagef("--skills-dir must not be empty")
+		}
+	}
+	for _, d := range c.ProjectSkillsSubdirs {
+		if d == "" || filepath.IsAbs(d) {
+			return usagef("--project-skills-subdir %q: must be a relative path inside the project", d)
+		}
+		clean := filepath.Clean(d)
+		if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+			return usagef("--project-skills-subdir %q: must stay inside the project", d)
+		}
+	}
+	return nil
+}
+
+// validateLog checks the logging settings.
+func (c *Config) validateLog() error {
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		return usagef("--log-format %q: must be text or json", c.LogFormat)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+// validateServe checks everything serve needs, in the order an operator
+// would fix it.
+func (c *Config) validateServe() error {
+	if err := c.validateSkills(); err != nil {
+		return err
+	}
+	if err := c.validateLog(); err != nil {
+		return err
+	}
+	if c.NATSURL == "" {
+		if err := checkAddr("--listen", c.Listen); err != nil {
+			return err
+		}
+		if c.Data == "" {
+			return usagef("--data must name a directory for the embedded server's store")
+		}
+		for _, f := range []struct{ name, v string }{
+			{"--nats-user", c.NATSUser}, {"--nats-password", c.NATSPassword}, {"--nats-token", c.NATSToken},
+			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
+			{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
+		} {
+			if f.v != "" {
+				return usagef("%s applies to --nats-url only; the embedded server needs no credentials", f.name)
+			}
+		}
+	} else {
+		methods := 0
+		for _, set := range []bool{c.NATSUser != "" || c.NATSPassword != "", c.NATSToken != "", c.NATSNKey != "", c.NATSCreds != ""} {
+			if set {
+				methods++
+			}
+		}
+		if methods > 1 {
+			return usagef("choose one of --nats-user/--nats-password, --nats-token, --nats-nkey and --nats-creds")
+		}
+		if c.NATSPassword != "" && c.NATSUser == "" {
+			return usagef("--nats-password needs --nats-user")
+		}
+		if (c.NATSTLSCert == "") != (c.NATSTLSKey == "") {
+			return usagef("--nats-tls-cert and --nats-tls-key go together")
+		}
+		for _, f := range []struct{ name, path string }{
+			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
+			{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
+		} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.Stat(f.path); err != nil {
+				return usagef("%s %s: %v", f.name, f.path, errors.Unwrap(err))
+			}
+		}
+	}
+	if c.MetricsListen != "" {
+		if err := checkAddr("--metrics-listen", c.MetricsListen); err != nil {
+			return err
+		}
+	}
+	if err := c.processorConfig().Validate(); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	return nil
+}
+
+// checkAddr checks a host:port listen address.
+func checkAddr(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("%s %q: want host:port (%v)", flagName, addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return usagef("%s %q: bad port", flagName, addr)
+	}
+	return nil
+}
+
+// parseLevel maps --log-level to a slog level.
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usagef("--log-level %q: must be debug, info, warn or error", s)
+}
+
+// newLogger builds the process logger from the configuration.
+func (c *Config) newLogger(w interface{ Write([]byte) (int, error) }) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// envPrefix prefixes the environment variable that stands in for a
+// configuration flag: --catalog-description-max-length reads
+// SKILLSTREAM_CATALOG_DESCRIPTION_MAX_LENGTH when the flag is not given.
+const envPrefix = "SKILLSTREAM_"
+
+// envName returns the environment variable for a flag name.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// listValue is a repeatable string flag. From the environment it takes a
+// list separated by commas or by the OS path-list separator.
+type listValue struct{ p *[]string }
+
+func (l listValue) String() string {
+	if l.p == nil {
+		return ""
+	}
+	return strings.Join(*l.p, ",")
+}
+
+func (l listValue) Set(s string) error {
+	*l.p = append(*l.p, s)
+	return nil
+}
+
+// splitList splits an environment value into list items.
+func splitList(s string) []string {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == os.PathListSeparator })
+	out := parts[:0]
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// flagGroup is a titled set of flags, in the order they were registered, so
+// that --help reads like a manual rather than an alphabetical dump.
+type flagGroup struct {
+	title string
+	names []string
+}
+
+// command is one subcommand: its flag set, how --help describes it, and
+// which of its flags fall back to SKILLSTREAM_* environment variables.
+type command struct {
+	name     string
+	synopsis string // one line: "skillstream catalog [flags]"
+	about    string // paragraph(s) after the synopsis
+	examples string // indented example lines
+	fs       *flag.FlagSet
+	groups   []flagGroup
+	env      map[string]bool // flag names read from the environment too
+}
+
+func newCommand(name, synopsis, about, examples string) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by Main, in one line
+	fs.Usage = func() {}
+	return &command{name: name, synopsis: synopsis, about: about, examples: examples, fs: fs, env: map[string]bool{}}
+}
+
+// group starts a new titled group; later registrations land in it.
+func (c *command) group(title string) *command {
+	c.groups = append(c.groups, flagGroup{title: title})
+	return c
+}
+
+func (c *command) add(name string, env bool) {
+	if len(c.groups) == 0 {
+		c.group("Flags")
+	}
+	g := &c.groups[len(c.groups)-1]
+	g.names = append(g.names, name)
+	if env {
+		c.env[name] = true
+	}
+}
+
+// The registration helpers below register a flag in the current group. The
+// cfg variants also read SKILLSTREAM_<NAME> when the flag is absent.
+
+func (c *command) cfgString(p *string, name, def, usage string) {
+	c.fs.StringVar(p, name, def, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgInt(p *int, name string, def int, usage string) {
+	c.fs.IntVar(p, name, def, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgBool(p *bool, name string, def bool, usage string) {
+	c.fs.BoolVar(p, name, def, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgDuration(p *time.Duration, name string, def time.Duration, usage string) {
+	c.fs.DurationVar(p, name, def, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgList(p *[]string, name, usage string) {
+	c.fs.Var(listValue{p}, name, usage)
+	c.add(name, true)
+}
+
+func (c *command) localString(p *string, name, def, usage string) {
+	c.fs.StringVar(p, name, def, usage)
+	c.add(name, false)
+}
+
+func (c *command) localBool(p *bool, name string, def bool, usage string) {
+	c.fs.BoolVar(p, name, def, usage)
+	c.add(name, false)
+}
+
+// parse parses args (flags may come before, between or after positional
+// arguments; "--" ends flags), then fills every configuration flag that was
+// not given from its environment variable. An empty environment value counts
+// as unset. It returns the positional arguments.
+func (c *command) parse(args []string, lookupEnv func(string) (string, bool)) ([]string, error) {
+	var positional []string
+	for {
+		if err := c.fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := c.fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+
+	given := map[string]bool{}
+	c.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, g := range c.groups {
+		for _, name := range g.names {
+			if !c.env[name] || given[name] {
+				continue
+			}
+			key := envName(name)
+			v, ok := lookupEnv(key)
+			if !ok || v == "" {
+				continue
+			}
+			f := c.fs.Lookup(name)
+			values := []string{v}
+			if _, isList := f.Value.(listValue); isList {
+				values = splitList(v)
+			}
+			for _, item := range values {
+				if err := f.Value.Set(item); err != nil {
+					return nil, fmt.Errorf("invalid value %q for %s: %v", v, key, err)
+				}
+			}
+		}
+	}
+	return positional, nil
+}
+
+// usage writes the command's manual: synopsis, description, flags by group
+// (each with its environment variable and default), examples.
+func (c *command) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n", c.synopsis)
+	if c.about != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(c.about, "\n"))
+	}
+	for _, g := range c.groups {
+		if len(g.names) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, name := range g.names {
+			f := c.fs.Lookup(name)
+			kind, text := flag.UnquoteUsage(f)
+			if _, isList := f.Value.(listValue); isList {
+				kind = "DIR"
+			}
+			if kind != "" {
+				kind = " " + strings.ToUpper(kind)
+			}
+			fmt.Fprintf(w, "  --%s%s\n", name, kind)
+			var notes []string
+			if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "0s" {
+				notes = append(notes, "default "+def)
+			}
+			if c.env[name] {
+				notes = append(notes, "env "+envName(name))
+			}
+			fmt.Fprintf(w, "      %s", text)
+			if len(notes) > 0 {
+				fmt.Fprintf(w, " (%s)", strings.Join(notes, "; "))
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(c.env) > 0 {
+		fmt.Fprintf(w, "\nA flag that is not given is read from its environment variable; a given flag wins.\n"+
+			"Repeatable flags take a comma- or %q-separated list from the environment.\n", string(os.PathListSeparator))
+	}
+	if c.examples != "" {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", strings.TrimRight(c.examples, "\n"))
+	}
+}
+
+// errUsage marks an error that is the user's to fix: a bad flag, a bad
+// value, a missing argument. Main exits 2 on it.
+var errUsage = errors.New("usage")
+
+// usageError wraps a message as a usage error.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+func usagef(format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envMap is a lookupEnv over a fixed map.
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func newServeFlags() (*Config, *command) {
+	var c Config
+	cmd := newCommand("serve", "skillstream serve", "", "")
+	c.skillFlags(cmd)
+	c.natsFlags(cmd)
+	c.streamFlags(cmd)
+	c.opsFlags(cmd, true)
+	return &c, cmd
+}
+
+func TestParseEnvFillsWhatFlagsDidNotSet(t *testing.T) {
+	c, cmd := newServeFlags()
+	env := envMap(map[string]string{
+		"SKILLSTREAM_CATALOG_DESCRIPTION_MAX_LENGTH": "80",
+		"SKILLSTREAM_TOOL_OWNER":                     "from-env",
+		"SKILLSTREAM_SKILLS_DIR":                     "/a,/b:/c",
+		"SKILLSTREAM_NO_BUNDLED":                     "true",
+		"SKILLSTREAM_MAX_AGE":                        "72h",
+		"SKILLSTREAM_PREFIX":                         "", // empty counts as unset
+	})
+	pos, err := cmd.parse([]string{"--tool-owner", "from-flag", "--listen", "127.0.0.1:0"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pos) != 0 {
+		t.Errorf("positional = %q, want none", pos)
+	}
+	if c.DescriptionMaxLength != 80 {
+		t.Errorf("DescriptionMaxLength = %d, want 80 from the environment", c.DescriptionMaxLength)
+	}
+	if c.ToolOwner != "from-flag" {
+		t.Errorf("ToolOwner = %q, want the flag to win over the environment", c.ToolOwner)
+	}
+	if want := []string{"/a", "/b", "/c"}; !slices.Equal(c.SkillsDirs, want) {
+		t.Errorf("SkillsDirs = %q, want %q", c.SkillsDirs, want)
+	}
+	if !c.NoBundled {
+		t.Error("NoBundled not read from SKILLSTREAM_NO_BUNDLED")
+	}
+	if c.MaxAge != 72*time.Hour {
+		t.Errorf("MaxAge = %v, want 72h", c.MaxAge)
+	}
+	if c.Prefix != "ev" {
+		t.Errorf("Prefix = %q, want default ev (empty env is unset)", c.Prefix)
+	}
+	if c.Listen != "127.0.0.1:0" {
+		t.Errorf("Listen = %q", c.Listen)
+	}
+}
+
+func TestParseRepeatedFlagIgnoresEnvList(t *testing.T) {
+	c, cmd := newServeFlags()
+	env := envMap(map[string]string{"SKILLSTREAM_SKILLS_DIR": "/env"})
+	if _, err := cmd.parse([]string{"--skills-dir", "/x", "--skills-dir=/y"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/x", "/y"}; !slices.Equal(c.SkillsDirs, want) {
+		t.Errorf("SkillsDirs = %q, want %q", c.SkillsDirs, want)
+	}
+}
+
+func TestParseInterspersedPositional(t *testing.T) {
+	var cwd string
+	var c Config
+	cmd := newCommand("load", "", "", "")
+	c.skillFlags(cmd)
+	cmd.localString(&cwd, "cwd", "", "")
+	pos, err := cmd.parse([]string{"my-skill", "--cwd", "/p", "--no-bundled", "--", "--not-a-flag"}, envMap(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"my-skill", "--not-a-flag"}; !slices.Equal(pos, want) {
+		t.Errorf("positional = %q, want %q", pos, want)
+	}
+	if cwd != "/p" || !c.NoBundled {
+		t.Errorf("cwd = %q, NoBundled = %v", cwd, c.NoBundled)
+	}
+}
+
+func TestParseLocalFlagsIgnoreEnv(t *testing.T) {
+	var cwd string
+	cmd := newCommand("catalog", "", "", "")
+	cmd.localString(&cwd, "cwd", "", "")
+	if _, err := cmd.parse(nil, envMap(map[string]string{"SKILLSTREAM_CWD": "/nope"})); err != nil {
+		t.Fatal(err)
+	}
+	if cwd != "" {
+		t.Errorf("cwd = %q, want local flags untouched by the environment", cwd)
+	}
+}
+
+func TestParseBadEnvValueNamesVariable(t *testing.T) {
+	_, cmd := newServeFlags()
+	_, err := cmd.parse(nil, envMap(map[string]string{"SKILLSTREAM_WORKERS": "many"}))
+	if err == nil || !strings.Contains(err.Error(), "SKILLSTREAM_WORKERS") || !strings.Contains(err.Error(), `"many"`) {
+		t.Fatalf("err = %v, want it to name SKILLSTREAM_WORKERS and the value", err)
+	}
+}
+
+// runMain runs Main in-process and returns exit status, stdout and stderr.
+func runMain(t testing.TB, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestMainUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no command", nil, "Usage: skillstream <command>"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"catalog", "--frob"}, "flag provided but not defined: -frob"},
+		{"bad int", []string{"serve", "--workers", "x"}, `invalid value "x" for flag -workers`},
+		{"cap below 3", []string{"catalog", "--catalog-description-max-length", "2"}, "greater than or equal to 3"},
+		{"cap below 3 on serve", []string{"serve", "--catalog-description-max-length=0"}, "greater than or equal to 3"},
+		{"bad log format", []string{"serve", "--log-format", "xml"}, `--log-format "xml": must be text or json`},
+		{"bad listen", []string{"serve", "--listen", "nowhere"}, `--listen "nowhere": want host:port`},
+		{"credentials without url", []string{"serve", "--nats-token", "s3cret"}, "--nats-token applies to --nats-url only"},
+		{"two auth methods", []string{"serve", "--nats-url", "nats://127.0.0.1:1", "--nats-token", "a", "--nats-user", "u"}, "choose one of"},
+		{"load without name", []string{"load"}, "load needs a skill name"},
+		{"validate without dir", []string{"validate"}, "validate needs at least one"},
+		{"version with argument", []string{"version", "x"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runMain(t, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit = %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+			if tt.args != nil && strings.Count(strings.TrimRight(stderr, "\n"), "\n") > 0 && tt.name != "unknown command" {
+				t.Errorf("stderr has several lines, want one clear line:\n%s", stderr)
+			}
+		})
+	}
+}
+
+func TestMainHelpForEveryCommand(t *testing.T) {
+	for _, sc := range commands() {
+		for _, args := range [][]string{{sc.name, "--help"}, {sc.name, "-h"}, {"help", sc.name}} {
+			code, stdout, stderr := runMain(t, args...)
+			if code != exitOK {
+				t.Errorf("%q: exit = %d, stderr %q", args, code, stderr)
+			}
+			if !strings.HasPrefix(stdout, "Usage: skillstream "+sc.name) || !strings.Contains(stdout, "Examples:") {
+				t.Errorf("%q: help lacks usage line or examples:\n%s", args, stdout)
+			}
+		}
+	}
+	code, stdout, _ := runMain(t, "--help")
+	if code != exitOK || !strings.Contains(stdout, "Commands:") {
+		t.Errorf("top-level --help: exit %d\n%s", code, stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := runMain(t, "version")
+	if code != exitOK || !strings.HasPrefix(stdout, "skillstream ") || !strings.Contains(stdout, "go1.") {
+		t.Errorf("version: exit %d, %q", code, stdout)
+	}
+}

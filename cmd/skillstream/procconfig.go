@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/processor"
+)
+
+// processorDefaults are the processor's own defaults, shown by --help.
+func processorDefaults() processor.Config {
+	return processor.Config{}.WithDefaults()
+}
+
+// processorConfig is the processor's share of the configuration.
+func (c *Config) processorConfig() processor.Config {
+	return processor.Config{
+		Stream:          c.Stream,
+		Prefix:          c.Prefix,
+		Consumer:        c.Consumer,
+		ToolOwner:       c.ToolOwner,
+		Catalog:         catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength},
+		Replicas:        c.Replicas,
+		MaxAge:          c.MaxAge,
+		DuplicateWindow: c.DuplicateWindow,
+		Workers:         c.Workers,
+		AckWait:         c.AckWait,
+		MaxDeliver:      c.MaxDeliver,
+		NoProvision:     c.NoProvision,
+	}.WithDefaults()
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skillstream/skillstream/processor"
+)
+
+// shutdownTimeout bounds how long the metrics server and the NATS client may
+// take to finish at shutdown.
+const shutdownTimeout = 10 * time.Second
+
+func (a *app) serveCommand() (*command, runFunc) {
+	var c Config
+	cmd := newCommand("serve", "skillstream serve [flags]", `
+Run the skillstream processor. By default it starts an embedded NATS server
+with JetStream (clients connect to --listen, data is kept in --data) and the
+processor on it: agent workers connect to that address, append triggers to
+their session logs, and get catalogs and skill tool results back. With
+--nats-url it joins an existing NATS cluster instead and starts no server.
+
+Every instance sharing a --stream and --consumer is one member of a consumer
+group: run as many as you need, each trigger is handled by one of them and
+answered exactly once.
+
+SIGINT or SIGTERM stops taking new triggers, finishes those in flight, then
+stops the embedded server; the exit status is 0. A trigger received but not
+yet acknowledged is redelivered after a restart. Invalid configuration fails
+at start with one line and exit status 2.`[1:], `
+  skillstream serve
+  skillstream serve --listen 0.0.0.0:4222 --data /var/lib/skillstream --metrics-listen :9090
+  skillstream serve --skills-dir /srv/team-skills --project-skills-subdir .claude/skills
+  skillstream serve --nats-url nats://n1:4222,nats://n2:4222 --nats-creds /etc/skillstream/nats.creds --replicas 3
+  SKILLSTREAM_NATS_URL=nats://nats:4222 SKILLSTREAM_LOG_FORMAT=json skillstream serve`[1:])
+	c.skillFlags(cmd)
+	c.natsFlags(cmd)
+	c.streamFlags(cmd)
+	c.opsFlags(cmd, true)
+	return cmd, func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("serve takes no arguments, got %q", args[0])
+		}
+		if err := c.validateServe(); err != nil {
+			return err
+		}
+		return a.serve(ctx, &c)
+	}
+}
+
+// serve runs the processor until ctx is cancelled or a signal arrives.
+//
+// Actors, in the order their interrupts run: signals, processor (its
+// interrupt waits until in-flight triggers are finished and the client
+// connection is flushed and closed), metrics server, embedded NATS server.
+func (a *app) serve(ctx context.Context, c *Config) error {
+	log := c.newLogger(a.stderr)
+
+	reg, err := c.registry(log, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := reg.Close(); err != nil {
+			log.Warn("close skill registry", "err", err)
+		}
+	}()
+
+	var (
+		srv   *server.Server
+		nc    *nats.Conn
+		where []any
+	)
+	if c.NATSURL == "" {
+		srv, err = startEmbedded(embeddedOptions{name: c.ServerName, listen: c.Listen, storeDir: c.Data}, log)
+		if err != nil {
+			return err
+		}
+		defer func() { // also on early return; idempotent after the actor stopped it
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}()
+		nc, err = inProcess(srv, "skillstream "+c.ToolOwner)
+		where = []any{"nats", "embedded", "listen", listenURL(srv), "data", srv.StoreDir()}
+	} else {
+		var opts []nats.Option
+		if opts, err = c.connectOptions(log); err == nil {
+			nc, err = nats.Connect(c.NATSURL, opts...)
+			if err != nil {
+				err = fmt.Errorf("connect to %s: %w", c.NATSURL, err)
+			}
+		}
+		if nc != nil {
+			where = []any{"nats", nc.ConnectedUrlRedacted()}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	pcfg := c.processorConfig()
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics))
+	if err != nil {
+		return err
+	}
+
+	var ln net.Listener
+	if c.MetricsListen != "" {
+		if ln, err = net.Listen("tcp", c.MetricsListen); err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer ln.Close()
+		where = append(where, "metrics", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	log.Info("skillstream serving", append(where,
+		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
+		"tool_owner", pcfg.ToolOwner, "workers", pcfg.Workers)...)
+
+	var g run.Group
+
+	// Signals. Registered now, before anything runs, so that a signal is
+	// never lost to the default handler once serving began.
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	stop := make(chan struct{})
+	g.Add(func() error {
+		select {
+		case sig := <-sigc:
+			log.Info("shutting down: finishing triggers in flight", "signal", sig.String())
+			return nil
+		case <-ctx.Done():
+			log.Info("shutting down: finishing triggers in flight", "reason", context.Cause(ctx))
+			return nil
+		case <-stop:
+			return nil
+		}
+	}, func(error) { close(stop) })
+
+	// Processor. Its interrupt returns only once it has drained and the
+	// connection is closed, so nothing after it stops under its feet.
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	pdone := make(chan struct{})
+	g.Add(func() error {
+		defer close(pdone)
+		err := p.Run(pctx)
+		if ferr := nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+			log.Warn("flush NATS connection", "err", ferr)
+		}
+		nc.Close()
+		if err != nil {
+			return fmt.Errorf("processor: %w", err)
+		}
+		if pctx.Err() == nil {
+			return errors.New("processor stopped unexpectedly")
+		}
+		return nil
+	}, func(error) {
+		pcancel()
+		<-pdone
+	})
+
+	// Metrics, health and readiness.
+	if ln != nil {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return fmt.Errorf("jetstream context: %w", err)
+		}
+		hs := &http.Server{
+			Handler:           opsHandler(metrics, nc, js, pcfg, pdone),
+			ReadHeaderTimeout: 10 * time.Second,
+		}
+		g.Add(func() error {
+			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("metrics server: %w", err)
+			}
+			return nil
+		}, func(error) {
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			_ = hs.Shutdown(sctx)
+		})
+	}
+
+	// Embedded server, stopped last.
+	if srv != nil {
+		srvStop := make(chan struct{})
+		g.Add(func() error {
+			done := make(chan struct{})
+			go func() { srv.WaitForShutdown(); close(done) }()
+			select {
+			case <-done:
+				return errors.New("embedded NATS server stopped")
+			case <-srvStop:
+				srv.Shutdown()
+				<-done
+				return nil
+			}
+		}, func(error) { close(srvStop) })
+	}
+
+	err = g.Run()
+	if err != nil {
+		return err
+	}
+	log.Info("skillstream stopped")
+	return nil
+}
+
+// opsHandler serves /metrics, /healthz (the process is up) and /readyz (the
+// processor is running, NATS is connected and the consumer exists).
+func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, pdone <-chan struct{}) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		notReady := func(why string) {
+			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+		}
+		select {
+		case <-pdone:
+			notReady("processor stopped")
+			return
+		default:
+		}
+		if !nc.IsConnected() {
+			notReady("NATS " + nc.Status().String())
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if _, err := js.Consumer(ctx, cfg.Stream, cfg.Consumer); err != nil {
+			notReady(fmt.Sprintf("consumer %s on stream %s: %v", cfg.Consumer, cfg.Stream, err))
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
+}
