@@ -196,7 +196,7 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 		opts:     opts,
 		prefix:   h.Prefix,
 		sid:      h.Session,
-		st:       state{prefix: h.Prefix, owner: opts.ToolOwner},
+		st:       state{sid: h.Session, owner: opts.ToolOwner},
 		bySeq:    map[uint64]*pending{},
 		answered: map[string]uint64{},
 		recorded: map[string]*SkillSet{},
@@ -350,7 +350,7 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 		h, seen := r.st.at(p.seen)
 		s.Seen, s.Published = seen, h.Published
 		if c := p.seen.compaction; c != nil {
-			s.MaskedBy = c.seq
+			s.MaskedBy = c.Seq
 		}
 		if !r.opts.HistoryOnly {
 			err = r.replayPreStep(ctx, p, hist, &s)

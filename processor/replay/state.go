@@ -1,8 +1,12 @@
 package replay
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
 )
 
 // Update kinds a CatalogView reports: the two templates, and the tombstone
@@ -23,31 +27,19 @@ type CatalogView struct {
 	Text    string         `json:"text"`
 }
 
-// compaction is the newest compaction of a session.
-type compaction struct {
-	seq, retainFrom uint64
-	keep            map[uint64]bool
-}
-
-// masks reports whether the compaction takes an event of stream sequence
-// seq off the model-visible surface (PROTOCOL.md, Compaction).
-func (c *compaction) masks(seq uint64) bool {
-	return c != nil && seq < c.retainFrom && !c.keep[seq] && seq < c.seq
-}
-
 // state is what the recorded log says about a session's catalogs at some
 // point: every recognisable catalog so far and the newest compaction. It
 // grows by one entry per catalog; marks are cheap views of earlier points.
 type state struct {
-	prefix, owner string
-	catalogs      []CatalogView
-	compaction    *compaction
+	sid, owner string
+	catalogs   []CatalogView
+	compaction *processor.Surface
 }
 
 // mark is the state as it was at one point of the log.
 type mark struct {
 	catalogs   int
-	compaction *compaction
+	compaction *processor.Surface
 }
 
 func (s *state) mark() mark { return mark{len(s.catalogs), s.compaction} }
@@ -67,14 +59,10 @@ func (s *state) observe(e Event, kind events.Kind) {
 			return
 		}
 		c, err := events.DecodeCompaction(enc, e.Data)
-		if err != nil {
+		if err != nil || c.Session != s.sid {
 			return
 		}
-		keep := make(map[uint64]bool, len(c.Keep))
-		for _, k := range c.Keep {
-			keep[k] = true
-		}
-		s.compaction = &compaction{seq: e.Seq, retainFrom: c.RetainFrom, keep: keep}
+		s.compaction = &processor.Surface{Seq: e.Seq, RetainFrom: c.RetainFrom, Keep: c.Keep}
 	}
 }
 
@@ -87,7 +75,7 @@ func (s *state) recognise(e Event) (CatalogView, bool) {
 		return CatalogView{}, false
 	}
 	c, err := events.DecodeCatalog(enc, e.Data)
-	if err != nil || c.Source.Producer != s.owner {
+	if err != nil || c.Session != s.sid || c.Source.Producer != s.owner {
 		return CatalogView{}, false
 	}
 	digest, ok := catalog.Recognize(c.Text)
@@ -104,17 +92,40 @@ func updateKind(update string, entries int) string {
 	return update
 }
 
-// at returns what the processor's history read finds at mark m: whether
-// anything was ever published, and the newest catalog still visible (nil
-// when every catalog is masked or none exists).
+// at returns what the processor's history read finds at mark m, decided by
+// the processor's own processor.HistoryOf: the newest recognisable catalog
+// and, when the compaction masks it, the newest one the compaction keeps.
+// It also returns the newest catalog still visible (nil when none is).
 func (s *state) at(m mark) (catalog.History, *CatalogView) {
-	h := catalog.History{Published: m.catalogs > 0}
-	for i := m.catalogs - 1; i >= 0; i-- {
-		c := &s.catalogs[i]
-		if !m.compaction.masks(c.Seq) {
-			h.Visible, h.Digest = true, c.Digest
-			return h, c
+	if m.catalogs == 0 {
+		return processor.HistoryOf(nil, m.compaction), nil
+	}
+	newest := &s.catalogs[m.catalogs-1]
+	marks := []processor.Mark{{Seq: newest.Seq, Digest: newest.Digest}}
+	seen := newest
+	if m.compaction.Masks(newest.Seq) {
+		seen = nil
+		if kept := s.kept(m); kept != nil {
+			marks = append(marks, processor.Mark{Seq: kept.Seq, Digest: kept.Digest})
+			seen = kept
 		}
 	}
-	return h, nil
+	return processor.HistoryOf(marks, m.compaction), seen
+}
+
+// kept returns the newest catalog before mark m that m's compaction keeps.
+func (s *state) kept(m mark) *CatalogView {
+	var best *CatalogView
+	for _, k := range m.compaction.Keep {
+		if best != nil && k <= best.Seq {
+			continue
+		}
+		// Catalogs are in sequence order: binary search.
+		cs := s.catalogs[:m.catalogs]
+		i, found := slices.BinarySearchFunc(cs, k, func(c CatalogView, seq uint64) int { return cmp.Compare(c.Seq, seq) })
+		if found && !m.compaction.Masks(cs[i].Seq) {
+			best = &cs[i]
+		}
+	}
+	return best
 }
