@@ -62,10 +62,16 @@ func Encode(enc Encoding, v any) ([]byte, error) {
 	var b []byte
 	switch enc {
 	case Msgpack:
-		var err error
-		if b, err = msgpack.Marshal(v); err != nil {
+		var buf bytes.Buffer
+		e := msgpack.GetEncoder()
+		e.Reset(&buf)
+		e.UseCompactInts(true) // smallest integer form, whatever the Go type
+		err := e.Encode(v)
+		msgpack.PutEncoder(e)
+		if err != nil {
 			return nil, fmt.Errorf("encode %T as msgpack: %w", v, err)
 		}
+		b = buf.Bytes()
 	case JSON:
 		var buf bytes.Buffer
 		e := json.NewEncoder(&buf)
