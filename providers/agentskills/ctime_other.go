@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package agentskills
+
+import "syscall"
+
+func ctimeOf(*syscall.Stat_t) int64 { return 0 }

@@ -1,0 +1,75 @@
+// Package agentskills is the filesystem skill provider: it serves skills
+// laid out as Agent Skills folders and keeps up with edits without a
+// restart.
+//
+// # Folders and ranks
+//
+// For a working directory, the project root is the nearest ancestor (the
+// directory itself included) that holds a .git entry, else the directory
+// itself; without a working directory there is no project root. The folders
+// searched, in rank order, are:
+//
+//   - <project>/.agents/skills, then the other Config.ProjectDirs (source
+//     "project", ranks providers.RankProject+i);
+//   - Config.CustomDirs (source "custom", providers.RankCustom+i);
+//   - the user folder, ~/.agents/skills unless Config.UserDir says otherwise
+//     (source "user", providers.RankUser).
+//
+// Bundled skills are the separate bundled provider, ranked after these.
+//
+// # Skills in a folder
+//
+// A directory <d> holding <d>/SKILL.md is a skill whose resource base is
+// <d>; a file <folder>/<x>.md is a skill whose resource base is the folder.
+// Only one level is looked at, entries whose names start with "." are
+// ignored, and within a folder candidates come in file name order.
+// Symbolic links are followed unless Config.NoFollowSymlinks; dangling
+// links, link loops and links to anything but a directory or regular file
+// are skipped with a diagnostic. Only the configured folders and the
+// targets of links inside them are read; skill names are looked up among
+// the files found, never turned into paths.
+//
+// # The file format
+//
+// Parse and ParseFile read a skill file: YAML frontmatter between a first
+// line `---` and the next line that is exactly `---` (CRLF tolerated; a
+// line `----` is not a delimiter), then the body, trimmed. name (the skill
+// name grammar) and description (a non-empty string) are required;
+// whenToUse or when_to_use, metadata (a mapping), license, compatibility
+// and allowed-tools are optional. disable-model-invocation and
+// user-invocable accept YAML booleans, 1/0 and true|yes|on / false|no|off
+// in any case, quoted or not. Any other value, an unknown type, or a
+// legacy key (disableModelInvocation, modelInvocable, userInvocable) makes
+// the file invalid. An invalid file is dropped with a Diagnostic (path and
+// reason) and never hides the valid files beside it. Scan lists one folder
+// with all its diagnostics, for a validate command.
+//
+// # Completeness
+//
+// A missing folder or a file deleted meanwhile is a confirmed absence: a
+// complete, empty answer. Any other I/O error (an unreadable folder, a
+// SKILL.md that is a directory) is returned by List, which makes the
+// registry's snapshot incomplete; the candidates of the other folders are
+// returned with it.
+//
+// # Hot refresh and caching
+//
+// Each folder's answer is cached with the parse of every file. The first
+// List of a folder watches it with fsnotify — the folder, every directory
+// in it, and every linked file; a missing folder's nearest existing
+// ancestor instead, so its creation is seen. A file event marks its folder
+// stale and the files it names as changed; the next List lists the folder
+// again and re-reads only changed files (same inode, size, mtime and ctime
+// means unchanged). A burst of events gathered over Config.Debounce sends
+// one notification: the channel from Changes for the affected projects is
+// closed (for all projects when a custom or the user folder changed).
+// Watched projects are bounded by Config.MaxProjects (least recently used
+// dropped, its watches removed). When the watcher cannot start or a watch
+// cannot be added, that folder is listed again on every List, validating
+// the cached parses by stat, and Changes returns a closed channel so that
+// nobody caches. Stats counts reads, parses and listings: an unchanged,
+// watched tree costs none.
+//
+// Load finds the winning file through the cached listing and reads it
+// again, so body edits are seen at once.
+package agentskills

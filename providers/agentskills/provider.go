@@ -1,0 +1,851 @@
+package agentskills
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+)
+
+// Defaults of Config.
+const (
+	DefaultName        = "agentskills"
+	DefaultUserDir     = "~/.agents/skills"
+	DefaultMaxProjects = 64
+	DefaultDebounce    = 20 * time.Millisecond
+)
+
+// DefaultProjectDirs returns the project subfolders used when
+// Config.ProjectDirs is nil.
+func DefaultProjectDirs() []string { return []string{".agents/skills"} }
+
+// ErrClosed reports a call on a closed provider.
+var ErrClosed = errors.New("agentskills provider closed")
+
+// Config configures a Provider. The zero value is usable: project folder
+// .agents/skills, user folder ~/.agents/skills, symbolic links followed,
+// watching on.
+type Config struct {
+	// Name is the provider name reported in summaries; default "agentskills".
+	Name string
+	// ProjectDirs are the skills folders inside a project root, relative
+	// to it, in rank order. Nil means DefaultProjectDirs; pass for instance
+	// {".agents/skills", ".dsh/skills", ".claude/skills"} to add more.
+	ProjectDirs []string
+	// CustomDirs are further skills folders (source "custom"), in rank
+	// order, ranked after the project folders. A leading "~/" is the home
+	// directory; relative paths are made absolute at New.
+	CustomDirs []string
+	// UserDir is the user skills folder (source "user"); empty means
+	// ~/.agents/skills. NoUserDir disables it.
+	UserDir   string
+	NoUserDir bool
+	// NoFollowSymlinks skips symbolic links inside skills folders (with a
+	// diagnostic) instead of following them.
+	NoFollowSymlinks bool
+	// NoWatch disables fsnotify: every List then validates the cached
+	// parses by stat (mtime, ctime, size, inode).
+	NoWatch bool
+	// MaxProjects bounds how many project roots are watched at once; the
+	// least recently used one is dropped. Default DefaultMaxProjects.
+	MaxProjects int
+	// Debounce is how long a burst of file events is gathered into one
+	// change notification. Default DefaultDebounce.
+	Debounce time.Duration
+}
+
+// Stats counts the provider's file system work, for tests and benchmarks.
+type Stats struct {
+	Reads         uint64 // skill files read
+	Parses        uint64 // skill files parsed
+	Scans         uint64 // skills folders listed
+	Invalidations uint64 // change notifications sent (after coalescing)
+	Watches       int    // paths watched now
+	Projects      int    // project roots tracked now
+}
+
+// Provider serves skills from Agent Skills folders. It is safe for
+// concurrent use; Close releases its watches.
+type Provider struct {
+	name        string
+	noFollow    bool
+	projectDirs []string
+	shared      []*root
+	maxProjects int
+	debounce    time.Duration
+
+	w        *fsnotify.Watcher // nil: no watching, validate by stat
+	watchErr error
+	loopDone chan struct{}
+
+	count         counters
+	invalidations atomic.Uint64
+
+	// watchMu serialises changes to the watch set (fsnotify calls included)
+	// so they are never made while holding mu, which the event loop needs.
+	watchMu sync.Mutex
+
+	mu       sync.Mutex
+	closed   bool
+	watches  map[string]*watchEntry
+	projects map[string]*list.Element // of *project
+	lru      *list.List
+	pending  map[*root]struct{}
+	timer    *time.Timer
+}
+
+// project is a project root and its skills folders.
+type project struct {
+	key     string // project root; "" for "no working directory"
+	roots   []*root
+	ch      chan struct{} // closed on change, then replaced
+	evicted bool
+}
+
+// root is one skills folder.
+type root struct {
+	path   string
+	rank   int
+	source string
+	proj   *project // nil for custom and user folders
+	gen    atomic.Uint64
+
+	scanMu sync.Mutex
+	last   *rootScan // guarded by scanMu
+
+	// guarded by Provider.mu
+	touched    map[string]struct{}
+	touchedAll bool
+	unwatched  bool
+	dropped    bool
+
+	want map[string]watchKind // guarded by Provider.watchMu
+}
+
+// rootScan is the cached answer of one root.
+type rootScan struct {
+	gen    uint64
+	fresh  bool // reusable while gen is unchanged
+	cands  []providers.Candidate
+	skills []found
+	diags  []providers.Diagnostic
+	err    error
+	files  map[string]fileState
+}
+
+type watchKind struct {
+	kind int
+	next string // for kindAncestor: the child leading to the root
+}
+
+const (
+	kindRoot     = iota + 1 // the skills folder itself
+	kindDir                 // a skill directory: only SKILL.md matters
+	kindFile                // a linked skill file
+	kindAncestor            // nearest existing ancestor of a missing root
+)
+
+type watchEntry struct {
+	owners map[*root]watchKind
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// New returns a provider for cfg. Watching starts lazily, per folder, at
+// the first List; if fsnotify cannot start, the provider validates by stat
+// instead (see WatchError).
+func New(cfg Config) (*Provider, error) {
+	p := &Provider{
+		name:        cfg.Name,
+		noFollow:    cfg.NoFollowSymlinks,
+		maxProjects: cfg.MaxProjects,
+		debounce:    cfg.Debounce,
+		watches:     make(map[string]*watchEntry),
+		projects:    make(map[string]*list.Element),
+		lru:         list.New(),
+		pending:     make(map[*root]struct{}),
+	}
+	if p.name == "" {
+		p.name = DefaultName
+	}
+	if p.maxProjects <= 0 {
+		p.maxProjects = DefaultMaxProjects
+	}
+	if p.debounce <= 0 {
+		p.debounce = DefaultDebounce
+	}
+	dirs := cfg.ProjectDirs
+	if dirs == nil {
+		dirs = DefaultProjectDirs()
+	}
+	for _, d := range dirs {
+		c := filepath.Clean(d)
+		if d == "" || filepath.IsAbs(c) || c == "." || c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
+			return nil, fmt.Errorf("agentskills: project folder %q must be a relative path inside the project", d)
+		}
+		p.projectDirs = append(p.projectDirs, c)
+	}
+	for i, d := range cfg.CustomDirs {
+		abs, err := absDir(d)
+		if err != nil {
+			return nil, fmt.Errorf("agentskills: custom folder %q: %w", d, err)
+		}
+		p.shared = append(p.shared, &root{path: abs, rank: providers.RankCustom + i, source: catalog.SourceCustom})
+	}
+	if !cfg.NoUserDir {
+		d := cfg.UserDir
+		if d == "" {
+			d = DefaultUserDir
+		}
+		abs, err := absDir(d)
+		if err != nil && cfg.UserDir != "" {
+			return nil, fmt.Errorf("agentskills: user folder %q: %w", d, err)
+		}
+		if err == nil { // no home directory: no default user folder
+			p.shared = append(p.shared, &root{path: abs, rank: providers.RankUser, source: catalog.SourceUser})
+		}
+	}
+	if !cfg.NoWatch {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			p.watchErr = fmt.Errorf("start file watcher: %w", err)
+		} else {
+			p.w = w
+			p.loopDone = make(chan struct{})
+			go p.loop()
+		}
+	}
+	return p, nil
+}
+
+func absDir(d string) (string, error) {
+	if d == "~" || strings.HasPrefix(d, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		d = filepath.Join(home, strings.TrimPrefix(d, "~"))
+	}
+	if d == "" {
+		return "", errors.New("empty path")
+	}
+	return filepath.Abs(d)
+}
+
+// Name returns the provider name.
+func (p *Provider) Name() string { return p.name }
+
+// WatchError tells why the provider is not watching (nil when it is, or
+// when watching was disabled by configuration).
+func (p *Provider) WatchError() error { return p.watchErr }
+
+// Stats returns the work counters.
+func (p *Provider) Stats() Stats {
+	p.mu.Lock()
+	watches, projects := len(p.watches), len(p.projects)
+	p.mu.Unlock()
+	return Stats{
+		Reads:         p.count.reads.Load(),
+		Parses:        p.count.parses.Load(),
+		Scans:         p.count.scans.Load(),
+		Invalidations: p.invalidations.Load(),
+		Watches:       watches,
+		Projects:      projects,
+	}
+}
+
+// ProjectRoot returns the project root for cwd: the nearest ancestor of cwd
+// (cwd included) holding a .git entry, else cwd itself. An empty cwd has no
+// project root (""); a relative cwd is an error.
+func ProjectRoot(cwd string) (string, error) {
+	if cwd == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", fmt.Errorf("working directory %q is not an absolute path", cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	for d := cwd; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return cwd, nil
+		}
+		d = parent
+	}
+}
+
+// roots returns the skills folders for cwd in rank order.
+func (p *Provider) roots(cwd string) ([]*root, *project, error) {
+	key, err := ProjectRoot(cwd)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	proj, evicted := p.project(key)
+	roots := make([]*root, 0, len(proj.roots)+len(p.shared))
+	roots = append(roots, proj.roots...)
+	roots = append(roots, p.shared...)
+	p.mu.Unlock()
+	p.drop(evicted)
+	return roots, proj, nil
+}
+
+// project returns the tracked project for key, creating it and evicting the
+// least recently used one when over the bound. p.mu must be held.
+func (p *Provider) project(key string) (*project, []*project) {
+	if el, ok := p.projects[key]; ok {
+		p.lru.MoveToFront(el)
+		return el.Value.(*project), nil
+	}
+	proj := &project{key: key, ch: make(chan struct{})}
+	if key != "" {
+		for i, d := range p.projectDirs {
+			proj.roots = append(proj.roots, &root{
+				path:   filepath.Join(key, d),
+				rank:   providers.RankProject + i,
+				source: catalog.SourceProject,
+				proj:   proj,
+			})
+		}
+	}
+	p.projects[key] = p.lru.PushFront(proj)
+	var evicted []*project
+	for p.lru.Len() > p.maxProjects {
+		el := p.lru.Back()
+		old := el.Value.(*project)
+		p.lru.Remove(el)
+		delete(p.projects, old.key)
+		old.evicted = true
+		close(old.ch)
+		for _, r := range old.roots {
+			r.dropped = true
+			delete(p.pending, r)
+		}
+		evicted = append(evicted, old)
+	}
+	return proj, evicted
+}
+
+// drop releases the watches of evicted projects.
+func (p *Provider) drop(evicted []*project) {
+	if len(evicted) == 0 {
+		return
+	}
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	for _, proj := range evicted {
+		for _, r := range proj.roots {
+			for path := range r.want {
+				p.release(r, path)
+			}
+			r.want = nil
+		}
+	}
+}
+
+// Changes implements providers.Notifier: the returned channel is closed
+// when a skills folder of cwd's project, a custom folder or the user folder
+// changes. When the provider cannot watch those folders it returns a
+// closed channel, so callers do not cache.
+func (p *Provider) Changes(cwd string) <-chan struct{} {
+	key, err := ProjectRoot(cwd)
+	if err != nil {
+		return closedChan
+	}
+	p.mu.Lock()
+	if p.closed || p.w == nil {
+		p.mu.Unlock()
+		return closedChan
+	}
+	proj, evicted := p.project(key)
+	ch := proj.ch
+	for _, r := range proj.roots {
+		if r.unwatched {
+			ch = closedChan
+		}
+	}
+	for _, r := range p.shared {
+		if r.unwatched {
+			ch = closedChan
+		}
+	}
+	p.mu.Unlock()
+	p.drop(evicted)
+	return ch
+}
+
+// List implements providers.Provider. Candidates come folder by folder in
+// rank order, and within a folder in file name order. Folders that failed
+// are named in the error; the others' candidates are still returned.
+func (p *Provider) List(ctx context.Context, cwd string) ([]providers.Candidate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	roots, _, err := p.roots(cwd)
+	if err != nil {
+		return nil, err
+	}
+	var cands []providers.Candidate
+	var errs []error
+	for _, r := range roots {
+		s := p.scan(ctx, r)
+		cands = append(cands, s.cands...)
+		if s.err != nil {
+			errs = append(errs, fmt.Errorf("skills folder %s: %w", r.path, s.err))
+		}
+	}
+	return cands, errors.Join(errs...)
+}
+
+// Load implements providers.Provider. It re-reads the winning file, so body
+// edits are seen at once.
+func (p *Provider) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+	if !catalog.ValidName(name) {
+		return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		return catalog.Skill{}, err
+	}
+	roots, _, err := p.roots(cwd)
+	if err != nil {
+		return catalog.Skill{}, err
+	}
+	for _, r := range roots {
+		s := p.scan(ctx, r)
+		for _, f := range s.skills {
+			if f.sum.Name == name {
+				return p.load(r, f)
+			}
+		}
+	}
+	return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+}
+
+func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
+	data, _, reason, err := readFile(f.path, p.noFollow, &p.count)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return catalog.Skill{}, fmt.Errorf("skill %q: %w", f.sum.Name, catalog.ErrNotFound)
+		}
+		return catalog.Skill{}, err
+	}
+	if reason != "" {
+		return catalog.Skill{}, fmt.Errorf("skill file is no longer valid: %s", reason)
+	}
+	p.count.parses.Add(1)
+	sk, err := ParseFile(f.path, data)
+	if err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return catalog.Skill{}, fmt.Errorf("skill file is no longer valid: %s", pe.Reason)
+		}
+		return catalog.Skill{}, err
+	}
+	if sk.Name != f.sum.Name {
+		return catalog.Skill{}, fmt.Errorf("skill %q was renamed to %q: %w", f.sum.Name, sk.Name, catalog.ErrNotFound)
+	}
+	sk.Source, sk.Provider = r.source, p.name
+	rb := *f.sum.ResourceBase
+	sk.ResourceBase = &rb
+	return sk, nil
+}
+
+// Diagnostics implements providers.Diagnoser: every file skipped in cwd's
+// folders, with its path and reason.
+func (p *Provider) Diagnostics(ctx context.Context, cwd string) ([]providers.Diagnostic, error) {
+	roots, _, err := p.roots(cwd)
+	if err != nil {
+		return nil, err
+	}
+	var out []providers.Diagnostic
+	var errs []error
+	for _, r := range roots {
+		s := p.scan(ctx, r)
+		for _, d := range s.diags {
+			d.Provider = p.name
+			out = append(out, d)
+		}
+		if s.err != nil {
+			errs = append(errs, fmt.Errorf("skills folder %s: %w", r.path, s.err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// scan returns r's current answer: the cached one when no event touched r
+// since, else a new scan that reuses the parses of unchanged files.
+func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	g := r.gen.Load()
+	if r.last != nil && r.last.fresh && r.last.gen == g {
+		return r.last
+	}
+	p.mu.Lock()
+	touched, all := r.touched, r.touchedAll
+	r.touched, r.touchedAll = nil, false
+	p.mu.Unlock()
+
+	var prev map[string]fileState
+	if r.last != nil && !all {
+		prev = r.last.files
+	}
+	s := &scanner{noFollow: p.noFollow, prev: prev, touched: touched, count: &p.count}
+	var h *rootHooks
+	if p.w != nil {
+		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true}
+		h.watchRoot()
+		s.hooks = h
+	}
+	l := s.scan(ctx, r.path)
+	watched := false
+	if h != nil {
+		p.keepWatches(r, h.want)
+		watched = h.ok
+	}
+	p.mu.Lock()
+	r.unwatched = !watched
+	p.mu.Unlock()
+
+	rs := &rootScan{
+		gen:    g,
+		fresh:  watched && l.err == nil, // errors are retried, never cached
+		skills: l.skills,
+		diags:  l.diags,
+		err:    l.err,
+		files:  l.files,
+	}
+	rs.cands = make([]providers.Candidate, len(l.skills))
+	for i, f := range l.skills {
+		sum := f.sum
+		sum.Source, sum.Provider = r.source, p.name
+		rs.cands[i] = providers.Candidate{Summary: sum, Rank: r.rank}
+	}
+	if ctx.Err() == nil {
+		r.last = rs
+	}
+	return rs
+}
+
+// rootHooks watches what a scan of one root visits.
+type rootHooks struct {
+	p    *Provider
+	r    *root
+	want map[string]watchKind
+	ok   bool // every needed watch is in place
+}
+
+func (h *rootHooks) add(path string, k watchKind) error {
+	err := h.p.acquire(h.r, path, k)
+	if err == nil {
+		h.want[path] = k
+	}
+	return err
+}
+
+// watchRoot watches the root, or while it is missing its nearest existing
+// ancestor, so the root appearing is seen.
+func (h *rootHooks) watchRoot() {
+	for range 4 {
+		err := h.add(h.r.path, watchKind{kind: kindRoot})
+		if err == nil {
+			return
+		}
+		if !missing(err) {
+			h.ok = false
+			return
+		}
+		anc, next := nearestExisting(h.r.path)
+		if err := h.add(anc, watchKind{kind: kindAncestor, next: next}); err != nil {
+			if missing(err) {
+				continue // the ancestor vanished meanwhile
+			}
+			h.ok = false
+			return
+		}
+		if _, err := os.Stat(h.r.path); missing(err) {
+			return // still missing; the ancestor's events will tell
+		}
+		// The root appeared between the two calls: watch it instead.
+	}
+	h.ok = false
+}
+
+func (h *rootHooks) watchDir(path string) {
+	if err := h.add(path, watchKind{kind: kindDir}); err != nil && !missing(err) {
+		h.ok = false
+	}
+}
+
+func (h *rootHooks) watchFile(path string) {
+	if err := h.add(path, watchKind{kind: kindFile}); err != nil && !missing(err) {
+		h.ok = false
+	}
+}
+
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)
+}
+
+// nearestExisting returns the nearest existing ancestor of path and the
+// child of it that leads to path.
+func nearestExisting(path string) (ancestor, next string) {
+	next = path
+	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, next
+		}
+		if filepath.Dir(d) == d {
+			return d, next
+		}
+		next = d
+	}
+}
+
+// acquire watches path on behalf of r. It (re-)adds the fsnotify watch even
+// when one exists, which also restores a watch the kernel dropped when the
+// path was deleted.
+func (p *Provider) acquire(r *root, path string, k watchKind) error {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	p.mu.Lock()
+	if p.closed || r.dropped {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	e := p.watches[path]
+	if e == nil {
+		e = &watchEntry{owners: make(map[*root]watchKind)}
+		p.watches[path] = e
+	}
+	_, had := e.owners[r]
+	e.owners[r] = k
+	p.mu.Unlock()
+	if err := p.w.Add(path); err != nil {
+		if !had {
+			p.release(r, path)
+		}
+		return err
+	}
+	return nil
+}
+
+// keepWatches releases r's watches that its last scan no longer needs.
+func (p *Provider) keepWatches(r *root, want map[string]watchKind) {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	p.mu.Lock()
+	dropped := r.dropped
+	p.mu.Unlock()
+	for path := range r.want {
+		if _, ok := want[path]; !ok || dropped {
+			p.release(r, path)
+		}
+	}
+	if dropped {
+		for path := range want {
+			p.release(r, path)
+		}
+		want = nil
+	}
+	r.want = want
+}
+
+// release drops r's interest in path and the watch when nobody else needs
+// it. p.watchMu must be held.
+func (p *Provider) release(r *root, path string) {
+	p.mu.Lock()
+	e := p.watches[path]
+	last := false
+	if e != nil {
+		delete(e.owners, r)
+		if len(e.owners) == 0 {
+			delete(p.watches, path)
+			last = true
+		}
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if last && !closed {
+		_ = p.w.Remove(path) // the kernel may have dropped it already
+	}
+}
+
+// loop turns fsnotify events into root invalidations. It ends when the
+// watcher is closed.
+func (p *Provider) loop() {
+	defer close(p.loopDone)
+	for {
+		select {
+		case ev, ok := <-p.w.Events:
+			if !ok {
+				return
+			}
+			p.dispatch(ev)
+		case _, ok := <-p.w.Errors:
+			if !ok {
+				return
+			}
+			// Events may have been lost (queue overflow): distrust every
+			// cached answer.
+			p.touchAll()
+		}
+	}
+}
+
+func (p *Provider) dispatch(ev fsnotify.Event) {
+	name := filepath.Clean(ev.Name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.watches[name]; e != nil {
+		for r := range e.owners {
+			p.touch(r, name)
+		}
+	}
+	dir := filepath.Dir(name)
+	if dir == name {
+		return
+	}
+	e := p.watches[dir]
+	if e == nil {
+		return
+	}
+	for r, k := range e.owners {
+		switch k.kind {
+		case kindRoot:
+			p.touch(r, name)
+		case kindDir:
+			if filepath.Base(name) == SkillFile {
+				p.touch(r, name)
+			}
+		case kindAncestor:
+			if name == k.next {
+				p.touch(r, name)
+			}
+		}
+	}
+}
+
+const maxTouched = 4096
+
+// touch marks r as changed at path and schedules a notification. p.mu must
+// be held.
+func (p *Provider) touch(r *root, path string) {
+	if r.dropped || p.closed {
+		return
+	}
+	r.gen.Add(1)
+	if !r.touchedAll {
+		if r.touched == nil {
+			r.touched = make(map[string]struct{})
+		}
+		r.touched[path] = struct{}{}
+		if len(r.touched) > maxTouched {
+			r.touched, r.touchedAll = nil, true
+		}
+	}
+	p.pending[r] = struct{}{}
+	if p.timer == nil {
+		p.timer = time.AfterFunc(p.debounce, p.flush)
+	}
+}
+
+func (p *Provider) touchAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.shared {
+		r.touchedAll = true
+		p.touch(r, r.path)
+	}
+	for _, el := range p.projects {
+		for _, r := range el.Value.(*project).roots {
+			r.touchedAll = true
+			p.touch(r, r.path)
+		}
+	}
+}
+
+// flush sends one change notification for a burst of events: it closes the
+// channels of the projects whose folders changed (all of them when a custom
+// or user folder changed).
+func (p *Provider) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = nil
+	if p.closed || len(p.pending) == 0 {
+		return
+	}
+	all := false
+	projs := make(map[*project]struct{})
+	for r := range p.pending {
+		if r.proj == nil {
+			all = true
+		} else {
+			projs[r.proj] = struct{}{}
+		}
+	}
+	clear(p.pending)
+	if all {
+		for _, el := range p.projects {
+			projs[el.Value.(*project)] = struct{}{}
+		}
+	}
+	for proj := range projs {
+		if !proj.evicted {
+			close(proj.ch)
+			proj.ch = make(chan struct{})
+		}
+	}
+	p.invalidations.Add(1)
+}
+
+// Close stops watching. Channels handed out by Changes are closed, so
+// callers drop what they cached.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	for _, el := range p.projects {
+		proj := el.Value.(*project)
+		if !proj.evicted {
+			proj.evicted = true
+			close(proj.ch)
+		}
+	}
+	p.mu.Unlock()
+	if p.w == nil {
+		return nil
+	}
+	err := p.w.Close()
+	<-p.loopDone
+	if err != nil {
+		return fmt.Errorf("close file watcher: %w", err)
+	}
+	return nil
+}

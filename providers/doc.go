@@ -1,0 +1,64 @@
+// Package providers composes skill providers into one registry that answers,
+// for a working directory, which skills exist and what they say.
+//
+// # Providers
+//
+// A Provider lists candidates for a working directory and loads the body of
+// one of them by name. Sub-packages implement the standard sources:
+// agentskills (Agent Skills folders on disk, with hot refresh) and bundled
+// (skills compiled into the binary). providertest holds the contract every
+// provider must pass.
+//
+// # Ranking
+//
+// The Registry asks every provider, in the order it was given them, and
+// orders all candidates by Rank (lower wins; see RankProject, RankCustom,
+// RankUser, RankBundled), then by provider order, then by the provider's own
+// order. The first candidate of each name wins; every other one is recorded
+// as shadowed, with the candidate that shadows it — both carry Provider,
+// Source and ResourceBase, which say where they come from. A candidate whose
+// name is outside the grammar or whose description is empty is rejected
+// with an error naming its provider. Inspect returns all of this, with the
+// providers' diagnostics, for operators; WithLogger logs each distinct
+// shadowing, rejection and provider error once.
+//
+// # Snapshots
+//
+// Snapshot returns the winners sorted by name in byte order and whether the
+// answer is complete. It is incomplete when a provider returned an error,
+// panicked, did not answer before ctx's deadline (or the provider timeout,
+// WithProviderTimeout), or when the skill set changed twice while the
+// snapshot was collected (one change is absorbed by collecting again). An
+// incomplete snapshot still holds every skill the other providers listed,
+// and Resolve and Load still resolve from it. A cancelled ctx makes
+// Snapshot return ctx's error at once, even if a provider hangs.
+//
+// # Caching
+//
+// A complete snapshot is cached per working directory (an LRU bounded by
+// WithCacheSize) when every provider implements Notifier. Before each
+// collection the registry takes every provider's change channel for that
+// directory; a cached snapshot is served only while all those channels are
+// still open and still the ones the providers hand out. Incomplete
+// snapshots are never cached. Providers that do not implement Notifier, or
+// that hand out closed channels ("cannot tell"), are asked every time.
+//
+// # Provider calls and their goroutines
+//
+// Every provider call runs in a goroutine owned by the registry. Its
+// context is cancelled when the caller's ctx is done, after the provider
+// timeout, or at Close, so a provider that honours its context ends at once.
+// A provider that ignores its context keeps its goroutine until it returns;
+// such abandoned calls are counted, and once a provider has WithMaxStuck of
+// them the registry stops calling it (answers are incomplete) until one
+// returns. Close cancels all calls, waits for them (at most WithCloseTimeout)
+// and closes the providers that implement io.Closer.
+//
+// # Loading
+//
+// Load re-resolves the winner for the name in that working directory and
+// asks its provider for the current body; nothing is cached. It returns an
+// error wrapping catalog.ErrNotFound when no provider offers the name any
+// more, and otherwise the provider's failure as `read skill "<name>":
+// <cause>`, which the skill tool shows as `Error: <message>`.
+package providers

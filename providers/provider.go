@@ -1,0 +1,75 @@
+package providers
+
+import (
+	"context"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// Ranks of the standard skill sources. A lower rank wins a name; sources of
+// one kind add their position (0, 1, …) to the base so that, for instance,
+// the second configured custom folder ranks RankCustom+1.
+const (
+	RankProject = 100
+	RankCustom  = 200
+	RankUser    = 300
+	RankBundled = 400
+)
+
+// Candidate is one skill a provider offers for a working directory. Among
+// candidates of the same name the lowest Rank wins, then the provider that
+// comes first in the registry, then the candidate the provider listed first.
+type Candidate struct {
+	catalog.Summary
+	Rank int `json:"rank"`
+}
+
+// Provider supplies skills. Implementations must be safe for concurrent use
+// and should return promptly (with ctx.Err()) once ctx is done.
+type Provider interface {
+	// Name identifies the provider in summaries, reports and errors.
+	Name() string
+	// List returns the provider's candidates for cwd, in the provider's own
+	// order. An empty cwd means "no working directory". A confirmed absence
+	// of skills is an empty list and a nil error; an error means the answer
+	// is unknown and makes the registry's snapshot incomplete; candidates
+	// returned together with an error are still offered for loading.
+	List(ctx context.Context, cwd string) ([]Candidate, error)
+	// Load returns the current definition and body of the provider's own
+	// winning candidate called name for cwd. It returns an error wrapping
+	// catalog.ErrNotFound when the provider no longer offers that name. A
+	// name is only ever looked up, never turned into a path.
+	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
+}
+
+// Notifier is implemented by providers that can tell when their answers for
+// a working directory may have changed. The registry caches a complete
+// snapshot only while every provider is a Notifier whose channel is still
+// open.
+//
+// Changes returns a channel that is closed once answers for cwd may differ
+// from those given after the call. After it is closed, a later call returns
+// a fresh channel. A nil channel means "never changes" (a static provider);
+// a channel that is already closed means "cannot tell, do not cache".
+type Notifier interface {
+	Changes(cwd string) <-chan struct{}
+}
+
+// Diagnoser is implemented by providers that can explain what they skipped
+// (invalid files, dangling links) for operators. Diagnostics never reach the
+// model.
+type Diagnoser interface {
+	Diagnostics(ctx context.Context, cwd string) ([]Diagnostic, error)
+}
+
+// Diagnostic tells an operator why something was not offered as a skill.
+type Diagnostic struct {
+	Provider string `json:"provider,omitempty"`
+	Path     string `json:"path"`
+	Reason   string `json:"reason"`
+}
+
+// String renders the diagnostic as "<path>: <reason>".
+func (d Diagnostic) String() string {
+	return d.Path + ": " + d.Reason
+}
