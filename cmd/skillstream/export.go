@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/replay"
+)
+
+// sessionFlags registers what the session-reading commands (export, replay
+// --live, history) share with serve: skills and model text, NATS, stream.
+func (c *Config) sessionFlags(cmd *command) {
+	c.skillFlags(cmd)
+	c.natsFlags(cmd)
+	c.streamFlags(cmd)
+	c.opsFlags(cmd, false)
+}
+
+// openSessions connects to where session logs live, to read them:
+// --nats-url when given, else the --data store, opened by an embedded server
+// of our own that does not listen. A server answering on --listen (a
+// running serve, most likely on that very store) is refused rather than
+// risking two servers on one store. close releases everything.
+func (a *app) openSessions(c *Config) (js jetstream.JetStream, where string, close func(), err error) {
+	if err := c.validateServe(); err != nil {
+		return nil, "", nil, err
+	}
+	log := c.newLogger(a.stderr)
+	var nc *nats.Conn
+	switch {
+	case c.NATSURL != "":
+		opts, err := c.connectOptions(log)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if nc, err = nats.Connect(c.NATSURL, append(opts, nats.MaxReconnects(0))...); err != nil {
+			return nil, "", nil, fmt.Errorf("connect to %s: %w", c.NATSURL, err)
+		}
+		where = nc.ConnectedUrlRedacted()
+		close = nc.Close
+	case serving(c.Listen):
+		// Two servers on one store would corrupt it.
+		return nil, "", nil, usagef("a server is running on --listen %s (skillstream serve?): read through it with --nats-url nats://%s, or stop it to open --data %s", c.Listen, c.Listen, c.Data)
+	default:
+		fi, err := os.Stat(c.Data)
+		if err != nil || !fi.IsDir() {
+			return nil, "", nil, usagef("--data %s: no such store directory (and nothing serves on --listen %s)", c.Data, c.Listen)
+		}
+		quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		srv, err := startEmbedded(embeddedOptions{name: c.ServerName, storeDir: c.Data}, quiet)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if nc, err = inProcess(srv, "skillstream reader"); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, "", nil, err
+		}
+		where = "the store in " + c.Data
+		close = func() {
+			nc.Close()
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}
+	}
+	js, err = jetstream.New(nc)
+	if err != nil {
+		close()
+		return nil, "", nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return js, where, close, nil
+}
+
+// serving reports whether something accepts connections on addr (a running
+// `skillstream serve` with its embedded server).
+func serving(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// checkSession validates --session.
+func checkSession(sid string) error {
+	if sid == "" {
+		return usagef("--session is required")
+	}
+	if err := events.CheckSession(sid); err != nil {
+		return usagef("--session: %v", err)
+	}
+	return nil
+}
+
+func (a *app) exportCommand() (*command, runFunc) {
+	var (
+		c       Config
+		sid     string
+		out     string
+		capture bool
+	)
+	cmd := newCommand("export", "skillstream export --session SID [--out FILE] [--capture-skills] [flags]", `
+Write one session's whole log - every event of every kind, in stream order,
+with its stream sequence, subject, time, headers and payload - to a portable
+recording file (stdout by default). The format is JSON lines, versioned and
+checksummed; see "Recordings" in the README. Large sessions are streamed,
+never loaded whole; on a terminal, progress is shown on stderr.
+
+The log is read from --nats-url when given, else from the --data store
+(while "skillstream serve" runs on that store, read through it instead:
+--nats-url nats://127.0.0.1:4222). Nothing is published.
+
+--capture-skills also records, for every working directory the session's
+triggers name, the skills (with bodies) the configured skill roots give now,
+so that "replay --recorded-skills" can run without them.`[1:], `
+  skillstream export --session 7f3a --out 7f3a.jsonl
+  skillstream export --session 7f3a --nats-url nats://nats:4222 --capture-skills > 7f3a.jsonl`[1:])
+	cmd.group("Flags")
+	cmd.localString(&sid, "session", "", "`id` of the session to export")
+	cmd.localString(&out, "out", "", "write the recording to `file` (default stdout); written whole or not at all")
+	cmd.localBool(&capture, "capture-skills", false, "record the skills of every working directory the session uses")
+	c.sessionFlags(cmd)
+	return cmd, func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("export takes no arguments, got %q", args[0])
+		}
+		if err := checkSession(sid); err != nil {
+			return err
+		}
+		js, _, closeJS, err := a.openSessions(&c)
+		if err != nil {
+			return err
+		}
+		defer closeJS()
+		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Session: sid}
+		if capture {
+			if err := c.validateSkills(); err != nil {
+				return err
+			}
+			reg, err := c.registry(nil, false)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			opts.Skills = reg
+		}
+		prog := newProgress(a.stderr, "exported")
+		opts.Progress = prog.update
+		n, err := writeAtomically(out, a.stdout, func(w io.Writer) (int, error) {
+			return replay.Export(ctx, js, opts, w)
+		})
+		prog.done()
+		if errors.Is(err, replay.ErrEmptySession) {
+			return fmt.Errorf("session %s has no events in stream %s", sid, c.Stream)
+		}
+		if err != nil {
+			return err
+		}
+		if out != "" {
+			fmt.Fprintf(a.stderr, "exported %d events of session %s to %s\n", n, sid, out)
+		}
+		return nil
+	}
+}
+
+// writeAtomically runs write on path (through a temporary file renamed on
+// success, so a failed export leaves nothing behind) or on stdout when path
+// is empty.
+func writeAtomically(path string, stdout io.Writer, write func(io.Writer) (int, error)) (int, error) {
+	if path == "" {
+		return write(stdout)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return 0, fmt.Errorf("create %s: %w", path, err)
+	}
+	n, err := write(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	if err == nil {
+		if err = os.Rename(f.Name(), path); err != nil {
+			err = fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return n, err
+}
+
+// progress prints a counter on stderr when it is a terminal, at most a few
+// times a second.
+type progress struct {
+	w     io.Writer
+	verb  string
+	on    bool
+	last  time.Time
+	shown bool
+}
+
+func newProgress(w io.Writer, verb string) *progress {
+	p := &progress{w: w, verb: verb}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *progress) update(n int, remaining uint64) {
+	if !p.on || time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	fmt.Fprintf(p.w, "\r%s %d events, %d to go   ", p.verb, n, remaining)
+}
+
+func (p *progress) done() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
