@@ -73,13 +73,10 @@ func Encode(enc Encoding, v any) ([]byte, error) {
 		}
 		b = buf.Bytes()
 	case JSON:
-		var buf bytes.Buffer
-		e := json.NewEncoder(&buf)
-		e.SetEscapeHTML(false)
-		if err := e.Encode(v); err != nil {
+		var err error
+		if b, err = marshalJSON(v); err != nil {
 			return nil, fmt.Errorf("encode %T as json: %w", v, err)
 		}
-		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	default:
 		return nil, fmt.Errorf("encode %T: unknown encoding %v", v, enc)
 	}

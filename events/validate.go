@@ -3,6 +3,8 @@ package events
 import (
 	"encoding/json"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxIDLength is the longest step or call id allowed, in bytes.
@@ -26,13 +28,22 @@ func checkSessionField(sid string) error {
 }
 
 // checkID checks a step or call id: non-empty unless optional, at most
-// MaxIDLength bytes.
+// MaxIDLength bytes, valid UTF-8 without control characters (ids end up in
+// message ids and headers, where CR or LF would be harmful).
 func checkID(field, id string, optional bool) error {
 	if id == "" && !optional {
 		return &FieldError{Field: field, Problem: problemMissing}
 	}
 	if len(id) > MaxIDLength {
 		return &FieldError{Field: field, Problem: "too long: " + strconv.Itoa(len(id)) + " bytes, limit " + strconv.Itoa(MaxIDLength)}
+	}
+	if !utf8.ValidString(id) {
+		return &FieldError{Field: field, Problem: "not valid UTF-8"}
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return &FieldError{Field: field, Problem: "control character " + strconv.QuoteRune(r)}
+		}
 	}
 	return nil
 }
