@@ -126,6 +126,19 @@ func newEnv(t testing.TB, opts ...natstest.Option) *env {
 	}
 }
 
+// withoutFlaky rebuilds the registry with the filesystem provider only, so
+// that it caches snapshots as in production.
+func (e *env) withoutFlaky() {
+	e.t.Helper()
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.registry = providers.NewRegistry([]providers.Provider{fs}, providers.WithLogger(quietLogger()))
+	r := e.registry
+	e.t.Cleanup(func() { r.Close() })
+}
+
 // start builds a processor on its own connection and runs it until the test
 // ends; it returns once stream and consumer exist.
 func (e *env) start(mutate ...func(*Config, *options)) *Processor {
