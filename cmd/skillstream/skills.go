@@ -6,6 +6,7 @@ import (
 
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/bundled"
 )
 
 // registry composes the skill providers the configuration asks for: the
@@ -31,7 +32,7 @@ func (c *Config) registry(log *slog.Logger, watch bool) (*providers.Registry, er
 	}
 	ps := []providers.Provider{fs}
 	if !c.NoBundled {
-		b, err := newBundled()
+		b, err := bundled.New()
 		if err != nil {
 			fs.Close()
 			return nil, fmt.Errorf("bundled skills: %w", err)

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skillstream/skillstream/processor/replay"
+)
+
+func (a *app) historyCommand() (*command, runFunc) {
+	var (
+		c      Config
+		sid    string
+		step   string
+		asJSON bool
+	)
+	cmd := newCommand("history", "skillstream history --session SID | FILE [--step STEP] [--json] [flags]", `
+Show which skill catalog the model saw at each step of a session: the
+catalog message (its stream sequence, initial / replacement / tombstone, and
+entries) that was the newest one on the model-visible surface after the
+step's pre-step was answered, taking compaction masking into account. Steps
+where no catalog was visible say why (none published yet, or every one
+masked by a compaction).
+
+With --step STEP it prints exactly the text of that catalog as the model
+read it (nothing, and a note on stderr, when none was visible).
+
+The session is read from a recording FILE, or with --session from the stream
+(see export for where it is read from). --tool-owner must be the serving
+processor's: only its catalogs count.`[1:], `
+  skillstream history --session 7f3a
+  skillstream history 7f3a.jsonl --step 12
+  skillstream history --session 7f3a --json | jq -r '.seen.text // empty'`[1:])
+	cmd.group("Flags")
+	cmd.localString(&sid, "session", "", "`id` of the session to read from the stream")
+	cmd.localString(&step, "step", "", "print the exact catalog text visible at step `id`")
+	cmd.localBool(&asJSON, "json", false, "print one JSON object per pre-step")
+	c.sessionFlags(cmd)
+	return cmd, func(ctx context.Context, args []string) error {
+		switch {
+		case sid != "" && len(args) > 0:
+			return usagef("history reads either --session or a recording file, not both")
+		case sid == "" && len(args) != 1:
+			return usagef("history needs --session SID or one recording file, got %d arguments", len(args))
+		case sid != "":
+			if err := checkSession(sid); err != nil {
+				return err
+			}
+		}
+		if err := c.validateSkills(); err != nil {
+			return err
+		}
+		out := bufio.NewWriterSize(a.stdout, 64<<10)
+		defer out.Flush()
+		var (
+			found *replay.Step
+			print = stepPrinter(out, asJSON, true)
+		)
+		opts := replay.Options{ToolOwner: c.ToolOwner, HistoryOnly: true, Emit: func(s replay.Step) error {
+			if s.Kind != replay.TriggerPreStep {
+				return nil
+			}
+			if step != "" {
+				if s.ID == step {
+					found = &s // a retry of the step replaces it
+				}
+				return nil
+			}
+			return print(s)
+		}}
+		var err error
+		if sid != "" {
+			js, _, closeJS, oerr := a.openSessions(&c)
+			if oerr != nil {
+				return oerr
+			}
+			defer closeJS()
+			_, err = replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
+		} else {
+			_, err = replayFile(ctx, args[0], opts)
+		}
+		if err != nil {
+			return err
+		}
+		if step == "" {
+			return out.Flush()
+		}
+		if found == nil {
+			return usagef("step %q is not in the session", step)
+		}
+		if asJSON {
+			print(*found)
+		} else if found.Seen != nil {
+			fmt.Fprintln(out, found.Seen.Text)
+		} else {
+			fmt.Fprintf(a.stderr, "no catalog was visible at step %s: %s\n", step, whyNone(*found))
+		}
+		return out.Flush()
+	}
+}
+
+// printSeen writes one line about the catalog visible at a pre-step.
+func printSeen(w io.Writer, s replay.Step) error {
+	head := fmt.Sprintf("step %s (seq %d): ", s.ID, s.Seq)
+	if s.ID == "" {
+		head = fmt.Sprintf("undecodable pre-step (seq %d): ", s.Seq)
+	}
+	c := s.Seen
+	if c == nil {
+		_, err := fmt.Fprintln(w, head+"no catalog visible: "+whyNone(s))
+		return err
+	}
+	names := make([]string, len(c.Entries))
+	for i, e := range c.Entries {
+		names[i] = e.Name
+	}
+	line := fmt.Sprintf("%scatalog seq %d (%s, step %s), %d entries", head, c.Seq, c.Update, c.Step, len(c.Entries))
+	if len(names) > 0 {
+		line += ": " + strings.Join(names, ", ")
+	}
+	if s.MaskedBy != 0 {
+		line += fmt.Sprintf(" [compaction at seq %d]", s.MaskedBy)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+func whyNone(s replay.Step) string {
+	if s.Published {
+		return fmt.Sprintf("every catalog was masked by the compaction at seq %d", s.MaskedBy)
+	}
+	return "none published yet"
+}
+

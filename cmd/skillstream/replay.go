@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/processor/replay"
+)
+
+// cwdMaps is the repeatable --cwd-map flag.
+type cwdMaps []replay.CwdMapping
+
+func (m *cwdMaps) String() string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	for _, x := range *m {
+		parts = append(parts, x.Old+"="+x.New)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *cwdMaps) Set(s string) error {
+	x, err := replay.ParseCwdMapping(s)
+	if err != nil {
+		return err
+	}
+	*m = append(*m, x)
+	return nil
+}
+
+func (a *app) replayCommand() (*command, runFunc) {
+	var (
+		c        Config
+		live     bool
+		sid      string
+		recorded bool
+		asJSON   bool
+		maps     cwdMaps
+	)
+	cmd := newCommand("replay", "skillstream replay FILE | --live --session SID [--recorded-skills] [--cwd-map OLD=NEW] [--json] [flags]", `
+Re-run the processor's decisions at every trigger of a recorded session and
+compare them with what the recording holds. For each pre-step and skill call,
+in stream order, it prints the step or call id, the recorded outcome, the
+replayed outcome and, where the model text differs, a unified diff from the
+recorded to the replayed text.
+
+Each trigger is decided against the session as it was recorded up to that
+point (the catalogs and compactions before the processor answered it), not
+against the replay's own earlier answers: a change shows at the steps it
+really affects. Skills are the ones the configured skill roots give now (the
+same flags and SKILLSTREAM_* variables as serve), or with --recorded-skills
+the skills captured in the recording by "export --capture-skills".
+--cwd-map OLD=NEW replays triggers whose working directory is OLD, or under
+it, in NEW instead (for a recording made on another machine); paths under
+NEW in replayed tool results are written back as OLD before comparing.
+
+--live --session SID replays a session straight from the stream (see export
+for where it is read from); nothing is published.
+
+Output is deterministic: the same recording and skills give the same bytes.
+Exit status: 0 when every trigger replays identically, 1 when any differs,
+2 on bad input (unreadable, corrupt or truncated recording, bad flags).`[1:], `
+  skillstream replay 7f3a.jsonl
+  skillstream replay 7f3a.jsonl --skills-dir ./skills --cwd-map /srv/app=$HOME/src/app
+  skillstream replay 7f3a.jsonl --recorded-skills --json | jq 'select(.differs)'
+  skillstream replay --live --session 7f3a --nats-url nats://nats:4222`[1:])
+	cmd.group("Flags")
+	cmd.localBool(&live, "live", false, "replay a session from the stream instead of a file (needs --session)")
+	cmd.localString(&sid, "session", "", "`id` of the session to replay with --live")
+	cmd.localBool(&recorded, "recorded-skills", false, "replay against the skills captured in the recording instead of the skill roots")
+	cmd.fs.Var(&maps, "cwd-map", "replay working directory `OLD=NEW`; repeatable")
+	cmd.add("cwd-map", false)
+	cmd.localBool(&asJSON, "json", false, "print one JSON object per trigger, then a summary object")
+	c.sessionFlags(cmd)
+	return cmd, func(ctx context.Context, args []string) error {
+		switch {
+		case live && len(args) > 0:
+			return usagef("replay --live reads the stream: give --session, not a file")
+		case live:
+			if err := checkSession(sid); err != nil {
+				return err
+			}
+			if recorded {
+				return usagef("--recorded-skills needs a recording file: a live stream holds no captured skills")
+			}
+		case len(args) != 1:
+			return usagef("replay needs one recording file (or --live --session SID), got %d arguments", len(args))
+		case sid != "":
+			return usagef("--session applies to --live only")
+		}
+		if err := c.validateSkills(); err != nil {
+			return err
+		}
+		out := bufio.NewWriterSize(a.stdout, 64<<10)
+		defer out.Flush()
+		opts := replay.Options{
+			ToolOwner: c.ToolOwner,
+			Catalog:   catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength},
+			Recorded:  recorded,
+			CwdMap:    maps,
+			Emit:      stepPrinter(out, asJSON, false),
+		}
+		if !recorded {
+			reg, err := c.registry(nil, false)
+			if err != nil {
+				return err
+			}
+			defer reg.Close()
+			opts.Skills = reg
+		}
+		var (
+			sum replay.Summary
+			err error
+		)
+		if live {
+			var js jetstream.JetStream
+			var closeJS func()
+			if js, _, closeJS, err = a.openSessions(&c); err != nil {
+				return err
+			}
+			defer closeJS()
+			sum, err = replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
+		} else {
+			sum, err = replayFile(ctx, args[0], opts)
+		}
+		if err != nil {
+			out.Flush()
+			return err
+		}
+		if err := printSummary(out, asJSON, sum); err != nil {
+			return err
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if sum.Differ > 0 {
+			return errReported
+		}
+		return nil
+	}
+}
+
+// openRecording opens a recording file; problems with the file are the
+// user's to fix (exit 2).
+func openRecording(path string) (*replay.Reader, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, usagef("open recording: %v", err)
+	}
+	r, err := replay.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, recordingError(path, err)
+	}
+	return r, func() { f.Close() }, nil
+}
+
+// recordingError marks a format error of a recording as bad input.
+func recordingError(path string, err error) error {
+	var fe *replay.FormatError
+	if errors.As(err, &fe) || errors.Is(err, replay.ErrNoRecordedSkills) {
+		return usageError{msg: fmt.Sprintf("%s: %v", path, err)}
+	}
+	return err
+}
+
+func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {
+	r, closeFile, err := openRecording(path)
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	defer closeFile()
+	sum, err := replay.Run(ctx, r, opts)
+	return sum, recordingError(path, err)
+}
+
+func replayLive(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, opts replay.Options) (replay.Summary, error) {
+	rp, err := replay.NewReplayer(replay.Header{Session: sid, Prefix: prefix, Stream: stream}, opts)
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	err = replay.ReadSession(ctx, js, stream, prefix, sid, func(e replay.Event, _ uint64) error {
+		return rp.Add(ctx, replay.Item{Event: &e})
+	})
+	if errors.Is(err, replay.ErrEmptySession) {
+		return replay.Summary{}, fmt.Errorf("session %s has no events in stream %s", sid, stream)
+	}
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	return rp.Finish(ctx)
+}
+
+// stepPrinter writes steps as text or JSON lines. With history set it
+// prints the catalog the model saw instead of the replay.
+func stepPrinter(w io.Writer, asJSON, history bool) func(replay.Step) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return func(s replay.Step) error {
+		if asJSON {
+			return enc.Encode(s)
+		}
+		var err error
+		if history {
+			err = printSeen(w, s)
+		} else {
+			err = printStep(w, s)
+		}
+		return err
+	}
+}
+
+// trigger names a step for people: `step 3` or `call c1 (b-skill)`.
+func triggerName(s replay.Step) string {
+	id := s.ID
+	if id == "" {
+		id = "?"
+	}
+	if s.Kind == replay.TriggerSkillCall {
+		if s.Skill != "" {
+			return fmt.Sprintf("call %s (%s)", id, s.Skill)
+		}
+		return "call " + id
+	}
+	return "step " + id
+}
+
+func printStep(w io.Writer, s replay.Step) error {
+	verdict := "same"
+	if s.Differs {
+		verdict = "DIFFERS"
+	}
+	line := fmt.Sprintf("seq %d %s: recorded %s; replayed %s: %s", s.Seq, triggerName(s), s.Recorded, s.Replayed, verdict)
+	if s.Note != "" {
+		line += " (" + s.Note + ")"
+	}
+	if _, err := fmt.Fprintln(w, line); err != nil {
+		return err
+	}
+	if s.Diff != "" {
+		_, err := io.WriteString(w, s.Diff)
+		return err
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, asJSON bool, sum replay.Summary) error {
+	if asJSON {
+		b, err := json.Marshal(struct {
+			Summary replay.Summary `json:"summary"`
+		}{sum})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d triggers replayed: %d same, %d differ\n", sum.Triggers, sum.Same, sum.Differ)
+	return err
+}
