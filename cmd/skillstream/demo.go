@@ -401,4 +401,3 @@ func poll(ctx context.Context, f func() error) error {
 		}
 	}
 }
-
