@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"runtime"
 	"strings"
@@ -256,7 +257,7 @@ func TestHugeDeclaredLength(t *testing.T) {
 
 // bytesAllocated returns the bytes f allocates, averaged over several runs.
 func bytesAllocated(f func()) uint64 {
-	const runs = 20
+	const runs = 5
 	f()
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -298,5 +299,30 @@ func TestDeeplyNested(t *testing.T) {
 	ok = append(ok, 0xc0)
 	if err := checkMsgpack(ok); err != nil {
 		t.Errorf("depth %d rejected: %v", MaxDepth, err)
+	}
+}
+
+// TestDecodeMemoryProportional: a payload near the size limit made of
+// minimal elements costs memory in proportion to its size, in both
+// encodings.
+func TestDecodeMemoryProportional(t *testing.T) {
+	const n = 75_000
+	head := []byte{0x84, 0xa1, 'v', 1, 0xa7, 's', 'e', 's', 's', 'i', 'o', 'n', 0xa1, 's', 0xa4, 's', 't', 'e', 'p', 0xa1, 'x', 0xa5, 't', 'o', 'o', 'l', 's', 0xdd}
+	head = binary.BigEndian.AppendUint32(head, n)
+	msg := append(head, bytes.Repeat([]byte{0x81, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'a'}, n)...)
+	js := []byte(`{"v":1,"session":"s","step":"x","tools":[` + strings.Repeat(`{"name":"a"},`, n-1) + `{"name":"a"}]}`)
+	for _, tc := range []struct {
+		enc Encoding
+		b   []byte
+	}{{Msgpack, msg}, {JSON, js}} {
+		p, err := DecodePreStep(tc.enc, tc.b)
+		if err != nil || len(p.Tools) != n {
+			t.Fatalf("%v: %d tools, %v", tc.enc, len(p.Tools), err)
+		}
+		allocated := bytesAllocated(func() { _, _ = DecodePreStep(tc.enc, tc.b) })
+		if limit := 32 * uint64(len(tc.b)); allocated > limit {
+			t.Errorf("%v: decoding %d bytes allocated %d bytes (limit %d)", tc.enc, len(tc.b), allocated, limit)
+		}
+		t.Logf("%v: %d bytes in, %d bytes allocated", tc.enc, len(tc.b), allocated)
 	}
 }
