@@ -122,7 +122,7 @@ func printSeen(w io.Writer, s replay.Step) error {
 		line += ": " + strings.Join(names, ", ")
 	}
 	if s.MaskedBy != 0 {
-		line += fmt.Sprintf(" [compaction at seq %d]", s.MaskedBy)
+		line += fmt.Sprintf("; newest compaction: seq %d", s.MaskedBy)
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
@@ -134,4 +134,3 @@ func whyNone(s replay.Step) string {
 	}
 	return "none published yet"
 }
-

@@ -140,6 +140,10 @@ type Summary struct {
 	Differ   int `json:"differ"`
 }
 
+// ErrNoRecordedSkills reports a replay against recorded skills of a
+// recording that captured none.
+var ErrNoRecordedSkills = errors.New("the recording holds no captured skills (export it with --capture-skills)")
+
 // maxQueue bounds the triggers held back waiting for their output; beyond
 // it the oldest is settled as having none.
 const maxQueue = 4096
@@ -235,6 +239,9 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 	case events.KindCompaction:
 		r.st.observe(e, kind)
 	case events.KindPreStep, events.KindSkillCall:
+		if r.opts.Recorded && !r.opts.HistoryOnly && len(r.recorded) == 0 {
+			return ErrNoRecordedSkills
+		}
 		p := &pending{event: e, kind: kind, at: r.st.mark()}
 		p.seen = p.at
 		p.id = triggerID(e, kind)

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
+)
+
+// replayProject writes a project with three skills and a .git marker and
+// returns the session working directory inside it.
+func replayProject(t testing.TB) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "project")
+	writeFile(t, root, ".git/HEAD", "ref: refs/heads/main\n")
+	writeFile(t, root, ".agents/skills/a-skill/SKILL.md", skillMD("Imperative subject line.",
+		"name: a-skill", "description: Write commit messages that <explain> why & what."))
+	writeFile(t, root, ".agents/skills/b-skill/SKILL.md", skillMD("Read the whole diff.",
+		"name: b-skill", "description: Review a pull request."))
+	writeFile(t, root, ".agents/skills/release-notes.md", skillMD("Group by effect.",
+		"name: release-notes", "description: Draft release notes from merged changes."))
+	cwd := filepath.Join(root, "src")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cwd
+}
+
+// playStore runs the real processor on an embedded server whose store is
+// dir, plays session sid (initial catalog, unchanged, two calls, compaction,
+// re-established catalog, tombstone when another owner's tool shadows ours,
+// replacement, unchanged) and stops everything, leaving the store closed.
+func playStore(t *testing.T, dir, cwd, sid string) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := startEmbedded(embeddedOptions{name: "replay-test", storeDir: dir}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	nc, err := inProcess(srv, "replay-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := providers.NewRegistry([]providers.Provider{fs})
+	defer reg.Close()
+	p, err := processor.New(nc, reg, processor.Config{}, processor.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("processor: %v", err)
+		}
+	}()
+
+	w, err := newWorker(nc, events.DefaultPrefix, sid, processor.DefaultToolOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	shadowed, err := newWorker(nc, events.DefaultPrefix, sid, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shadowed.Close()
+	expect := func(what, got, want string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got != want {
+			t.Fatalf("%s: got %s, want %s", what, got, want)
+		}
+	}
+	d, err := w.preStep(ctx, "1", cwd)
+	expect("step 1", d.Outcome, events.OutcomeAppended, err)
+	d, err = w.preStep(ctx, "2", cwd)
+	expect("step 2", d.Outcome, events.OutcomeUnchanged, err)
+	r, err := w.call(ctx, "call-1", cwd, "b-skill")
+	expect("call-1", r.Text[:15], "<skill_content ", err)
+	r, err = w.call(ctx, "call-2", cwd, "no-such-skill")
+	expect("call-2", r.Text, `Error: skill "no-such-skill" is unknown or no longer available`, err)
+	seq, err := w.publish(ctx, "message.user", "m1", map[string]any{"v": 1, "text": "hi"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.compact(ctx, seq+1)
+	expect("compact", "", "", err)
+	d, err = w.preStep(ctx, "3", cwd)
+	expect("step 3", d.Outcome, events.OutcomeAppended, err)
+	d, err = shadowed.preStep(ctx, "4", cwd)
+	expect("step 4", d.Outcome, events.OutcomeAppended, err)
+	if d.Catalog == nil || len(d.Catalog.Source.Entries) != 0 {
+		t.Fatalf("step 4 is not a tombstone: %+v", d.Catalog)
+	}
+	d, err = w.preStep(ctx, "5", cwd)
+	expect("step 5", d.Outcome, events.OutcomeAppended, err)
+	d, err = w.preStep(ctx, "6", cwd)
+	expect("step 6", d.Outcome, events.OutcomeUnchanged, err)
+}
+
+// quietAddr returns a loopback address nothing listens on.
+func quietAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+var onlyProject = []string{"--no-bundled", "--user-skills-dir="}
+
+func TestExportReplayHistoryEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	playStore(t, dir, cwd, "s1")
+	store := []string{"--data", dir, "--listen", quietAddr(t)}
+	rec := filepath.Join(t.TempDir(), "s1.jsonl")
+
+	code, _, stderr := runMain(t, append([]string{"export", "--session", "s1", "--out", rec}, store...)...)
+	if code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "exported 16 events of session s1") {
+		t.Errorf("export stderr: %s", stderr)
+	}
+	keep(t, rec, "plain.jsonl")
+
+	// Replayed against the unchanged skills: identical, exit 0, and the
+	// same bytes every time.
+	code, out, stderr := runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitOK {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, stderr)
+	}
+	golden(t, "replay/identical.golden", out)
+	if _, again, _ := runMain(t, append([]string{"replay", rec}, onlyProject...)...); again != out {
+		t.Errorf("second replay printed other bytes:\n%s", again)
+	}
+
+	// The same session straight from the store.
+	code, live, stderr := runMain(t, append(append([]string{"replay", "--live", "--session", "s1"}, store...), onlyProject...)...)
+	if code != exitOK || live != out {
+		t.Errorf("replay --live: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
+	}
+
+	// History: the catalog the model saw at each step, and one step's text.
+	code, out, stderr = runMain(t, "history", rec)
+	if code != exitOK {
+		t.Fatalf("history: exit %d\n%s", code, stderr)
+	}
+	golden(t, "replay/history.golden", out)
+	code, out, _ = runMain(t, "history", rec, "--step", "4")
+	if code != exitOK || !strings.Contains(out, "<available_skills>\n</available_skills>\n\nNo skills are currently available") {
+		t.Errorf("history --step 4: exit %d\n%s", code, out)
+	}
+	code, liveHist, _ := runMain(t, append([]string{"history", "--session", "s1"}, store...)...)
+	if code != exitOK || !strings.HasPrefix(liveHist, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries") {
+		t.Errorf("history --session: exit %d\n%s", code, liveHist)
+	}
+	if code, _, stderr = runMain(t, "history", rec, "--step", "nope"); code != exitUsage || !strings.Contains(stderr, `step "nope" is not in the session`) {
+		t.Errorf("history of a missing step: exit %d, %s", code, stderr)
+	}
+
+	// A description edited on disk: exactly the steps whose catalog text
+	// depends on it differ, with a readable diff; exit 1.
+	path := filepath.Join(filepath.Dir(cwd), ".agents/skills/b-skill/SKILL.md")
+	writeFile(t, filepath.Dir(path), "SKILL.md", skillMD("Read the whole diff.", "name: b-skill", "description: Review a pull request carefully."))
+	code, out, stderr = runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitFailure {
+		t.Fatalf("replay after the edit: exit %d\n%s%s", code, out, stderr)
+	}
+	golden(t, "replay/changed.golden", out)
+
+	// --json: one object per trigger, then the summary.
+	code, out, _ = runMain(t, append([]string{"replay", rec, "--json"}, onlyProject...)...)
+	if code != exitFailure {
+		t.Fatalf("replay --json: exit %d", code)
+	}
+	var differ []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	var last map[string]any
+	for sc.Scan() {
+		var step struct {
+			ID      string `json:"id"`
+			Differs bool   `json:"differs"`
+			Diff    string `json:"diff"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &step); err != nil {
+			t.Fatalf("--json line %q: %v", sc.Text(), err)
+		}
+		if step.Differs {
+			differ = append(differ, step.ID)
+		}
+		last = nil
+		json.Unmarshal(sc.Bytes(), &last)
+	}
+	if strings.Join(differ, ",") != "1,2,3,5,6" {
+		t.Errorf("differing steps in --json: %v", differ)
+	}
+	if s, ok := last["summary"].(map[string]any); !ok || s["differ"] != float64(5) || s["triggers"] != float64(8) {
+		t.Errorf("summary line: %v", last)
+	}
+}
+
+func TestReplayRecordedSkills(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	playStore(t, dir, cwd, "s2")
+	rec := filepath.Join(t.TempDir(), "s2.jsonl")
+	args := append([]string{"export", "--session", "s2", "--out", rec, "--capture-skills", "--data", dir, "--listen", quietAddr(t)}, onlyProject...)
+	if code, _, stderr := runMain(t, args...); code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	keep(t, rec, "session.jsonl")
+	if err := os.RemoveAll(filepath.Join(filepath.Dir(cwd), ".agents")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runMain(t, append([]string{"replay", rec, "--recorded-skills"}, onlyProject...)...)
+	if code != exitOK || !strings.HasSuffix(out, "8 triggers replayed: 8 same, 0 differ\n") {
+		t.Errorf("replay --recorded-skills: exit %d\n%s%s", code, out, stderr)
+	}
+	// Without the capture the skills are gone: the replay differs.
+	if code, _, _ := runMain(t, append([]string{"replay", rec}, onlyProject...)...); code != exitFailure {
+		t.Errorf("replay against the removed skills: exit %d, want 1", code)
+	}
+}
+
+func TestReplayBadInput(t *testing.T) {
+	good, err := os.ReadFile("testdata/replay/session.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	lines := strings.SplitAfter(string(good), "\n")
+	corrupt := strings.Join(lines[:3], "") + "{\"type\":\"event\",\"seq\":\n" + strings.Join(lines[4:], "")
+	tests := []struct {
+		name string
+		args []string
+		want []string // in stderr
+	}{
+		{"corrupt", []string{"replay", write("corrupt.jsonl", []byte(corrupt))},
+			[]string{"corrupt recording: record 4 (byte offset " + strconv.Itoa(len(lines[0])+len(lines[1])+len(lines[2])) + ")"}},
+		{"truncated", []string{"replay", write("truncated.jsonl", good[:len(good)-200])},
+			[]string{"truncated recording: record", "byte offset", "ends without a newline"}},
+		{"newer version", []string{"replay", write("v9.jsonl", []byte(`{"format":"skillstream-recording","version":9,"session":"s"}`+"\n"))},
+			[]string{"format version 9 is newer than the newest this skillstream reads (1)"}},
+		{"not a recording", []string{"replay", write("x.json", []byte("{}\n"))}, []string{`format is ""`}},
+		{"missing file", []string{"replay", filepath.Join(dir, "absent.jsonl")}, []string{"open recording"}},
+		{"no file", []string{"replay"}, []string{"replay needs one recording file"}},
+		{"live without session", []string{"replay", "--live"}, []string{"--session is required"}},
+		{"bad cwd map", []string{"replay", "x", "--cwd-map", "nope"}, []string{`cwd mapping "nope": want OLD=NEW`}},
+		{"recorded skills missing", append([]string{"replay", "testdata/replay/plain.jsonl", "--recorded-skills"}, onlyProject...),
+			[]string{"holds no captured skills"}},
+		{"history corrupt", []string{"history", filepath.Join(dir, "corrupt.jsonl")}, []string{"byte offset"}},
+		{"export without session", []string{"export"}, []string{"--session is required"}},
+		{"export bad session", []string{"export", "--session", "a.b"}, []string{"--session: bad session token"}},
+		{"export no store", []string{"export", "--session", "s", "--data", filepath.Join(dir, "nostore"), "--listen", quietAddr(t)}, []string{"no such store directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runMain(t, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitUsage, stdout, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not mention %q", stderr, w)
+				}
+			}
+		})
+	}
+}
+
+// TestExportRefusesRunningServer checks that export does not open a store a
+// server may be using.
+func TestExportRefusesRunningServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, stderr := runMain(t, "export", "--session", "s", "--data", t.TempDir(), "--listen", ln.Addr().String())
+	if code != exitUsage || !strings.Contains(stderr, "read through it with --nats-url nats://"+ln.Addr().String()) {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestReplayGoldenRecording replays the committed recording: identical.
+func TestReplayGoldenRecording(t *testing.T) {
+	code, out, stderr := runMain(t, append([]string{"replay", "testdata/replay/session.jsonl", "--recorded-skills"}, onlyProject...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	golden(t, "replay/golden-replay.golden", out)
+}
+
+// keep copies a recording into testdata/replay when -update is given.
+func keep(t *testing.T, src, name string) {
+	t.Helper()
+	if !*update {
+		return
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata/replay", name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
