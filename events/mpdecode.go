@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 
@@ -693,7 +694,14 @@ func (t *ToolDefinition) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "description":
 			t.Description, err = mpString(d, key)
 		case "parameters":
-			if err = t.Parameters.DecodeMsgpack(d); err != nil {
+			// Take the value's bytes first so that a value without a JSON
+			// form still leaves the reader at the next key.
+			raw, rerr := d.DecodeRaw()
+			if rerr != nil {
+				return true, fatal(key, rerr)
+			}
+			if err = t.Parameters.DecodeMsgpack(msgpack.NewDecoder(bytes.NewReader(raw))); err != nil {
+				t.Parameters = nil
 				err = &FieldError{Field: key, Problem: err.Error()}
 			}
 		default:

@@ -127,3 +127,14 @@ func TestIDControlCharacters(t *testing.T) {
 		t.Errorf("unicode step rejected: %v", err)
 	}
 }
+
+// TestBadParametersKeepReading: parameters without a JSON form are reported,
+// and the keys after them are still read.
+func TestBadParametersKeepReading(t *testing.T) {
+	b := mp(t, "parameters", map[string]any{"a": []byte{1, 2}, "b": 1}, "name", "skill")
+	d, err := DecodeToolDefinition(Msgpack, b)
+	fieldErr(t, err, "parameters", "binary has no JSON form")
+	if d.Name != "skill" {
+		t.Errorf("name after bad parameters = %q, want skill", d.Name)
+	}
+}
