@@ -87,7 +87,13 @@ type served struct {
 // loopback port and waits until it is ready.
 func startServe(t testing.TB, dataDir, skillsRoot string, extra ...string) *served {
 	t.Helper()
-	port, mport := freePort(t), freePort(t)
+	return startServeAt(t, freePort(t), dataDir, skillsRoot, extra...)
+}
+
+// startServeAt is startServe on a given NATS port.
+func startServeAt(t testing.TB, port int, dataDir, skillsRoot string, extra ...string) *served {
+	t.Helper()
+	mport := freePort(t)
 	args := []string{"serve",
 		"--listen", "127.0.0.1:" + strconv.Itoa(port), "--data", dataDir,
 		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(mport),
