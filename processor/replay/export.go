@@ -25,8 +25,11 @@ type Skills interface {
 // ErrEmptySession reports a session without any event in the stream.
 var ErrEmptySession = errors.New("session has no events")
 
-// readBatch is how many messages the ordered consumer keeps in flight.
-const readBatch = 512
+// readBatch and readBytes bound what the ordered consumer buffers.
+const (
+	readBatch = 512
+	readBytes = 16 << 20
+)
 
 // ReadSession calls fn with every event of session sid in stream, in stream
 // order, until it has delivered the session's newest event (events appended
@@ -55,7 +58,13 @@ func ReadSession(ctx context.Context, js jetstream.JetStream, stream, prefix, si
 	if info.NumPending == 0 {
 		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, ErrEmptySession)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(readBatch))
+	// At most readBatch messages or readBytes bytes are buffered, but
+	// never less than one maximal message, or the consumer would stall.
+	limit := readBytes
+	if nc := js.Conn(); nc != nil {
+		limit = max(limit, 2*int(nc.MaxPayload()))
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(readBatch, limit))
 	if err != nil {
 		return fmt.Errorf("read session %s: %w", sid, err)
 	}
