@@ -306,7 +306,7 @@ func TestDeeplyNested(t *testing.T) {
 // minimal elements costs memory in proportion to its size, in both
 // encodings.
 func TestDecodeMemoryProportional(t *testing.T) {
-	const n = 75_000
+	const n = 25_000
 	head := []byte{0x84, 0xa1, 'v', 1, 0xa7, 's', 'e', 's', 's', 'i', 'o', 'n', 0xa1, 's', 0xa4, 's', 't', 'e', 'p', 0xa1, 'x', 0xa5, 't', 'o', 'o', 'l', 's', 0xdd}
 	head = binary.BigEndian.AppendUint32(head, n)
 	msg := append(head, bytes.Repeat([]byte{0x81, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'a'}, n)...)
