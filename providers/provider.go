@@ -47,9 +47,10 @@ type Provider interface {
 // snapshot only while every provider is a Notifier whose channel is still
 // open.
 //
-// Changes returns a channel that is closed once answers for cwd may differ
-// from those given after the call. After it is closed, a later call returns
-// a fresh channel. A nil channel means "never changes" (a static provider);
+// Changes returns a channel that is closed once an answer List gave for cwd
+// after the call may no longer be current. (So a provider may start
+// watching during List, as long as it reads after the watch is in place.)
+// After it is closed, a later call returns a fresh channel. A nil channel means "never changes" (a static provider);
 // a channel that is already closed means "cannot tell, do not cache".
 type Notifier interface {
 	Changes(cwd string) <-chan struct{}

@@ -1,0 +1,122 @@
+package agentskills_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
+)
+
+const benchSkills = 1000
+
+// benchTree writes 1,000 directory skills into a project folder and returns
+// the project root.
+func benchTree(b *testing.B) string {
+	b.Helper()
+	repo := b.TempDir()
+	mkdir(b, filepath.Join(repo, ".git"))
+	body := "Steps:\n1. Read the task.\n2. Do the thing carefully.\n3. Check the result.\n"
+	for i := range benchSkills {
+		name := fmt.Sprintf("skill-%04d", i)
+		write(b, filepath.Join(repo, ".agents/skills", name, "SKILL.md"),
+			skillText(name, "Benchmark skill number "+fmt.Sprint(i)+" that does one specific thing well.", body))
+	}
+	return repo
+}
+
+func benchRegistry(b *testing.B, cfg agentskills.Config, opts ...providers.RegistryOption) (*agentskills.Provider, *providers.Registry) {
+	b.Helper()
+	cfg.NoUserDir = true
+	p, err := agentskills.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := providers.NewRegistry([]providers.Provider{p}, opts...)
+	return p, r
+}
+
+func mustSnapshot(b *testing.B, r *providers.Registry, cwd string) {
+	s, err := r.Snapshot(context.Background(), cwd)
+	if err != nil || !s.Complete || len(s.Skills) != benchSkills {
+		b.Fatalf("snapshot: %d skills, complete %v, %v", len(s.Skills), s.Complete, err)
+	}
+}
+
+func reportWork(b *testing.B, p *agentskills.Provider, before agentskills.Stats) {
+	after := p.Stats()
+	n := float64(b.N)
+	b.ReportMetric(float64(after.Reads-before.Reads)/n, "reads/op")
+	b.ReportMetric(float64(after.Scans-before.Scans)/n, "scans/op")
+}
+
+// BenchmarkSnapshotCold: a fresh provider and registry each time: list,
+// read, parse and watch 1,000 skills.
+func BenchmarkSnapshotCold(b *testing.B) {
+	for _, watch := range []bool{true, false} {
+		b.Run(fmt.Sprintf("watch=%v", watch), func(b *testing.B) {
+			repo := benchTree(b)
+			b.ReportAllocs()
+			var reads uint64
+			for b.Loop() {
+				p, r := benchRegistry(b, agentskills.Config{NoWatch: !watch})
+				mustSnapshot(b, r, repo)
+				reads += p.Stats().Reads
+				b.StopTimer()
+				_ = r.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+		})
+	}
+}
+
+// BenchmarkSnapshotWarm: the same tree again, unchanged. "registry" is the
+// registry's cached snapshot (what the processor sees); "provider" disables
+// the registry cache so every snapshot runs List over the provider's cached
+// parses; "stat" has no watcher and validates every file by stat.
+func BenchmarkSnapshotWarm(b *testing.B) {
+	cases := []struct {
+		name string
+		cfg  agentskills.Config
+		opts []providers.RegistryOption
+	}{
+		{"registry", agentskills.Config{}, nil},
+		{"provider", agentskills.Config{}, []providers.RegistryOption{providers.WithCacheSize(0)}},
+		{"stat", agentskills.Config{NoWatch: true}, nil},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			repo := benchTree(b)
+			p, r := benchRegistry(b, c.cfg, c.opts...)
+			defer r.Close()
+			mustSnapshot(b, r, repo)
+			before := p.Stats()
+			b.ReportAllocs()
+			for b.Loop() {
+				mustSnapshot(b, r, repo)
+			}
+			reportWork(b, p, before)
+		})
+	}
+}
+
+// BenchmarkLoad: load one skill's body through the registry (a warm
+// snapshot to resolve, then one file read).
+func BenchmarkLoad(b *testing.B) {
+	repo := benchTree(b)
+	p, r := benchRegistry(b, agentskills.Config{})
+	defer r.Close()
+	mustSnapshot(b, r, repo)
+	before := p.Stats()
+	b.ReportAllocs()
+	for b.Loop() {
+		sk, err := r.Load(context.Background(), "skill-0500", repo)
+		if err != nil || sk.Content == "" {
+			b.Fatal(err)
+		}
+	}
+	reportWork(b, p, before)
+}
