@@ -192,7 +192,8 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 // order. The snapshot is incomplete when a provider failed, did not answer
 // before ctx's deadline (or the provider timeout), or the skill set changed
 // twice during collection; the other providers' skills are still there. The
-// only error is ctx's cancellation.
+// only error is ctx's cancellation. The slice is the caller's; the
+// ResourceBase values it points to are shared and must not be modified.
 func (r *Registry) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
 	v, err := r.view(ctx, cwd)
 	if err != nil {
@@ -213,7 +214,12 @@ func (r *Registry) Resolve(ctx context.Context, name, cwd string) (catalog.Summa
 	if !ok {
 		return catalog.Summary{}, fmt.Errorf("resolve skill %q: %w", name, catalog.ErrNotFound)
 	}
-	return v.skills[i], nil
+	s := v.skills[i]
+	if s.ResourceBase != nil {
+		rb := *s.ResourceBase
+		s.ResourceBase = &rb
+	}
+	return s, nil
 }
 
 // Load re-resolves the winner for name in cwd and asks its provider for the

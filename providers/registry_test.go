@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -515,5 +516,51 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		<-tick.C
+	}
+}
+
+func TestShadowingLoggedOnce(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	a := &fake{name: "a", cands: []providers.Candidate{cand("x", "a", "", 1)}}
+	b := &fake{name: "b", cands: []providers.Candidate{cand("x", "b", "", 2), cand("Bad", "b", "", 2)}, err: errors.New("half broken")}
+	r := newRegistry(t, []providers.Provider{a, b}, providers.WithLogger(log))
+	for range 3 {
+		snapshot(t, r, "/w")
+	}
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"skill shadowed", "skill candidate rejected", "skill snapshot incomplete"} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("%q logged %d times, want once:\n%s", want, n, out)
+		}
+	}
+	if !strings.Contains(out, "shadowed=b/") || !strings.Contains(out, "by=a/") {
+		t.Errorf("shadowing log does not say where from:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestCloseReportsCallsThatNeverReturn(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	hang := &fake{name: "hang", onList: func(context.Context) error { <-release; return nil }}
+	r := providers.NewRegistry([]providers.Provider{hang},
+		providers.WithProviderTimeout(5*time.Millisecond), providers.WithCloseTimeout(20*time.Millisecond))
+	if s, err := r.Snapshot(context.Background(), "/w"); err != nil || s.Complete {
+		t.Fatalf("snapshot: %v complete=%v", err, s.Complete)
+	}
+	err := r.Close()
+	if !errors.Is(err, providers.ErrStuck) || !strings.Contains(err.Error(), "1 provider calls still running") {
+		t.Fatalf("Close = %v, want ErrStuck naming one running call", err)
 	}
 }
