@@ -17,6 +17,10 @@ var errPanic = errors.New("panic")
 // left unacknowledged and unanswered.
 var errCrash = errors.New("simulated crash")
 
+// errSessionMismatch reports a payload whose session differs from its
+// subject's.
+var errSessionMismatch = errors.New("session mismatch")
+
 // errConflict reports an append refused because the session moved on.
 var errConflict = errors.New("session changed since it was read")
 

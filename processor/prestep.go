@@ -20,7 +20,7 @@ func (p *Processor) preStep(ctx context.Context, t *trigger) error {
 	}
 	t.ref = ps.Step
 	if ps.Session != t.sid {
-		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", events.ErrBadSession, ps.Session, t.sid))
+		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
 	}
 	d, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {

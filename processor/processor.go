@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -221,23 +222,28 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	t.last = p.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(p.cfg.MaxDeliver)
 	sid, kind, err := events.ParseSubject(p.cfg.Prefix, t.msg.Subject())
 	t.sid, t.kind = sid, kind
+	if err != nil {
+		// Keep what can be read, to address the rejection.
+		rest, _ := strings.CutPrefix(t.msg.Subject(), p.cfg.Prefix+".")
+		s, k, _ := strings.Cut(rest, ".")
+		t.sid, t.kind = s, events.Kind(k)
+	}
 	if t.delivered > 1 {
 		p.m.redeliveries.WithLabelValues(kindLabel(kind)).Inc()
 	}
 	h := t.msg.Headers()
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
+	inbox := h.Get(events.HeaderReplyInbox)
+	if inbox != "" && !validInbox(inbox) {
+		return p.reject(t, reasonInbox, fmt.Errorf("header %s: %q is not a subject to publish to", events.HeaderReplyInbox, inbox))
+	}
+	t.inbox = inbox
 	if err != nil {
 		return p.reject(t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
 	}
 	if kind != events.KindPreStep && kind != events.KindSkillCall {
 		// A consumer filtered wider than ours: not our business.
 		return nil
-	}
-	if inbox := h.Get(events.HeaderReplyInbox); inbox != "" {
-		if !validInbox(inbox) {
-			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %q is not a subject to publish to", events.HeaderReplyInbox, inbox))
-		}
-		t.inbox = inbox
 	}
 	if _, err := events.EncodingOf(h.Get(events.HeaderContentType)); err != nil {
 		return p.reject(t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))

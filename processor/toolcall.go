@@ -35,7 +35,7 @@ func (p *Processor) skillCall(ctx context.Context, t *trigger) error {
 		return p.reject(t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
 	}
 	if sc.Session != t.sid {
-		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", events.ErrBadSession, sc.Session, t.sid))
+		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
 	}
 	if p.expired(sc.DeadlineMs) {
 		return p.answerExpired(t)
