@@ -1,9 +1,9 @@
 package processor
 
 import (
-	"errors"
-	"encoding/json"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
