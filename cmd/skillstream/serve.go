@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -96,7 +97,8 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			srv.WaitForShutdown()
 		}()
 		nc, err = inProcess(srv, "skillstream "+c.ToolOwner)
-		where = []any{"nats", "embedded", "listen", listenURL(srv), "data", srv.StoreDir()}
+		data, _ := filepath.Abs(c.Data)
+		where = []any{"nats", "embedded", "listen", listenURL(srv), "data", data}
 	} else {
 		var opts []nats.Option
 		if opts, err = c.connectOptions(log); err == nil {
