@@ -87,6 +87,7 @@ type Provider struct {
 	debounce    time.Duration
 
 	w        *fsnotify.Watcher // nil: no watching, validate by stat
+	addWatch func(path string) error
 	watchErr error
 	loopDone chan struct{}
 
@@ -223,6 +224,7 @@ func New(cfg Config) (*Provider, error) {
 			p.watchErr = fmt.Errorf("start file watcher: %w", err)
 		} else {
 			p.w = w
+			p.addWatch = w.Add
 			p.loopDone = make(chan struct{})
 			go p.loop()
 		}
@@ -640,7 +642,7 @@ func (p *Provider) acquire(r *root, path string, k watchKind) error {
 	_, had := e.owners[r]
 	e.owners[r] = k
 	p.mu.Unlock()
-	if err := p.w.Add(path); err != nil {
+	if err := p.addWatch(path); err != nil {
 		if !had {
 			p.release(r, path)
 		}
