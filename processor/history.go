@@ -25,7 +25,7 @@ type Surface struct {
 // Masks reports whether the event at seq is off the model-visible surface.
 // A nil Surface (no compaction) masks nothing.
 func (s *Surface) Masks(seq uint64) bool {
-	if s == nil || seq > s.Seq || seq >= s.RetainFrom {
+	if s == nil || seq >= s.Seq || seq >= s.RetainFrom {
 		return false
 	}
 	return !slices.Contains(s.Keep, seq)

@@ -1,0 +1,169 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+func TestFateOf(t *testing.T) {
+	transient := errors.New("nats: timeout")
+	rejected := &rejection{reason: reasonField, err: &events.FieldError{Field: "session", Problem: "missing"}}
+	cases := []struct {
+		name string
+		err  error
+		last bool
+		want fate
+	}{
+		{"success", nil, false, fateAck},
+		{"success at last delivery", nil, true, fateAck},
+		{"undecodable", &rejection{reason: reasonUndecodable, err: events.ErrBadPayload}, false, fateTerm},
+		{"invalid", rejected, false, fateTerm},
+		{"rejected, reply failed too", errors.Join(rejected, transient), false, fateTerm},
+		{"wrapped rejection", fmt.Errorf("pre-step: %w", rejected), false, fateTerm},
+		{"panic", fmt.Errorf("%w: boom", errPanic), false, fateTerm},
+		{"transient", transient, false, fateRetry},
+		{"conflicts exhausted", fmt.Errorf("append: %w", errConflict), false, fateRetry},
+		{"transient at last delivery", transient, true, fateTerm},
+	}
+	for _, c := range cases {
+		if got := fateOf(c.err, c.last); got != c.want {
+			t.Errorf("%s: fate %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestDecodeReason(t *testing.T) {
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("x: %w", events.ErrTooLarge), reasonTooLarge},
+		{fmt.Errorf("x: %w", events.ErrUnsupportedVersion), reasonVersion},
+		{&events.FieldError{Field: "step", Problem: "missing"}, reasonField},
+		{events.ErrBadPayload, reasonUndecodable},
+	}
+	for _, c := range cases {
+		if got := decodeReason(c.err); got != c.want {
+			t.Errorf("%v: reason %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestSurfaceAndHistory(t *testing.T) {
+	// Catalogs of ours at 5 and 10; compactions at 20.
+	newest, older := Mark{Seq: 10, Digest: "new"}, Mark{Seq: 5, Digest: "old"}
+	cases := []struct {
+		name  string
+		marks []Mark
+		comp  *Surface
+		want  catalog.History
+	}{
+		{"nothing published", nil, nil, catalog.History{}},
+		{"no compaction", []Mark{newest}, nil, catalog.History{Published: true, Visible: true, Digest: "new"}},
+		{"retained", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 10}, catalog.History{Published: true, Visible: true, Digest: "new"}},
+		{"masked", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 11}, catalog.History{Published: true}},
+		{"masked but kept", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 15, Keep: []uint64{3, 10}}, catalog.History{Published: true, Visible: true, Digest: "new"}},
+		{"newest masked, older kept", []Mark{newest, older}, &Surface{Seq: 20, RetainFrom: 15, Keep: []uint64{5}}, catalog.History{Published: true, Visible: true, Digest: "old"}},
+		{"after the compaction", []Mark{{Seq: 25, Digest: "later"}}, &Surface{Seq: 20, RetainFrom: 30}, catalog.History{Published: true, Visible: true, Digest: "later"}},
+		{"compaction itself", []Mark{{Seq: 20, Digest: "x"}}, &Surface{Seq: 20, RetainFrom: 30}, catalog.History{Published: true, Visible: true, Digest: "x"}},
+	}
+	for _, c := range cases {
+		if got := HistoryOf(c.marks, c.comp); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	var none *Surface
+	if none.Masks(1) {
+		t.Error("no compaction masks nothing")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	if c.Stream != "SESSIONS" || c.Prefix != "ev" || c.Consumer != "skillstream" || c.ToolOwner != "skillstream" ||
+		c.DuplicateWindow < 2*time.Minute || c.Catalog != catalog.DefaultOptions() {
+		t.Fatalf("defaults %+v", c)
+	}
+	bad := []struct {
+		mutate  func(*Config)
+		mention string
+	}{
+		{func(c *Config) { c.Stream = "a.b" }, "stream name"},
+		{func(c *Config) { c.Prefix = "ev.*" }, "prefix"},
+		{func(c *Config) { c.Prefix = "ev." }, "prefix"},
+		{func(c *Config) { c.Consumer = "x y" }, "consumer"},
+		{func(c *Config) { c.DuplicateWindow = time.Minute }, "duplicate window"},
+		{func(c *Config) { c.MaxAge = time.Minute }, "exceeds max age"},
+		{func(c *Config) { c.Replicas = 7 }, "replicas"},
+		{func(c *Config) { c.Workers = -1 }, "workers"},
+		{func(c *Config) { c.AckWait = time.Millisecond }, "ack wait"},
+		{func(c *Config) { c.Catalog = catalog.Options{DescriptionMaxLength: 2} }, "greater than or equal to 3"},
+	}
+	for _, b := range bad {
+		c := Config{}.WithDefaults()
+		b.mutate(&c)
+		err := c.Validate()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), b.mention) {
+			t.Errorf("%+v: error %v, want one mentioning %q", c, err, b.mention)
+		}
+	}
+	// The consumer's back-off never has more entries than deliveries and
+	// never undercuts AckWait (heartbeats are sent every AckWait/3).
+	for _, md := range []int{1, 3, 10} {
+		c := Config{MaxDeliver: md}.WithDefaults()
+		bo := c.backOff()
+		if len(bo) > md || len(bo) == 0 {
+			t.Fatalf("max deliver %d: back-off %v", md, bo)
+		}
+		for _, d := range bo {
+			if d < c.AckWait {
+				t.Fatalf("back-off %v below ack wait %v", bo, c.AckWait)
+			}
+		}
+	}
+}
+
+func TestOutputID(t *testing.T) {
+	if got := outputID("s1", "step-7", events.KindCatalog); got != "s1:step-7:catalog.append" {
+		t.Fatalf("%q", got)
+	}
+	// Ids unfit for a header are hashed, deterministically.
+	a := outputID("s1", "step with spaces", events.KindToolResult)
+	if a != outputID("s1", "step with spaces", events.KindToolResult) || strings.ContainsAny(a, " \r\n") ||
+		!strings.HasPrefix(a, "s1:sha256-") || !strings.HasSuffix(a, ":tool.result") {
+		t.Fatalf("%q", a)
+	}
+	if a == outputID("s1", "step with  spaces", events.KindToolResult) {
+		t.Fatal("different ids hash alike")
+	}
+}
+
+func TestValidInbox(t *testing.T) {
+	for s, want := range map[string]bool{
+		"_INBOX.abc.def": true, "reply": true, "": false, "a..b": false, ".a": false, "a.": false,
+		"a.*": false, "a.>": false, "a b": false, "a\r\nb": false,
+	} {
+		if got := validInbox(s); got != want {
+			t.Errorf("validInbox(%q) = %v", s, got)
+		}
+	}
+}
+
+func TestNakDelay(t *testing.T) {
+	p := &Processor{cfg: Config{NakDelay: 100 * time.Millisecond, AckWait: time.Second}}
+	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	for i, w := range want {
+		if got := p.nakDelay(uint64(i + 1)); got != w*time.Millisecond {
+			t.Errorf("delivery %d: delay %v, want %v", i+1, got, w*time.Millisecond)
+		}
+	}
+}
