@@ -57,7 +57,11 @@
 // # Loading
 //
 // Load re-resolves the winner for the name in that working directory and
-// asks its provider for the current body; nothing is cached. It returns an
+// asks its provider for the current body; nothing is cached. When that
+// provider says the skill is gone although the (cached) view still listed
+// it — a change whose notification has not arrived yet — Load resolves
+// once more from a fresh view, so a shadowed candidate takes over at once.
+// It returns an
 // error wrapping catalog.ErrNotFound when no provider offers the name any
 // more, and otherwise the provider's failure as `read skill "<name>":
 // <cause>`, which the skill tool shows as `Error: <message>`.

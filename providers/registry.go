@@ -228,9 +228,22 @@ func (r *Registry) Resolve(ctx context.Context, name, cwd string) (catalog.Summa
 // the provider's failure as `read skill "<name>": <cause>`.
 func (r *Registry) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
 	v, err := r.view(ctx, cwd)
-	if err != nil {
-		return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
+	for attempt := 0; ; attempt++ {
+		if err != nil {
+			return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
+		}
+		sk, err := r.load(ctx, v, name, cwd)
+		if attempt == 0 && errors.Is(err, catalog.ErrNotFound) {
+			// The view may predate a change not announced yet (a
+			// deleted override): resolve once more from a fresh one.
+			v, err = r.collect(ctx, cwd)
+			continue
+		}
+		return sk, err
 	}
+}
+
+func (r *Registry) load(ctx context.Context, v *view, name, cwd string) (catalog.Skill, error) {
 	i, ok := v.find(name)
 	if !ok {
 		return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, catalog.ErrNotFound)

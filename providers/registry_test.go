@@ -564,3 +564,20 @@ func TestCloseReportsCallsThatNeverReturn(t *testing.T) {
 		t.Fatalf("Close = %v, want ErrStuck naming one running call", err)
 	}
 }
+
+// TestLoadRetriesAfterUnannouncedRemoval: the cached winner's provider no
+// longer has the skill (its change notification has not arrived yet); Load
+// resolves again and the shadowed candidate answers.
+func TestLoadRetriesAfterUnannouncedRemoval(t *testing.T) {
+	over := newNotifying("override", cand("x", "override", "", providers.RankProject))
+	base := static{&fake{name: "base", cands: []providers.Candidate{cand("x", "base", "", providers.RankBundled)}}}
+	r := newRegistry(t, []providers.Provider{over, base})
+	if got := names(snapshot(t, r, "/w")); got[0] != "x=override" {
+		t.Fatalf("snapshot %v", got)
+	}
+	over.set() // removed, not announced: the cached view still says override
+	sk, err := r.Load(context.Background(), "x", "/w")
+	if err != nil || sk.Provider != "base" || sk.Content != "body of x from base" {
+		t.Fatalf("Load = %+v, %v; want the base skill", sk, err)
+	}
+}

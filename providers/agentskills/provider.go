@@ -434,9 +434,16 @@ func (p *Provider) Load(ctx context.Context, name, cwd string) (catalog.Skill, e
 	for _, r := range roots {
 		s := p.scan(ctx, r)
 		for _, f := range s.skills {
-			if f.sum.Name == name {
-				return p.load(r, f)
+			if f.sum.Name != name {
+				continue
 			}
+			sk, err := p.load(r, f)
+			if errors.Is(err, catalog.ErrNotFound) {
+				// Deleted or renamed before the watcher said so: the
+				// next candidate of that name is the winner now.
+				continue
+			}
+			return sk, err
 		}
 	}
 	return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)

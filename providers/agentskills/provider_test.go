@@ -418,3 +418,27 @@ func TestNameNeverBecomesAPath(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadFallsToNextRootWhenWinnerVanishes: a deleted winner is replaced by
+// the next root's skill of that name at once, even before the watcher
+// reports the deletion.
+func TestLoadFallsToNextRootWhenWinnerVanishes(t *testing.T) {
+	base := t.TempDir()
+	first, second := filepath.Join(base, "first"), filepath.Join(base, "second")
+	write(t, filepath.Join(first, "x/SKILL.md"), skillText("x", "first", "first body"))
+	write(t, filepath.Join(second, "x.md"), skillText("x", "second", "second body"))
+	p := newProvider(t, agentskills.Config{CustomDirs: []string{first, second}, NoUserDir: true})
+	r := providers.NewRegistry([]providers.Provider{p})
+	t.Cleanup(func() { _ = r.Close() })
+	ctx := context.Background()
+	if sk, err := r.Load(ctx, "x", ""); err != nil || sk.Content != "first body" {
+		t.Fatalf("Load = %q, %v", sk.Content, err)
+	}
+	if err := os.RemoveAll(filepath.Join(first, "x")); err != nil {
+		t.Fatal(err)
+	}
+	sk, err := r.Load(ctx, "x", "")
+	if err != nil || sk.Content != "second body" || sk.ResourceBase.Path != second {
+		t.Fatalf("Load after removing the winner = %+v, %v", sk, err)
+	}
+}
