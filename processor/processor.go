@@ -106,6 +106,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		}()
 	},
 		jetstream.PullMaxMessages(p.cfg.Workers),
+		// Short pulls with frequent idle heartbeats: after a consumer leader
+		// change or a lost pull request, pulling resumes within seconds.
+		jetstream.PullExpiry(pullExpiry),
+		jetstream.PullHeartbeat(pullHeartbeat),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			p.log.Debug("consume", "err", err)
 		}),
@@ -122,6 +126,12 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor stopped")
 	return nil
 }
+
+// Pull request timing; a missing heartbeat is noticed after 2×pullHeartbeat.
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = time.Second
+)
 
 // trigger is one delivery being handled.
 type trigger struct {
