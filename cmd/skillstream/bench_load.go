@@ -246,7 +246,7 @@ func toggleSkill(root string) func(i int) error {
 // benchSkillMD is a generated SKILL.md of about 1.5 KB.
 func benchSkillMD(name, description string) string {
 	var b strings.Builder
-	b.WriteString("---\nname: " + name + "\ndescription: " + description + "\n---\n")
+	b.WriteString("---\nname: " + name + "\ndescription: '" + strings.ReplaceAll(description, "'", "''") + "'\n---\n")
 	b.WriteString("# " + name + "\n\n")
 	for i := 1; i <= 12; i++ {
 		fmt.Fprintf(&b, "%d. Step %d of the %s procedure: read the relevant files, then act carefully.\n", i, i, name)

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// TestBenchSmoke runs a tiny bench end to end (embedded server, processor in
+// process, baseline) and checks that every figure of the report was filled.
+func TestBenchSmoke(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, stdout, stderr := runMain(t, "bench", "--processor", "inprocess",
+		"--sessions", "3", "--steps", "2", "--calls", "1", "--changes", "1",
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r benchReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if r.Baseline == nil || r.Processor == nil {
+		t.Fatalf("report lacks a phase:\n%s", stdout)
+	}
+	for name, ph := range map[string]*benchPhaseReport{"processor": r.Processor, "baseline": r.Baseline} {
+		if !ph.Complete || ph.PreSteps != 6 || ph.SkillCalls != 6 || ph.Errors != 0 {
+			t.Errorf("%s: complete %v, %d pre-steps, %d skill calls, %d errors; want all 6 + 6 answered without error (%v)",
+				name, ph.Complete, ph.PreSteps, ph.SkillCalls, ph.Errors, ph.ErrorSamples)
+		}
+		// Every session's first pre-step appends its catalog, every skill
+		// call its result.
+		if ph.Appends < 3+6 {
+			t.Errorf("%s: %d appends, want at least 9", name, ph.Appends)
+		}
+		if ph.PreStepsPerSec <= 0 || ph.SkillCallsPerSec <= 0 || ph.AppendsPerSec <= 0 || ph.Seconds <= 0 {
+			t.Errorf("%s: rates not filled: %+v", name, ph)
+		}
+		for _, s := range []string{seriesPreStep, seriesAppended, seriesSkillCall} {
+			l := ph.Latency[s]
+			if l.N == 0 || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
+				t.Errorf("%s: latency %q = %+v", name, s, l)
+			}
+		}
+		if ph.CPUSeconds <= 0 || ph.CPUScope == "" {
+			t.Errorf("%s: CPU not measured: %v s (%q)", name, ph.CPUSeconds, ph.CPUScope)
+		}
+	}
+	if got := r.Processor.Outcomes[events.OutcomeAppended]; got < 3 {
+		t.Errorf("processor appended %d catalogs, want one per session at least; outcomes %v", got, r.Processor.Outcomes)
+	}
+	if r.Processor.Outcomes["tool ok"] != 6 {
+		t.Errorf("skill calls answered ok: %d, want 6; outcomes %v", r.Processor.Outcomes["tool ok"], r.Processor.Outcomes)
+	}
+	if r.Processor.Processor == nil || r.Processor.Processor.Stages["total"].Count == 0 {
+		t.Errorf("processor metrics not read: %+v", r.Processor.Processor)
+	}
+	if _, err := os.Stat("/proc/self/status"); err == nil && r.Processor.PeakRSSBytes <= 0 {
+		t.Errorf("peak RSS not measured")
+	}
+	if r.Ratios["pre-step_p50"] <= 0 || r.Ratios["skill_call_p99"] <= 0 {
+		t.Errorf("ratios missing: %v", r.Ratios)
+	}
+	if r.Machine.CPUs <= 0 {
+		t.Errorf("machine not described: %+v", r.Machine)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("bench left %d entries in its temporary folder", len(left))
+	}
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sessions", "0"}, "--sessions 0: want at least 1"},
+		{[]string{"--encoding", "xml"}, `--encoding "xml": want msgpack or json`},
+		{[]string{"--processor", "elsewhere"}, `--processor "elsewhere": want child, inprocess or external`},
+		{[]string{"--processor", "external"}, "--processor external needs --nats-url"},
+		{[]string{"--duration", "0s"}, "--duration 0s: want a positive duration"},
+		{[]string{"--catalog-description-max-length", "2"}, "greater than or equal to 3"},
+		{[]string{"extra"}, `bench takes no arguments, got "extra"`},
+	}
+	for _, tt := range tests {
+		code, _, stderr := runMain(t, append([]string{"bench"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("bench %q: exit %d, stderr %q; want exit %d naming %q", tt.args, code, stderr, exitUsage, tt.want)
+		}
+	}
+}
+
+// TestBenchReportText renders a report for people: every phase column, the
+// ratios and where the targets land.
+func TestBenchReportText(t *testing.T) {
+	lat := func(p50 float64) map[string]benchLatency {
+		return map[string]benchLatency{seriesPreStep: {N: 10, P50: p50, P90: 2 * p50, P99: 3 * p50, Max: 4 * p50},
+			seriesUnchanged: {N: 9, P50: p50, P90: 2 * p50, P99: 3 * p50, Max: 4 * p50}}
+	}
+	r := &benchReport{
+		Workload:  benchWorkload{Sessions: 1000, Steps: 10, Concurrency: 1000, Encoding: "msgpack", Processor: benchModeChild, Workers: 32},
+		Processor: &benchPhaseReport{Seconds: 2, Complete: true, PreSteps: 10000, PreStepsPerSec: 5000, Latency: lat(1500), PeakRSSBytes: 50 << 20, RSSBytes: 40 << 20, CPUSeconds: 2, CPUCores: 1},
+		Baseline:  &benchPhaseReport{Seconds: 1, Complete: true, PreSteps: 10000, PreStepsPerSec: 10000, Latency: lat(1000)},
+	}
+	r.ratios()
+	got := formatBenchReport(r)
+	for _, want := range []string{
+		"1000 sessions × 10 pre-steps",
+		"pre-step unchanged p50",
+		"1.50ms", "1.00ms", "1.50",
+		"unchanged pre-step p50 ≤ 1.5× baseline: 1.50× met",
+		"≥ 5000 pre-steps/s with 1000 sessions in flight: 5000/s met",
+		"processor peak RSS < 200 MB (1000 sessions seen): 50.0 MiB met",
+		"40.0 MiB / 50.0 MiB",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}

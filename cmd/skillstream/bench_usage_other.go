@@ -1,0 +1,8 @@
+//go:build !unix
+
+package main
+
+import "time"
+
+// selfCPU is not measured on this system.
+func selfCPU() time.Duration { return 0 }
