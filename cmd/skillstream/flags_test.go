@@ -187,3 +187,30 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: exit %d, %q", code, stdout)
 	}
 }
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:4222": true, "localhost:4222": true, "[::1]:4222": true,
+		"0.0.0.0:4222": false, ":4222": false, "10.0.0.5:4222": false, "nonsense": false,
+	} {
+		if got := loopback(addr); got != want {
+			t.Errorf("loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// FuzzParse feeds arbitrary command lines and environment values to the
+// serve flag parser: it must return positional arguments or an error, never
+// panic.
+func FuzzParse(f *testing.F) {
+	f.Add("--skills-dir\x00/a\x00x\x00--\x00--y", "/a,/b:/c", "12")
+	f.Add("--workers=\x00--no-bundled=maybe", "", "-1")
+	f.Add("-h", ",,:", "1e9")
+	f.Fuzz(func(t *testing.T, args, list, num string) {
+		_, cmd := newServeFlags()
+		env := envMap(map[string]string{
+			"SKILLSTREAM_SKILLS_DIR": list, "SKILLSTREAM_WORKERS": num, "SKILLSTREAM_MAX_AGE": num,
+		})
+		_, _ = cmd.parse(strings.Split(args, "\x00"), env)
+	})
+}

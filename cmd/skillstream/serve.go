@@ -97,6 +97,10 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			srv.WaitForShutdown()
 		}()
 		nc, err = inProcess(srv, "skillstream "+c.ToolOwner)
+		if !loopback(c.Listen) {
+			log.Warn("the embedded NATS server takes clients without authentication on a non-loopback address; firewall it, or run an authenticated cluster and use --nats-url",
+				"listen", c.Listen)
+		}
 		data, _ := filepath.Abs(c.Data)
 		where = []any{"nats", "embedded", "listen", listenURL(srv), "data", data}
 	} else {
@@ -226,6 +230,19 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 	}
 	log.Info("skillstream stopped")
 	return nil
+}
+
+// loopback reports whether a listen address only accepts local clients.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // opsHandler serves /metrics, /healthz (the process is up) and /readyz (the
