@@ -344,3 +344,97 @@ func keep(t *testing.T, src, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMakeLargeSession builds a store holding one long session, played
+// through the real processor, for measuring export and replay by hand (see
+// the README). It runs only when SKILLSTREAM_LARGE_STORE names a directory:
+//
+//	SKILLSTREAM_LARGE_STORE=/tmp/big go test ./cmd/skillstream -run TestMakeLargeSession -timeout 30m
+//
+// The store is DIR/store, the skills project DIR/project, the session "big"
+// with SKILLSTREAM_LARGE_EVENTS events (default 100000): per turn a pre-step
+// and nine other events (messages, another tool's calls and results, about
+// 300 bytes each), a skill call every 50 turns, a compaction every 1000.
+func TestMakeLargeSession(t *testing.T) {
+	dir := os.Getenv("SKILLSTREAM_LARGE_STORE")
+	if dir == "" {
+		t.Skip("set SKILLSTREAM_LARGE_STORE=DIR to build a large session store")
+	}
+	total := 100000
+	if v := os.Getenv("SKILLSTREAM_LARGE_EVENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total = n
+	}
+	project := filepath.Join(dir, "project")
+	writeFile(t, project, ".git/HEAD", "ref: refs/heads/main\n")
+	for i := range 20 {
+		name := "skill-" + strconv.Itoa(i)
+		writeFile(t, project, ".agents/skills/"+name+"/SKILL.md", skillMD("Body of "+name+".",
+			"name: "+name, "description: Does task number "+strconv.Itoa(i)+" carefully and well."))
+	}
+	cwd := filepath.Join(project, "src")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := startEmbedded(embeddedOptions{name: "large", storeDir: filepath.Join(dir, "store")}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+	nc, err := inProcess(srv, "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := providers.NewRegistry([]providers.Provider{fs})
+	defer reg.Close()
+	p, err := processor.New(nc, reg, processor.Config{}, processor.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	defer func() { stop(); <-done }()
+	w, err := newWorker(nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	filler := map[string]any{"v": 1, "text": strings.Repeat("lorem ipsum ", 24)}
+	kinds := []events.Kind{"message.user", "message.assistant", "tool.call.read", "tool.result.read"}
+	start := time.Now()
+	var last uint64
+	for turn := 0; int(last) < total; turn++ {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if turn%1000 == 999 {
+			if _, err := w.compact(tctx, last+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := w.preStep(tctx, "step-"+strconv.Itoa(turn), cwd); err != nil {
+			t.Fatal(err)
+		}
+		if turn%50 == 0 {
+			if _, err := w.call(tctx, "call-"+strconv.Itoa(turn), cwd, "skill-"+strconv.Itoa(turn%20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 9 {
+			if last, err = w.publish(tctx, kinds[i%len(kinds)], "f", filler, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+	}
+	t.Logf("session big: %d events in %v, store %s, cwd %s", last, time.Since(start).Round(time.Millisecond), filepath.Join(dir, "store"), cwd)
+}

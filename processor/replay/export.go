@@ -25,7 +25,7 @@ type Skills interface {
 // ErrEmptySession reports a session without any event in the stream.
 var ErrEmptySession = errors.New("session has no events")
 
-// readBatch and readBytes bound what the ordered consumer buffers.
+// readBatch and readBytes bound one read batch.
 const (
 	readBatch = 512
 	readBytes = 16 << 20
@@ -33,72 +33,96 @@ const (
 
 // ReadSession calls fn with every event of session sid in stream, in stream
 // order, until it has delivered the session's newest event (events appended
-// while it reads are included until it catches up). It reads through an
-// ephemeral ordered consumer filtered to <prefix>.<sid>.>: nothing is
-// published to the session and no durable state is created. fn also gets
-// how many events remain after this one. Memory stays bounded by the batch
-// size, whatever the session's length. A session without events is
-// ErrEmptySession.
+// while it reads are included until it catches up). It reads in batches
+// through an ephemeral, unacknowledged, in-memory pull consumer filtered to
+// <prefix>.<sid>.>, deleted at the end (and by the server after a short
+// idle time should the reader vanish): nothing is published to the session
+// and no durable state is created. fn also gets how many events remain
+// after this one. Memory is bounded by one batch (readBatch messages,
+// readBytes bytes or one maximal message), whatever the session's length.
+// A session without events is ErrEmptySession.
 func ReadSession(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, fn func(e Event, remaining uint64) error) error {
 	if err := events.CheckSession(sid); err != nil {
 		return fmt.Errorf("read session: %w", err)
 	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Description:       "skillstream session reader (export, replay, history)",
 		FilterSubjects:    []string{events.SessionWildcard(prefix, sid)},
 		DeliverPolicy:     jetstream.DeliverAllPolicy,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
 		InactiveThreshold: 30 * time.Second,
 	})
 	if err != nil {
 		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, err)
-	}
-	if info.NumPending == 0 {
+	name := cons.CachedInfo().Name
+	defer func() {
+		// Best effort: the server drops an idle reader consumer by itself.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, name)
+	}()
+	if cons.CachedInfo().NumPending == 0 {
 		return fmt.Errorf("read session %s from stream %s: %w", sid, stream, ErrEmptySession)
 	}
-	// At most readBatch messages or readBytes bytes are buffered, but
-	// never less than one maximal message, or the consumer would stall.
 	limit := readBytes
 	if nc := js.Conn(); nc != nil {
 		limit = max(limit, 2*int(nc.MaxPayload()))
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(readBatch, limit))
-	if err != nil {
-		return fmt.Errorf("read session %s: %w", sid, err)
-	}
-	defer it.Stop()
+	var delivered uint64 // consumer sequence of the last message
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		batch, err := cons.Fetch(readBatch, jetstream.FetchMaxBytes(limit), jetstream.FetchContext(fctx))
 		if err != nil {
+			cancel()
 			return fmt.Errorf("read session %s: %w", sid, err)
 		}
-		md, err := msg.Metadata()
-		if err != nil {
+		for msg := range batch.Messages() {
+			md, err := msg.Metadata()
+			if err != nil {
+				cancel()
+				return fmt.Errorf("read session %s: %w", sid, err)
+			}
+			if md.Sequence.Consumer != delivered+1 {
+				cancel()
+				return fmt.Errorf("read session %s: delivery gap after event %d: %w", sid, delivered, ErrGap)
+			}
+			delivered = md.Sequence.Consumer
+			e := Event{
+				Seq:     md.Sequence.Stream,
+				Subject: msg.Subject(),
+				Time:    md.Timestamp.UTC(),
+				Headers: msg.Headers(),
+				Data:    msg.Data(),
+			}
+			if len(e.Headers) == 0 {
+				e.Headers = nil
+			}
+			if e.Data == nil {
+				e.Data = []byte{}
+			}
+			if err := fn(e, md.NumPending); err != nil {
+				cancel()
+				return err
+			}
+			if md.NumPending == 0 {
+				// Caught up: do not wait for the rest of the batch.
+				cancel()
+				return nil
+			}
+		}
+		cancel()
+		if err := batch.Error(); err != nil {
 			return fmt.Errorf("read session %s: %w", sid, err)
-		}
-		e := Event{
-			Seq:     md.Sequence.Stream,
-			Subject: msg.Subject(),
-			Time:    md.Timestamp.UTC(),
-			Headers: msg.Headers(),
-			Data:    msg.Data(),
-		}
-		if len(e.Headers) == 0 {
-			e.Headers = nil
-		}
-		if e.Data == nil {
-			e.Data = []byte{}
-		}
-		if err := fn(e, md.NumPending); err != nil {
-			return err
-		}
-		if md.NumPending == 0 {
-			return nil
 		}
 	}
 }
+
+// ErrGap reports messages lost between the server and the reader; reading
+// again is safe.
+var ErrGap = errors.New("events missing from the read")
 
 // ExportOptions say what to export and how.
 type ExportOptions struct {

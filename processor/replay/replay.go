@@ -117,8 +117,10 @@ func ParseCwdMapping(s string) (CwdMapping, error) {
 type Options struct {
 	ToolOwner string
 	Catalog   catalog.Options
-	// Skills are the skills to replay against: the registry as it is now.
-	// Ignored when Recorded is set.
+	// Skills are the skills to replay against: the registry as it is now,
+	// asked once per working directory and skill name, so that every
+	// trigger of one replay sees the same skills. Ignored when Recorded is
+	// set.
 	Skills Skills
 	// Recorded replays against the skills captured in the recording.
 	Recorded bool
@@ -195,6 +197,9 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 	}
 	if opts.Emit == nil {
 		opts.Emit = func(Step) error { return nil }
+	}
+	if opts.Skills != nil {
+		opts.Skills = newMemo(opts.Skills)
 	}
 	return &Replayer{
 		opts:     opts,
@@ -682,4 +687,65 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 			return rp.sum, err
 		}
 	}
+}
+
+// memo asks the skills once per working directory (and name) during one
+// replay: every trigger sees the same skills, however long the replay takes
+// and whatever changes on disk meanwhile, and a long session costs one
+// snapshot per directory instead of one per trigger.
+type memo struct {
+	skills    Skills
+	snapshots map[string]catalog.Snapshot
+	resolved  map[[2]string]resolved
+	loaded    map[[2]string]loaded
+}
+
+type resolved struct {
+	s   catalog.Summary
+	err error
+}
+
+type loaded struct {
+	s   catalog.Skill
+	err error
+}
+
+func newMemo(s Skills) *memo {
+	return &memo{skills: s, snapshots: map[string]catalog.Snapshot{}, resolved: map[[2]string]resolved{}, loaded: map[[2]string]loaded{}}
+}
+
+func (m *memo) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
+	if s, ok := m.snapshots[cwd]; ok {
+		return s, nil
+	}
+	s, err := m.skills.Snapshot(ctx, cwd)
+	if err != nil {
+		return s, err
+	}
+	m.snapshots[cwd] = s
+	return s, nil
+}
+
+func (m *memo) Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error) {
+	k := [2]string{name, cwd}
+	if r, ok := m.resolved[k]; ok {
+		return r.s, r.err
+	}
+	s, err := m.skills.Resolve(ctx, name, cwd)
+	if ctx.Err() == nil {
+		m.resolved[k] = resolved{s, err}
+	}
+	return s, err
+}
+
+func (m *memo) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+	k := [2]string{name, cwd}
+	if l, ok := m.loaded[k]; ok {
+		return l.s, l.err
+	}
+	s, err := m.skills.Load(ctx, name, cwd)
+	if ctx.Err() == nil {
+		m.loaded[k] = loaded{s, err}
+	}
+	return s, err
 }
