@@ -73,7 +73,7 @@ const (
 func (c *Config) skillFlags(cmd *command) {
 	cmd.group("Skills")
 	cmd.cfgList(&c.SkillsDirs, "skills-dir", "custom skills root, ranked after project roots and before the user root; repeatable")
-	cmd.cfgString(&c.UserSkillsDir, "user-skills-dir", defaultUserSkills, "user skills root `dir`; empty disables it")
+	cmd.cfgString(&c.UserSkillsDir, "user-skills-dir", defaultUserSkills, "user skills `dir`; empty disables it")
 	cmd.cfgList(&c.ProjectSkillsSubdirs, "project-skills-subdir",
 		"extra skills folder inside the project root, after .agents/skills (e.g. .claude/skills); repeatable")
 	cmd.cfgBool(&c.NoBundled, "no-bundled", false, "leave out the bundled starter skills")
@@ -107,9 +107,9 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgString(&c.Stream, "stream", d.Stream, "JetStream stream `name` holding the session logs")
 	cmd.cfgString(&c.Prefix, "prefix", d.Prefix, "subject `prefix`: sessions live under <prefix>.<session>.<kind>")
 	cmd.cfgString(&c.Consumer, "consumer", d.Consumer, "durable consumer `name` shared by every instance (the consumer group)")
-	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas when the stream is created")
-	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this when the stream is created (0 keeps them)")
-	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window when the stream is created (at least 2m)")
+	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas; set when serve provisions the stream")
+	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this (0 keeps them); set when serve provisions the stream")
+	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window, at least 2m; a shorter one is raised when serve provisions the stream")
 	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance")
 	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
 	cmd.cfgInt(&c.MaxDeliver, "max-deliver", d.MaxDeliver, "give up on a trigger after this many deliveries")
