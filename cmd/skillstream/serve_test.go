@@ -205,14 +205,15 @@ func goroutineBaseline() int {
 func checkGoroutines(t testing.TB, baseline int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for runtime.NumGoroutine() > baseline {
 		if time.Now().After(deadline) {
 			var b strings.Builder
 			pprof.Lookup("goroutine").WriteTo(&b, 1)
 			t.Fatalf("%d goroutines left running, %d before serve started:\n%s", runtime.NumGoroutine(), baseline, b.String())
 		}
-		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond) // waiting for goroutines to exit, not synchronising
+		<-tick.C
 	}
 }
 
