@@ -138,4 +138,3 @@ func TestServeNATSURLBadToken(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
-
