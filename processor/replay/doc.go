@@ -1,5 +1,6 @@
 // Package replay records a session's log to a portable file and replays the
-// processor's decisions against it.
+// processor's decisions against it: the library behind `skillstream export`,
+// `replay` and `history`, and the recording helper for tests.
 //
 // # Recordings
 //
@@ -15,12 +16,75 @@
 //
 // Events are the session's messages exactly as the stream holds them (stream
 // sequence, subject, stored time, headers, payload bytes) in stream order,
-// every kind included. A skills line, optional, is the registry's snapshot
-// for one working directory together with each skill's body; it comes before
-// the first trigger that uses that directory. The end line counts the events
-// and holds the SHA-256 of every byte before it: a file without it is
-// truncated, a file whose bytes do not match it is corrupt. Readers ignore
-// fields they do not know; a change older readers could not ignore gets a
-// new version, and a reader refuses a version newer than its own.
-// Errors name the record (line) number and byte offset.
+// every kind included, foreign ones too. A skills line, optional, is the
+// registry's snapshot for one working directory with each skill's body (or
+// the error loading it); it comes before the first trigger that uses that
+// directory. The end line counts the events and holds the SHA-256 of every
+// byte before it: a file without it is truncated, a file whose bytes do not
+// match it is corrupt. Readers ignore fields they do not know; a change
+// older readers could not ignore gets a new version, and a reader refuses a
+// version newer than its own (ErrUnsupportedVersion). Every reading error is
+// a *FormatError naming the record (line) number and its byte offset.
+//
+// Writer and Reader hold one line at a time, so recordings of any length are
+// written and read in bounded memory (a line is at most MaxLine bytes).
+//
+// # Export
+//
+// ReadSession reads one session through an ephemeral, unacknowledged,
+// in-memory pull consumer filtered to <prefix>.<sid>.>, in bounded batches,
+// until it has caught up with the session's newest event; it publishes
+// nothing and leaves nothing behind. Export writes what it reads as a
+// recording, optionally capturing the skills of every working directory the
+// triggers name (CaptureSkills). Record is the short form for tests: play a
+// session through the processor, Record it into testdata, replay it in a
+// regression test (see TestRoundTripThroughProcessor and
+// TestGoldenRecording). The processor's own tests can use it from an
+// external test package (package processor_test): this package imports
+// processor.
+//
+// # Replay
+//
+// A Replayer is fed a recording item by item and emits one Step per trigger
+// (pre-step or skill call), in stream order. For each trigger it finds the
+// recorded output (by Causation-Seq, else by step or call id) and re-runs
+// the decision the processor made:
+//
+//   - a pre-step is decided with catalog.Decide on the tool view of the
+//     trigger, the skills, and the history the processor saw: the
+//     recognisable catalogs and newest compaction recorded before the
+//     output (with optimistic concurrency, everything before the output is
+//     exactly what the processor read); for a pre-step without output,
+//     everything before the trigger. The history verdict is the
+//     processor's own processor.HistoryOf;
+//   - a skill call is run with catalog.Execute for the call's cwd.
+//
+// The history always comes from the recording, never from the replay's own
+// earlier answers, so a change shows at the steps it really affects. A
+// trigger differs when the model text it would have put into the session is
+// not the recorded text (a catalog appended on one side only, other text, a
+// different tool result); Step.Diff is then a unified diff from recorded to
+// replayed. Rejected and expired triggers are compared by fate only: the
+// processor's clock is not in the recording, so a recorded expiry stands,
+// and a deadline already past when the trigger was stored replays as
+// expired. A worker's retry answered with an existing output is reported
+// as a retry, not compared.
+//
+// Skills are either Options.Skills (the registry as it is now, asked once
+// per working directory and name per replay, so the output is deterministic
+// even while files change) or, with Options.Recorded, the skills captured
+// in the recording. Options.CwdMap replays recordings made under other
+// paths. The same recording and skills always give the same steps.
+//
+// # History
+//
+// With Options.HistoryOnly nothing is replayed: each pre-step's Step carries
+// Seen, the catalog the model saw at that step (the newest visible one after
+// the step's output, compaction masking and keep lists applied), Published,
+// and the compaction in force.
+//
+// # Left to the caller
+//
+// Choosing the registry (the same configuration as serve, SPEC §5),
+// printing, exit statuses, and where sessions are read from.
 package replay

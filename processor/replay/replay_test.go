@@ -394,3 +394,67 @@ func TestHistoryOnly(t *testing.T) {
 		t.Errorf("history:\n%s\nwant:\n%s", got.String(), want)
 	}
 }
+
+// TestReplayKeptCatalog: a compaction that masks the newest catalog (a
+// tombstone) but keeps an older one leaves that older one visible, as the
+// processor's HistoryOf decides.
+func TestReplayKeptCatalog(t *testing.T) {
+	sk := testSkills()
+	for _, keepFirst := range []bool{true, false} {
+		s := newSession(t, "kept")
+		cwd := sk.root
+		p1 := s.preStep("1", cwd, ours(s.owner))
+		c1 := s.catalogFor(p1, "1", catalog.UpdateInitial, sk.skills)
+		p2 := s.preStep("2", cwd, nil)
+		s.catalogFor(p2, "2", catalog.UpdateReplacement, nil)
+		s.other("message.user")
+		if keepFirst {
+			s.compact(s.seq+1, c1)
+		} else {
+			s.compact(s.seq + 1)
+		}
+		p3 := s.preStep("3", cwd, ours(s.owner))
+		if !keepFirst {
+			s.catalogFor(p3, "3", catalog.UpdateReplacement, sk.skills)
+		}
+		steps, sum := replayBytes(t, s.recording(), Options{Skills: sk})
+		if sum.Differ != 0 {
+			t.Fatalf("keep=%v: %s", keepFirst, outcomes(steps))
+		}
+		last := steps[len(steps)-1]
+		switch {
+		case keepFirst && (last.Replayed.Outcome != string(catalog.OutcomeUnchanged) || last.Seen == nil || last.Seen.Seq != c1):
+			t.Errorf("kept catalog: step 3 = %+v", last)
+		case !keepFirst && (last.Replayed.Update != UpdateReplacement || last.Seen == nil || last.Seen.Seq != p3+1):
+			t.Errorf("nothing kept: step 3 = %+v", last)
+		}
+	}
+}
+
+// FuzzReplay feeds arbitrary payloads under every kind: the replay never
+// panics and never fails on them; it settles every trigger.
+func FuzzReplay(f *testing.F) {
+	s := lifecycle(f, testSkills())
+	for _, e := range s.evs {
+		f.Add(e.Data, uint8(0), true)
+	}
+	f.Add([]byte{0xc1}, uint8(1), false)
+	f.Add([]byte(`{"v":1,"session":"sess-1","step":"x","tools":[{"name":"skill","owner":"skillstream"}]}`), uint8(0), false)
+	kinds := []events.Kind{events.KindPreStep, events.KindSkillCall, events.KindCompaction, events.KindCatalog, events.KindToolResult}
+	f.Fuzz(func(t *testing.T, data []byte, kind uint8, asJSON bool) {
+		s := lifecycle(t, testSkills())
+		ct := events.ContentTypeMsgpack
+		if asJSON {
+			ct = events.ContentTypeJSON
+		}
+		k := kinds[int(kind)%len(kinds)]
+		s.seq++
+		s.evs = append(s.evs, Event{Seq: s.seq, Subject: events.Subject("ev", s.sid, k), Time: s.at,
+			Headers: map[string][]string{events.HeaderContentType: {ct}, events.HeaderCausationSeq: {"1"}}, Data: data})
+		s.preStep("last", "/work/app", ours(s.owner))
+		steps, sum := replayBytes(t, s.recording(), Options{Skills: testSkills()})
+		if sum.Triggers != len(steps) || steps[len(steps)-1].ID != "last" {
+			t.Fatalf("steps %d, summary %+v", len(steps), sum)
+		}
+	})
+}
