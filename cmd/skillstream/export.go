@@ -129,7 +129,7 @@ so that "replay --recorded-skills" can run without them.`[1:], `
   skillstream export --session 7f3a --nats-url nats://nats:4222 --capture-skills > 7f3a.jsonl`[1:])
 	cmd.group("Flags")
 	cmd.localString(&sid, "session", "", "`id` of the session to export")
-	cmd.localString(&out, "out", "", "write the recording to `file` (default stdout); written whole or not at all")
+	cmd.localString(&out, "out", "", "write the recording to `file` (default stdout): whole or not at all, mode 0600")
 	cmd.localBool(&capture, "capture-skills", false, "record the skills of every working directory the session uses")
 	c.sessionFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
