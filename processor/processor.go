@@ -90,6 +90,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return err
 	}
 	defer svc.Stop()
+	defer p.rd.close()
 
 	// In-flight triggers finish even when ctx ends: they run on a context
 	// that is never cancelled, bounded by their own deadlines.

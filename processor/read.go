@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go"
 )
@@ -35,15 +36,83 @@ const (
 )
 
 // reader reads a stream with Direct Get requests: indexed reads answered by
-// any replica, without consumers.
+// any replica, without consumers. Multi-message answers arrive on one
+// shared wildcard subscription, demultiplexed by the last subject token.
 type reader struct {
-	nc     *nats.Conn
-	stream string
-	api    string // "$JS.API.DIRECT.GET.<stream>"
+	nc  *nats.Conn
+	api string // "$JS.API.DIRECT.GET.<stream>"
+
+	mu      sync.Mutex
+	prefix  string // "<inbox>." of the shared subscription
+	sub     *nats.Subscription
+	next    uint64
+	waiting map[string]*answers
+}
+
+// answers collects the messages of one multi-message answer.
+type answers struct {
+	mu     sync.Mutex
+	msgs   []*nats.Msg
+	signal chan struct{} // capacity 1: "msgs grew"
 }
 
 func newReader(nc *nats.Conn, stream string) *reader {
-	return &reader{nc: nc, stream: stream, api: "$JS.API.DIRECT.GET." + stream}
+	return &reader{nc: nc, api: "$JS.API.DIRECT.GET." + stream, waiting: make(map[string]*answers)}
+}
+
+// open registers a new answer and returns its reply subject.
+func (r *reader) open() (string, *answers, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil {
+		prefix := r.nc.NewInbox() + "."
+		sub, err := r.nc.Subscribe(prefix+"*", r.dispatch)
+		if err != nil {
+			return "", nil, fmt.Errorf("subscribe for direct get answers: %w", err)
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			sub.Unsubscribe()
+			return "", nil, err
+		}
+		r.prefix, r.sub = prefix, sub
+	}
+	r.next++
+	token := strconv.FormatUint(r.next, 36)
+	a := &answers{signal: make(chan struct{}, 1)}
+	r.waiting[token] = a
+	return r.prefix + token, a, nil
+}
+
+func (r *reader) closeAnswer(reply string) {
+	r.mu.Lock()
+	delete(r.waiting, reply[len(r.prefix):])
+	r.mu.Unlock()
+}
+
+func (r *reader) dispatch(m *nats.Msg) {
+	r.mu.Lock()
+	a := r.waiting[m.Subject[len(r.prefix):]]
+	r.mu.Unlock()
+	if a == nil {
+		return // an answer nobody waits for any more
+	}
+	a.mu.Lock()
+	a.msgs = append(a.msgs, m)
+	a.mu.Unlock()
+	select {
+	case a.signal <- struct{}{}:
+	default:
+	}
+}
+
+// close drops the shared subscription.
+func (r *reader) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub != nil {
+		r.sub.Unsubscribe()
+		r.sub = nil
+	}
 }
 
 // directRequest mirrors the server's direct get request fields we use.
@@ -51,7 +120,6 @@ type directRequest struct {
 	Seq       uint64   `json:"seq,omitempty"`
 	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
-	Batch     int      `json:"batch,omitempty"`
 }
 
 // lastOf returns the newest message of every subject matching filters whose
@@ -62,38 +130,44 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]S
 	if err != nil {
 		return nil, err
 	}
-	inbox := r.nc.NewInbox()
-	sub, err := r.nc.SubscribeSync(inbox)
+	reply, a, err := r.open()
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Unsubscribe()
-	if err := r.nc.PublishRequest(r.api, inbox, body); err != nil {
+	defer r.closeAnswer(reply)
+	if err := r.nc.PublishRequest(r.api, reply, body); err != nil {
 		return nil, err
 	}
 	var out []Stored
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// A stored message may carry any header, a Status too: only replies
-		// without a sequence are status replies.
-		switch code := m.Header.Get(hdrStatus); {
-		case m.Header.Get(hdrSequence) != "" || code == "":
-			s, err := stored(m)
-			if err != nil {
-				return nil, err
+		a.mu.Lock()
+		msgs := a.msgs
+		a.msgs = nil
+		a.mu.Unlock()
+		for _, m := range msgs {
+			// A stored message may carry any header, a Status too: only
+			// replies without a sequence are status replies.
+			switch code := m.Header.Get(hdrStatus); {
+			case m.Header.Get(hdrSequence) != "" || code == "":
+				s, err := stored(m)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, s)
+			case code == "204": // end of batch
+				return out, nil
+			case code == "404":
+				return out, nil
+			case code == "413":
+				return nil, errTooManySubjects
+			default:
+				return nil, statusError(m)
 			}
-			out = append(out, s)
-		case code == "204": // end of batch
-			return out, nil
-		case code == "404":
-			return out, nil
-		case code == "413":
-			return nil, errTooManySubjects
-		default:
-			return nil, statusError(m)
+		}
+		select {
+		case <-a.signal:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }
