@@ -210,8 +210,9 @@ type options struct {
 
 // hooks let tests interrupt the flow at points a crash could hit.
 type hooks struct {
-	// beforeAppend runs before each append attempt, with the attempt number.
-	beforeAppend func(sid string, attempt int)
+	// beforeAppend runs before each append attempt, with the attempt number;
+	// an error fails the append (a transient failure).
+	beforeAppend func(sid string, attempt int) error
 	// afterAppend runs after a successful append; an error simulates a
 	// crash: the trigger is left unacknowledged and unanswered.
 	afterAppend func(sid string, seq uint64) error

@@ -44,6 +44,7 @@ func quietLogger() *slog.Logger {
 // demand: with listBroken its List fails, which makes the real registry's
 // snapshots incomplete; with loadBroken its Load fails.
 type flaky struct {
+	delay      atomic.Int64 // List takes this long (a slow provider)
 	offer      atomic.Bool
 	listBroken atomic.Bool
 	loadBroken atomic.Bool
@@ -54,6 +55,15 @@ const flakyMessage = "disk on fire"
 func (f *flaky) Name() string { return "flaky" }
 
 func (f *flaky) List(ctx context.Context, cwd string) ([]providers.Candidate, error) {
+	if d := time.Duration(f.delay.Load()); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if f.listBroken.Load() {
 		return nil, errors.New(flakyMessage)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -127,10 +128,11 @@ func TestConcurrentWorkerAppend(t *testing.T) {
 	e.start(func(c *Config, o *options) {
 		// Before the first append attempt, the worker appends to the session:
 		// the append must be refused and the decision taken again.
-		o.hooks.beforeAppend = func(s string, attempt int) {
+		o.hooks.beforeAppend = func(s string, attempt int) error {
 			if s == sid && attempt == 1 {
 				noted.Store(w.note(sid, "concurrent"))
 			}
+			return nil
 		}
 	})
 	d := w.preStep(events.PreStep{Session: sid, Step: "1", Cwd: e.cwd, Tools: ourTool()})
@@ -282,4 +284,78 @@ func (w *worker) ask(ps events.PreStep, twice bool, retries *atomic.Int32) ([]ev
 		return nil, fmt.Errorf("%s/%s: %d of %d answers after 5 attempts", ps.Session, ps.Step, len(out), copies)
 	}
 	return out, nil
+}
+
+func TestDeadLetter(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	var attempts atomic.Int32
+	e.start(func(c *Config, o *options) {
+		c.MaxDeliver = 3
+		// Every append to this session fails, as if the stream were
+		// unavailable: retried with a delay, then dead-lettered.
+		o.hooks.beforeAppend = func(s string, _ int) error {
+			if s == "doomed" {
+				attempts.Add(1)
+				return errors.New("stream unavailable")
+			}
+			return nil
+		}
+	})
+	w := e.worker()
+	d := w.preStep(events.PreStep{Session: "doomed", Step: "1", Cwd: e.cwd, Tools: ourTool()})
+	if d.Outcome != events.OutcomeIncomplete || d.Error == nil || d.Error.Code != codeUnavailable || !strings.Contains(d.Error.Message, "stream unavailable") {
+		t.Fatalf("dead letter answered %+v", d)
+	}
+	e.waitSettled()
+	m := e.mustMetrics(t)
+	if attempts.Load() != 3 || counter(t, m.deadLetters.WithLabelValues("pre-step")) != 1 ||
+		counter(t, m.transient.WithLabelValues("pre-step")) != 2 || counter(t, m.redeliveries.WithLabelValues("pre-step")) != 2 {
+		t.Fatalf("attempts %d, dead letters %v, transient %v, redeliveries %v", attempts.Load(),
+			counter(t, m.deadLetters.WithLabelValues("pre-step")), counter(t, m.transient.WithLabelValues("pre-step")),
+			counter(t, m.redeliveries.WithLabelValues("pre-step")))
+	}
+	if n := len(e.outputs("doomed", events.KindCatalog)); n != 0 {
+		t.Fatalf("%d catalogs", n)
+	}
+	// Other sessions are unaffected.
+	e.expect(w.preStep(events.PreStep{Session: "fine", Step: "1", Cwd: e.cwd, Tools: ourTool()}), events.OutcomeAppended, 1)
+}
+
+// TestSlowProvider: a snapshot that takes several ack waits is kept alive
+// by progress heartbeats: the trigger is not redelivered meanwhile.
+func TestSlowProvider(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	e.start(func(c *Config, _ *options) { c.AckWait = 300 * time.Millisecond })
+	e.flaky.delay.Store(int64(time.Second))
+	w := e.worker()
+	d := w.preStep(events.PreStep{Session: "slow", Step: "1", Cwd: e.cwd, Tools: ourTool()})
+	e.expect(d, events.OutcomeAppended, 1)
+	e.waitSettled()
+	if got := counter(t, e.mustMetrics(t).redeliveries.WithLabelValues("pre-step")); got != 0 {
+		t.Fatalf("%v redeliveries of a slow trigger", got)
+	}
+}
+
+func TestMetricsExported(t *testing.T) {
+	e := newEnv(t)
+	e.start()
+	w := e.worker()
+	w.preStep(events.PreStep{Session: "m", Step: "1", Tools: ourTool()})
+	families, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, f := range families {
+		have[f.GetName()] = true
+	}
+	for _, name := range []string{"skillstream_triggers_total", "skillstream_stage_seconds"} {
+		if !have[name] {
+			t.Errorf("metric %s not exported (have %v)", name, have)
+		}
+	}
 }

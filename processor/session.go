@@ -273,7 +273,9 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 		Data: data,
 	}
 	if p.hooks.beforeAppend != nil {
-		p.hooks.beforeAppend(t.sid, attempt)
+		if err := p.hooks.beforeAppend(t.sid, attempt); err != nil {
+			return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
+		}
 	}
 	start := p.now()
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)

@@ -1,0 +1,178 @@
+// Package processor is skillstream's stream processor: the only part of the
+// system that talks JetStream. It consumes the triggers agent workers append
+// to their sessions, appends its answers to the same session logs, and
+// answers the waiting worker directly.
+//
+// # Setup
+//
+// Build a Processor with New over a NATS connection, a skill registry
+// (anything with the Skills methods; *providers.Registry is the real one) and
+// a Config, then call Run. Run provisions, serves, consumes until its context
+// ends, then drains and returns nil:
+//
+//	p, err := processor.New(nc, registry, processor.Config{}, processor.WithLogger(log))
+//	if err != nil { ... }
+//	err = p.Run(ctx)
+//
+// Run as many instances as you like, on as many machines: they share one
+// durable pull consumer, so every trigger is delivered to one of them at a
+// time.
+//
+// # Provisioning
+//
+// At start Run makes sure of two things, unless Config.NoProvision is set:
+//
+//   - the stream (default SESSIONS): subjects <prefix>.> (default ev.>),
+//     limits retention, file storage, AllowDirect, a duplicate window of at
+//     least two minutes, Config.MaxAge and Config.Replicas. A missing stream
+//     is created; an existing one keeps its other settings (extra subjects,
+//     limits) and only gains what is missing.
+//   - the durable pull consumer (default skillstream), filtered to
+//     <prefix>.*.agent.pre-step and <prefix>.*.tool.call.skill, with explicit
+//     acks, Config.AckWait, Config.MaxDeliver and a back-off schedule
+//     (AckWait doubling) for deliveries whose processor vanished.
+//
+// With NoProvision, stream and consumer belong to the infrastructure; Run
+// checks them and fails with an error wrapping ErrNotProvisioned that names
+// what is missing (the stream, the consumer, a subject, direct gets, a
+// filter, explicit acks).
+//
+// Run also registers the NATS micro service "skillstream" (nats micro ls
+// lists it) answering on skillstream.tool.definition with the skill tool's
+// definition: JSON, or msgpack when the request says
+// Content-Type: application/msgpack.
+//
+// # Flow of a trigger
+//
+// Each delivery goes to a worker pool of Config.Workers goroutines; while
+// every worker is busy the instance stops pulling, so at most Workers
+// triggers are buffered and Workers handled. Slow work sends a progress
+// heartbeat every AckWait/3, so a slow provider does not cause a
+// redelivery.
+//
+// A pre-step (agent.pre-step):
+//
+//  1. Decode and validate: the payload decodes (events), v is 1, required
+//     fields are there, the payload's session is the subject's.
+//  2. If deadlineMs has passed: answer "expired", append nothing.
+//  3. Read the session: one Direct Get multi-last request on
+//     <prefix>.<sid>.> returns the newest event of every subject of the
+//     session, from one consistent state of one replica. Its cost depends on
+//     the number of event kinds in the session, not on the session's length
+//     or the stream's size. The newest sequence among them is the session's
+//     last sequence, the expectation of the append below.
+//  4. Find the newest catalog this processor published and can recognise
+//     (producer = ToolOwner, text holding an <available_skills> block). A
+//     foreign or malformed record is skipped by reading the previous message
+//     of the catalog subject only (multi-last with up_to_seq), never by
+//     scanning the session. Likewise for the newest readable compaction.
+//  5. Visibility: a catalog at sequence s is visible unless the newest
+//     compaction (at c) masks it: visible iff s >= retainFrom, s is in keep,
+//     or s >= c. When the newest recognisable catalog is masked, only a
+//     catalog listed in keep can still be visible; those are read by
+//     sequence. HistoryOf is this rule as a pure function (replay uses it).
+//  6. If the newest recognisable catalog answers this trigger already
+//     (Causation-Seq is this trigger's sequence, or it was appended for the
+//     same step), answer with it and append nothing: this covers redelivery
+//     after a crash and a worker publishing the same step again.
+//  7. Decide with catalog.Decide. The registry is asked for a snapshot only
+//     if our skill tool is visible in the pre-step's tools.
+//  8. If the decision appends: publish catalog.append with the headers
+//     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
+//     Nats-Expected-Last-Subject-Sequence (the last sequence read) and
+//     Nats-Expected-Last-Subject-Sequence-Subject <prefix>.<sid>.>. If the
+//     session moved on meanwhile (JetStream error 10071 or 10164), go back
+//     to 3, at most Config.AppendRetries times. If the stream reports the
+//     Msg-Id as a duplicate, the answer is the original record it names.
+//  9. Answer: the Decision (events.Decision), to the Reply-Inbox header's
+//     subject, over core NATS, in the request's encoding, and only then ack.
+//
+// A skill call (tool.call.skill) follows the same steps: decode, validate,
+// deadline, read the session, answer from the newest tool.result if it is
+// for this trigger or this call id, otherwise run the skill tool
+// (catalog.Execute, with the registry bound to the call's cwd) once and
+// append the tool.result with Msg-Id "<sid>:<call>:tool.result" under the
+// same optimistic concurrency, then answer with the events.ToolResult.
+// Outputs are stored as msgpack, whatever the request's encoding.
+//
+// # Guarantees
+//
+// One output per trigger. A redelivered trigger, a trigger whose processor
+// crashed between append and ack, and a worker's retry of the same step or
+// call (a new message) all find the output already appended and are
+// answered with it. Two copies handled at the same time by two instances
+// race on the append: the expected-last-sequence check refuses the loser,
+// which re-reads and finds the winner's output; and both carry the same
+// Msg-Id, so the stream's duplicate window refuses a second output even for
+// parallel calls of one session whose results interleave.
+//
+// Decisions are linearisable per session: an append only succeeds if
+// nothing was added to the session since the read it was decided on, so a
+// lagging replica answering the read can cost a retry, never a wrong
+// catalog.
+//
+// Nothing is appended past a trigger's deadline; the deadline is checked
+// before every append (an append that started just before it completes and
+// is reported truthfully).
+//
+// # Failures and acknowledgement
+//
+// One table, fateOf, decides what happens to a delivery:
+//
+//	answered (any append is durable)  → Ack
+//	malformed input                   → Term, after a "rejected" Decision or a
+//	                                    "bad_request" ToolResult
+//	panic while handling               → Term, answered "unavailable"
+//	anything else (NATS timeouts, ...) → NakWithDelay (NakDelay doubling,
+//	                                    at most AckWait); at the last delivery
+//	                                    (MaxDeliver): dead letter
+//
+// Malformed input is undecodable bytes, a payload over 1 MiB, wrong field
+// types, missing fields, v other than 1, a payload session that differs from
+// the subject's, a subject whose session token is invalid, an unknown
+// Content-Type, or a Reply-Inbox one cannot publish to. Each is terminated
+// (never redelivered), counted by reason (skillstream_rejects_total), logged
+// once, and answered where an inbox is known. A skill call whose call id is
+// readable also gets a bad_request tool.result appended to its session, so
+// the model's tool call has a result; nothing else is ever appended for bad
+// input. A panic is recovered per message and counted.
+//
+// A dead letter is a trigger that still fails at its last delivery. It is
+// terminated, counted (skillstream_dead_letters_total), logged with its
+// last error, and answered if it has an inbox: a pre-step with outcome
+// "incomplete" (the model keeps what it was shown; the next pre-step tries
+// again) and error code "unavailable", a skill call with an error result of
+// code "unavailable" that is not appended.
+//
+// # Metrics
+//
+// Registered on the Registerer given WithRegisterer (several instances in
+// one process share them): skillstream_triggers_total{kind,outcome},
+// skillstream_append_conflicts_total, skillstream_redeliveries_total{kind},
+// skillstream_duplicate_triggers_total{kind},
+// skillstream_provider_errors_total, skillstream_rejects_total{reason},
+// skillstream_panics_total, skillstream_dead_letters_total{kind},
+// skillstream_transient_failures_total{kind},
+// skillstream_tool_definition_requests_total and the histogram
+// skillstream_stage_seconds{stage=read|decide|append|total}.
+//
+// # Left to the worker
+//
+// Workers publish triggers (with Reply-Inbox when they want an answer) and
+// compactions, and read answers. Answers travel over core NATS and can be
+// lost; a worker that gets none in time publishes the same step or call
+// again as a new message (not under its first Msg-Id, which the duplicate
+// window would swallow) and gets the same answer. A worker that appends
+// to a session concurrently may use the same expected-last-sequence
+// headers. Catalogs are user-role messages the worker places in the model's
+// context in log order; tool results are ordinary tool results.
+//
+// # Limits
+//
+// The session read returns the newest event of every subject of the
+// session; a session with more than 1024 distinct subjects cannot be read
+// (the triggers are retried, then dead-lettered). The worker-retry check
+// after the duplicate window (two minutes by default) relies on the newest
+// catalog or tool.result of the session: a retry that arrives later than
+// that, and after a newer output of the same kind, is handled as new.
+package processor
