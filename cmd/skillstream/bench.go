@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -255,115 +256,29 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	total := int64(o.sessions) * int64(o.steps)
 
 	if !o.noBaseline {
-		blobs, err := newBenchBlobs(pcfg.ToolOwner, summaries, body, pcfg.Catalog)
-		if err != nil {
-			return fmt.Errorf("baseline answers: %w", err)
-		}
-		bnc, err := benchConnect(c, url, "skillstream bench baseline", log)
-		if err != nil {
-			return err
-		}
-		defer bnc.Close()
-		bl, stopBaseline, err := startBenchBaseline(ctx, bnc, benchBaselineStream+"_"+runID, benchBaselinePrefix+"-"+runID, pcfg.Workers, pcfg.AckWait, blobs)
-		if err != nil {
-			return err
-		}
+		prefix := benchBaselinePrefix + "-" + runID
+		spec := benchChildSpec{Role: benchRoleBaseline, Config: *c, URL: url, Baseline: &benchBaselineSpec{
+			Stream: benchBaselineStream + "_" + runID, Prefix: prefix, Workers: pcfg.Workers, AckWait: pcfg.AckWait,
+			Owner: pcfg.ToolOwner, Skills: summaries, Body: body, Catalog: pcfg.Catalog,
+		}}
 		p := plan
-		p.prefix, p.markAppends = benchBaselinePrefix+"-"+runID, true
-		before := selfUsage()
-		ph := a.benchPhase(ctx, "baseline", cl, p, o, newBenchChanges(o.changes, total, nil))
-		after := selfUsage()
-		stopBaseline()
-		ph.Conflicts = bl.conflicts.Load()
-		if err := bl.err(); err != nil {
-			ph.ErrorSamples = append(ph.ErrorSamples, "baseline consumer: "+err.Error())
+		p.prefix, p.markAppends = prefix, true
+		ph, err := a.benchConsumerPhase(ctx, spec, cl, p, o, newBenchChanges(o.changes, total, nil), log)
+		if err != nil {
+			return err
 		}
-		ph.CPUScope = "bench process: NATS server, load generator and baseline consumer"
-		ph.setCPU(after.CPU - before.CPU)
 		report.Baseline = ph
 		if ctx.Err() != nil {
 			return a.printBenchReport(&report, o)
 		}
 	}
 
-	// Processor phase.
-	var proc benchProc
-	var profile string
-	switch o.mode {
-	case benchModeChild:
-		profile = o.cpuprofile
-		if profile != "" {
-			profile, _ = filepath.Abs(profile)
-		}
-		proc, err = startBenchChild(c, url, profile, a.stderr)
-	case benchModeInProcess:
-		proc, err = startBenchInProcess(ctx, c, url, log)
-	}
-	if err != nil {
-		return err
-	}
-	stopped := false
-	defer func() {
-		if proc != nil && !stopped {
-			_, _ = proc.stop()
-		}
-	}()
-	if err := waitBenchProcessor(ctx, nc, time.Minute); err != nil {
-		return err
-	}
-	stopProfile := func() {}
-	if path := o.cpuprofile; path != "" {
-		if o.mode == benchModeChild {
-			path += ".bench"
-		}
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
-	}
-	self0 := selfUsage()
-	var pu0 benchUsage
-	measured := false
-	if proc != nil {
-		pu0, measured = proc.usage()
-	}
 	p := plan
 	p.prefix = pcfg.Prefix
-	ph := a.benchPhase(ctx, "processor", cl, p, o, newBenchChanges(o.changes, total, toggleSkill(skillsDir)))
-	self1 := selfUsage()
-	stopProfile()
-	if measured {
-		pu1, ok := proc.usage()
-		if ok {
-			ph.setCPU(pu1.CPU - pu0.CPU)
-			ph.RSSBytes, ph.PeakRSSBytes = pu1.RSS, pu1.HWM
-		}
-	}
-	switch o.mode {
-	case benchModeChild:
-		ph.CPUScope = "processor process (child, loopback)"
-		ph.BenchCPUSeconds = (self1.CPU - self0.CPU).Seconds()
-	case benchModeInProcess:
-		ph.CPUScope = "whole process: NATS server, load generator and processor"
-	default:
-		ph.CPUScope = "not measured (external processor)"
-	}
-	if proc != nil {
-		stopped = true
-		st, err := proc.stop()
-		if err != nil {
-			ph.ErrorSamples = append(ph.ErrorSamples, "processor: "+err.Error())
-		}
-		ph.Conflicts = int64(st.Conflicts)
-		ph.Processor = &st
-		if ph.PeakRSSBytes == 0 {
-			ph.PeakRSSBytes = st.PeakRSS
-		}
+	ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: benchRoleProcessor, Config: *c, URL: url},
+		cl, p, o, newBenchChanges(o.changes, total, toggleSkill(skillsDir)), log)
+	if err != nil {
+		return err
 	}
 	report.Processor = ph
 	report.Machine.LoadAfter = loadAverage()
@@ -376,6 +291,115 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		return errReported
 	}
 	return nil
+}
+
+// benchConsumerPhase starts a phase's consumer (spec.Role) where --processor
+// says, plays the load against it, measures the consumer's CPU and memory
+// during the load, and stops it.
+func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, cl *benchClient, p benchPlan, o benchOptions, changes *benchChanges, log *slog.Logger) (*benchPhaseReport, error) {
+	role := spec.Role
+	profile := o.cpuprofile
+	if profile != "" {
+		if abs, err := filepath.Abs(profile); err == nil {
+			profile = abs
+		}
+		if role == benchRoleBaseline {
+			profile += ".baseline"
+		}
+	}
+	mode := o.mode
+	if role == benchRoleBaseline && mode == benchModeExternal {
+		mode = benchModeChild // the baseline is ours to run
+	}
+	var (
+		proc benchProc
+		err  error
+	)
+	switch {
+	case mode == benchModeChild:
+		spec.CPUProfile = profile
+		proc, err = startBenchChild(spec, a.stderr)
+	case mode == benchModeInProcess && role == benchRoleProcessor:
+		proc, err = startBenchInProcess(ctx, &spec.Config, spec.URL, log)
+	case mode == benchModeInProcess:
+		proc, err = startBenchInProcessBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
+	default: // an external processor
+		err = waitBenchProcessor(ctx, cl.nc, time.Minute)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stopProfile := func() {}
+	if profile != "" && mode == benchModeChild {
+		// This process's share: NATS server and load generator.
+		f, err := os.Create(profile + ".bench")
+		if err != nil {
+			_, _ = proc.stop()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			_, _ = proc.stop()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	} else if profile != "" && mode == benchModeInProcess {
+		f, err := os.Create(profile)
+		if err != nil {
+			_, _ = proc.stop()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			_, _ = proc.stop()
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+
+	self0 := selfUsage()
+	var pu0 benchUsage
+	measured := false
+	if proc != nil {
+		pu0, measured = proc.usage()
+	}
+	ph := a.benchPhase(ctx, role, cl, p, o, changes)
+	var pu1 benchUsage
+	if measured {
+		pu1, measured = proc.usage()
+	}
+	self1 := selfUsage()
+	stopProfile()
+	if measured {
+		ph.setCPU(pu1.CPU - pu0.CPU)
+		ph.RSSBytes, ph.PeakRSSBytes = pu1.RSS, pu1.HWM
+	}
+	switch mode {
+	case benchModeChild:
+		ph.CPUScope = role + " process (child, loopback)"
+		ph.BenchCPUSeconds = (self1.CPU - self0.CPU).Seconds()
+	case benchModeInProcess:
+		ph.CPUScope = "whole process: NATS server, load generator and " + role
+	default:
+		ph.CPUScope = "not measured (external processor)"
+	}
+	if proc != nil {
+		st, err := proc.stop()
+		if err != nil {
+			ph.ErrorSamples = append(ph.ErrorSamples, role+": "+err.Error())
+		}
+		if st.FirstError != "" {
+			ph.ErrorSamples = append(ph.ErrorSamples, role+": "+st.FirstError)
+		}
+		ph.Conflicts = int64(st.Conflicts)
+		if ph.PeakRSSBytes == 0 {
+			ph.PeakRSSBytes = st.PeakRSS
+		}
+		if role == benchRoleProcessor {
+			ph.Processor = &st
+		}
+	}
+	return ph, nil
 }
 
 // benchPhase runs one phase's load with a progress line on stderr.
@@ -601,6 +625,9 @@ func (r *benchReport) ratios() {
 	}
 	if r.Baseline.PreStepsPerSec > 0 {
 		r.Ratios["pre_steps_per_second"] = r.Processor.PreStepsPerSec / r.Baseline.PreStepsPerSec
+	}
+	if r.Baseline.CPUPerTriggerUS > 0 && r.Processor.CPUPerTriggerUS > 0 {
+		r.Ratios["cpu_per_trigger"] = r.Processor.CPUPerTriggerUS / r.Baseline.CPUPerTriggerUS
 	}
 	if r.Baseline.SkillCallsPerSec > 0 {
 		r.Ratios["skill_calls_per_second"] = r.Processor.SkillCallsPerSec / r.Baseline.SkillCallsPerSec

@@ -30,6 +30,7 @@ const benchAppendHeader = "Skillstream-Bench-Append"
 // last token of its Reply-Inbox. That is cheaper than a subscription per
 // request, and what a worker process serving many sessions would do.
 type benchClient struct {
+	nc      *nats.Conn
 	js      jetstream.JetStream
 	sub     *nats.Subscription
 	base    string // reply inbox prefix, ending in "."
@@ -49,7 +50,7 @@ func newBenchClient(nc *nats.Conn, timeout time.Duration, tries, maxPending int)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
-	c := &benchClient{js: js, base: nc.NewInbox() + ".", timeout: timeout, tries: tries, waiting: map[uint64]chan *nats.Msg{}}
+	c := &benchClient{nc: nc, js: js, base: nc.NewInbox() + ".", timeout: timeout, tries: tries, waiting: map[uint64]chan *nats.Msg{}}
 	sub, err := nc.Subscribe(c.base+"*", c.route)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe reply inbox: %w", err)

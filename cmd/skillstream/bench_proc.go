@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 )
@@ -37,15 +39,31 @@ type benchProcStats struct {
 	Rejects      float64               `json:"rejects"`
 	Transient    float64               `json:"transient_failures"`
 	DeadLetters  float64               `json:"dead_letters"`
+	Failures     float64               `json:"failures,omitempty"`    // baseline: triggers it could not handle
+	FirstError   string                `json:"first_error,omitempty"` // baseline: the first of them
 	Stages       map[string]benchStage `json:"stages,omitempty"`
 	PeakRSS      int64                 `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
 	CPU          float64               `json:"cpu_seconds,omitempty"`    // whole life of the processor process
 }
 
-// benchStage is the processor's own latency of one handling stage.
+// benchStage is the processor's own latency of one handling stage. The
+// percentiles are histogram bucket bounds: "at most".
 type benchStage struct {
 	Count  uint64  `json:"count"`
 	MeanUS float64 `json:"mean_us"`
+	P50US  float64 `json:"p50_le_us"`
+	P99US  float64 `json:"p99_le_us"`
+}
+
+// bucketBound returns the upper bound of the bucket holding quantile q.
+func bucketBound(h *dto.Histogram, q float64) float64 {
+	want := uint64(q*float64(h.GetSampleCount()) + 0.5)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() >= want {
+			return b.GetUpperBound() * 1e6
+		}
+	}
+	return 0 // beyond the last bucket
 }
 
 // procStatsOf reads the processor's counters from its metrics registry.
@@ -87,7 +105,8 @@ func procStatsOf(g prometheus.Gatherer) benchProcStats {
 					}
 				}
 				if n := h.GetSampleCount(); n > 0 {
-					s.Stages[stage] = benchStage{Count: n, MeanUS: h.GetSampleSum() / float64(n) * 1e6}
+					s.Stages[stage] = benchStage{Count: n, MeanUS: h.GetSampleSum() / float64(n) * 1e6,
+						P50US: bucketBound(h, 0.5), P99US: bucketBound(h, 0.99)}
 				}
 			}
 		}
@@ -135,6 +154,10 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		reg.Close()
 	}}
 	go func() { b.done <- p.Run(pctx) }()
+	if err := waitBenchProcessor(ctx, nc, time.Minute); err != nil {
+		_, _ = b.stop()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -150,23 +173,82 @@ func (b *benchInProcess) stop() (benchProcStats, error) {
 	return s, err
 }
 
-// benchChildSpec is what the parent sends a processor child on its stdin.
+// Roles of a bench consumer process.
+const (
+	benchRoleProcessor = "processor"
+	benchRoleBaseline  = "baseline"
+)
+
+// benchChildSpec is what the parent sends a consumer child on its stdin.
 type benchChildSpec struct {
-	Config     Config `json:"config"`
-	URL        string `json:"url"`
-	CPUProfile string `json:"cpuprofile,omitempty"`
+	Role       string             `json:"role"`
+	Config     Config             `json:"config"`
+	URL        string             `json:"url"`
+	CPUProfile string             `json:"cpuprofile,omitempty"`
+	Baseline   *benchBaselineSpec `json:"baseline,omitempty"`
 }
 
-// benchChild runs the processor as `skillstream bench --processor-child` in
-// a child process connected over loopback: its CPU and memory are then the
-// processor's alone, not the server's or the load generator's.
+// benchBaselineSpec describes the baseline consumer.
+type benchBaselineSpec struct {
+	Stream  string            `json:"stream"`
+	Prefix  string            `json:"prefix"`
+	Workers int               `json:"workers"`
+	AckWait time.Duration     `json:"ack_wait"`
+	Owner   string            `json:"owner"`
+	Skills  []catalog.Summary `json:"skills"`
+	Body    string            `json:"body"`
+	Catalog catalog.Options   `json:"catalog"`
+}
+
+// benchInProcessBaseline runs the baseline consumer in this process.
+type benchInProcessBaseline struct {
+	bl     *benchBaseline
+	stopFn func()
+	nc     *nats.Conn
+}
+
+func startBenchInProcessBaseline(ctx context.Context, c *Config, url string, spec *benchBaselineSpec, log *slog.Logger) (benchProc, error) {
+	blobs, err := newBenchBlobs(spec.Owner, spec.Skills, spec.Body, spec.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("baseline answers: %w", err)
+	}
+	nc, err := benchConnect(c, url, "skillstream bench baseline", log)
+	if err != nil {
+		return nil, err
+	}
+	bl, stop, err := startBenchBaseline(ctx, nc, spec.Stream, spec.Prefix, spec.Workers, spec.AckWait, blobs)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &benchInProcessBaseline{bl: bl, stopFn: stop, nc: nc}, nil
+}
+
+func (b *benchInProcessBaseline) usage() (benchUsage, bool) { return selfUsage(), true }
+
+func (b *benchInProcessBaseline) stop() (benchProcStats, error) {
+	b.stopFn()
+	b.nc.Close()
+	s := benchProcStats{Conflicts: float64(b.bl.conflicts.Load()), Failures: float64(b.bl.failures.Load())}
+	if err := b.bl.err(); err != nil {
+		s.FirstError = err.Error()
+	}
+	u := selfUsage()
+	s.PeakRSS, s.CPU = u.HWM, u.CPU.Seconds()
+	return s, nil
+}
+
+// benchChild runs a phase's consumer (the processor or the baseline) as
+// `skillstream bench --processor-child` in a child process connected over
+// loopback: its CPU and memory are then its own, not the server's or the
+// load generator's, and both phases cross the same process boundaries.
 type benchChild struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	out   *bufio.Reader
 }
 
-func startBenchChild(c *Config, url, cpuprofile string, stderr io.Writer) (benchProc, error) {
+func startBenchChild(spec benchChildSpec, stderr io.Writer) (benchProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find this program to run the processor: %w", err)
@@ -185,12 +267,36 @@ func startBenchChild(c *Config, url, cpuprofile string, stderr io.Writer) (bench
 		return nil, fmt.Errorf("start processor process: %w", err)
 	}
 	b := &benchChild{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	if err := json.NewEncoder(stdin).Encode(benchChildSpec{Config: *c, URL: url, CPUProfile: cpuprofile}); err != nil {
+	if err := json.NewEncoder(stdin).Encode(spec); err != nil {
 		b.kill()
-		return nil, fmt.Errorf("configure processor process: %w", err)
+		return nil, fmt.Errorf("configure %s process: %w", spec.Role, err)
+	}
+	// The child says it is ready in its first line.
+	ready := make(chan error, 1)
+	go func() {
+		line, err := b.out.ReadBytes('\n')
+		if err == nil && strings.TrimSpace(string(line)) != benchReady {
+			err = fmt.Errorf("unexpected first line %q", line)
+		}
+		ready <- err
+	}()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case err := <-ready:
+		if err != nil {
+			b.kill()
+			return nil, fmt.Errorf("%s process did not start: %w", spec.Role, err)
+		}
+	case <-timer.C:
+		b.kill()
+		return nil, fmt.Errorf("%s process not ready within a minute", spec.Role)
 	}
 	return b, nil
 }
+
+// benchReady is a consumer child's first line.
+const benchReady = "ready"
 
 func (b *benchChild) kill() {
 	_ = b.cmd.Process.Kill()
@@ -213,11 +319,11 @@ func (b *benchChild) stop() (benchProcStats, error) {
 			err = json.Unmarshal(line, &r.s)
 		}
 		if err != nil {
-			r.err = fmt.Errorf("read processor statistics: %w", err)
+			r.err = fmt.Errorf("read consumer statistics: %w", err)
 		}
 		_, _ = io.Copy(io.Discard, b.out)
 		if werr := b.cmd.Wait(); werr != nil && r.err == nil {
-			r.err = fmt.Errorf("processor process: %w", werr)
+			r.err = fmt.Errorf("consumer process: %w", werr)
 		}
 		res <- r
 	}()
@@ -229,17 +335,17 @@ func (b *benchChild) stop() (benchProcStats, error) {
 	case <-timer.C:
 		_ = b.cmd.Process.Kill()
 		r := <-res
-		return r.s, errors.Join(errors.New("processor process did not stop within a minute; killed"), r.err)
+		return r.s, errors.Join(errors.New("consumer process did not stop within a minute; killed"), r.err)
 	}
 }
 
-// runBenchChild is the child's side: read the spec, run the processor until
-// stdin ends, print its statistics as one JSON line.
+// runBenchChild is the child's side: read the spec, start the consumer,
+// say "ready", run until stdin ends, print its statistics as one JSON line.
 func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 	var spec benchChildSpec
 	dec := json.NewDecoder(stdin)
 	if err := dec.Decode(&spec); err != nil {
-		return fmt.Errorf("processor child: read spec: %w", err)
+		return fmt.Errorf("bench child: read spec: %w", err)
 	}
 	c := spec.Config
 	log := c.newLogger(a.stderr)
@@ -254,8 +360,26 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	p, err := startBenchInProcess(ctx, &c, spec.URL, log)
+	var (
+		p   benchProc
+		err error
+	)
+	switch spec.Role {
+	case benchRoleProcessor:
+		p, err = startBenchInProcess(ctx, &c, spec.URL, log)
+	case benchRoleBaseline:
+		if spec.Baseline == nil {
+			return errors.New("bench child: baseline role without its spec")
+		}
+		p, err = startBenchInProcessBaseline(ctx, &c, spec.URL, spec.Baseline, log)
+	default:
+		return fmt.Errorf("bench child: unknown role %q", spec.Role)
+	}
 	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(a.stdout, benchReady); err != nil {
+		_, _ = p.stop()
 		return err
 	}
 	stopped := make(chan struct{})

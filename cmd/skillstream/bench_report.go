@@ -98,7 +98,7 @@ func formatBenchReport(r *benchReport) string {
 			return "-"
 		}
 		return benchMicros(p.CPUPerTriggerUS)
-	}, "")
+	}, ratio("cpu_per_trigger"))
 	row("RSS end / peak", func(p *benchPhaseReport) string {
 		if p.PeakRSSBytes == 0 {
 			return "-"
@@ -109,22 +109,25 @@ func formatBenchReport(r *benchReport) string {
 
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "processor outcomes: %s\n", benchOutcomes(r.Processor.Outcomes))
-	fmt.Fprintf(&b, "processor CPU: %s", r.Processor.CPUScope)
-	if r.Processor.BenchCPUSeconds > 0 {
-		fmt.Fprintf(&b, "; NATS server and load generator used %.1fs meanwhile", r.Processor.BenchCPUSeconds)
-	}
-	fmt.Fprintln(&b)
-	if r.Baseline != nil {
-		fmt.Fprintf(&b, "baseline CPU: %s\n", r.Baseline.CPUScope)
+	for _, ph := range phases {
+		name := "processor"
+		if ph == r.Baseline {
+			name = "baseline"
+		}
+		fmt.Fprintf(&b, "%s CPU: %s", name, ph.CPUScope)
+		if ph.BenchCPUSeconds > 0 {
+			fmt.Fprintf(&b, "; NATS server and load generator used %.1fs meanwhile", ph.BenchCPUSeconds)
+		}
+		fmt.Fprintln(&b)
 	}
 	if st := r.Processor.Processor; st != nil {
 		var stages []string
 		for _, k := range []string{"read", "decide", "append", "total"} {
 			if s, ok := st.Stages[k]; ok {
-				stages = append(stages, fmt.Sprintf("%s %s (%d)", k, benchMicros(s.MeanUS), s.Count))
+				stages = append(stages, fmt.Sprintf("%s %s (p50 ≤ %s, p99 ≤ %s)", k, benchMicros(s.MeanUS), benchMicros(s.P50US), benchMicros(s.P99US)))
 			}
 		}
-		fmt.Fprintf(&b, "processor stages, mean: %s\n", strings.Join(stages, ", "))
+		fmt.Fprintf(&b, "processor stages, mean (histogram bounds): %s\n", strings.Join(stages, ", "))
 		fmt.Fprintf(&b, "processor metrics: %.0f conflicts, %.0f redeliveries, %.0f duplicates, %.0f rejects, %.0f transient failures, %.0f dead letters\n",
 			st.Conflicts, st.Redeliveries, st.Duplicates, st.Rejects, st.Transient, st.DeadLetters)
 	}
