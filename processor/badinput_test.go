@@ -223,7 +223,7 @@ func TestPanicIsContained(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	e.waitConsumer(p.cfg)
+	<-p.Ready()
 	w := e.worker()
 	pub := w.publish("boom", events.KindPreStep, events.PreStep{V: 1, Session: "boom", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil)
 	d := w.decision(pub)

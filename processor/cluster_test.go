@@ -75,12 +75,11 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, func() error {
-		cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
-		defer ccancel()
-		_, err := js.Consumer(cctx, DefaultStream, DefaultConsumer)
-		return err
-	})
+	select {
+	case <-p.Ready():
+	case <-time.After(waitTimeout):
+		t.Fatal("processor not ready")
+	}
 
 	const sessions, steps = 8, 12
 	var published, answered atomic.Int64

@@ -177,19 +177,15 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 			e.t.Errorf("Run: %v", err)
 		}
 	})
-	e.waitConsumer(p.cfg)
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		done <- err // for the cleanup
+		e.t.Fatalf("Run: %v", err)
+	case <-time.After(waitTimeout):
+		e.t.Fatal("processor not ready")
+	}
 	return p
-}
-
-// waitConsumer waits until the processor's consumer exists.
-func (e *env) waitConsumer(cfg Config) {
-	e.t.Helper()
-	poll(e.t, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := e.js.Consumer(ctx, cfg.Stream, cfg.Consumer)
-		return err
-	})
 }
 
 // poll calls f every 10ms until it returns nil, failing the test with f's

@@ -28,6 +28,7 @@ type Processor struct {
 	rd     *reader
 	hooks  hooks
 	now    func() time.Time
+	ready  chan struct{}
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -68,21 +69,29 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		rd:     newReader(nc, cfg.Stream),
 		hooks:  o.hooks,
 		now:    time.Now,
+		ready:  make(chan struct{}),
 	}, nil
 }
 
 // Config returns the processor's defaulted configuration.
 func (p *Processor) Config() Config { return p.cfg }
 
+// Ready is closed once Run consumes triggers.
+func (p *Processor) Ready() <-chan struct{} { return p.ready }
+
 // Run provisions (or checks) stream and consumer, serves the tool
 // definition, and handles triggers until ctx is done. It then stops pulling,
 // finishes the triggers already received and returns nil. Errors are
-// returned only for a failed start.
+// returned only for a failed start; a start interrupted by ctx returns nil.
+// Run may be called once.
 func (p *Processor) Run(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
 	cons, err := p.provision(pctx)
 	cancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	svc, err := p.serveDefinition()
@@ -118,6 +127,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
 	}
+	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
 	<-ctx.Done()
