@@ -91,7 +91,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "wait this long for an answer before publishing the trigger again (3 attempts)")
 	cmd.add("timeout", false)
 	cmd.group("Measurement")
-	cmd.localString(&o.mode, "processor", benchModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url; not measured)")
+	cmd.localString(&o.mode, "processor", benchModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")

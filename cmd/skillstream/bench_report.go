@@ -116,7 +116,7 @@ func formatBenchReport(r *benchReport) string {
 		}
 		fmt.Fprintf(&b, "%s CPU: %s", name, ph.CPUScope)
 		if ph.BenchCPUSeconds > 0 {
-			fmt.Fprintf(&b, "; NATS server and load generator used %.1fs meanwhile", ph.BenchCPUSeconds)
+			fmt.Fprintf(&b, "; this process (load generator, embedded NATS server) used %.1fs meanwhile", ph.BenchCPUSeconds)
 		}
 		fmt.Fprintln(&b)
 	}
