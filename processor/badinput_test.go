@@ -290,3 +290,64 @@ func lenient(t testing.TB, m *nats.Msg, v any) {
 		t.Fatalf("decode answer: %v", err)
 	}
 }
+
+// FuzzTrigger feeds arbitrary payloads to a live processor as pre-steps and
+// skill calls: every one must be answered, nothing may panic, and a payload
+// that does not decode must be rejected.
+func FuzzTrigger(f *testing.F) {
+	mp := func(v any) []byte {
+		b, err := events.Encode(events.Msgpack, v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	f.Add(false, false, mp(events.PreStep{V: 1, Session: "fz", Step: "1", Tools: ourTool()}))
+	f.Add(false, true, []byte(`{"v":1,"session":"fz","step":"2","tools":[{"name":"skill","owner":"skillstream"}]}`))
+	f.Add(false, false, []byte{0x81, 0xa1, 'v', 0x02})
+	f.Add(false, true, []byte(`{"v":1,"session":"fz","step":"3","tools":[],"deadlineMs":1}`))
+	f.Add(true, false, mp(events.SkillCall{V: 1, Session: "fz", Call: "c1", Args: events.SkillArgs{Name: "a-skill"}}))
+	f.Add(true, true, []byte(`{"v":1,"session":"fz","call":"c2","args":{"name":"../../etc/passwd"}}`))
+	f.Add(true, false, []byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Add(true, true, []byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`))
+
+	e := newEnv(f)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	e.start()
+	w := e.worker()
+	m := e.mustMetrics(f)
+	f.Fuzz(func(t *testing.T, call, asJSON bool, data []byte) {
+		kind := events.KindPreStep
+		if call {
+			kind = events.KindSkillCall
+		}
+		ct := events.ContentTypeMsgpack
+		if asJSON {
+			ct = events.ContentTypeJSON
+		}
+		ww := *w
+		ww.t = t
+		p := ww.publish("fz", kind, nil, data, events.HeaderContentType, ct)
+		msg := ww.answer(p)
+		if call {
+			var r events.ToolResult
+			lenient(t, msg, &r)
+			if r.TriggerSeq != p.seq || (r.IsError && !strings.HasPrefix(r.Text, "Error: ")) {
+				t.Fatalf("answer %+v", r)
+			}
+		} else {
+			var d events.Decision
+			lenient(t, msg, &d)
+			if d.TriggerSeq != p.seq || d.Outcome == "" {
+				t.Fatalf("answer %+v", d)
+			}
+			if _, err := events.DecodePreStep(events.Msgpack, data); err != nil && !asJSON && d.Outcome != events.OutcomeRejected {
+				t.Fatalf("undecodable pre-step answered %+v", d)
+			}
+		}
+		if got := counter(t, m.panics); got != 0 {
+			t.Fatalf("%v panics", got)
+		}
+	})
+}

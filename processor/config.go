@@ -143,11 +143,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
 	switch {
-	case !validToken(c.Stream, false):
+	case !validName(c.Stream):
 		return bad("stream name %q: want letters, digits, '-' or '_'", c.Stream)
-	case !validToken(c.Prefix, true):
-		return bad("subject prefix %q: want one or more subject tokens without wildcards", c.Prefix)
-	case !validToken(c.Consumer, false):
+	case events.ValidatePrefix(c.Prefix) != nil:
+		return bad("subject prefix: %v", events.ValidatePrefix(c.Prefix))
+	case !validName(c.Consumer):
 		return bad("consumer name %q: want letters, digits, '-' or '_'", c.Consumer)
 	case c.ToolOwner == "":
 		return bad("tool owner is empty")
@@ -178,25 +178,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validToken reports whether s is a usable stream/consumer name, or, when
-// dotted is set, a subject prefix of one or more literal tokens.
-func validToken(s string, dotted bool) bool {
-	if s == "" {
+// validName reports whether s is a usable stream or consumer name.
+func validName(s string) bool {
+	if s == "" || len(s) > 255 {
 		return false
 	}
-	prevDot := true
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-			prevDot = false
-		case c == '.' && dotted && !prevDot:
-			prevDot = true
 		default:
 			return false
 		}
 	}
-	return !prevDot
+	return true
 }
 
 // Option adjusts a Processor beyond its Config.

@@ -15,7 +15,7 @@ import (
 func (p *Processor) preStep(ctx context.Context, t *trigger) error {
 	ps, err := events.DecodePreStep(t.enc, t.msg.Data())
 	if err != nil {
-		t.ref = ps.Step
+		t.ref = usableID(ps.Step)
 		return p.reject(t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
 	}
 	t.ref = ps.Step

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -90,4 +92,18 @@ func (p *Processor) answerFailure(t *trigger, cause error) {
 	if err != nil {
 		p.log.Warn("answer failed trigger", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
 	}
+}
+
+// usableID returns a step or call id read from a rejected payload if it can
+// address an answer (what the events validators accept), else "".
+func usableID(id string) string {
+	if len(id) > events.MaxIDLength || !utf8.ValidString(id) {
+		return ""
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return ""
+		}
+	}
+	return id
 }

@@ -30,7 +30,7 @@ const expiredText = "skill call expired before it could be handled"
 // the tool.result, answer with it.
 func (p *Processor) skillCall(ctx context.Context, t *trigger) error {
 	sc, err := events.DecodeSkillCall(t.enc, t.msg.Data())
-	t.ref = sc.Call
+	t.ref = usableID(sc.Call)
 	if err != nil {
 		return p.reject(t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
 	}
