@@ -131,8 +131,17 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
 	<-ctx.Done()
+	// Stop pulling; triggers already buffered are still handed out. If the
+	// server is unreachable the drain cannot complete: give up after
+	// AckWait, those triggers are redelivered to another instance.
 	cc.Drain()
-	<-cc.Closed()
+	drained := time.NewTimer(p.cfg.AckWait)
+	select {
+	case <-cc.Closed():
+	case <-drained.C:
+		cc.Stop()
+	}
+	drained.Stop()
 	wg.Wait()
 	p.log.Info("processor stopped")
 	return nil
