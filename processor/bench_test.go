@@ -56,7 +56,7 @@ func BenchmarkPreStepHistory(b *testing.B) {
 	}
 	payload := []byte(`{"v":1,"role":"user","text":"some message of a conversation"}`)
 	smallLeft, bigLeft := smallLen-2, bigLen-3 // minus pre-step, catalog (and compaction)
-	for i := 0; i < total-8; i++ {
+	for i := 0; i < total-5; i++ {             // 5 events so far: 2 pre-steps, 2 catalogs, 1 compaction
 		subject := fmt.Sprintf("ev.f%d.message.user", i%fillers)
 		switch {
 		case i%10 == 0 && bigLeft > 0:
