@@ -61,5 +61,11 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		svc.Stop()
 		return nil, fmt.Errorf("add tool definition endpoint: %w", err)
 	}
+	// Make sure the server knows the subscriptions before anyone is told
+	// the processor is ready.
+	if err := p.nc.FlushTimeout(p.cfg.RequestTimeout); err != nil {
+		svc.Stop()
+		return nil, fmt.Errorf("register micro service %s: %w", ServiceName, err)
+	}
 	return svc, nil
 }
