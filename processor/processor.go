@@ -182,6 +182,14 @@ func kindLabel(k events.Kind) string {
 // naks or terms the message, except when a test hook simulates a crash.
 func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	t := &trigger{msg: msg, start: p.now()}
+	defer func() {
+		// Last line of defence: a panic while answering a failure.
+		if r := recover(); r != nil {
+			p.m.panics.Inc()
+			p.log.Error("panic finishing trigger", "subject", msg.Subject(), "seq", t.seq, "panic", r)
+			_ = msg.TermWithReason("panic")
+		}
+	}()
 	err := p.safely(ctx, t)
 	if errors.Is(err, errCrash) {
 		return
