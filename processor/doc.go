@@ -26,7 +26,8 @@
 //     limits retention, file storage, AllowDirect, a duplicate window of at
 //     least two minutes, Config.MaxAge and Config.Replicas. A missing stream
 //     is created; an existing one keeps its other settings (extra subjects,
-//     limits) and only gains what is missing.
+//     limits) and only gains what is missing: a configured MaxAge is
+//     applied, replicas are raised to Config.Replicas but never lowered.
 //   - the durable pull consumer (default skillstream), filtered to
 //     <prefix>.*.agent.pre-step and <prefix>.*.tool.call.skill, with explicit
 //     acks, Config.AckWait, Config.MaxDeliver and a back-off schedule

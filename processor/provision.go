@@ -62,7 +62,8 @@ func (c Config) backOff() []time.Duration {
 
 // provision makes sure stream and consumer exist with the settings the
 // protocol needs. An existing stream keeps its other settings (extra
-// subjects, limits): only missing requirements are added.
+// subjects, limits): only missing requirements are added, a configured
+// MaxAge is applied, and replicas are raised, never lowered.
 func (p *Processor) provision(ctx context.Context) (jetstream.Consumer, error) {
 	if p.cfg.NoProvision {
 		return p.checkProvisioned(ctx)
@@ -105,10 +106,14 @@ func mergeStream(have, want jetstream.StreamConfig) (jetstream.StreamConfig, boo
 	if have.Duplicates < want.Duplicates {
 		upd.Duplicates, changed = want.Duplicates, true
 	}
-	if have.MaxAge != want.MaxAge {
+	// A configured MaxAge is applied; the default (none) leaves an
+	// operator's limit alone.
+	if want.MaxAge != 0 && have.MaxAge != want.MaxAge {
 		upd.MaxAge, changed = want.MaxAge, true
 	}
-	if have.Replicas != want.Replicas {
+	// Scale up to the configured replicas, never down: a processor started
+	// with the default must not shrink a stream an operator replicated.
+	if want.Replicas > have.Replicas {
 		upd.Replicas, changed = want.Replicas, true
 	}
 	return upd, changed

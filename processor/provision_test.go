@@ -47,7 +47,7 @@ func TestProvisionKeepsExistingStreamSettings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	// An operator's stream with another subject and no direct gets.
-	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: DefaultStream, Subjects: []string{"audit.>"}, MaxMsgs: 1000000}); err != nil {
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: DefaultStream, Subjects: []string{"audit.>"}, MaxMsgs: 1000000, MaxAge: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	e.start()
@@ -56,7 +56,8 @@ func TestProvisionKeepsExistingStreamSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := st.CachedInfo().Config
-	if !slices.Equal(sc.Subjects, []string{"audit.>", "ev.>"}) || !sc.AllowDirect || sc.MaxMsgs != 1000000 || sc.Duplicates < 2*time.Minute {
+	if !slices.Equal(sc.Subjects, []string{"audit.>", "ev.>"}) || !sc.AllowDirect || sc.MaxMsgs != 1000000 ||
+		sc.Duplicates < 2*time.Minute || sc.MaxAge != 48*time.Hour {
 		t.Fatalf("merged stream config %+v", sc)
 	}
 }
