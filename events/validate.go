@@ -101,9 +101,16 @@ func (c Catalog) Validate() error {
 // Validate checks v, session, outcome (present; values this package does not
 // name are accepted for forward compatibility), step (present unless the
 // outcome is "rejected", which may answer an unreadable trigger) and the
-// catalog when present.
+// catalog when present. A "rejected" Decision may also lack a session, or
+// carry one that is not a valid token: it may answer a trigger whose session
+// could not be read.
 func (x Decision) Validate() error {
-	if err := first(checkVersion(x.V), checkSessionField(x.Session), checkID("step", x.Step, x.Outcome == OutcomeRejected)); err != nil {
+	rejected := x.Outcome == OutcomeRejected
+	session := checkSessionField(x.Session)
+	if rejected {
+		session = nil
+	}
+	if err := first(checkVersion(x.V), session, checkID("step", x.Step, rejected)); err != nil {
 		return err
 	}
 	if x.Outcome == "" {
@@ -117,9 +124,16 @@ func (x Decision) Validate() error {
 	return nil
 }
 
-// Validate checks v, session and call.
+// Validate checks v, session and call. A bad_request result may lack both,
+// or carry a session that is not a valid token: it may answer a skill call
+// that could not be read.
 func (r ToolResult) Validate() error {
-	return first(checkVersion(r.V), checkSessionField(r.Session), checkID("call", r.Call, false))
+	badRequest := r.Error != nil && r.Error.Code == CodeBadRequest
+	session := checkSessionField(r.Session)
+	if badRequest {
+		session = nil
+	}
+	return first(checkVersion(r.V), session, checkID("call", r.Call, badRequest))
 }
 
 // Validate checks that the tool has a name and that parameters, when set, is

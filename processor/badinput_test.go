@@ -2,8 +2,6 @@ package processor
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,7 +64,7 @@ func TestBadPreSteps(t *testing.T) {
 			before := counter(t, m.rejects.WithLabelValues(c.reason))
 			p := w.publish(subj, events.KindPreStep, nil, c.payload, c.hdr...)
 			var d events.Decision
-			lenient(t, w.answer(p), &d)
+			decodeAnswer(t, w.answer(p), &d)
 			if d.Outcome != events.OutcomeRejected || d.Error == nil || d.Error.Code != events.CodeBadRequest || d.TriggerSeq != p.seq {
 				t.Fatalf("answer %+v", d)
 			}
@@ -164,7 +162,7 @@ func TestBadSkillCalls(t *testing.T) {
 			before := counter(t, m.rejects.WithLabelValues(c.reason))
 			p := w.publish(sid, events.KindSkillCall, nil, c.payload, c.hdr...)
 			var r events.ToolResult
-			lenient(t, w.answer(p), &r)
+			decodeAnswer(t, w.answer(p), &r)
 			if r.TriggerSeq != p.seq {
 				t.Fatalf("answer to trigger %d, want %d", r.TriggerSeq, p.seq)
 			}
@@ -261,30 +259,22 @@ func TestReplyInboxHeaderOnly(t *testing.T) {
 	}
 }
 
-// lenient decodes an answer without the events validators, which refuse
-// answers to unreadable triggers (no call id, no valid session). Msgpack
-// answers go through the events decoders.
-func lenient(t testing.TB, m *nats.Msg, v any) {
+// decodeAnswer decodes an answer with the events decoders, which accept answers
+// to unreadable triggers (a rejected Decision or a bad_request ToolResult
+// without a readable session or call id) and nothing less.
+func decodeAnswer(t testing.TB, m *nats.Msg, v any) {
 	t.Helper()
 	enc, err := events.EncodingOf(m.Header.Get(events.HeaderContentType))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if enc == events.JSON {
-		if err := json.Unmarshal(m.Data, v); err != nil {
-			t.Fatalf("answer is not JSON: %v", err)
-		}
-		return
 	}
 	switch v := v.(type) {
 	case *events.Decision:
 		*v, err = events.DecodeDecision(enc, m.Data)
 	case *events.ToolResult:
 		*v, err = events.DecodeToolResult(enc, m.Data)
-	}
-	var fe *events.FieldError
-	if errors.As(err, &fe) && (fe.Field == "call" || fe.Field == "session") {
-		return // decoded; only the unknown id is missing
+	default:
+		t.Fatalf("decodeAnswer: unexpected type %T", v)
 	}
 	if err != nil {
 		t.Fatalf("decode answer: %v", err)
@@ -332,13 +322,13 @@ func FuzzTrigger(f *testing.F) {
 		msg := ww.answer(p)
 		if call {
 			var r events.ToolResult
-			lenient(t, msg, &r)
+			decodeAnswer(t, msg, &r)
 			if r.TriggerSeq != p.seq || (r.IsError && !strings.HasPrefix(r.Text, "Error: ")) {
 				t.Fatalf("answer %+v", r)
 			}
 		} else {
 			var d events.Decision
-			lenient(t, msg, &d)
+			decodeAnswer(t, msg, &d)
 			if d.TriggerSeq != p.seq || d.Outcome == "" {
 				t.Fatalf("answer %+v", d)
 			}
