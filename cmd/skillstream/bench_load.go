@@ -201,7 +201,7 @@ type benchChanges struct {
 func newBenchChanges(k int, total int64, apply func(i int) error) *benchChanges {
 	ch := &benchChanges{apply: apply}
 	for i := 1; i <= k; i++ {
-		ch.at = append(ch.at, total*int64(i)/int64(k+1))
+		ch.at = append(ch.at, max(total*int64(i)/int64(k+1), 1))
 	}
 	return ch
 }
