@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
@@ -95,5 +94,4 @@ func BenchmarkSessionRead(b *testing.B) {
 			}
 		}
 	})
-	_ = nats.ErrTimeout
 }
