@@ -9,7 +9,11 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// lookup binds the registry to a session's working directory.
+// Lookup binds the registry to a session's working directory, as
+// catalog.Execute needs it.
+func Lookup(s Skills, cwd string) catalog.Lookup { return lookup{s, cwd} }
+
+// lookup is Lookup's adapter.
 type lookup struct {
 	skills Skills
 	cwd    string
@@ -79,7 +83,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	var res *events.ToolResult
 	make := func() (events.ToolResult, error) {
 		start := p.now()
-		r := catalog.Execute(dctx, lookup{p.skills, sc.Cwd}, sc.Args.Name)
+		r := catalog.Execute(dctx, Lookup(p.skills, sc.Cwd), sc.Args.Name)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if p.expired(sc.DeadlineMs) {
 			return events.ToolResult{}, context.DeadlineExceeded

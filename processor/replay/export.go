@@ -12,15 +12,8 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
 )
-
-// Skills is what a replay or a skills capture needs from the skill registry;
-// *providers.Registry satisfies it, as it satisfies processor.Skills.
-type Skills interface {
-	Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error)
-	Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error)
-	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
-}
 
 // ErrEmptySession reports a session without any event in the stream.
 var ErrEmptySession = errors.New("session has no events")
@@ -130,7 +123,7 @@ type ExportOptions struct {
 	// Skills, when set, is asked for the skills of every working directory
 	// a trigger of the session names, and the answers (with bodies) go into
 	// the recording, each before the first trigger that uses it.
-	Skills Skills
+	Skills processor.Skills
 	// Progress, when set, is called after each event with the number of
 	// events written and the number still to read.
 	Progress func(written int, remaining uint64)
@@ -192,7 +185,7 @@ func Record(ctx context.Context, js jetstream.JetStream, stream, prefix, sid str
 
 // CaptureSkills asks skills for the snapshot of cwd and loads every skill
 // in it. A skill whose body fails to load is kept with its LoadError.
-func CaptureSkills(ctx context.Context, skills Skills, cwd string) (SkillSet, error) {
+func CaptureSkills(ctx context.Context, skills processor.Skills, cwd string) (SkillSet, error) {
 	snap, err := skills.Snapshot(ctx, cwd)
 	if err != nil {
 		return SkillSet{}, fmt.Errorf("capture skills for %q: %w", cwd, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
 )
 
 // Trigger kinds a Step reports.
@@ -121,7 +122,7 @@ type Options struct {
 	// asked once per working directory and skill name, so that every
 	// trigger of one replay sees the same skills. Ignored when Recorded is
 	// set.
-	Skills Skills
+	Skills processor.Skills
 	// Recorded replays against the skills captured in the recording.
 	Recorded bool
 	// CwdMap rewrites trigger working directories before asking Skills;
@@ -401,7 +402,7 @@ func (r *Replayer) mapCwd(cwd string) (string, *CwdMapping) {
 }
 
 // skillsFor returns the skills to ask about cwd and the cwd to ask with.
-func (r *Replayer) skillsFor(cwd string) (Skills, string, *CwdMapping) {
+func (r *Replayer) skillsFor(cwd string) (processor.Skills, string, *CwdMapping) {
 	if r.opts.Recorded {
 		return recordedSkills(r.recorded), cwd, nil
 	}
@@ -481,7 +482,7 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 		return nil
 	}
 	skills, cwd, m := r.skillsFor(call.Cwd)
-	res := catalog.Execute(ctx, lookup{skills, cwd}, call.Args.Name)
+	res := catalog.Execute(ctx, processor.Lookup(skills, cwd), call.Args.Name)
 	if ctx.Err() != nil {
 		return fmt.Errorf("replay call %s: %w", call.Call, ctx.Err())
 	}
@@ -605,20 +606,6 @@ func outputID(e Event, kind events.Kind) string {
 	return t.Call
 }
 
-// lookup binds a working directory to Skills for catalog.Execute.
-type lookup struct {
-	skills Skills
-	cwd    string
-}
-
-func (l lookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
-	return l.skills.Resolve(ctx, name, l.cwd)
-}
-
-func (l lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
-	return l.skills.Load(ctx, name, l.cwd)
-}
-
 // recordedSkills serves the skills captured in a recording.
 type recordedSkills map[string]*SkillSet
 
@@ -694,7 +681,7 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 // and whatever changes on disk meanwhile, and a long session costs one
 // snapshot per directory instead of one per trigger.
 type memo struct {
-	skills    Skills
+	skills    processor.Skills
 	snapshots map[string]catalog.Snapshot
 	resolved  map[[2]string]resolved
 	loaded    map[[2]string]loaded
@@ -710,7 +697,7 @@ type loaded struct {
 	err error
 }
 
-func newMemo(s Skills) *memo {
+func newMemo(s processor.Skills) *memo {
 	return &memo{skills: s, snapshots: map[string]catalog.Snapshot{}, resolved: map[[2]string]resolved{}, loaded: map[[2]string]loaded{}}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
 )
 
 // fixedSkills is a registry answer that does not change: the skills of
@@ -128,7 +129,7 @@ func (s *session) call(id, cwd, name string) uint64 {
 }
 
 func (s *session) result(trigger uint64, id string, sk *fixedSkills, cwd, name string) uint64 {
-	res := catalog.Execute(context.Background(), lookup{sk, cwd}, name)
+	res := catalog.Execute(context.Background(), processor.Lookup(sk, cwd), name)
 	tr := events.ToolResult{V: 1, Session: s.sid, Call: id, TriggerSeq: trigger, IsError: res.Err != nil, Text: res.Text()}
 	if res.Err != nil {
 		tr.Error = &events.ErrorInfo{Code: string(res.Err.Code), Message: res.Err.Message}
