@@ -75,10 +75,14 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		if err != nil {
 			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
 		}
-		if newest != nil && (causedBy(newest.Stored, t.seq) || newest.cat.Step == ps.Step) {
+		if newest != nil && (causedBy(newest.Stored, t.seq) || newest.step == ps.Step) {
 			// Redelivery or worker retry: the answer is already in the log.
 			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
-			return p.decision(t, events.OutcomeAppended, &newest.cat), nil
+			cat, err := newest.catalog()
+			if err != nil {
+				return events.Decision{}, err
+			}
+			return p.decision(t, events.OutcomeAppended, &cat), nil
 		}
 		if visible && snap == nil {
 			s, err := p.skills.Snapshot(dctx, ps.Cwd)

@@ -29,6 +29,8 @@ type Processor struct {
 	hooks  hooks
 	now    func() time.Time
 	ready  chan struct{}
+
+	recognised *recognitions // conclusions of recognise, by stream sequence
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -70,6 +72,8 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		hooks:  o.hooks,
 		now:    time.Now,
 		ready:  make(chan struct{}),
+
+		recognised: newRecognitions(recognitionMemoSize),
 	}, nil
 }
 

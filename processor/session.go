@@ -89,25 +89,56 @@ func encodingOfStored(s Stored) (events.Encoding, error) {
 // ours is a recognisable catalog of this processor.
 type ours struct {
 	Stored
-	cat    events.Catalog
-	digest string
+	step   string // the step it answered
+	digest string // recomputed from its text
 }
 
-// recognise decodes s as a catalog this processor published for sid.
+// catalog decodes the whole record: only needed to answer with it.
+func (o *ours) catalog() (events.Catalog, error) {
+	enc, err := encodingOfStored(o.Stored)
+	if err != nil {
+		return events.Catalog{}, fmt.Errorf("decode catalog %d: %w", o.Seq, err)
+	}
+	c, err := events.DecodeCatalog(enc, o.Data)
+	if err != nil {
+		return events.Catalog{}, fmt.Errorf("decode catalog %d: %w", o.Seq, err)
+	}
+	return c, nil
+}
+
+// recognise reports whether s is a catalog this processor published for
+// sid. The conclusion about each record is remembered (see recognition),
+// so the newest catalog that every pre-step of a session reads again is
+// decoded and hashed once.
 func (p *Processor) recognise(sid string, s Stored) (ours, bool) {
+	rc, fp, hit := p.recognised.lookup(s)
+	if !hit {
+		rc = p.recogniseRecord(sid, s)
+		p.recognised.store(s, fp, rc)
+	}
+	if !rc.ok {
+		return ours{}, false
+	}
+	return ours{Stored: s, step: rc.step, digest: rc.digest}, true
+}
+
+// recogniseRecord decodes s and judges it. The conclusion depends only on
+// s and on the session of its subject, which is sid for every read of this
+// processor (session reads are filtered by the session's subjects).
+func (p *Processor) recogniseRecord(sid string, s Stored) recognition {
 	enc, err := encodingOfStored(s)
 	if err != nil {
-		return ours{}, false
+		return recognition{}
 	}
 	c, err := events.DecodeCatalog(enc, s.Data)
 	if err != nil || c.Session != sid || c.Source.Producer != p.cfg.ToolOwner {
-		return ours{}, false
+		return recognition{}
 	}
 	digest, ok := catalog.Recognize(c.Text)
 	if !ok {
-		return ours{}, false
+		return recognition{}
 	}
-	return ours{Stored: s, cat: c, digest: digest}, true
+	return recognition{ok: true, digest: digest, step: c.Step}
 }
 
 // before returns the newest event on subject older than seq, or nil.

@@ -1,0 +1,163 @@
+package processor
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+func TestLRUBound(t *testing.T) {
+	c := newLRU[int, string](3)
+	for i := range 5 {
+		c.put(i, strconv.Itoa(i))
+	}
+	if n := c.len(); n != 3 {
+		t.Fatalf("len %d, want 3", n)
+	}
+	for i := range 2 {
+		if _, ok := c.get(i); ok {
+			t.Errorf("%d kept past the bound", i)
+		}
+	}
+	c.get(2)     // 2 is now the most recently used
+	c.put(5, "") // evicts 3
+	if _, ok := c.get(3); ok {
+		t.Error("least recently used entry kept")
+	}
+	if v, ok := c.get(2); !ok || v != "2" {
+		t.Errorf("recently used entry: %q %v", v, ok)
+	}
+	none := newLRU[int, int](0)
+	none.put(1, 1)
+	if _, ok := none.get(1); ok || none.len() != 0 {
+		t.Error("a zero-size memo stores")
+	}
+}
+
+// storedCatalog is a catalog record as a session read returns it.
+func storedCatalog(t testing.TB, seq uint64, sid, step, producer string, entries ...catalog.Entry) Stored {
+	t.Helper()
+	if entries == nil {
+		entries = []catalog.Entry{}
+	}
+	c := events.Catalog{
+		V: events.Version, Session: sid, Step: step, ID: sid + ":" + step + ":catalog.append", Role: "user",
+		Text:   catalog.Render(catalog.UpdateInitial, entries),
+		Source: events.CatalogSource{Kind: events.SourceKindCatalog, Producer: producer, Update: "initial", Entries: wireEntries(entries), Digest: catalog.Digest(entries)},
+	}
+	data, err := events.Encode(events.Msgpack, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Stored{
+		Subject: events.Subject(events.DefaultPrefix, sid, events.KindCatalog),
+		Seq:     seq,
+		Header:  nats.Header{events.HeaderContentType: []string{events.ContentTypeMsgpack}},
+		Data:    data,
+	}
+}
+
+func TestRecogniseMemo(t *testing.T) {
+	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
+	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
+	b := []catalog.Entry{{Name: "b-skill", Description: "B."}}
+
+	first := storedCatalog(t, 7, "s1", "1", "me", a...)
+	for range 2 { // a miss, then a hit: the same conclusion
+		o, ok := p.recognise("s1", first)
+		if !ok || o.digest != catalog.Digest(a) || o.step != "1" || o.Seq != 7 {
+			t.Fatalf("recognise: %+v %v", o, ok)
+		}
+	}
+	if n := p.recognised.cache.len(); n != 1 {
+		t.Fatalf("%d conclusions remembered, want 1", n)
+	}
+
+	// A hit answers from the memo without decoding: plant a conclusion
+	// for the exact bytes and see it come back.
+	_, fp, hit := p.recognised.lookup(first)
+	if !hit {
+		t.Fatal("no hit for a remembered record")
+	}
+	p.recognised.store(first, fp, recognition{ok: true, digest: "planted", step: "x"})
+	if o, _ := p.recognise("s1", first); o.digest != "planted" {
+		t.Fatalf("hit decoded again: %+v", o)
+	}
+
+	// The same sequence holding another message (a stream created again
+	// under the same name) is judged on its own bytes.
+	cases := []struct {
+		name   string
+		s      Stored
+		sid    string
+		ok     bool
+		digest string
+		step   string
+	}{
+		{"another catalog", storedCatalog(t, 7, "s1", "2", "me", b...), "s1", true, catalog.Digest(b), "2"},
+		{"same bytes, other encoding", func() Stored {
+			s := storedCatalog(t, 7, "s1", "1", "me", a...)
+			s.Header = nats.Header{events.HeaderContentType: []string{events.ContentTypeJSON}}
+			return s
+		}(), "s1", false, "", ""},
+		{"foreign producer", storedCatalog(t, 7, "s1", "1", "them", a...), "s1", false, "", ""},
+		{"other session", storedCatalog(t, 7, "s2", "1", "me", a...), "s2", true, catalog.Digest(a), "1"},
+		{"not a catalog", Stored{Subject: first.Subject, Seq: 7, Header: first.Header, Data: []byte{0xc1}}, "s1", false, "", ""},
+		{"a new sequence", storedCatalog(t, 8, "s1", "3", "me", b...), "s1", true, catalog.Digest(b), "3"},
+	}
+	for _, c := range cases {
+		for range 2 {
+			o, ok := p.recognise(c.sid, c.s)
+			if ok != c.ok || o.digest != c.digest || o.step != c.step {
+				t.Errorf("%s: %+v %v, want ok %v digest %q step %q", c.name, o, ok, c.ok, c.digest, c.step)
+			}
+		}
+	}
+	// The record a foreign one replaced is judged again when it comes back.
+	if o, ok := p.recognise("s1", first); !ok || o.digest != catalog.Digest(a) {
+		t.Fatalf("original record: %+v %v", o, ok)
+	}
+}
+
+func TestOursCatalog(t *testing.T) {
+	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
+	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
+	s := storedCatalog(t, 3, "s1", "1", "me", a...)
+	o, ok := p.recognise("s1", s)
+	if !ok {
+		t.Fatal("not recognised")
+	}
+	c, err := o.catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Step != "1" || c.Session != "s1" || c.Source.Digest != catalog.Digest(a) || c.Text != catalog.Render(catalog.UpdateInitial, a) {
+		t.Fatalf("decoded %+v", c)
+	}
+}
+
+func BenchmarkRecognise(b *testing.B) {
+	entries := make([]catalog.Entry, 50)
+	for i := range entries {
+		entries[i] = catalog.Entry{Name: "skill-" + strconv.Itoa(i), Description: "Does thing number " + strconv.Itoa(i) + " for the benchmark, carefully."}
+	}
+	s := storedCatalog(b, 1, "s", "1", "me", entries...)
+	for _, bc := range []struct {
+		name string
+		size int
+	}{{"memo", recognitionMemoSize}, {"nomemo", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(bc.size)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := p.recognise("s", s); !ok {
+					b.Fatal("not recognised")
+				}
+			}
+		})
+	}
+}
