@@ -229,7 +229,7 @@ func msgpackVersion(b []byte) (int64, error) {
 		case c == 0xd3:
 			return int64(binary.BigEndian.Uint64(body)), nil
 		}
-		return 0, wrongType("v", v.kind, "integer")
+		return 0, wrongType("v", v.kind.String(), "integer")
 	}
 	return 0, &FieldError{Field: "v", Problem: problemMissing}
 }

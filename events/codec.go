@@ -149,52 +149,51 @@ func decode(enc Encoding, b []byte, p payload, versioned bool) error {
 	return p.Validate()
 }
 
+// payloadPtr is *T decoding and validating itself.
+type payloadPtr[T any] interface {
+	*T
+	payload
+}
+
+// decodeAs decodes and validates a T with decode.
+func decodeAs[T any, PT payloadPtr[T]](enc Encoding, b []byte, versioned bool) (T, error) {
+	var v T
+	err := decode(enc, b, PT(&v), versioned)
+	return v, err
+}
+
 // DecodePreStep decodes and validates a PreStep.
 func DecodePreStep(enc Encoding, b []byte) (PreStep, error) {
-	var p PreStep
-	err := decode(enc, b, &p, true)
-	return p, err
+	return decodeAs[PreStep](enc, b, true)
 }
 
 // DecodeSkillCall decodes and validates a SkillCall.
 func DecodeSkillCall(enc Encoding, b []byte) (SkillCall, error) {
-	var c SkillCall
-	err := decode(enc, b, &c, true)
-	return c, err
+	return decodeAs[SkillCall](enc, b, true)
 }
 
 // DecodeCompaction decodes and validates a Compaction.
 func DecodeCompaction(enc Encoding, b []byte) (Compaction, error) {
-	var c Compaction
-	err := decode(enc, b, &c, true)
-	return c, err
+	return decodeAs[Compaction](enc, b, true)
 }
 
 // DecodeCatalog decodes and validates a Catalog.
 func DecodeCatalog(enc Encoding, b []byte) (Catalog, error) {
-	var c Catalog
-	err := decode(enc, b, &c, true)
-	return c, err
+	return decodeAs[Catalog](enc, b, true)
 }
 
 // DecodeToolResult decodes and validates a ToolResult.
 func DecodeToolResult(enc Encoding, b []byte) (ToolResult, error) {
-	var r ToolResult
-	err := decode(enc, b, &r, true)
-	return r, err
+	return decodeAs[ToolResult](enc, b, true)
 }
 
 // DecodeDecision decodes and validates a Decision.
 func DecodeDecision(enc Encoding, b []byte) (Decision, error) {
-	var x Decision
-	err := decode(enc, b, &x, true)
-	return x, err
+	return decodeAs[Decision](enc, b, true)
 }
 
 // DecodeToolDefinition decodes and validates a ToolDefinition (which has no
 // "v").
 func DecodeToolDefinition(enc Encoding, b []byte) (ToolDefinition, error) {
-	var t ToolDefinition
-	err := decode(enc, b, &t, false)
-	return t, err
+	return decodeAs[ToolDefinition](enc, b, false)
 }

@@ -29,11 +29,10 @@ func jsonError(err error) error {
 			field = ""
 		}
 		field = strings.TrimPrefix(field, plainPrefix+".")
-		problem := "wrong type: got " + te.Value + ", want " + jsonTypeName(te.Type)
 		if field == "" {
 			return badPayload("json: payload is %s, want object", te.Value)
 		}
-		return &FieldError{Field: field, Problem: problem}
+		return wrongType(field, te.Value, jsonTypeName(te.Type))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -90,7 +89,7 @@ func jsonVersion(raw json.RawMessage) (int, error) {
 		return 0, &FieldError{Field: "v", Problem: problemMissing}
 	}
 	if k := rawKind(raw); k != "number" {
-		return 0, &FieldError{Field: "v", Problem: "wrong type: got " + k + ", want integer"}
+		return 0, wrongType("v", k, "integer")
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 32)
 	if err != nil {
@@ -109,25 +108,29 @@ func jsonID(raw json.RawMessage, field string, dst *string) error {
 		*dst = ""
 		return nil
 	}
-	switch k := rawKind(raw); k {
-	case "string":
-		if err := json.Unmarshal(raw, dst); err != nil {
-			return &FieldError{Field: field, Problem: err.Error()}
-		}
-		return nil
-	case "number":
-		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-			*dst = strconv.FormatInt(n, 10)
-			return nil
-		}
-		if n, err := strconv.ParseUint(string(raw), 10, 64); err == nil {
-			*dst = strconv.FormatUint(n, 10)
-			return nil
-		}
-		return &FieldError{Field: field, Problem: "wrong type: got non-integer number " + quoteShort(string(raw)) + ", want string"}
-	default:
-		return &FieldError{Field: field, Problem: "wrong type: got " + k + ", want string"}
+	if rawKind(raw) != "number" {
+		return jsonString(raw, field, dst)
 	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		*dst = strconv.FormatInt(n, 10)
+		return nil
+	}
+	if n, err := strconv.ParseUint(string(raw), 10, 64); err == nil {
+		*dst = strconv.FormatUint(n, 10)
+		return nil
+	}
+	return wrongType(field, "non-integer number "+quoteShort(string(raw)), "string")
+}
+
+// jsonString reads a raw string that is present.
+func jsonString(raw json.RawMessage, field string, dst *string) error {
+	if k := rawKind(raw); k != "string" {
+		return wrongType(field, k, "string")
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return &FieldError{Field: field, Problem: err.Error()}
+	}
+	return nil
 }
 
 // finishJSON orders the outcome of a shadow decode: a wrong version wins
@@ -191,7 +194,7 @@ func (a *SkillArgs) fromJSON(raw json.RawMessage) error {
 		return &FieldError{Field: "args", Problem: problemMissing}
 	}
 	if k := rawKind(raw); k != "object" {
-		return &FieldError{Field: "args", Problem: "wrong type: got " + k + ", want object"}
+		return wrongType("args", k, "object")
 	}
 	var w struct {
 		Name json.RawMessage `json:"name"`
@@ -202,13 +205,7 @@ func (a *SkillArgs) fromJSON(raw json.RawMessage) error {
 	if absent(w.Name) {
 		return &FieldError{Field: "args.name", Problem: problemMissing}
 	}
-	if k := rawKind(w.Name); k != "string" {
-		return &FieldError{Field: "args.name", Problem: "wrong type: got " + k + ", want string"}
-	}
-	if err := json.Unmarshal(w.Name, &a.Name); err != nil {
-		return &FieldError{Field: "args.name", Problem: err.Error()}
-	}
-	return nil
+	return jsonString(w.Name, "args.name", &a.Name)
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -254,7 +251,7 @@ func (x *Decision) UnmarshalJSON(b []byte) error {
 				return nil
 			}
 			if k := rawKind(w.Catalog); k != "object" {
-				return &FieldError{Field: "catalog", Problem: "wrong type: got " + k + ", want object"}
+				return wrongType("catalog", k, "object")
 			}
 			c := new(Catalog)
 			if err := c.UnmarshalJSON(w.Catalog); err != nil {

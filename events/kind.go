@@ -80,6 +80,8 @@ func codeKind(c byte) valueKind {
 	return kindInvalid
 }
 
-func wrongType(field string, got valueKind, want string) *FieldError {
-	return &FieldError{Field: field, Problem: "wrong type: got " + got.String() + ", want " + want}
+// wrongType reports a field whose value is of type got (a msgpack or JSON
+// type name) where want was expected.
+func wrongType(field, got, want string) *FieldError {
+	return &FieldError{Field: field, Problem: "wrong type: got " + got + ", want " + want}
 }

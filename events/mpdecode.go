@@ -47,7 +47,7 @@ func mismatch(d *msgpack.Decoder, field string, got valueKind, want string) erro
 	if err := d.Skip(); err != nil {
 		return fatal(field, err)
 	}
-	return wrongType(field, got, want)
+	return wrongType(field, got.String(), want)
 }
 
 // isFieldError reports whether err is a FieldError, after which decoding
@@ -192,38 +192,25 @@ func mpBool(d *msgpack.Decoder, field string) (bool, error) {
 	return false, mismatch(d, field, k, "bool")
 }
 
-// mpArrayLen reads an array header; nil gives -1.
-func mpArrayLen(d *msgpack.Decoder, field string) (int, error) {
+// mpLen reads the header of a container of kind (kindArray or kindMap);
+// nil gives -1.
+func mpLen(d *msgpack.Decoder, field string, kind valueKind) (int, error) {
 	k, err := peekKind(d)
 	if err != nil {
 		return 0, err
 	}
-	switch k {
-	case kindNil, kindArray:
-		n, err := d.DecodeArrayLen()
-		if err != nil {
-			return 0, fatal(field, err)
-		}
-		return n, nil
+	if k != kindNil && k != kind {
+		return 0, mismatch(d, field, k, kind.String())
 	}
-	return 0, mismatch(d, field, k, "array")
-}
-
-// mpMapLen reads a map header; nil gives -1.
-func mpMapLen(d *msgpack.Decoder, field string) (int, error) {
-	k, err := peekKind(d)
+	read := d.DecodeArrayLen
+	if kind == kindMap {
+		read = d.DecodeMapLen
+	}
+	n, err := read()
 	if err != nil {
-		return 0, err
+		return 0, fatal(field, err)
 	}
-	switch k {
-	case kindNil, kindMap:
-		n, err := d.DecodeMapLen()
-		if err != nil {
-			return 0, fatal(field, err)
-		}
-		return n, nil
-	}
-	return 0, mismatch(d, field, k, "map")
+	return n, nil
 }
 
 // mpKey reads a map key. A key that is not a string is skipped with its
@@ -234,13 +221,10 @@ func mpKey(d *msgpack.Decoder) (key string, ok bool, err error) {
 		return "", false, err
 	}
 	if k != kindString {
-		if err := d.Skip(); err != nil {
-			return "", false, badPayload("msgpack: %v", err)
+		if err := mpSkip(d); err != nil {
+			return "", false, err
 		}
-		if err := d.Skip(); err != nil {
-			return "", false, badPayload("msgpack: %v", err)
-		}
-		return "", false, nil
+		return "", false, mpSkip(d)
 	}
 	s, err := d.DecodeString()
 	if err != nil {
@@ -257,11 +241,10 @@ func mpSkip(d *msgpack.Decoder) error {
 }
 
 // mpFields reads a map, calling field for each string key with the decoder
-// positioned on the value. field returns handled=false for keys it does not
-// know; their values are skipped. A nil map reads as an empty one. The
-// returned error of a nested field is prefixed with path.
-func mpFields(d *msgpack.Decoder, path string, field func(key string) (handled bool, err error)) error {
-	n, err := mpMapLen(d, path)
+// positioned on the value; field must consume the value (mpSkip for keys it
+// does not know). A nil map reads as an empty one.
+func mpFields(d *msgpack.Decoder, field func(key string) error) error {
+	n, err := mpLen(d, "", kindMap)
 	if err != nil {
 		return err
 	}
@@ -274,14 +257,8 @@ func mpFields(d *msgpack.Decoder, path string, field func(key string) (handled b
 		if !ok {
 			continue
 		}
-		handled, err := field(key)
-		if !firstError(&ferr, err) {
+		if !firstError(&ferr, field(key)) {
 			return ferr
-		}
-		if !handled {
-			if err := mpSkip(d); err != nil {
-				return err
-			}
 		}
 	}
 	return ferr
@@ -303,28 +280,72 @@ func mpStruct(d *msgpack.Decoder, path string, v msgpack.CustomDecoder) (present
 	return true, nil
 }
 
+// decoderPtr is *T decoding itself from msgpack.
+type decoderPtr[T any] interface {
+	*T
+	msgpack.CustomDecoder
+}
+
+// mpOptional decodes the optional nested map under key into a new T and
+// sets *dst to it; *dst stays nil when the value is nil or has a field
+// error.
+func mpOptional[T any, PT decoderPtr[T]](d *msgpack.Decoder, key string, dst **T) error {
+	v := new(T)
+	present, err := mpStruct(d, key, PT(v))
+	if present && err == nil {
+		*dst = v
+	}
+	return err
+}
+
+// mpArray reads the array field into a new slice, calling elem for each
+// element with the reader on it; field errors of elements get the path
+// field[i]. nil leaves *dst nil.
+func mpArray[T any](d *msgpack.Decoder, field string, dst *[]T, elem func(*T) error) error {
+	n, err := mpLen(d, field, kindArray)
+	if err != nil || n < 0 {
+		return err
+	}
+	*dst = make([]T, n)
+	for i := range *dst {
+		if !firstError(&err, prefixField(field, prefixIndex(elem(&(*dst)[i]), i))) {
+			return err
+		}
+	}
+	return err
+}
+
+// mpMaps reads the array field whose elements are maps.
+func mpMaps[T any, PT decoderPtr[T]](d *msgpack.Decoder, field string, dst *[]T) error {
+	return mpArray(d, field, dst, func(v *T) error {
+		present, err := mpStruct(d, "", PT(v))
+		if err == nil && !present {
+			err = wrongType("", "nil", "map")
+		}
+		return err
+	})
+}
+
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (t *Tool) DecodeMsgpack(d *msgpack.Decoder) error {
 	*t = Tool{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "name":
 			t.Name, err = mpString(d, key)
 		case "owner":
 			t.Owner, err = mpString(d, key)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (p *PreStep) DecodeMsgpack(d *msgpack.Decoder) error {
 	*p = PreStep{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			p.V, err = mpVersion(d)
@@ -337,20 +358,11 @@ func (p *PreStep) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "deadlineMs":
 			p.DeadlineMs, err = mpInt(d, key)
 		case "tools":
-			var n int
-			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
-				return true, err
-			}
-			p.Tools = make([]Tool, n)
-			for i := range p.Tools {
-				if !firstError(&err, mpElement(d, "tools", i, &p.Tools[i])) {
-					return true, err
-				}
-			}
+			err = mpMaps(d, key, &p.Tools)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
@@ -366,16 +378,6 @@ func mpVersion(d *msgpack.Decoder) (int, error) {
 	return int(v), nil
 }
 
-// mpElement decodes element i of the array field into v, which must be a
-// map.
-func mpElement(d *msgpack.Decoder, field string, i int, v msgpack.CustomDecoder) error {
-	present, err := mpStruct(d, "", v)
-	if err == nil && !present {
-		err = &FieldError{Problem: "wrong type: got nil, want map"}
-	}
-	return prefixField(field, prefixIndex(err, i))
-}
-
 // prefixIndex puts "[i]" in front of the field of a FieldError.
 func prefixIndex(err error, i int) error {
 	if fe, ok := err.(*FieldError); ok {
@@ -388,21 +390,19 @@ func prefixIndex(err error, i int) error {
 func (a *SkillArgs) DecodeMsgpack(d *msgpack.Decoder) error {
 	*a = SkillArgs{}
 	seen := false
-	err := mpFields(d, "", func(key string) (bool, error) {
+	err := mpFields(d, func(key string) error {
 		if key != "name" {
-			return false, nil
+			return mpSkip(d)
 		}
 		k, err := peekKind(d)
 		if err != nil {
-			return true, err
+			return err
 		}
-		if k == kindNil {
-			seen = false
-			return true, d.DecodeNil()
+		if seen = k != kindNil; !seen {
+			return d.DecodeNil()
 		}
-		seen = true
 		a.Name, err = mpString(d, key)
-		return true, err
+		return err
 	})
 	if err == nil && !seen {
 		err = &FieldError{Field: "name", Problem: problemMissing}
@@ -414,8 +414,7 @@ func (a *SkillArgs) DecodeMsgpack(d *msgpack.Decoder) error {
 func (c *SkillCall) DecodeMsgpack(d *msgpack.Decoder) error {
 	*c = SkillCall{}
 	args := false
-	err := mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	err := mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			c.V, err = mpVersion(d)
@@ -430,9 +429,9 @@ func (c *SkillCall) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "args":
 			args, err = mpStruct(d, key, &c.Args)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 	if err == nil && !args {
 		err = &FieldError{Field: "args", Problem: problemMissing}
@@ -443,8 +442,7 @@ func (c *SkillCall) DecodeMsgpack(d *msgpack.Decoder) error {
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (c *Compaction) DecodeMsgpack(d *msgpack.Decoder) error {
 	*c = Compaction{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			c.V, err = mpVersion(d)
@@ -453,47 +451,37 @@ func (c *Compaction) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "retainFrom":
 			c.RetainFrom, err = mpUint(d, key)
 		case "keep":
-			var n int
-			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
-				return true, err
-			}
-			c.Keep = make([]uint64, n)
-			for i := range c.Keep {
-				k, kerr := mpUint(d, "")
-				c.Keep[i] = k
-				if !firstError(&err, prefixField(key, prefixIndex(kerr, i))) {
-					return true, err
-				}
-			}
+			err = mpArray(d, key, &c.Keep, func(k *uint64) (err error) {
+				*k, err = mpUint(d, "")
+				return err
+			})
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (e *Entry) DecodeMsgpack(d *msgpack.Decoder) error {
 	*e = Entry{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "name":
 			e.Name, err = mpString(d, key)
 		case "description":
 			e.Description, err = mpString(d, key)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (s *CatalogSource) DecodeMsgpack(d *msgpack.Decoder) error {
 	*s = CatalogSource{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "kind":
 			s.Kind, err = mpString(d, key)
@@ -504,28 +492,18 @@ func (s *CatalogSource) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "digest":
 			s.Digest, err = mpString(d, key)
 		case "entries":
-			var n int
-			if n, err = mpArrayLen(d, key); err != nil || n < 0 {
-				return true, err
-			}
-			s.Entries = make([]Entry, n)
-			for i := range s.Entries {
-				if !firstError(&err, mpElement(d, "entries", i, &s.Entries[i])) {
-					return true, err
-				}
-			}
+			err = mpMaps(d, key, &s.Entries)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (c *Catalog) DecodeMsgpack(d *msgpack.Decoder) error {
 	*c = Catalog{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			c.V, err = mpVersion(d)
@@ -542,34 +520,32 @@ func (c *Catalog) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "source":
 			_, err = mpStruct(d, key, &c.Source)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (e *ErrorInfo) DecodeMsgpack(d *msgpack.Decoder) error {
 	*e = ErrorInfo{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "code":
 			e.Code, err = mpString(d, key)
 		case "message":
 			e.Message, err = mpString(d, key)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (x *Decision) DecodeMsgpack(d *msgpack.Decoder) error {
 	*x = Decision{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			x.V, err = mpVersion(d)
@@ -582,29 +558,20 @@ func (x *Decision) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "outcome":
 			x.Outcome, err = mpString(d, key)
 		case "catalog":
-			c := new(Catalog)
-			var present bool
-			if present, err = mpStruct(d, key, c); present && err == nil {
-				x.Catalog = c
-			}
+			err = mpOptional(d, key, &x.Catalog)
 		case "error":
-			e := new(ErrorInfo)
-			var present bool
-			if present, err = mpStruct(d, key, e); present && err == nil {
-				x.Error = e
-			}
+			err = mpOptional(d, key, &x.Error)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (r *ResourceBase) DecodeMsgpack(d *msgpack.Decoder) error {
 	*r = ResourceBase{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "kind":
 			r.Kind, err = mpString(d, key)
@@ -615,17 +582,16 @@ func (r *ResourceBase) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "description":
 			r.Description, err = mpString(d, key)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (s *SkillValue) DecodeMsgpack(d *msgpack.Decoder) error {
 	*s = SkillValue{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "name":
 			s.Name, err = mpString(d, key)
@@ -634,23 +600,18 @@ func (s *SkillValue) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "content":
 			s.Content, err = mpString(d, key)
 		case "resourceBase":
-			rb := new(ResourceBase)
-			var present bool
-			if present, err = mpStruct(d, key, rb); present && err == nil {
-				s.ResourceBase = rb
-			}
+			err = mpOptional(d, key, &s.ResourceBase)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (r *ToolResult) DecodeMsgpack(d *msgpack.Decoder) error {
 	*r = ToolResult{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "v":
 			r.V, err = mpVersion(d)
@@ -665,29 +626,20 @@ func (r *ToolResult) DecodeMsgpack(d *msgpack.Decoder) error {
 		case "text":
 			r.Text, err = mpString(d, key)
 		case "value":
-			v := new(SkillValue)
-			var present bool
-			if present, err = mpStruct(d, key, v); present && err == nil {
-				r.Value = v
-			}
+			err = mpOptional(d, key, &r.Value)
 		case "error":
-			e := new(ErrorInfo)
-			var present bool
-			if present, err = mpStruct(d, key, e); present && err == nil {
-				r.Error = e
-			}
+			err = mpOptional(d, key, &r.Error)
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
 
 // DecodeMsgpack implements msgpack.CustomDecoder.
 func (t *ToolDefinition) DecodeMsgpack(d *msgpack.Decoder) error {
 	*t = ToolDefinition{}
-	return mpFields(d, "", func(key string) (bool, error) {
-		var err error
+	return mpFields(d, func(key string) (err error) {
 		switch key {
 		case "name":
 			t.Name, err = mpString(d, key)
@@ -698,15 +650,15 @@ func (t *ToolDefinition) DecodeMsgpack(d *msgpack.Decoder) error {
 			// form still leaves the reader at the next key.
 			raw, rerr := d.DecodeRaw()
 			if rerr != nil {
-				return true, fatal(key, rerr)
+				return fatal(key, rerr)
 			}
 			if err = t.Parameters.DecodeMsgpack(msgpack.NewDecoder(bytes.NewReader(raw))); err != nil {
 				t.Parameters = nil
 				err = &FieldError{Field: key, Problem: err.Error()}
 			}
 		default:
-			return false, nil
+			err = mpSkip(d)
 		}
-		return true, err
+		return err
 	})
 }
