@@ -250,7 +250,7 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		}
 		p := &pending{event: e, kind: kind, at: r.st.mark()}
 		p.seen = p.at
-		p.id = triggerID(e, kind)
+		p.id = idOf(e, kind)
 		if kind == events.KindPreStep {
 			// A worker asks for the next step only once the previous one
 			// was answered: earlier pre-steps of other step ids that got
@@ -300,7 +300,7 @@ func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 		}
 		return nil
 	}
-	id := outputID(e, kind)
+	id := idOf(e, kind)
 	if id == "" {
 		return nil
 	}
@@ -566,44 +566,32 @@ func recordedResult(out *Event) Outcome {
 	return o
 }
 
-// triggerID is a trigger's step or call id, "" when it does not decode.
-func triggerID(e Event, kind events.Kind) string {
+// idOf is the step or call id a trigger carries or an output names, ""
+// when the event does not decode.
+func idOf(e Event, kind events.Kind) string {
 	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
 	if err != nil {
 		return ""
 	}
-	if kind == events.KindPreStep {
-		p, err := events.DecodePreStep(enc, e.Data)
-		if err != nil {
-			return ""
+	switch kind {
+	case events.KindPreStep:
+		if p, err := events.DecodePreStep(enc, e.Data); err == nil {
+			return p.Step
 		}
-		return p.Step
-	}
-	c, err := events.DecodeSkillCall(enc, e.Data)
-	if err != nil {
-		return ""
-	}
-	return c.Call
-}
-
-// outputID is the step or call id an output names.
-func outputID(e Event, kind events.Kind) string {
-	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
-	if err != nil {
-		return ""
-	}
-	if kind == events.KindCatalog {
-		c, err := events.DecodeCatalog(enc, e.Data)
-		if err != nil {
-			return ""
+	case events.KindSkillCall:
+		if c, err := events.DecodeSkillCall(enc, e.Data); err == nil {
+			return c.Call
 		}
-		return c.Step
+	case events.KindCatalog:
+		if c, err := events.DecodeCatalog(enc, e.Data); err == nil {
+			return c.Step
+		}
+	case events.KindToolResult:
+		if t, err := events.DecodeToolResult(enc, e.Data); err == nil {
+			return t.Call
+		}
 	}
-	t, err := events.DecodeToolResult(enc, e.Data)
-	if err != nil {
-		return ""
-	}
-	return t.Call
+	return ""
 }
 
 // recordedSkills serves the skills captured in a recording.
