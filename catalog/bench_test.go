@@ -51,6 +51,21 @@ func BenchmarkDecideUnchanged1000(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideViewUnchanged1000 is BenchmarkDecideUnchanged1000 with
+// the view prepared once, as the processor does while the registry's
+// snapshot stays the same.
+func BenchmarkDecideViewUnchanged1000(b *testing.B) {
+	snap := catalog.Snapshot{Skills: thousandSkills(), Complete: true}
+	v := catalog.Prepare(snap, catalog.DefaultOptions())
+	h := catalog.History{Published: true, Visible: true, Digest: v.Digest}
+	b.ReportAllocs()
+	for b.Loop() {
+		if catalog.DecideView(true, v, h).Outcome != catalog.OutcomeUnchanged {
+			b.Fatal("not unchanged")
+		}
+	}
+}
+
 func BenchmarkRecognize1000(b *testing.B) {
 	text := catalog.Render(catalog.UpdateReplacement, catalog.Entries(thousandSkills(), catalog.DefaultDescriptionMaxLength))
 	b.ReportAllocs()

@@ -76,6 +76,35 @@ type Decision struct {
 	Digest string
 }
 
+// View is a snapshot prepared for deciding: the catalog entries of its
+// skills and their digest. It depends only on the snapshot and the options,
+// so a caller that sees the same snapshot again (a registry's cached one)
+// may keep the View and decide many pre-steps with it. A View is read-only
+// once prepared: Entries is shared by every Decision made from it.
+type View struct {
+	// Entries are the snapshot's catalog entries (see Entries); nil when
+	// the snapshot is incomplete.
+	Entries []Entry
+	// Digest is Digest(Entries); empty when the snapshot is incomplete.
+	Digest string
+	// Complete is the snapshot's Complete.
+	Complete bool
+}
+
+// Prepare builds the View of snap under opts: the work of Decide that does
+// not depend on the session. An incomplete snapshot gives a View with
+// Complete false and nothing else.
+func Prepare(snap Snapshot, opts Options) View {
+	if !snap.Complete {
+		return View{}
+	}
+	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
+	return View{Entries: entries, Digest: Digest(entries), Complete: true}
+}
+
+// emptyDigest is the digest of no entries: the view of a hidden tool.
+var emptyDigest = Digest(nil)
+
 // Decide decides what one pre-step does to the session's catalog (SPEC §2):
 //
 //  1. A view where our skill tool is not visible is complete and empty;
@@ -93,18 +122,37 @@ type Decision struct {
 // tombstone; a catalog masked by compaction is re-established with the
 // replacement template even when the view is unchanged; changes that leave
 // names and descriptions alone (a skill body, whenToUse, a provider) append
-// nothing. Decide is pure: same inputs, same bytes.
+// nothing. Decide is pure: same inputs, same bytes. It is
+// DecideView(visible, Prepare(snap, opts), h), except that snap is not
+// prepared when the tool is not visible.
 func Decide(visible bool, snap Snapshot, h History, opts Options) Decision {
+	if !visible {
+		return DecideView(false, View{}, h)
+	}
+	return DecideView(true, Prepare(snap, opts), h)
+}
+
+// DecideView is Decide on a prepared view: steps 1, 2 and 4 to 6 of
+// Decide, with v standing for the snapshot (ignored when visible is false).
+// Only an appending decision renders text. The Entries of the Decision are
+// v's, shared: the caller must not modify them.
+func DecideView(visible bool, v View, h History) Decision {
 	var entries []Entry
+	digest := emptyDigest
 	switch {
 	case !visible:
 		entries = []Entry{}
-	case !snap.Complete:
+	case !v.Complete:
 		return Decision{Outcome: OutcomeIncomplete}
 	default:
-		entries = Entries(snap.Skills, opts.DescriptionMaxLength)
+		entries, digest = v.Entries, v.Digest
+		if entries == nil { // a View built by hand rather than by Prepare
+			entries = []Entry{}
+		}
+		if digest == "" {
+			digest = Digest(entries)
+		}
 	}
-	digest := Digest(entries)
 	published := h.Published || h.Visible
 	switch {
 	case h.Visible && h.Digest == digest:

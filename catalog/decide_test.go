@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -154,7 +155,12 @@ func TestDecide(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := historyOf(tc.log)
-			d := catalog.Decide(catalog.Visible(tc.tools, owner), tc.snap, h, catalog.DefaultOptions())
+			visible := catalog.Visible(tc.tools, owner)
+			d := catalog.Decide(visible, tc.snap, h, catalog.DefaultOptions())
+			// A prepared view decides exactly as the snapshot it came from.
+			if dv := catalog.DecideView(visible, catalog.Prepare(tc.snap, catalog.DefaultOptions()), h); !reflect.DeepEqual(dv, d) {
+				t.Fatalf("DecideView on the prepared snapshot:\n%+v\nDecide:\n%+v", dv, d)
+			}
 			if d.Outcome != tc.outcome {
 				t.Fatalf("outcome = %s, want %s (history %+v)", d.Outcome, tc.outcome, h)
 			}
@@ -191,6 +197,36 @@ func TestDecide(t *testing.T) {
 				t.Errorf("after appending, the same observation gives %s, want unchanged", again.Outcome)
 			}
 		})
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	a, b := mi("b-skill", "Does   B."), mi("a-skill", strings.Repeat("x", 20))
+	opts := catalog.Options{DescriptionMaxLength: 10}
+	v := catalog.Prepare(complete(a, b), opts)
+	want := catalog.Entries([]catalog.Summary{a, b}, 10)
+	if !v.Complete || !reflect.DeepEqual(v.Entries, want) || v.Digest != catalog.Digest(want) {
+		t.Fatalf("prepared %+v, want entries %+v", v, want)
+	}
+	if v.Entries[0].Description != "xxxxxxx..." {
+		t.Errorf("options not applied: %+v", v.Entries)
+	}
+	if v := catalog.Prepare(catalog.Snapshot{Skills: []catalog.Summary{a}}, opts); !reflect.DeepEqual(v, catalog.View{}) {
+		t.Errorf("incomplete snapshot prepared as %+v", v)
+	}
+	empty := catalog.Prepare(complete(), opts)
+	if empty.Entries == nil || len(empty.Entries) != 0 || empty.Digest != catalog.Digest(nil) {
+		t.Errorf("empty snapshot prepared as %+v", empty)
+	}
+	// A view built by hand, without entries or digest, still decides
+	// correctly.
+	d := catalog.DecideView(true, catalog.View{Complete: true}, catalog.History{Published: true, Visible: true, Digest: catalog.Digest(nil)})
+	if d.Outcome != catalog.OutcomeUnchanged {
+		t.Errorf("hand-built empty view: %+v", d)
+	}
+	d = catalog.DecideView(true, catalog.View{Complete: true}, catalog.History{Published: true})
+	if d.Outcome != catalog.OutcomeAppended || d.Entries == nil || d.Text != catalog.Render(catalog.UpdateReplacement, nil) {
+		t.Errorf("hand-built empty view after publication: %+v", d)
 	}
 }
 

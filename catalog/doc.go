@@ -37,6 +37,12 @@
 //     nothing to show, and otherwise OutcomeAppended with the exact text —
 //     the initial template when nothing was ever published, else the
 //     replacement template, which for an empty view is the tombstone.
+//     Decide is Prepare followed by DecideView: Prepare(snapshot, options)
+//     builds the View (entries and digest), which depends only on the
+//     snapshot, and DecideView compares it with the history. A caller that
+//     sees the same snapshot at many pre-steps prepares it once and keeps
+//     the View while the snapshot stays current; only an appending
+//     decision renders text.
 //  4. The caller appends Decision.Text as a user-role message, with
 //     Decision.Entries and Decision.Digest in its source metadata, exactly
 //     once per trigger.

@@ -27,6 +27,15 @@ type Skills interface {
 	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
 }
 
+// Preparer is optionally implemented by a Skills (a *providers.Registry
+// does): it returns catalog.Prepare of cwd's snapshot under opts, kept
+// while that snapshot stays current, so that a pre-step in a known working
+// directory neither copies the snapshot nor builds its entries and digest
+// again. The processor prepares Snapshot's answer itself otherwise.
+type Preparer interface {
+	Prepared(ctx context.Context, cwd string, opts catalog.Options) (catalog.View, error)
+}
+
 // Defaults of Config.
 const (
 	DefaultStream          = "SESSIONS"

@@ -76,8 +76,12 @@
 //     (Causation-Seq is this trigger's sequence, or it was appended for the
 //     same step), answer with it and append nothing: this covers redelivery
 //     after a crash and a worker publishing the same step again.
-//  7. Decide with catalog.Decide. The registry is asked for a snapshot only
-//     if our skill tool is visible in the pre-step's tools.
+//  7. Decide (catalog.DecideView). The registry is asked for the skills
+//     only if our skill tool is visible in the pre-step's tools; a registry
+//     that implements Preparer (providers.Registry does) hands back the
+//     snapshot already prepared (entries and digest, catalog.Prepare) and
+//     keeps that until a skill changes, so an unchanged pre-step builds
+//     neither entries nor digest.
 //  8. If the decision appends: publish catalog.append with the headers
 //     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
 //     Nats-Expected-Last-Subject-Sequence (the last sequence read) and

@@ -1,6 +1,8 @@
 package processor
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -159,5 +161,66 @@ func BenchmarkRecognise(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// waitDescription waits until the registry serves description for name.
+func (e *env) waitDescription(name, description string) {
+	e.t.Helper()
+	poll(e.t, func() error {
+		snap, err := e.registry.Snapshot(context.Background(), e.cwd)
+		if err != nil {
+			return err
+		}
+		for _, s := range snap.Skills {
+			if s.Name == name && s.Description == description {
+				return nil
+			}
+		}
+		return fmt.Errorf("registry serves %+v, want %s: %q", snap.Skills, name, description)
+	})
+}
+
+// With a caching registry the processor decides from the registry's kept
+// prepared view; an edit on disk must still reach the next pre-step.
+func TestKeptViewFollowsSkillEdits(t *testing.T) {
+	e := newEnv(t)
+	e.withoutFlaky()
+	if _, ok := any(e.registry).(Preparer); !ok {
+		t.Fatal("the registry does not keep prepared views")
+	}
+	e.writeSkill("a-skill", "First words.")
+	e.waitSkills("a-skill")
+	e.start()
+	w := e.worker()
+	const sid = "edits"
+	pre := func(step string) events.Decision {
+		return w.preStep(events.PreStep{Session: sid, Step: step, Cwd: e.cwd, Tools: ourTool()})
+	}
+	describes := func(d events.Decision, update, description string) {
+		t.Helper()
+		src := d.Catalog.Source
+		if src.Update != update || len(src.Entries) != 1 || src.Entries[0].Description != description {
+			t.Fatalf("step %s: catalog %+v, want %s with %q", d.Step, src, update, description)
+		}
+	}
+	d := pre("1")
+	e.expect(d, events.OutcomeAppended, 1)
+	describes(d, "initial", "First words.")
+	e.expect(pre("2"), events.OutcomeUnchanged, 1)
+
+	e.writeSkill("a-skill", "Second words.")
+	e.waitDescription("a-skill", "Second words.")
+	d = pre("3")
+	e.expect(d, events.OutcomeAppended, 2)
+	describes(d, "replacement", "Second words.")
+	e.expect(pre("4"), events.OutcomeUnchanged, 2)
+
+	e.writeSkill("b-skill", "Another.")
+	e.waitSkills("a-skill", "b-skill")
+	d = pre("5")
+	e.expect(d, events.OutcomeAppended, 3)
+	if n := len(d.Catalog.Source.Entries); n != 2 {
+		t.Fatalf("catalog after an addition lists %d skills, want 2", n)
 	}
 }

@@ -63,7 +63,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		tools[i] = catalog.Tool{Name: tl.Name, Owner: tl.Owner}
 	}
 	visible := catalog.Visible(tools, p.cfg.ToolOwner)
-	var snap *catalog.Snapshot // taken once, at the first decision that needs it
+	var prepared *catalog.View // taken once, at the first decision that needs it
 	id := outputID(t.sid, ps.Step, events.KindCatalog)
 	for attempt := 1; ; attempt++ {
 		v, err := p.readSession(dctx, t.sid, t.seq)
@@ -84,17 +84,17 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			}
 			return p.decision(t, events.OutcomeAppended, &cat), nil
 		}
-		if visible && snap == nil {
-			s, err := p.skills.Snapshot(dctx, ps.Cwd)
+		if visible && prepared == nil {
+			cv, err := p.prepare(dctx, ps.Cwd)
 			if err != nil {
 				return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
 			}
-			snap = &s
+			prepared = &cv
 		}
-		if snap == nil {
-			snap = &catalog.Snapshot{Complete: true} // not consulted: the tool is not visible
+		if prepared == nil {
+			prepared = &catalog.View{} // not consulted: the tool is not visible
 		}
-		d := catalog.Decide(visible, *snap, hist, p.cfg.Catalog)
+		d := catalog.DecideView(visible, *prepared, hist)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if d.Outcome != catalog.OutcomeAppended {
 			return p.decision(t, string(d.Outcome), nil), nil
@@ -139,6 +139,19 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		}
 		return p.decision(t, events.OutcomeAppended, &cat), nil
 	}
+}
+
+// prepare returns the skills of cwd prepared for deciding, from the
+// registry's kept view when it offers one.
+func (p *Processor) prepare(ctx context.Context, cwd string) (catalog.View, error) {
+	if pr, ok := p.skills.(Preparer); ok {
+		return pr.Prepared(ctx, cwd, p.cfg.Catalog)
+	}
+	snap, err := p.skills.Snapshot(ctx, cwd)
+	if err != nil {
+		return catalog.View{}, err
+	}
+	return catalog.Prepare(snap, p.cfg.Catalog), nil
 }
 
 // expiredOr turns a failure caused by the trigger's own deadline into the

@@ -43,6 +43,11 @@
 // snapshots are never cached. Providers that do not implement Notifier, or
 // that hand out closed channels ("cannot tell"), are asked every time.
 //
+// Prepared(ctx, cwd, opts) gives the snapshot prepared for deciding
+// (catalog.Prepare: entries and digest). The prepared view lives with the
+// cached snapshot, so it is built once per snapshot and options and is
+// replaced exactly when the snapshot is.
+//
 // # Provider calls and their goroutines
 //
 // Every provider call runs in a goroutine owned by the registry. Its

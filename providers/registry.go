@@ -162,7 +162,21 @@ type view struct {
 	shadowed []Shadowed
 	rejected []Rejected
 	errs     []ProviderError
+
+	mu       sync.Mutex
+	prepared map[catalog.Options]*preparedView // see Prepared
 }
+
+// preparedView is a view's snapshot prepared under one catalog.Options,
+// built once however many callers ask at the same time.
+type preparedView struct {
+	once sync.Once
+	v    catalog.View
+}
+
+// maxPrepared bounds the option sets a view keeps prepared views for; a
+// processor uses one.
+const maxPrepared = 8
 
 // NewRegistry composes ps in order. The registry takes ownership of the
 // providers: Close closes those that implement io.Closer.
@@ -200,6 +214,43 @@ func (r *Registry) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, 
 		return catalog.Snapshot{}, err
 	}
 	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete}, nil
+}
+
+// Prepared returns catalog.Prepare of cwd's snapshot under opts: the
+// catalog entries and their digest, which is what deciding a pre-step
+// needs of the skills. The prepared view is kept with the cached snapshot,
+// so while no provider announces a change every call after the first
+// returns it without copying the snapshot or building entries again; any
+// change announced (a skill edited, added or removed on disk) means a new
+// snapshot and a new prepared view. An uncached snapshot (a provider that
+// cannot announce changes, an incomplete one) is prepared at every call.
+// Errors are Snapshot's. The View's entries are shared: the caller must
+// not modify them.
+func (r *Registry) Prepared(ctx context.Context, cwd string, opts catalog.Options) (catalog.View, error) {
+	v, err := r.view(ctx, cwd)
+	if err != nil {
+		return catalog.View{}, err
+	}
+	return v.prepare(opts), nil
+}
+
+// prepare returns the view's snapshot prepared under opts, building it at
+// the first call.
+func (v *view) prepare(opts catalog.Options) catalog.View {
+	v.mu.Lock()
+	pv, ok := v.prepared[opts]
+	if !ok {
+		if v.prepared == nil || len(v.prepared) >= maxPrepared {
+			v.prepared = make(map[catalog.Options]*preparedView)
+		}
+		pv = &preparedView{}
+		v.prepared[opts] = pv
+	}
+	v.mu.Unlock()
+	pv.once.Do(func() {
+		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete}, opts)
+	})
+	return pv.v
 }
 
 // Resolve returns the winning summary for name in cwd. It resolves from the

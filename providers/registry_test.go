@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -349,6 +350,102 @@ func TestCacheInvalidatedByNotification(t *testing.T) {
 	snapshot(t, r, "/other")
 	if n.lists.Load() != 3 {
 		t.Errorf("lists = %d, want 3", n.lists.Load())
+	}
+}
+
+func TestPreparedFollowsTheSnapshot(t *testing.T) {
+	n := newNotifying("n", cand("one", "first   one", "", 0), cand("two", "second", "", 0))
+	r := newRegistry(t, []providers.Provider{n})
+	ctx := context.Background()
+	opts := catalog.DefaultOptions()
+	prepared := func(opts catalog.Options) catalog.View {
+		t.Helper()
+		v, err := r.Prepared(ctx, "/w", opts)
+		if err != nil {
+			t.Fatalf("Prepared: %v", err)
+		}
+		return v
+	}
+	v1 := prepared(opts)
+	if want := catalog.Prepare(snapshot(t, r, "/w"), opts); !reflect.DeepEqual(v1, want) {
+		t.Fatalf("prepared %+v, want %+v", v1, want)
+	}
+	v2 := prepared(opts)
+	if n.lists.Load() != 1 {
+		t.Fatalf("lists = %d, want 1 (cached)", n.lists.Load())
+	}
+	if &v1.Entries[0] != &v2.Entries[0] {
+		t.Error("the prepared view was built again for the same snapshot")
+	}
+	// Other options, other view, same snapshot.
+	short := catalog.Options{DescriptionMaxLength: 5}
+	if v := prepared(short); v.Entries[0].Description != "fi..." || n.lists.Load() != 1 {
+		t.Errorf("options %+v: %+v (lists %d)", short, v.Entries, n.lists.Load())
+	}
+	// A change on disk not yet announced: the cache holds.
+	n.set(cand("one", "edited", "", 0))
+	if v := prepared(opts); v.Digest != v1.Digest {
+		t.Fatalf("view changed before any notification: %+v", v.Entries)
+	}
+	// Announced: a new snapshot, a new view.
+	n.changed()
+	v3 := prepared(opts)
+	want := []catalog.Entry{{Name: "one", Description: "edited"}}
+	if !reflect.DeepEqual(v3.Entries, want) || v3.Digest != catalog.Digest(want) || !v3.Complete {
+		t.Fatalf("after the change: %+v, want entries %+v", v3, want)
+	}
+	if v := prepared(short); v.Entries[0].Description != "ed..." {
+		t.Errorf("short view after the change: %+v", v.Entries)
+	}
+}
+
+func TestPreparedUncached(t *testing.T) {
+	p := &fake{name: "p", cands: []providers.Candidate{cand("a", "a", "", 0)}}
+	r := newRegistry(t, []providers.Provider{p})
+	for i, desc := range []string{"a", "b"} {
+		p.set(cand("a", desc, "", 0))
+		v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Entries) != 1 || v.Entries[0].Description != desc || p.lists.Load() != int64(i+1) {
+			t.Fatalf("call %d: %+v (lists %d)", i, v, p.lists.Load())
+		}
+	}
+	p.mu.Lock()
+	p.err = errors.New("down")
+	p.mu.Unlock()
+	if v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions()); err != nil || v.Complete || v.Entries != nil {
+		t.Fatalf("failing provider: %+v, %v", v, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Prepared(ctx, "/w", catalog.DefaultOptions()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+func TestPreparedConcurrently(t *testing.T) {
+	n := newNotifying("n", cand("a", "a", "", 0), cand("b", "b", "", 0))
+	r := newRegistry(t, []providers.Provider{n})
+	want := catalog.Prepare(snapshot(t, r, "/w"), catalog.DefaultOptions())
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions())
+			if err == nil && v.Digest != want.Digest {
+				err = fmt.Errorf("digest %s, want %s", v.Digest, want.Digest)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 
