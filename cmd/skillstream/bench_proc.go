@@ -366,6 +366,8 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 	)
 	switch spec.Role {
 	case benchRoleProcessor:
+		_, stopGC := gcPolicy() // the processor child runs as serve does
+		defer stopGC()
 		p, err = startBenchInProcess(ctx, &c, spec.URL, log)
 	case benchRoleBaseline:
 		if spec.Baseline == nil {

@@ -9,6 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,7 +47,15 @@ answered exactly once.
 SIGINT or SIGTERM stops taking new triggers, finishes those in flight, then
 stops the embedded server; the exit status is 0. A trigger received but not
 yet acknowledged is redelivered after a restart. Invalid configuration fails
-at start with one line and exit status 2.`[1:], `
+at start with one line and exit status 2.
+
+Unless GOGC is set in the environment, serve runs the Go garbage collector
+at GOGC=400 rather than the runtime's 100 while its live heap is under
+16 MiB, and lets the heap grow at most 64 MiB above the live heap beyond
+that (never collecting more often than GOGC=100): the processor's live heap
+is small and its garbage short-lived, so collecting less often saves about
+40% of the CPU per trigger for some 10 MiB more memory. Set GOGC (and
+GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
   skillstream serve
   skillstream serve --listen 0.0.0.0:4222 --data /var/lib/skillstream --metrics-listen :9090
   skillstream serve --skills-dir /srv/team-skills --project-skills-subdir .claude/skills
@@ -64,6 +76,90 @@ at start with one line and exit status 2.`[1:], `
 	}
 }
 
+// The garbage collector policy of a serving process (gcPolicy).
+const (
+	// serveGCPercent is the GC target while the live heap is small.
+	serveGCPercent = 400
+	// serveGCHeadroom caps how far the heap may grow above the live heap
+	// before a collection, once that is less than serveGCPercent allows.
+	serveGCHeadroom = 64 << 20
+)
+
+// gcPercentFor is the GC target for a live heap of live bytes:
+// serveGCPercent, lowered so that the heap grows at most serveGCHeadroom
+// above the live heap, and never below the runtime's default of 100.
+// 400 up to 16 MiB live, 200 at 32 MiB, 100 from 64 MiB on.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return serveGCPercent
+	}
+	return int(min(max(serveGCHeadroom*100/live, 100), serveGCPercent))
+}
+
+// gcPolicy sets the garbage collector target of a process that serves
+// triggers, unless GOGC is set in the environment, and describes the
+// policy in force for the logs. stop ends the tuning (tests; a serving
+// process keeps it for its lifetime).
+//
+// Why: the processor's live heap is small (a few MiB: the registry's
+// snapshots and the memos of recent catalogs) while every trigger leaves
+// decoded payloads, encoded answers and NATS messages behind. At the
+// runtime's default GOGC=100 the heap target stays near its 4 MiB floor and
+// the collector runs all the time: in `skillstream bench` (50 skills) it
+// took about a fifth of the processor's CPU, and GOGC=400 cut the CPU per
+// trigger from 158 to 95 µs for a peak RSS of 25 -> 36 MiB. A fixed 400
+// lets the heap reach five times the live heap, though: with 1,000 skills
+// the peak RSS went from 87 to 190-198 MiB. So the target is retuned after
+// every collection (gcPercentFor): 400 while the live heap is under 16 MiB,
+// then at most 64 MiB of growth above it, down to the default 100. A soft
+// memory limit (GOMEMLIMIT) is not set: with a live heap above a fixed
+// limit the collector would run continuously. Operators who want another
+// trade set GOGC (this then does nothing) or GOMEMLIMIT (honoured by the
+// runtime as usual).
+//
+// serve and bench's processor child call it, so that bench measures what
+// serve runs.
+func gcPolicy() (describe string, stop func()) {
+	if v := os.Getenv("GOGC"); v != "" {
+		return "GOGC=" + v + " (environment)", func() {}
+	}
+	t := &gcTuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.last.Store(serveGCPercent)
+	debug.SetGCPercent(serveGCPercent)
+	t.arm()
+	return fmt.Sprintf("GOGC=%d while the live heap is under %d MiB, then at most %d MiB of growth above it (serve default)",
+		serveGCPercent, serveGCHeadroom/(serveGCPercent/100)>>20, serveGCHeadroom>>20), func() { t.stopped.Store(true) }
+}
+
+// gcTuner retunes the GC target after each collection: a cleanup attached
+// to an unreachable sentinel runs once the collector has found it, and
+// arms the next one.
+type gcTuner struct {
+	stopped atomic.Bool
+	last    atomic.Int64
+	sample  []metrics.Sample // only one sentinel is armed at a time
+}
+
+type gcSentinel struct{ _ *byte } // has a pointer: never a tiny allocation
+
+func (t *gcTuner) arm() {
+	runtime.AddCleanup(new(gcSentinel), (*gcTuner).collected, t)
+}
+
+func (t *gcTuner) collected() {
+	if t.stopped.Load() {
+		return
+	}
+	metrics.Read(t.sample)
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		if pct := gcPercentFor(t.sample[0].Value.Uint64()); int64(pct) != t.last.Load() {
+			debug.SetGCPercent(pct)
+			t.last.Store(int64(pct))
+		}
+	}
+	t.arm()
+}
+
 // serve runs the processor until ctx is cancelled or a signal arrives.
 //
 // Actors, in the order their interrupts run: signals, processor (its
@@ -71,6 +167,7 @@ at start with one line and exit status 2.`[1:], `
 // connection is flushed and closed), metrics server, embedded NATS server.
 func (a *app) serve(ctx context.Context, c *Config) error {
 	log := c.newLogger(a.stderr)
+	gc, _ := gcPolicy() // for the process's lifetime
 
 	reg, err := c.registry(log, true)
 	if err != nil {
@@ -139,7 +236,7 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 
 	log.Info("skillstream serving", append(where,
 		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
-		"tool_owner", pcfg.ToolOwner, "workers", pcfg.Workers)...)
+		"tool_owner", pcfg.ToolOwner, "workers", pcfg.Workers, "gc", gc)...)
 
 	var g run.Group
 
