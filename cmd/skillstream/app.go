@@ -14,7 +14,7 @@ import (
 const (
 	exitOK      = 0
 	exitFailure = 1 // the command ran and found a failure (tool error, lint error, runtime error)
-	exitUsage   = 2 // bad command line or configuration
+	exitUsage   = 2 // bad command line, configuration or input
 )
 
 // errReported is returned by a command that already printed why it failed
@@ -118,6 +118,9 @@ func (a *app) exit(name string, err error) int {
 		return exitFailure
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(a.stderr, "skillstream %s: %v (see skillstream %s --help)\n", name, err, name)
+		return exitUsage
+	case errors.Is(err, errBadInput):
+		fmt.Fprintf(a.stderr, "skillstream %s: %v\n", name, err)
 		return exitUsage
 	default:
 		fmt.Fprintf(a.stderr, "skillstream %s: %v\n", name, err)

@@ -5,104 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/replay"
 )
-
-// sessionFlags registers what the session-reading commands (export, replay
-// --live, history) share with serve: skills and model text, NATS, stream.
-func (c *Config) sessionFlags(cmd *command) {
-	c.skillFlags(cmd)
-	c.natsFlags(cmd)
-	c.streamFlags(cmd)
-	c.opsFlags(cmd, false)
-}
-
-// openSessions connects to where session logs live, to read them:
-// --nats-url when given, else the --data store, opened by an embedded server
-// of our own that does not listen. A server answering on --listen (a
-// running serve, most likely on that very store) is refused rather than
-// risking two servers on one store. close releases everything.
-func (a *app) openSessions(c *Config) (js jetstream.JetStream, where string, close func(), err error) {
-	if err := c.validateServe(); err != nil {
-		return nil, "", nil, err
-	}
-	log := c.newLogger(a.stderr)
-	var nc *nats.Conn
-	switch {
-	case c.NATSURL != "":
-		opts, err := c.connectOptions(log)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		if nc, err = nats.Connect(c.NATSURL, append(opts, nats.MaxReconnects(0))...); err != nil {
-			return nil, "", nil, fmt.Errorf("connect to %s: %w", c.NATSURL, err)
-		}
-		where = nc.ConnectedUrlRedacted()
-		close = nc.Close
-	case serving(c.Listen):
-		// Two servers on one store would corrupt it.
-		return nil, "", nil, usagef("a server is running on --listen %s (skillstream serve?): read through it with --nats-url nats://%s, or stop it to open --data %s", c.Listen, c.Listen, c.Data)
-	default:
-		fi, err := os.Stat(c.Data)
-		if err != nil || !fi.IsDir() {
-			return nil, "", nil, usagef("--data %s: no such store directory (and nothing serves on --listen %s)", c.Data, c.Listen)
-		}
-		quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		srv, err := startEmbedded(embeddedOptions{name: c.ServerName, storeDir: c.Data}, quiet)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		if nc, err = inProcess(srv, "skillstream reader"); err != nil {
-			srv.Shutdown()
-			srv.WaitForShutdown()
-			return nil, "", nil, err
-		}
-		where = "the store in " + c.Data
-		close = func() {
-			nc.Close()
-			srv.Shutdown()
-			srv.WaitForShutdown()
-		}
-	}
-	js, err = jetstream.New(nc)
-	if err != nil {
-		close()
-		return nil, "", nil, fmt.Errorf("jetstream context: %w", err)
-	}
-	return js, where, close, nil
-}
-
-// serving reports whether something accepts connections on addr (a running
-// `skillstream serve` with its embedded server).
-func serving(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
-
-// checkSession validates --session.
-func checkSession(sid string) error {
-	if sid == "" {
-		return usagef("--session is required")
-	}
-	if err := events.CheckSession(sid); err != nil {
-		return usagef("--session: %v", err)
-	}
-	return nil
-}
 
 func (a *app) exportCommand() (*command, runFunc) {
 	var (
@@ -131,7 +39,9 @@ so that "replay --recorded-skills" can run without them.`[1:], `
 	cmd.localString(&sid, "session", "", "`id` of the session to export")
 	cmd.localString(&out, "out", "", "write the recording to `file` (default stdout): whole or not at all, mode 0600")
 	cmd.localBool(&capture, "capture-skills", false, "record the skills of every working directory the session uses")
-	c.sessionFlags(cmd)
+	cmd.group("Skills (for --capture-skills)")
+	cmd.pick(c.skillFlags, "skills-dir", "user-skills-dir", "project-skills-subdir", "no-bundled", "no-follow-symlinks")
+	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("export takes no arguments, got %q", args[0])
@@ -139,16 +49,18 @@ so that "replay --recorded-skills" can run without them.`[1:], `
 		if err := checkSession(sid); err != nil {
 			return err
 		}
-		js, _, closeJS, err := a.openSessions(&c)
+		if capture {
+			if err := c.validateSkills(); err != nil {
+				return err
+			}
+		}
+		js, closeJS, err := a.openSessions(&c)
 		if err != nil {
 			return err
 		}
 		defer closeJS()
 		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Session: sid}
 		if capture {
-			if err := c.validateSkills(); err != nil {
-				return err
-			}
 			reg, err := c.registry(nil, false)
 			if err != nil {
 				return err

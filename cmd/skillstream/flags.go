@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -129,6 +130,30 @@ func (c *command) localBool(p *bool, name string, def bool, usage string) {
 	c.add(name, false)
 }
 
+// pick registers in the current group the named flags of register (one of
+// Config's flag sets), in register's order, each with its usage, default
+// and environment variable. Every flag of register is bound to its field,
+// so the fields of the flags left out hold their defaults.
+func (c *command) pick(register func(*command), names ...string) {
+	all := newCommand(c.name, "", "", "")
+	register(all)
+	picked := 0
+	for _, g := range all.groups {
+		for _, name := range g.names {
+			if !slices.Contains(names, name) {
+				continue
+			}
+			f := all.fs.Lookup(name)
+			c.fs.Var(f.Value, name, f.Usage)
+			c.add(name, all.env[name])
+			picked++
+		}
+	}
+	if picked != len(names) {
+		panic(fmt.Sprintf("pick %q: only %d of these flags exist", names, picked))
+	}
+}
+
 // parse parses args (flags may come before, between or after positional
 // arguments; "--" ends flags), then fills every configuration flag that was
 // not given from its environment variable. An empty environment value counts
@@ -225,8 +250,13 @@ func (c *command) usage(w io.Writer) {
 }
 
 // errUsage marks an error that is the user's to fix: a bad flag, a bad
-// value, a missing argument. Main exits 2 on it.
+// value, a missing argument. Main exits 2 on it and points at --help.
 var errUsage = errors.New("usage")
+
+// errBadInput marks a problem of what a command was given to read rather
+// than of how it was called: a corrupt or truncated recording, a step that
+// is not in the session. Main exits 2 on it; --help would not help.
+var errBadInput = errors.New("bad input")
 
 // usageError wraps a message as a usage error.
 type usageError struct{ msg string }
@@ -236,4 +266,16 @@ func (e usageError) Is(target error) bool { return target == errUsage }
 
 func usagef(format string, args ...any) error {
 	return usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// inputError wraps an error as bad input.
+type inputError struct{ err error }
+
+func (e inputError) Error() string        { return e.err.Error() }
+func (e inputError) Unwrap() error        { return e.err }
+func (e inputError) Is(target error) bool { return target == errBadInput }
+
+// inputf formats a bad input error; %w keeps the cause.
+func inputf(format string, args ...any) error {
+	return inputError{err: fmt.Errorf(format, args...)}
 }

@@ -38,7 +38,8 @@ processor's: only its catalogs count.`[1:], `
 	cmd.localString(&sid, "session", "", "`id` of the session to read from the stream")
 	cmd.localString(&step, "step", "", "print the exact catalog text visible at step `id`")
 	cmd.localBool(&asJSON, "json", false, "print one JSON object per pre-step")
-	c.sessionFlags(cmd)
+	cmd.pick(c.skillFlags, "tool-owner")
+	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		switch {
 		case sid != "" && len(args) > 0:
@@ -50,7 +51,7 @@ processor's: only its catalogs count.`[1:], `
 				return err
 			}
 		}
-		if err := c.validateSkills(); err != nil {
+		if err := c.validateSkills(); err != nil { // tool-owner; the rest hold their defaults
 			return err
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
@@ -73,7 +74,7 @@ processor's: only its catalogs count.`[1:], `
 		}}
 		var err error
 		if sid != "" {
-			js, _, closeJS, oerr := a.openSessions(&c)
+			js, closeJS, oerr := a.openSessions(&c)
 			if oerr != nil {
 				return oerr
 			}
@@ -89,7 +90,7 @@ processor's: only its catalogs count.`[1:], `
 			return out.Flush()
 		}
 		if found == nil {
-			return usagef("step %q is not in the session", step)
+			return inputf("step %q is not in the session", step)
 		}
 		if asJSON {
 			print(*found)

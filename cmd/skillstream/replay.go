@@ -82,7 +82,8 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 	cmd.fs.Var(&maps, "cwd-map", "replay working directory `OLD=NEW`; repeatable")
 	cmd.add("cwd-map", false)
 	cmd.localBool(&asJSON, "json", false, "print one JSON object per trigger, then a summary object")
-	c.sessionFlags(cmd)
+	c.skillFlags(cmd)
+	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		switch {
 		case live && len(args) > 0:
@@ -126,7 +127,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		if live {
 			var js jetstream.JetStream
 			var closeJS func()
-			if js, _, closeJS, err = a.openSessions(&c); err != nil {
+			if js, closeJS, err = a.openSessions(&c); err != nil {
 				return err
 			}
 			defer closeJS()
@@ -156,7 +157,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 func openRecording(path string) (*replay.Reader, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, usagef("open recording: %v", err)
+		return nil, nil, inputf("open recording: %w", err)
 	}
 	r, err := replay.NewReader(f)
 	if err != nil {
@@ -170,7 +171,7 @@ func openRecording(path string) (*replay.Reader, func(), error) {
 func recordingError(path string, err error) error {
 	var fe *replay.FormatError
 	if errors.As(err, &fe) || errors.Is(err, replay.ErrNoRecordedSkills) {
-		return usageError{msg: fmt.Sprintf("%s: %v", path, err)}
+		return inputf("%s: %w", path, err)
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -185,9 +186,6 @@ func TestExportReplayHistoryEndToEnd(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(liveHist, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries") {
 		t.Errorf("history --session: exit %d\n%s", code, liveHist)
 	}
-	if code, _, stderr = runMain(t, "history", rec, "--step", "nope"); code != exitUsage || !strings.Contains(stderr, `step "nope" is not in the session`) {
-		t.Errorf("history of a missing step: exit %d, %s", code, stderr)
-	}
 
 	// A description edited on disk: exactly the steps whose catalog text
 	// depends on it differ, with a readable diff; exit 1.
@@ -269,28 +267,34 @@ func TestReplayBadInput(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(good), "\n")
 	corrupt := strings.Join(lines[:3], "") + "{\"type\":\"event\",\"seq\":\n" + strings.Join(lines[4:], "")
+	// hint: a flag error points at --help; bad input does not.
 	tests := []struct {
 		name string
 		args []string
 		want []string // in stderr
+		hint bool
 	}{
 		{"corrupt", []string{"replay", write("corrupt.jsonl", []byte(corrupt))},
-			[]string{"corrupt recording: record 4 (byte offset " + strconv.Itoa(len(lines[0])+len(lines[1])+len(lines[2])) + ")"}},
+			[]string{"corrupt recording: record 4 (byte offset " + strconv.Itoa(len(lines[0])+len(lines[1])+len(lines[2])) + ")"}, false},
 		{"truncated", []string{"replay", write("truncated.jsonl", good[:len(good)-200])},
-			[]string{"truncated recording: record", "byte offset", "ends without a newline"}},
+			[]string{"truncated recording: record", "byte offset", "ends without a newline"}, false},
 		{"newer version", []string{"replay", write("v9.jsonl", []byte(`{"format":"skillstream-recording","version":9,"session":"s"}`+"\n"))},
-			[]string{"format version 9 is newer than the newest this skillstream reads (1)"}},
-		{"not a recording", []string{"replay", write("x.json", []byte("{}\n"))}, []string{`format is ""`}},
-		{"missing file", []string{"replay", filepath.Join(dir, "absent.jsonl")}, []string{"open recording"}},
-		{"no file", []string{"replay"}, []string{"replay needs one recording file"}},
-		{"live without session", []string{"replay", "--live"}, []string{"--session is required"}},
-		{"bad cwd map", []string{"replay", "x", "--cwd-map", "nope"}, []string{`cwd mapping "nope": want OLD=NEW`}},
+			[]string{"format version 9 is newer than the newest this skillstream reads (1)"}, false},
+		{"not a recording", []string{"replay", write("x.json", []byte("{}\n"))}, []string{`format is ""`}, false},
+		{"missing file", []string{"replay", filepath.Join(dir, "absent.jsonl")}, []string{"open recording"}, false},
+		{"no file", []string{"replay"}, []string{"replay needs one recording file"}, true},
+		{"live without session", []string{"replay", "--live"}, []string{"--session is required"}, true},
+		{"bad cwd map", []string{"replay", "x", "--cwd-map", "nope"}, []string{`cwd mapping "nope": want OLD=NEW`}, true},
 		{"recorded skills missing", append([]string{"replay", "testdata/replay/plain.jsonl", "--recorded-skills"}, onlyProject...),
-			[]string{"holds no captured skills"}},
-		{"history corrupt", []string{"history", filepath.Join(dir, "corrupt.jsonl")}, []string{"byte offset"}},
-		{"export without session", []string{"export"}, []string{"--session is required"}},
-		{"export bad session", []string{"export", "--session", "a.b"}, []string{"--session: bad session token"}},
-		{"export no store", []string{"export", "--session", "s", "--data", filepath.Join(dir, "nostore"), "--listen", quietAddr(t)}, []string{"no such store directory"}},
+			[]string{"holds no captured skills"}, false},
+		{"history corrupt", []string{"history", filepath.Join(dir, "corrupt.jsonl")}, []string{"byte offset"}, false},
+		{"history missing step", []string{"history", "testdata/replay/plain.jsonl", "--step", "nope"}, []string{`step "nope" is not in the session`}, false},
+		{"export without session", []string{"export"}, []string{"--session is required"}, true},
+		{"export bad session", []string{"export", "--session", "a.b"}, []string{"--session: bad session token"}, true},
+		{"export no store", []string{"export", "--session", "s", "--data", filepath.Join(dir, "nostore"), "--listen", quietAddr(t)}, []string{"no such store directory"}, true},
+		{"export empty stream", []string{"export", "--session", "s", "--stream", ""}, []string{`stream name ""`}, true},
+		{"history bad prefix", []string{"history", "--session", "s", "--prefix", "a.>"}, []string{"subject prefix"}, true},
+		{"export serve-only flag", []string{"export", "--session", "s", "--workers", "2"}, []string{"flag provided but not defined: -workers"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,7 +307,39 @@ func TestReplayBadInput(t *testing.T) {
 					t.Errorf("stderr %q does not mention %q", stderr, w)
 				}
 			}
+			if hint := strings.Contains(stderr, "--help)"); hint != tt.hint {
+				t.Errorf("stderr %q: points at --help %v, want %v", stderr, hint, tt.hint)
+			}
 		})
+	}
+}
+
+// TestReaderCommandsTakeOnlyWhatTheyUse checks that export, replay and
+// history register no serve-only flag and ignore serve-only variables, and
+// keeps their manuals as golden files.
+func TestReaderCommandsTakeOnlyWhatTheyUse(t *testing.T) {
+	serveOnly := []string{"workers", "ack-wait", "max-deliver", "no-provision", "replicas", "max-age",
+		"duplicate-window", "server-name", "consumer", "metrics-listen"}
+	for _, name := range []string{"export", "replay", "history"} {
+		code, out, _ := runMain(t, name, "--help")
+		if code != exitOK {
+			t.Fatalf("%s --help: exit %d", name, code)
+		}
+		for _, f := range serveOnly {
+			if strings.Contains(out, "--"+f+" ") || strings.Contains(out, "--"+f+"\n") {
+				t.Errorf("%s --help lists serve's --%s", name, f)
+			}
+		}
+		sep := fmt.Sprintf("%q-separated", string(os.PathListSeparator))
+		golden(t, "help_"+name+".golden", strings.ReplaceAll(out, sep, `":"-separated`))
+	}
+	// A bad serve-only setting in the environment is not the readers'
+	// business: export gets as far as the missing store.
+	t.Setenv("SKILLSTREAM_WORKERS", "-1")
+	t.Setenv("SKILLSTREAM_METRICS_LISTEN", "nowhere")
+	code, _, stderr := runMain(t, "export", "--session", "s", "--data", filepath.Join(t.TempDir(), "none"), "--listen", quietAddr(t))
+	if code != exitUsage || !strings.Contains(stderr, "no such store directory") {
+		t.Errorf("export with serve-only variables set: exit %d, %s", code, stderr)
 	}
 }
 

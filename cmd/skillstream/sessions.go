@@ -1,0 +1,185 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// The session readers (export, replay --live, history --session) read
+// session logs where serve writes them. They take the part of serve's
+// configuration that says where that is - NATS and the stream - and none of
+// its processing settings.
+
+// readerServerName names the embedded server a reader opens a store with.
+const readerServerName = "skillstream-reader"
+
+// readerFlags registers where session logs are read from: NATS, the stream
+// and subject prefix, and logging.
+func (c *Config) readerFlags(cmd *command) {
+	cmd.group("NATS (the --data store by default)")
+	cmd.pick(c.natsFlags, "listen", "data", "nats-url", "nats-user", "nats-password", "nats-token",
+		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key")
+	cmd.fs.Lookup("listen").Usage = "client `address` of a running serve's embedded server; while it answers, --data is not opened"
+	cmd.fs.Lookup("data").Usage = "JetStream store `directory` to read (serve's --data) when no --nats-url is given"
+	cmd.group("Stream")
+	cmd.pick(c.streamFlags, "stream", "prefix")
+	c.opsFlags(cmd, false)
+}
+
+// validateReader checks what readerFlags registers, in the order an
+// operator would fix it.
+func (c *Config) validateReader() error {
+	if err := c.validateLog(); err != nil {
+		return err
+	}
+	if err := c.validateNATS(); err != nil {
+		return err
+	}
+	return c.validateStream()
+}
+
+// validateNATS checks how NATS is reached: the embedded server's --listen
+// and --data, or --nats-url with one authentication method and readable
+// key and certificate files.
+func (c *Config) validateNATS() error {
+	if c.NATSURL == "" {
+		if err := checkAddr("--listen", c.Listen); err != nil {
+			return err
+		}
+		if c.Data == "" {
+			return usagef("--data must name a directory for the embedded server's store")
+		}
+		for _, f := range []struct{ name, v string }{
+			{"--nats-user", c.NATSUser}, {"--nats-password", c.NATSPassword}, {"--nats-token", c.NATSToken},
+			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
+			{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
+		} {
+			if f.v != "" {
+				return usagef("%s applies to --nats-url only; the embedded server needs no credentials", f.name)
+			}
+		}
+		return nil
+	}
+	methods := 0
+	for _, set := range []bool{c.NATSUser != "" || c.NATSPassword != "", c.NATSToken != "", c.NATSNKey != "", c.NATSCreds != ""} {
+		if set {
+			methods++
+		}
+	}
+	if methods > 1 {
+		return usagef("choose one of --nats-user/--nats-password, --nats-token, --nats-nkey and --nats-creds")
+	}
+	if c.NATSPassword != "" && c.NATSUser == "" {
+		return usagef("--nats-password needs --nats-user")
+	}
+	if (c.NATSTLSCert == "") != (c.NATSTLSKey == "") {
+		return usagef("--nats-tls-cert and --nats-tls-key go together")
+	}
+	for _, f := range []struct{ name, path string }{
+		{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
+		{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return usagef("%s %s: %v", f.name, f.path, errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// validateStream checks --stream and --prefix as given.
+func (c *Config) validateStream() error {
+	p := processorDefaults()
+	p.Stream, p.Prefix = c.Stream, c.Prefix
+	if err := p.Validate(); err != nil {
+		return usageError{msg: err.Error()}
+	}
+	return nil
+}
+
+// openSessions validates the reader configuration and connects to where
+// session logs live, to read them: --nats-url when given, else the --data
+// store, opened by an embedded server of our own that does not listen. A
+// server answering on --listen (a running serve, most likely on that very
+// store) is refused rather than risking two servers on one store. close
+// releases everything.
+func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err error) {
+	if err := c.validateReader(); err != nil {
+		return nil, nil, err
+	}
+	log := c.newLogger(a.stderr)
+	var nc *nats.Conn
+	switch {
+	case c.NATSURL != "":
+		opts, err := c.connectOptions(log)
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = nats.Connect(c.NATSURL, append(opts, nats.MaxReconnects(0))...); err != nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", c.NATSURL, err)
+		}
+		close = nc.Close
+	case serving(c.Listen):
+		// Two servers on one store would corrupt it.
+		return nil, nil, usagef("a server is running on --listen %s (skillstream serve?): read through it with --nats-url nats://%s, or stop it to open --data %s", c.Listen, c.Listen, c.Data)
+	default:
+		fi, err := os.Stat(c.Data)
+		if err != nil || !fi.IsDir() {
+			return nil, nil, usagef("--data %s: no such store directory (and nothing serves on --listen %s)", c.Data, c.Listen)
+		}
+		quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		srv, err := startEmbedded(embeddedOptions{name: readerServerName, storeDir: c.Data}, quiet)
+		if err != nil {
+			return nil, nil, err
+		}
+		if nc, err = inProcess(srv, "skillstream reader"); err != nil {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, nil, err
+		}
+		close = func() {
+			nc.Close()
+			srv.Shutdown()
+			srv.WaitForShutdown()
+		}
+	}
+	js, err = jetstream.New(nc)
+	if err != nil {
+		close()
+		return nil, nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return js, close, nil
+}
+
+// serving reports whether something accepts connections on addr (a running
+// `skillstream serve` with its embedded server).
+func serving(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// checkSession validates --session.
+func checkSession(sid string) error {
+	if sid == "" {
+		return usagef("--session is required")
+	}
+	if err := events.CheckSession(sid); err != nil {
+		return usagef("--session: %v", err)
+	}
+	return nil
+}
