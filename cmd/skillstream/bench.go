@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -636,9 +635,7 @@ func (r *benchReport) ratios() {
 
 func (a *app) printBenchReport(r *benchReport, o benchOptions) error {
 	if o.json {
-		e := json.NewEncoder(a.stdout)
-		e.SetIndent("", "  ")
-		return e.Encode(r)
+		return printJSON(a.stdout, r)
 	}
 	_, err := io.WriteString(a.stdout, formatBenchReport(r))
 	return err

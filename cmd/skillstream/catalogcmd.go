@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -13,11 +12,7 @@ import (
 )
 
 func (a *app) catalogCommand() (*command, runFunc) {
-	var (
-		c      Config
-		cwd    string
-		asJSON bool
-	)
+	var p preview
 	cmd := newCommand("catalog", "skillstream catalog [--cwd DIR] [--json] [flags]", `
 Print exactly the initial catalog text a model would receive now for a session
 whose working directory is DIR (the current directory by default), followed by
@@ -36,22 +31,12 @@ failed (serve would send nothing until it recovers).`[1:], `
   skillstream catalog --cwd ~/src/app --skills-dir /srv/team-skills
   skillstream catalog --no-bundled --catalog-description-max-length 120
   skillstream catalog --json | jq .entries`[1:])
-	cmd.group("Flags")
-	cmd.localString(&cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
-	cmd.localBool(&asJSON, "json", false, "print the structured view as JSON instead of the model text")
-	c.skillFlags(cmd)
+	p.flags(cmd, "print the structured view as JSON instead of the model text")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("catalog takes no arguments, got %q (use --cwd DIR)", args[0])
 		}
-		if err := c.validateSkills(); err != nil {
-			return err
-		}
-		dir, err := resolveCwd(cwd)
-		if err != nil {
-			return err
-		}
-		reg, err := c.registry(nil, false)
+		reg, dir, err := p.open()
 		if err != nil {
 			return err
 		}
@@ -60,11 +45,9 @@ failed (serve would send nothing until it recovers).`[1:], `
 		if rep.Err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
 		}
-		v := newCatalogView(rep, c.DescriptionMaxLength)
-		if asJSON {
-			enc := json.NewEncoder(a.stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(v); err != nil {
+		v := newCatalogView(rep, p.c.DescriptionMaxLength)
+		if p.asJSON {
+			if err := printJSON(a.stdout, v); err != nil {
 				return err
 			}
 		} else if v.Complete && v.Text != "" {

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
 )
 
 func (a *app) loadCommand() (*command, runFunc) {
-	var (
-		c      Config
-		cwd    string
-		asJSON bool
-	)
+	var p preview
 	cmd := newCommand("load", "skillstream load NAME [--cwd DIR] [--json] [flags]", `
 Print exactly the text the skill tool returns to the model when it calls
 skill(name=NAME) in a session whose working directory is DIR (the current
@@ -28,28 +26,18 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
   skillstream load commit-message
   skillstream load release-notes --cwd ~/src/app --skills-dir /srv/team-skills
   skillstream load commit-message --json | jq .value.resourceBase`[1:])
-	cmd.group("Flags")
-	cmd.localString(&cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
-	cmd.localBool(&asJSON, "json", false, "print the structured result (isError, text, value, error) as JSON")
-	c.skillFlags(cmd)
+	p.flags(cmd, "print the structured result (isError, text, value, error) as JSON")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) != 1 {
 			return usagef("load needs a skill name, exactly one (got %d arguments)", len(args))
 		}
-		if err := c.validateSkills(); err != nil {
-			return err
-		}
-		dir, err := resolveCwd(cwd)
-		if err != nil {
-			return err
-		}
-		reg, err := c.registry(nil, false)
+		reg, dir, err := p.open()
 		if err != nil {
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, boundLookup{reg: reg, cwd: dir}, args[0])
-		if asJSON {
+		res := catalog.Execute(ctx, processor.Lookup(reg, dir), args[0])
+		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {
 				out.Value = &valueJSON{Name: v.Name, Provider: v.Provider, ResourceBase: v.ResourceBase, Content: v.Content}
@@ -57,9 +45,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			if e := res.Err; e != nil {
 				out.Error = &toolErrorJSON{Code: string(e.Code), Message: e.Message}
 			}
-			enc := json.NewEncoder(a.stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(out); err != nil {
+			if err := printJSON(a.stdout, out); err != nil {
 				return err
 			}
 		} else {
@@ -92,19 +78,45 @@ type toolErrorJSON struct {
 	Message string `json:"message"`
 }
 
-// boundLookup binds the registry to one working directory for the skill
-// tool.
-type boundLookup struct {
-	reg *providers.Registry
-	cwd string
+// preview is what catalog and load share: the skills configuration,
+// --cwd and --json, and a registry built as serve builds it.
+type preview struct {
+	c      Config
+	cwd    string
+	asJSON bool
 }
 
-func (b boundLookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
-	return b.reg.Resolve(ctx, name, b.cwd)
+// flags registers --cwd, --json (described by jsonUsage) and the skills
+// flags.
+func (p *preview) flags(cmd *command, jsonUsage string) {
+	cmd.group("Flags")
+	cmd.localString(&p.cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
+	cmd.localBool(&p.asJSON, "json", false, jsonUsage)
+	p.c.skillFlags(cmd)
 }
 
-func (b boundLookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
-	return b.reg.Load(ctx, name, b.cwd)
+// open validates the configuration and returns the registry, which the
+// caller closes, and the absolute working directory.
+func (p *preview) open() (*providers.Registry, string, error) {
+	if err := p.c.validateSkills(); err != nil {
+		return nil, "", err
+	}
+	dir, err := resolveCwd(p.cwd)
+	if err != nil {
+		return nil, "", err
+	}
+	reg, err := p.c.registry(nil, false)
+	if err != nil {
+		return nil, "", err
+	}
+	return reg, dir, nil
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // resolveCwd returns --cwd as an absolute path, the current directory when
