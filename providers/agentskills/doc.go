@@ -6,7 +6,12 @@
 //
 // For a working directory, the project root is the nearest ancestor (the
 // directory itself included) that holds a .git entry, else the directory
-// itself; without a working directory there is no project root. The folders
+// itself; without a working directory there is no project root. While it
+// watches, the provider remembers each working directory's root and
+// watches the folders from the directory up to that root (up to "/" when
+// there is none): a .git created or removed on the way, or a folder of the
+// way renamed or replaced, makes it look again, so a `git init` in a
+// subfolder moves the root like any other change is picked up. The folders
 // searched, in rank order, are:
 //
 //   - <project>/.agents/skills, then the other Config.ProjectDirs (source

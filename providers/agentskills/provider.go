@@ -72,6 +72,7 @@ type Stats struct {
 	Parses        uint64 // skill files parsed
 	Scans         uint64 // skills folders listed
 	Invalidations uint64 // change notifications sent (after coalescing)
+	RootWalks     uint64 // walks up a working directory looking for .git
 	Watches       int    // paths watched now
 	Projects      int    // project roots tracked now
 }
@@ -93,6 +94,7 @@ type Provider struct {
 
 	count         counters
 	invalidations atomic.Uint64
+	rootWalks     atomic.Uint64
 
 	// watchMu serialises changes to the watch set (fsnotify calls included)
 	// so they are never made while holding mu, which the event loop needs.
@@ -105,6 +107,12 @@ type Provider struct {
 	lru      *list.List
 	pending  map[*root]struct{}
 	timer    *time.Timer
+
+	// Remembered project roots (rootmemo.go).
+	cwdRoots  map[string]*cwdRoot
+	cwdLRU    *list.List                       // of *cwdRoot, most recently used first
+	chainDirs map[string]map[*cwdRoot]struct{} // folder -> answers whose way it is on
+	stale     []*cwdRoot                       // forgotten by events, watches not yet released
 }
 
 // project is a project root and its skills folders.
@@ -113,6 +121,7 @@ type project struct {
 	roots   []*root
 	ch      chan struct{} // closed on change, then replaced
 	evicted bool
+	cwds    map[*cwdRoot]struct{} // remembered working directories with this root
 }
 
 // root is one skills folder.
@@ -160,6 +169,7 @@ const (
 
 type watchEntry struct {
 	owners map[*root]watchKind
+	chains int // remembered project roots watching this folder (rootmemo.go)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -177,6 +187,9 @@ func New(cfg Config) (*Provider, error) {
 		projects:    make(map[string]*list.Element),
 		lru:         list.New(),
 		pending:     make(map[*root]struct{}),
+		cwdRoots:    make(map[string]*cwdRoot),
+		cwdLRU:      list.New(),
+		chainDirs:   make(map[string]map[*cwdRoot]struct{}),
 	}
 	if p.name == "" {
 		p.name = DefaultName
@@ -263,6 +276,7 @@ func (p *Provider) Stats() Stats {
 		Parses:        p.count.parses.Load(),
 		Scans:         p.count.scans.Load(),
 		Invalidations: p.invalidations.Load(),
+		RootWalks:     p.rootWalks.Load(),
 		Watches:       watches,
 		Projects:      projects,
 	}
@@ -271,29 +285,18 @@ func (p *Provider) Stats() Stats {
 // ProjectRoot returns the project root for cwd: the nearest ancestor of cwd
 // (cwd included) holding a .git entry, else cwd itself. An empty cwd has no
 // project root (""); a relative cwd is an error.
+//
+// The provider remembers the answer per working directory while it
+// watches, and forgets it when a .git appears or vanishes on the way (see
+// rootmemo.go).
 func ProjectRoot(cwd string) (string, error) {
-	if cwd == "" {
-		return "", nil
-	}
-	if !filepath.IsAbs(cwd) {
-		return "", fmt.Errorf("working directory %q is not an absolute path", cwd)
-	}
-	cwd = filepath.Clean(cwd)
-	for d := cwd; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return cwd, nil
-		}
-		d = parent
-	}
+	root, _, err := findRoot(cwd)
+	return root, err
 }
 
 // roots returns the skills folders for cwd in rank order.
 func (p *Provider) roots(cwd string) ([]*root, *project, error) {
-	key, err := ProjectRoot(cwd)
+	key, err := p.projectRoot(cwd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -338,6 +341,9 @@ func (p *Provider) project(key string) (*project, []*project) {
 		delete(p.projects, old.key)
 		old.evicted = true
 		close(old.ch)
+		for e := range old.cwds {
+			p.forget(e, false) // drop releases their watches
+		}
 		for _, r := range old.roots {
 			r.dropped = true
 			delete(p.pending, r)
@@ -352,8 +358,8 @@ func (p *Provider) drop(evicted []*project) {
 	if len(evicted) == 0 {
 		return
 	}
+	var cwds []*cwdRoot
 	p.watchMu.Lock()
-	defer p.watchMu.Unlock()
 	for _, proj := range evicted {
 		for _, r := range proj.roots {
 			for path := range r.want {
@@ -361,7 +367,12 @@ func (p *Provider) drop(evicted []*project) {
 			}
 			r.want = nil
 		}
+		for e := range proj.cwds {
+			cwds = append(cwds, e)
+		}
 	}
+	p.watchMu.Unlock()
+	p.unwatchChains(cwds)
 }
 
 // Changes implements providers.Notifier: the returned channel is closed
@@ -369,7 +380,10 @@ func (p *Provider) drop(evicted []*project) {
 // changes. When the provider cannot watch those folders it returns a
 // closed channel, so callers do not cache.
 func (p *Provider) Changes(cwd string) <-chan struct{} {
-	key, err := ProjectRoot(cwd)
+	if p.w == nil {
+		return closedChan
+	}
+	key, err := p.projectRoot(cwd)
 	if err != nil {
 		return closedChan
 	}
@@ -687,7 +701,7 @@ func (p *Provider) release(r *root, path string) {
 	last := false
 	if e != nil {
 		delete(e.owners, r)
-		if len(e.owners) == 0 {
+		if len(e.owners) == 0 && e.chains == 0 {
 			delete(p.watches, path)
 			last = true
 		}
@@ -709,7 +723,9 @@ func (p *Provider) loop() {
 			if !ok {
 				return
 			}
-			p.dispatch(ev)
+			if p.dispatch(ev) {
+				p.releaseStale()
+			}
 		case _, ok := <-p.w.Errors:
 			if !ok {
 				return
@@ -717,14 +733,19 @@ func (p *Provider) loop() {
 			// Events may have been lost (queue overflow): distrust every
 			// cached answer.
 			p.touchAll()
+			p.releaseStale()
 		}
 	}
 }
 
-func (p *Provider) dispatch(ev fsnotify.Event) {
+// dispatch marks what an event changes; it reports whether remembered
+// project roots were forgotten (their watches are then to be released).
+func (p *Provider) dispatch(ev fsnotify.Event) (stale bool) {
 	name := filepath.Clean(ev.Name)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.chainEvent(name)
+	stale = len(p.stale) > 0
 	if e := p.watches[name]; e != nil {
 		for r := range e.owners {
 			p.touch(r, name)
@@ -732,11 +753,11 @@ func (p *Provider) dispatch(ev fsnotify.Event) {
 	}
 	dir := filepath.Dir(name)
 	if dir == name {
-		return
+		return stale
 	}
 	e := p.watches[dir]
 	if e == nil {
-		return
+		return stale
 	}
 	for r, k := range e.owners {
 		switch k.kind {
@@ -752,6 +773,7 @@ func (p *Provider) dispatch(ev fsnotify.Event) {
 			}
 		}
 	}
+	return stale
 }
 
 const maxTouched = 4096
@@ -781,6 +803,9 @@ func (p *Provider) touch(r *root, path string) {
 func (p *Provider) touchAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, e := range p.cwdRoots {
+		p.stale = append(p.stale, p.forget(e, true))
+	}
 	for _, r := range p.shared {
 		r.touchedAll = true
 		p.touch(r, r.path)

@@ -1,0 +1,279 @@
+package agentskills
+
+import (
+	"container/list"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Project roots of working directories are remembered while the provider
+// watches (see projectRoot). ProjectRoot walks from the working directory
+// up to the nearest folder holding .git, one Lstat per level, and Changes
+// runs for every snapshot the registry serves: for a busy service that is
+// a system call or more per pre-step for an answer that almost never
+// changes.
+//
+// The answer changes only when, on the way from the working directory up
+// to the root it found (up to "/" when there was none), a .git entry
+// appears or vanishes, or a folder of that way is removed, renamed or
+// replaced. So each remembered answer watches every folder of its way,
+// and the event loop forgets it at the first event naming a .git entry in
+// one of those folders or naming one of the folders themselves. A
+// one-stat revalidation of the found root's .git would not do: it misses
+// a repository created between the working directory and the root (git
+// init in a subfolder, a nested checkout).
+//
+// An answer is remembered only when every folder of its way could be
+// watched and a second walk, made once the watches are in place, agrees
+// with the first; events from the moment the folders are registered
+// cancel it, so a change racing with the walk is never lost. Like every
+// other change the provider sees, a .git appearing is noticed once the
+// watcher delivers its event (within milliseconds), not synchronously.
+// Answers are bounded (cwdsPerProject per tracked project) and are
+// forgotten with their project when it is evicted.
+
+// cwdsPerProject bounds remembered working directories: this many times
+// the tracked projects.
+const cwdsPerProject = 4
+
+// cwdRoot is the remembered project root of one working directory.
+type cwdRoot struct {
+	cwd   string
+	root  string
+	chain []string // the folders from cwd up to root, or to "/" when no .git was found
+
+	// guarded by Provider.mu
+	proj  *project      // set once remembered
+	valid bool          // no event on the chain since it was registered
+	el    *list.Element // in Provider.cwdLRU once remembered (then cwdRoots[cwd] == this)
+
+	watched []string // folders watched for it; guarded by Provider.watchMu
+}
+
+// findRoot is ProjectRoot that also returns the top of the walk: the root
+// when a .git was found, the file system root otherwise.
+func findRoot(cwd string) (root, top string, err error) {
+	if cwd == "" {
+		return "", "", nil
+	}
+	if !filepath.IsAbs(cwd) {
+		return "", "", fmt.Errorf("working directory %q is not an absolute path", cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	for d := cwd; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d, d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return cwd, d, nil
+		}
+		d = parent
+	}
+}
+
+// chainOf lists cwd and its ancestors up to and including top.
+func chainOf(cwd, top string) []string {
+	var chain []string
+	for d := cwd; ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == top || filepath.Dir(d) == d {
+			return chain
+		}
+	}
+}
+
+// projectRoot is ProjectRoot(cwd), remembered per working directory while
+// the provider watches.
+func (p *Provider) projectRoot(cwd string) (string, error) {
+	if cwd == "" || !filepath.IsAbs(cwd) || p.w == nil {
+		p.rootWalks.Add(1)
+		return ProjectRoot(cwd)
+	}
+	p.mu.Lock()
+	if e := p.cwdRoots[cwd]; e != nil {
+		p.cwdLRU.MoveToFront(e.el)
+		root := e.root
+		p.mu.Unlock()
+		return root, nil
+	}
+	p.mu.Unlock()
+	return p.rememberRoot(cwd)
+}
+
+// rememberRoot walks for cwd's root and remembers the answer when it can
+// watch the way (see the comment at the top of this file).
+func (p *Provider) rememberRoot(cwd string) (string, error) {
+	p.rootWalks.Add(1)
+	root, top, err := findRoot(cwd)
+	if err != nil {
+		return "", err
+	}
+	e := &cwdRoot{cwd: cwd, root: root, chain: chainOf(filepath.Clean(cwd), top), valid: true}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return root, nil
+	}
+	for _, d := range e.chain {
+		set := p.chainDirs[d]
+		if set == nil {
+			set = make(map[*cwdRoot]struct{})
+			p.chainDirs[d] = set
+		}
+		set[e] = struct{}{}
+	}
+	p.mu.Unlock()
+
+	ok := p.watchChain(e)
+	if ok {
+		p.rootWalks.Add(1)
+		again, _, err := findRoot(cwd)
+		ok = err == nil && again == root
+		if err == nil {
+			root = again // the newer answer, remembered or not
+		}
+	}
+
+	var evicted []*project
+	var forgotten []*cwdRoot
+	p.mu.Lock()
+	if ok && e.valid && !p.closed {
+		proj, ev := p.project(root)
+		evicted = ev
+		if old := p.cwdRoots[cwd]; old != nil { // remembered meanwhile by another call
+			forgotten = append(forgotten, p.forget(old, true))
+		}
+		e.proj = proj
+		if proj.cwds == nil {
+			proj.cwds = make(map[*cwdRoot]struct{})
+		}
+		proj.cwds[e] = struct{}{}
+		p.cwdRoots[cwd] = e
+		e.el = p.cwdLRU.PushFront(e)
+		for p.cwdLRU.Len() > cwdsPerProject*p.maxProjects {
+			forgotten = append(forgotten, p.forget(p.cwdLRU.Back().Value.(*cwdRoot), true))
+		}
+	} else {
+		forgotten = append(forgotten, p.forget(e, true))
+	}
+	p.mu.Unlock()
+	p.drop(evicted)
+	p.unwatchChains(forgotten)
+	return root, nil
+}
+
+// watchChain watches every folder of e's way; false when one cannot be
+// watched (then nothing is remembered and the walks go on).
+func (p *Provider) watchChain(e *cwdRoot) bool {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	for _, d := range e.chain {
+		p.mu.Lock()
+		if p.closed || !e.valid {
+			p.mu.Unlock()
+			return false
+		}
+		w := p.watches[d]
+		if w == nil {
+			w = &watchEntry{owners: make(map[*root]watchKind)}
+			p.watches[d] = w
+		}
+		w.chains++
+		p.mu.Unlock()
+		e.watched = append(e.watched, d)
+		if err := p.addWatch(d); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// unwatchChains releases the watches of forgotten answers.
+func (p *Provider) unwatchChains(es []*cwdRoot) {
+	if len(es) == 0 {
+		return
+	}
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	for _, e := range es {
+		for _, d := range e.watched {
+			p.releaseChain(d)
+		}
+		e.watched = nil
+	}
+}
+
+// releaseChain drops one remembered answer's interest in the folder d.
+// p.watchMu must be held.
+func (p *Provider) releaseChain(d string) {
+	p.mu.Lock()
+	w := p.watches[d]
+	last := false
+	if w != nil {
+		w.chains--
+		if w.chains <= 0 && len(w.owners) == 0 {
+			delete(p.watches, d)
+			last = true
+		}
+	}
+	closed := p.closed
+	p.mu.Unlock()
+	if last && !closed {
+		_ = p.w.Remove(d)
+	}
+}
+
+// forget drops e from the remembered answers and the chain index and
+// returns it, for unwatchChains. p.mu must be held. fromProject is false
+// when e's project is being evicted (which drops its set as a whole).
+func (p *Provider) forget(e *cwdRoot, fromProject bool) *cwdRoot {
+	e.valid = false
+	if e.el != nil {
+		p.cwdLRU.Remove(e.el)
+		e.el = nil
+		if p.cwdRoots[e.cwd] == e {
+			delete(p.cwdRoots, e.cwd)
+		}
+	}
+	for _, d := range e.chain {
+		if set := p.chainDirs[d]; set != nil {
+			delete(set, e)
+			if len(set) == 0 {
+				delete(p.chainDirs, d)
+			}
+		}
+	}
+	if fromProject && e.proj != nil {
+		delete(e.proj.cwds, e)
+	}
+	return e
+}
+
+// chainEvent forgets the answers an event at name invalidates: a .git
+// entry created, removed or renamed in a folder of their way, or a folder
+// of their way itself removed, renamed or created. p.mu must be held; the
+// forgotten answers' watches are released by the event loop afterwards.
+func (p *Provider) chainEvent(name string) {
+	if len(p.chainDirs) == 0 {
+		return
+	}
+	if filepath.Base(name) == ".git" {
+		for e := range p.chainDirs[filepath.Dir(name)] {
+			p.stale = append(p.stale, p.forget(e, true))
+		}
+	}
+	for e := range p.chainDirs[name] {
+		p.stale = append(p.stale, p.forget(e, true))
+	}
+}
+
+// releaseStale releases the watches of answers forgotten by events.
+func (p *Provider) releaseStale() {
+	p.mu.Lock()
+	stale := p.stale
+	p.stale = nil
+	p.mu.Unlock()
+	p.unwatchChains(stale)
+}
