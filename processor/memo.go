@@ -77,9 +77,12 @@ const recognitionMemoSize = 4096
 // spares decoding the whole record and hashing its text each time.
 type recognition struct {
 	// The record the conclusion is about: a stream sequence identifies a
-	// message, and subject, size and a fingerprint of the bytes guard
-	// against a stream deleted and created again under the same name,
-	// whose sequences start over with other messages.
+	// message, and subject, size and a fingerprint guard against a stream
+	// deleted and created again under the same name, whose sequences start
+	// over with other messages. The fingerprint covers the declared
+	// encoding and the server's store time (Nats-Time-Stamp, nanoseconds,
+	// set on every Direct Get answer), or the bytes when a record comes
+	// without it.
 	subject string
 	size    int
 	fp      uint64
@@ -99,14 +102,24 @@ func newRecognitions(size int) *recognitions {
 	return &recognitions{seed: maphash.MakeSeed(), cache: newLRU[uint64, recognition](size)}
 }
 
-// fingerprint hashes what recognise reads of s: its declared encoding and
-// its bytes.
+// hdrTimeStamp is the header of a Direct Get answer holding the message's
+// store time.
+const hdrTimeStamp = "Nats-Time-Stamp"
+
+// fingerprint hashes the declared encoding of s and its store time, or its
+// bytes when it has none (hashing a large catalog's bytes at every
+// pre-step costs more than the store time's few bytes).
 func (r *recognitions) fingerprint(s Stored) uint64 {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
 	h.WriteString(contentType(s.Header))
 	h.WriteByte(0)
-	h.Write(s.Data)
+	if ts := s.Header.Get(hdrTimeStamp); ts != "" {
+		h.WriteString(ts)
+	} else {
+		h.WriteByte(1)
+		h.Write(s.Data)
+	}
 	return h.Sum64()
 }
 

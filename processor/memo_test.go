@@ -125,6 +125,39 @@ func TestRecogniseMemo(t *testing.T) {
 	}
 }
 
+// With the server's store time, the record's time (not its bytes) tells
+// a message apart from another one at the same sequence.
+func TestRecogniseMemoStoreTime(t *testing.T) {
+	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
+	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
+	b := []catalog.Entry{{Name: "b-skill", Description: "B."}}
+	at := func(s Stored, ts string) Stored {
+		s.Header = nats.Header{events.HeaderContentType: s.Header[events.HeaderContentType], hdrTimeStamp: []string{ts}}
+		return s
+	}
+	first := at(storedCatalog(t, 7, "s1", "1", "me", a...), "2026-12-02T20:00:00.000000001Z")
+	if o, ok := p.recognise("s1", first); !ok || o.digest != catalog.Digest(a) {
+		t.Fatalf("recognise: %+v %v", o, ok)
+	}
+	_, fp, hit := p.recognised.lookup(first)
+	if !hit {
+		t.Fatal("no hit for a remembered record")
+	}
+	p.recognised.store(first, fp, recognition{ok: true, digest: "planted", step: "1"})
+	if o, _ := p.recognise("s1", first); o.digest != "planted" {
+		t.Fatalf("hit decoded again: %+v", o)
+	}
+	// Another stream's message at the same sequence, same size even: its
+	// store time differs.
+	other := at(storedCatalog(t, 7, "s1", "2", "me", b...), "2026-12-02T21:00:00.000000001Z")
+	if len(other.Data) != len(first.Data) {
+		t.Fatalf("test records differ in size: %d, %d", len(other.Data), len(first.Data))
+	}
+	if o, ok := p.recognise("s1", other); !ok || o.digest != catalog.Digest(b) || o.step != "2" {
+		t.Fatalf("other message at the same sequence: %+v %v", o, ok)
+	}
+}
+
 func TestOursCatalog(t *testing.T) {
 	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
 	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
@@ -191,7 +224,7 @@ func TestKeptViewFollowsSkillEdits(t *testing.T) {
 	}
 	e.writeSkill("a-skill", "First words.")
 	e.waitSkills("a-skill")
-	e.start()
+	proc := e.start()
 	w := e.worker()
 	const sid = "edits"
 	pre := func(step string) events.Decision {
@@ -208,6 +241,16 @@ func TestKeptViewFollowsSkillEdits(t *testing.T) {
 	e.expect(d, events.OutcomeAppended, 1)
 	describes(d, "initial", "First words.")
 	e.expect(pre("2"), events.OutcomeUnchanged, 1)
+	// Session reads carry the store time recognition keys on.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	s, err := proc.rd.last(ctx, events.Subject(proc.cfg.Prefix, sid, events.KindCatalog), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Header.Get(hdrTimeStamp) == "" {
+		t.Errorf("a Direct Get answer without %s: recognition hashes whole records", hdrTimeStamp)
+	}
 
 	e.writeSkill("a-skill", "Second words.")
 	e.waitDescription("a-skill", "Second words.")
