@@ -329,21 +329,12 @@ func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, cl *b
 		return nil, err
 	}
 	stopProfile := func() {}
-	if profile != "" && mode == benchModeChild {
-		// This process's share: NATS server and load generator.
-		f, err := os.Create(profile + ".bench")
-		if err != nil {
-			_, _ = proc.stop()
-			return nil, fmt.Errorf("cpu profile: %w", err)
+	if profile != "" && (mode == benchModeChild || mode == benchModeInProcess) {
+		path := profile
+		if mode == benchModeChild {
+			path += ".bench" // this process's share: NATS server and load generator
 		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			_, _ = proc.stop()
-			return nil, fmt.Errorf("cpu profile: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
-	} else if profile != "" && mode == benchModeInProcess {
-		f, err := os.Create(profile)
+		f, err := os.Create(path)
 		if err != nil {
 			_, _ = proc.stop()
 			return nil, fmt.Errorf("cpu profile: %w", err)

@@ -72,18 +72,7 @@ processor's: only its catalogs count.`[1:], `
 			}
 			return print(s)
 		}}
-		var err error
-		if sid != "" {
-			js, closeJS, oerr := a.openSessions(&c)
-			if oerr != nil {
-				return oerr
-			}
-			defer closeJS()
-			_, err = replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
-		} else {
-			_, err = replayFile(ctx, args[0], opts)
-		}
-		if err != nil {
+		if _, err := a.replaySession(ctx, &c, sid, args, opts); err != nil {
 			return err
 		}
 		if step == "" {

@@ -120,21 +120,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			defer reg.Close()
 			opts.Skills = reg
 		}
-		var (
-			sum replay.Summary
-			err error
-		)
-		if live {
-			var js jetstream.JetStream
-			var closeJS func()
-			if js, closeJS, err = a.openSessions(&c); err != nil {
-				return err
-			}
-			defer closeJS()
-			sum, err = replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
-		} else {
-			sum, err = replayFile(ctx, args[0], opts)
-		}
+		sum, err := a.replaySession(ctx, &c, sid, args, opts)
 		if err != nil {
 			out.Flush()
 			return err
@@ -174,6 +160,20 @@ func recordingError(path string, err error) error {
 		return inputf("%s: %w", path, err)
 	}
 	return err
+}
+
+// replaySession replays session sid from the stream when sid is set, else
+// the recording file args[0].
+func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []string, opts replay.Options) (replay.Summary, error) {
+	if sid == "" {
+		return replayFile(ctx, args[0], opts)
+	}
+	js, closeJS, err := a.openSessions(c)
+	if err != nil {
+		return replay.Summary{}, err
+	}
+	defer closeJS()
+	return replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
 }
 
 func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {

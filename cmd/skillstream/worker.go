@@ -86,35 +86,29 @@ func (w *worker) answer(ctx context.Context) (*nats.Msg, events.Encoding, error)
 // the processor's Decision.
 func (w *worker) preStep(ctx context.Context, step, cwd string) (events.Decision, error) {
 	ps := events.PreStep{V: events.Version, Session: w.session, Step: step, Cwd: cwd, Tools: w.tools()}
-	if _, err := w.publish(ctx, events.KindPreStep, step, ps, true); err != nil {
-		return events.Decision{}, err
-	}
-	m, enc, err := w.answer(ctx)
-	if err != nil {
-		return events.Decision{}, err
-	}
-	d, err := events.DecodeDecision(enc, m.Data)
-	if err != nil {
-		return events.Decision{}, fmt.Errorf("decode decision: %w", err)
-	}
-	return d, nil
+	return request(ctx, w, events.KindPreStep, step, ps, events.DecodeDecision)
 }
 
 // call appends a tool.call.skill and returns the processor's ToolResult.
 func (w *worker) call(ctx context.Context, id, cwd, name string) (events.ToolResult, error) {
 	sc := events.SkillCall{V: events.Version, Session: w.session, Call: id, Cwd: cwd, Args: events.SkillArgs{Name: name}}
-	if _, err := w.publish(ctx, events.KindSkillCall, id, sc, true); err != nil {
-		return events.ToolResult{}, err
+	return request(ctx, w, events.KindSkillCall, id, sc, events.DecodeToolResult)
+}
+
+// request appends trigger v of kind and decodes the processor's answer.
+func request[T any](ctx context.Context, w *worker, kind events.Kind, id string, v any, decode func(events.Encoding, []byte) (T, error)) (T, error) {
+	var answer T
+	if _, err := w.publish(ctx, kind, id, v, true); err != nil {
+		return answer, err
 	}
 	m, enc, err := w.answer(ctx)
 	if err != nil {
-		return events.ToolResult{}, err
+		return answer, err
 	}
-	r, err := events.DecodeToolResult(enc, m.Data)
-	if err != nil {
-		return events.ToolResult{}, fmt.Errorf("decode tool result: %w", err)
+	if answer, err = decode(enc, m.Data); err != nil {
+		return answer, fmt.Errorf("decode answer to %s: %w", kind, err)
 	}
-	return r, nil
+	return answer, nil
 }
 
 // compact appends a context.compact keeping only events from retainFrom on
