@@ -671,22 +671,19 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 type memo struct {
 	skills    processor.Skills
 	snapshots map[string]catalog.Snapshot
-	resolved  map[[2]string]resolved
-	loaded    map[[2]string]loaded
+	resolved  map[[2]string]answer[catalog.Summary]
+	loaded    map[[2]string]answer[catalog.Skill]
 }
 
-type resolved struct {
-	s   catalog.Summary
-	err error
-}
-
-type loaded struct {
-	s   catalog.Skill
+// answer is a registry answer memo keeps, error included.
+type answer[T any] struct {
+	v   T
 	err error
 }
 
 func newMemo(s processor.Skills) *memo {
-	return &memo{skills: s, snapshots: map[string]catalog.Snapshot{}, resolved: map[[2]string]resolved{}, loaded: map[[2]string]loaded{}}
+	return &memo{skills: s, snapshots: map[string]catalog.Snapshot{},
+		resolved: map[[2]string]answer[catalog.Summary]{}, loaded: map[[2]string]answer[catalog.Skill]{}}
 }
 
 func (m *memo) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
@@ -702,25 +699,23 @@ func (m *memo) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, erro
 }
 
 func (m *memo) Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error) {
-	k := [2]string{name, cwd}
-	if r, ok := m.resolved[k]; ok {
-		return r.s, r.err
-	}
-	s, err := m.skills.Resolve(ctx, name, cwd)
-	if ctx.Err() == nil {
-		m.resolved[k] = resolved{s, err}
-	}
-	return s, err
+	return ask(ctx, m.resolved, name, cwd, m.skills.Resolve)
 }
 
 func (m *memo) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+	return ask(ctx, m.loaded, name, cwd, m.skills.Load)
+}
+
+// ask returns the answer kept for name in cwd, else asks fetch and keeps
+// its answer unless ctx ended meanwhile.
+func ask[T any](ctx context.Context, kept map[[2]string]answer[T], name, cwd string, fetch func(context.Context, string, string) (T, error)) (T, error) {
 	k := [2]string{name, cwd}
-	if l, ok := m.loaded[k]; ok {
-		return l.s, l.err
+	if a, ok := kept[k]; ok {
+		return a.v, a.err
 	}
-	s, err := m.skills.Load(ctx, name, cwd)
+	v, err := fetch(ctx, name, cwd)
 	if ctx.Err() == nil {
-		m.loaded[k] = loaded{s, err}
+		kept[k] = answer[T]{v, err}
 	}
-	return s, err
+	return v, err
 }
