@@ -130,6 +130,16 @@ func (c *command) localBool(p *bool, name string, def bool, usage string) {
 	c.add(name, false)
 }
 
+func (c *command) localInt(p *int, name string, def int, usage string) {
+	c.fs.IntVar(p, name, def, usage)
+	c.add(name, false)
+}
+
+func (c *command) localDuration(p *time.Duration, name string, def time.Duration, usage string) {
+	c.fs.DurationVar(p, name, def, usage)
+	c.add(name, false)
+}
+
 // pick registers in the current group the named flags of register (one of
 // Config's flag sets), in register's order, each with its usage, default
 // and environment variable. Every flag of register is bound to its field,
