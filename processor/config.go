@@ -48,6 +48,7 @@ const (
 	DefaultNakDelay        = time.Second
 	DefaultAppendRetries   = 8
 	DefaultRequestTimeout  = 5 * time.Second
+	DefaultInflightBytes   = 16 << 20
 )
 
 // MinDuplicateWindow is the shortest duplicate window the protocol allows:
@@ -86,12 +87,20 @@ type Config struct {
 	// many (default 256: in bench, 50 skills, 1,000 sessions, 32 workers
 	// gave 6,750 pre-steps/s, 256 gave 8,400/s). Goroutines are cheap,
 	// but each trigger in flight holds its session's newest catalog and,
-	// when it appends, the encoded new one: memory grows with Workers times
-	// the catalog's size (bench's processor peaked at 36 MiB with 32 and
-	// 72 MiB with 256 workers for 50 skills, 121 and 378 MiB for 1,000
-	// skills). Lower it for catalogs of hundreds of skills on a tight
-	// memory budget.
+	// when it appends, the encoded new one: memory grows with the triggers
+	// in flight times the catalog's size (bench's processor peaked at 36
+	// MiB with 32 and 72 MiB with 256 workers for 50 skills, 121 and 378
+	// MiB for 1,000 skills), which InflightBytes bounds.
 	Workers int
+	// InflightBytes bounds the memory the pre-steps in flight hold, as
+	// estimated from the size of their catalogs (default 16 MiB). With
+	// small catalogs Workers is the bound (50 skills: about 40 KiB a
+	// pre-step); with large ones this is: at 1,000 skills a pre-step is
+	// counted as about 0.6 MiB, so about 27 run at once, which is all two
+	// cores keep busy with (bench: 1,100-1,160 pre-steps/s and a peak RSS
+	// of 138-172 MiB, against 540-1,010/s and 387-746 MiB unbounded at 256
+	// workers). A pre-step larger than the whole bound runs alone.
+	InflightBytes int64
 	// AckWait is how long the server waits for an ack before redelivering.
 	// Slow work sends progress heartbeats every AckWait/3.
 	AckWait time.Duration
@@ -138,6 +147,9 @@ func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
+	if c.InflightBytes == 0 {
+		c.InflightBytes = DefaultInflightBytes
+	}
 	if c.AckWait == 0 {
 		c.AckWait = DefaultAckWait
 	}
@@ -180,6 +192,8 @@ func (c Config) Validate() error {
 		return bad("duplicate window %v exceeds max age %v", c.DuplicateWindow, c.MaxAge)
 	case c.Workers < 1:
 		return bad("workers %d: want at least 1", c.Workers)
+	case c.InflightBytes < 1:
+		return bad("in-flight bytes %d: want at least 1", c.InflightBytes)
 	case c.AckWait < 100*time.Millisecond:
 		return bad("ack wait %v: want at least 100ms", c.AckWait)
 	case c.MaxDeliver < 1:

@@ -47,7 +47,11 @@
 //
 // Each delivery goes to a worker pool of Config.Workers goroutines; while
 // every worker is busy the instance stops pulling, so at most Workers
-// triggers are buffered and Workers handled. Slow work sends a progress
+// triggers are buffered and Workers handled. A pre-step also takes its
+// share of Config.InflightBytes, estimated from the size of the catalog
+// the skills give now (it holds its session's catalog read back and, when
+// it appends, the new one encoded): with catalogs of many skills that, not
+// Workers, bounds the memory in flight. Slow work sends a progress
 // heartbeat every AckWait/3, so a slow provider does not cause a
 // redelivery.
 //
@@ -55,7 +59,13 @@
 //
 //  1. Decode and validate: the payload decodes (events), v is 1, required
 //     fields are there, the payload's session is the subject's.
-//  2. If deadlineMs has passed: answer "expired", append nothing.
+//  2. If deadlineMs has passed: answer "expired", append nothing. If our
+//     skill tool is visible in the pre-step's tools, ask the registry for
+//     the skills (once per trigger); a registry that implements Preparer
+//     (providers.Registry does) hands back the snapshot already prepared
+//     (entries and digest, catalog.Prepare) and keeps that until a skill
+//     changes, so an unchanged pre-step builds neither entries nor digest.
+//     Then wait for the pre-step's share of InflightBytes.
 //  3. Read the session: one Direct Get multi-last request on
 //     <prefix>.<sid>.> returns the newest event of every subject of the
 //     session, from one consistent state of one replica. Its cost depends on
@@ -76,12 +86,8 @@
 //     (Causation-Seq is this trigger's sequence, or it was appended for the
 //     same step), answer with it and append nothing: this covers redelivery
 //     after a crash and a worker publishing the same step again.
-//  7. Decide (catalog.DecideView). The registry is asked for the skills
-//     only if our skill tool is visible in the pre-step's tools; a registry
-//     that implements Preparer (providers.Registry does) hands back the
-//     snapshot already prepared (entries and digest, catalog.Prepare) and
-//     keeps that until a skill changes, so an unchanged pre-step builds
-//     neither entries nor digest.
+//  7. Decide with catalog.DecideView on the skills of step 2 (the tool
+//     not visible: complete and empty).
 //  8. If the decision appends: publish catalog.append with the headers
 //     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
 //     Nats-Expected-Last-Subject-Sequence (the last sequence read) and

@@ -63,7 +63,21 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		tools[i] = catalog.Tool{Name: tl.Name, Owner: tl.Owner}
 	}
 	visible := catalog.Visible(tools, p.cfg.ToolOwner)
-	var prepared *catalog.View // taken once, at the first decision that needs it
+	var prepared *catalog.View // the skills, taken once; nil when the tool is not visible
+	if visible {
+		cv, err := p.prepare(dctx, ps.Cwd)
+		if err != nil {
+			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
+		}
+		prepared = &cv
+	}
+	// The memory this pre-step will hold is about its catalog's size: wait
+	// for room (Config.InflightBytes).
+	release, err := p.inflight.acquire(dctx, preStepBytes(prepared))
+	if err != nil {
+		return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err))
+	}
+	defer release()
 	id := outputID(t.sid, ps.Step, events.KindCatalog)
 	for attempt := 1; ; attempt++ {
 		v, err := p.readSession(dctx, t.sid, t.seq)
@@ -84,17 +98,11 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			}
 			return p.decision(t, events.OutcomeAppended, &cat), nil
 		}
-		if visible && prepared == nil {
-			cv, err := p.prepare(dctx, ps.Cwd)
-			if err != nil {
-				return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
-			}
-			prepared = &cv
+		var skills catalog.View // not consulted when the tool is not visible
+		if prepared != nil {
+			skills = *prepared
 		}
-		if prepared == nil {
-			prepared = &catalog.View{} // not consulted: the tool is not visible
-		}
-		d := catalog.DecideView(visible, *prepared, hist)
+		d := catalog.DecideView(visible, skills, hist)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if d.Outcome != catalog.OutcomeAppended {
 			return p.decision(t, string(d.Outcome), nil), nil

@@ -31,6 +31,7 @@ type Processor struct {
 	ready  chan struct{}
 
 	recognised *recognitions // conclusions of recognise, by stream sequence
+	inflight   *budget       // Config.InflightBytes
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -74,6 +75,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		ready:  make(chan struct{}),
 
 		recognised: newRecognitions(recognitionMemoSize),
+		inflight:   newBudget(cfg.InflightBytes),
 	}, nil
 }
 

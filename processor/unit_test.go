@@ -105,6 +105,7 @@ func TestConfig(t *testing.T) {
 		{func(c *Config) { c.MaxAge = time.Minute }, "exceeds max age"},
 		{func(c *Config) { c.Replicas = 7 }, "replicas"},
 		{func(c *Config) { c.Workers = -1 }, "workers"},
+		{func(c *Config) { c.InflightBytes = -1 }, "in-flight bytes"},
 		{func(c *Config) { c.AckWait = time.Millisecond }, "ack wait"},
 		{func(c *Config) { c.Catalog = catalog.Options{DescriptionMaxLength: 2} }, "greater than or equal to 3"},
 	}

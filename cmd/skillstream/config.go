@@ -110,7 +110,7 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas; set when serve provisions the stream")
 	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this (0 keeps them); set when serve provisions the stream")
 	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window, at least 2m; a shorter one is raised when serve provisions the stream")
-	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance; memory in flight grows with workers × catalog size")
+	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance (pre-steps of large catalogs are further bounded by the memory they hold)")
 	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
 	cmd.cfgInt(&c.MaxDeliver, "max-deliver", d.MaxDeliver, "give up on a trigger after this many deliveries")
 	cmd.cfgBool(&c.NoProvision, "no-provision", false, "never create or update the stream and consumer; fail if they are missing")
