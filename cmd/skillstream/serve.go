@@ -98,8 +98,8 @@ func gcPercentFor(live uint64) int {
 
 // gcPolicy sets the garbage collector target of a process that serves
 // triggers, unless GOGC is set in the environment, and describes the
-// policy in force for the logs. stop ends the tuning (tests; a serving
-// process keeps it for its lifetime).
+// policy in force for the logs. stop ends the tuning (the target stays
+// where it is); serve stops it when it returns.
 //
 // Why: the processor's live heap is small (a few MiB: the registry's
 // snapshots and the memos of recent catalogs) while every trigger leaves
@@ -167,7 +167,8 @@ func (t *gcTuner) collected() {
 // connection is flushed and closed), metrics server, embedded NATS server.
 func (a *app) serve(ctx context.Context, c *Config) error {
 	log := c.newLogger(a.stderr)
-	gc, _ := gcPolicy() // for the process's lifetime
+	gc, stopGC := gcPolicy()
+	defer stopGC()
 
 	reg, err := c.registry(log, true)
 	if err != nil {
