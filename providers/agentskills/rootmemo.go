@@ -24,8 +24,8 @@ import (
 // a repository created between the working directory and the root (git
 // init in a subfolder, a nested checkout).
 //
-// An answer is remembered only when every folder of its way could be
-// watched and a second walk, made once the watches are in place, agrees
+// An answer is remembered only when every existing folder of its way could
+// be watched and a second walk, made once the watches are in place, agrees
 // with the first; events from the moment the folders are registered
 // cancel it, so a change racing with the walk is never lost. Like every
 // other change the provider sees, a .git appearing is noticed once the
@@ -164,12 +164,16 @@ func (p *Provider) rememberRoot(cwd string) (string, error) {
 	return root, nil
 }
 
-// watchChain watches every folder of e's way; false when one cannot be
-// watched (then nothing is remembered and the walks go on).
+// watchChain watches the folders of e's way, from the top down; false
+// when one cannot be watched (then nothing is remembered and the walks go
+// on). A folder that does not exist (a working directory of another
+// machine, say) is not watched: its parent, watched before it was tried,
+// reports it being created, which names a folder of the way.
 func (p *Provider) watchChain(e *cwdRoot) bool {
 	p.watchMu.Lock()
 	defer p.watchMu.Unlock()
-	for _, d := range e.chain {
+	for i := len(e.chain) - 1; i >= 0; i-- {
+		d := e.chain[i]
 		p.mu.Lock()
 		if p.closed || !e.valid {
 			p.mu.Unlock()
@@ -184,7 +188,11 @@ func (p *Provider) watchChain(e *cwdRoot) bool {
 		p.mu.Unlock()
 		e.watched = append(e.watched, d)
 		if err := p.addWatch(d); err != nil {
-			return false
+			if i == len(e.chain)-1 || !missing(err) {
+				return false
+			}
+			e.watched = e.watched[:len(e.watched)-1]
+			p.releaseChain(d)
 		}
 	}
 	return true

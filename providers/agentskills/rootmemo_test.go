@@ -109,6 +109,28 @@ func TestProjectRootFolderReplaced(t *testing.T) {
 	snapshotIs(t, r, cwd, "m=new mid")
 }
 
+// TestProjectRootOfMissingFolder: a working directory that does not exist
+// here (an agent on another machine) is remembered too, and a repository
+// created there later is still seen.
+func TestProjectRootOfMissingFolder(t *testing.T) {
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	write(t, filepath.Join(repo, ".agents/skills/r/SKILL.md"), skillText("r", "repo", ""))
+	cwd := filepath.Join(repo, "not", "here")
+	p, r := newWatchedRegistry(t, agentskills.Config{NoUserDir: true})
+	snapshotIs(t, r, cwd, "r=repo")
+	walks := p.Stats().RootWalks
+	for range 5 {
+		snapshotIs(t, r, cwd, "r=repo")
+	}
+	if got := p.Stats().RootWalks; got != walks {
+		t.Errorf("%d more walks for a remembered missing working directory", got-walks)
+	}
+	mkdir(t, filepath.Join(cwd, ".git"))
+	write(t, filepath.Join(cwd, ".agents/skills/h/SKILL.md"), skillText("h", "here", ""))
+	snapshotIs(t, r, cwd, "h=here")
+}
+
 // TestRememberedRootsAreBounded: remembered working directories and their
 // watches go with their project when it is evicted.
 func TestRememberedRootsAreBounded(t *testing.T) {
