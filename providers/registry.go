@@ -140,12 +140,23 @@ type Registry struct {
 	wg      sync.WaitGroup
 	running atomic.Int64
 
-	mu     sync.Mutex
-	closed bool
-	cache  map[string]*list.Element // of *cacheEntry
-	lru    *list.List
-	stuck  []int
-	logged map[string]struct{}
+	mu      sync.Mutex
+	closed  bool
+	cache   map[string]*list.Element // of *cacheEntry
+	lru     *list.List
+	stuck   []int
+	logged  map[string]struct{}
+	flights map[string]*flight // collections in progress, by cwd
+}
+
+// flight is a collection in progress that callers for the same cwd share
+// (see shared).
+type flight struct {
+	tokens []<-chan struct{} // the providers' change channels when it began
+	done   chan struct{}     // closed once v and err are set
+	v      *view
+	err    error
+	joined atomic.Int32 // callers waiting on it besides the one collecting
 }
 
 type cacheEntry struct {
@@ -191,6 +202,7 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 		lru:          list.New(),
 		stuck:        make([]int, len(ps)),
 		logged:       make(map[string]struct{}),
+		flights:      make(map[string]*flight),
 	}
 	for _, p := range r.ps {
 		r.names = append(r.names, p.Name())
@@ -411,7 +423,52 @@ func (r *Registry) view(ctx context.Context, cwd string) (*view, error) {
 	if v := r.cached(cwd); v != nil {
 		return v, nil
 	}
-	return r.collect(ctx, cwd)
+	return r.shared(ctx, cwd)
+}
+
+// shared collects a view of cwd, or joins the collection already under way
+// for cwd when no provider announced a change since it began: many callers
+// missing the cache at once (a processor's workers, after a change or at
+// start) then cost one collection, not one each. A joiner whose shared
+// collection failed or came back incomplete (the collecting caller's
+// deadline, say) collects for itself; one whose own ctx is cancelled while
+// waiting returns its error.
+func (r *Registry) shared(ctx context.Context, cwd string) (*view, error) {
+	r.mu.Lock()
+	f := r.flights[cwd]
+	r.mu.Unlock()
+	if f != nil && r.current(cwd, f.tokens) {
+		f.joined.Add(1)
+		select {
+		case <-f.done:
+			if f.err == nil && f.v.complete {
+				return f.v, nil
+			}
+		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, ctx.Err()
+			}
+			// Past the deadline: collect, which reports what answered in
+			// time as an incomplete view.
+		}
+		return r.collect(ctx, cwd)
+	}
+	tokens, cacheable := r.tokens(cwd)
+	if !cacheable {
+		return r.collect(ctx, cwd) // nobody could join: current() fails
+	}
+	f = &flight{tokens: tokens, done: make(chan struct{})}
+	r.mu.Lock()
+	r.flights[cwd] = f
+	r.mu.Unlock()
+	f.v, f.err = r.collect(ctx, cwd)
+	r.mu.Lock()
+	if r.flights[cwd] == f {
+		delete(r.flights, cwd)
+	}
+	r.mu.Unlock()
+	close(f.done)
+	return f.v, f.err
 }
 
 func (r *Registry) cached(cwd string) *view {
