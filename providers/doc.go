@@ -43,6 +43,10 @@
 // snapshots are never cached. Providers that do not implement Notifier, or
 // that hand out closed channels ("cannot tell"), are asked every time.
 //
+// Concurrent misses for one directory share one collection, as long as no
+// provider announced a change since it began; a caller whose shared
+// collection came back incomplete collects for itself.
+//
 // Prepared(ctx, cwd, opts) gives the snapshot prepared for deciding
 // (catalog.Prepare: entries and digest). The prepared view lives with the
 // cached snapshot, so it is built once per snapshot and options and is
