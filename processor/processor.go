@@ -30,6 +30,7 @@ type Processor struct {
 	now    func() time.Time
 	ready  chan struct{}
 
+	beats      *heartbeats   // progress heartbeats of the triggers in flight
 	recognised *recognitions // conclusions of recognise, by stream sequence
 	inflight   *budget       // Config.InflightBytes
 }
@@ -74,6 +75,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		now:    time.Now,
 		ready:  make(chan struct{}),
 
+		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
 		inflight:   newBudget(cfg.InflightBytes),
 	}, nil
@@ -110,6 +112,12 @@ func (p *Processor) Run(ctx context.Context) error {
 	// In-flight triggers finish even when ctx ends: they run on a context
 	// that is never cancelled, bounded by their own deadlines.
 	work := context.WithoutCancel(ctx)
+	beatsDone := make(chan struct{})
+	go p.beats.run(beatsDone, p.now)
+	defer func() {
+		close(beatsDone) // after every trigger finished (wg.Wait below)
+		<-p.beats.closed
+	}()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, p.cfg.Workers)
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
@@ -300,28 +308,67 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	return p.skillCall(ctx, t)
 }
 
-// keepAlive tells the server every AckWait/3 that the delivery is still
-// being worked on, until the returned function is called.
+// keepAlive tells the server that the delivery is still being worked on,
+// about every AckWait/3 from now, until the returned function is called; no
+// heartbeat is sent once it returns. One loop (heartbeats) serves every
+// trigger in flight: most finish long before their first heartbeat is due,
+// so a goroutine and a ticker each would be wasted.
 func (p *Processor) keepAlive(msg jetstream.Msg) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(p.cfg.AckWait / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				_ = msg.InProgress() // a lost heartbeat at worst means a redelivery
+	return p.beats.add(msg, p.now().Add(p.cfg.AckWait/3))
+}
+
+// heartbeats sends the progress heartbeats of the triggers in flight.
+type heartbeats struct {
+	period time.Duration // between two heartbeats of one trigger
+
+	mu     sync.Mutex
+	beat   map[*beating]struct{}
+	closed chan struct{}
+}
+
+type beating struct {
+	msg jetstream.Msg
+	due time.Time
+}
+
+func newHeartbeats(period time.Duration) *heartbeats {
+	return &heartbeats{period: period, beat: make(map[*beating]struct{}), closed: make(chan struct{})}
+}
+
+func (h *heartbeats) add(msg jetstream.Msg, due time.Time) func() {
+	b := &beating{msg: msg, due: due}
+	h.mu.Lock()
+	h.beat[b] = struct{}{}
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		delete(h.beat, b)
+		h.mu.Unlock()
+	}
+}
+
+// run sends due heartbeats until stop is closed. It looks every period/2,
+// so a heartbeat goes out at most AckWait/3 + AckWait/6 = AckWait/2 after
+// the previous one (or the start), well within AckWait.
+func (h *heartbeats) run(stop <-chan struct{}, now func() time.Time) {
+	defer close(h.closed)
+	tick := time.NewTicker(h.period / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		t := now()
+		h.mu.Lock() // held while sending: no heartbeat once a trigger's stop returned
+		for b := range h.beat {
+			if !t.Before(b.due) {
+				_ = b.msg.InProgress() // a lost heartbeat at worst means a redelivery
+				b.due = t.Add(h.period)
 			}
 		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
+		h.mu.Unlock()
 	}
 }
 
