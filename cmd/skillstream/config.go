@@ -1,10 +1,8 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -175,49 +173,8 @@ func (c *Config) validateServe() error {
 	if err := c.validateLog(); err != nil {
 		return err
 	}
-	if c.NATSURL == "" {
-		if err := checkAddr("--listen", c.Listen); err != nil {
-			return err
-		}
-		if c.Data == "" {
-			return usagef("--data must name a directory for the embedded server's store")
-		}
-		for _, f := range []struct{ name, v string }{
-			{"--nats-user", c.NATSUser}, {"--nats-password", c.NATSPassword}, {"--nats-token", c.NATSToken},
-			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
-			{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
-		} {
-			if f.v != "" {
-				return usagef("%s applies to --nats-url only; the embedded server needs no credentials", f.name)
-			}
-		}
-	} else {
-		methods := 0
-		for _, set := range []bool{c.NATSUser != "" || c.NATSPassword != "", c.NATSToken != "", c.NATSNKey != "", c.NATSCreds != ""} {
-			if set {
-				methods++
-			}
-		}
-		if methods > 1 {
-			return usagef("choose one of --nats-user/--nats-password, --nats-token, --nats-nkey and --nats-creds")
-		}
-		if c.NATSPassword != "" && c.NATSUser == "" {
-			return usagef("--nats-password needs --nats-user")
-		}
-		if (c.NATSTLSCert == "") != (c.NATSTLSKey == "") {
-			return usagef("--nats-tls-cert and --nats-tls-key go together")
-		}
-		for _, f := range []struct{ name, path string }{
-			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds}, {"--nats-tls-ca", c.NATSTLSCA},
-			{"--nats-tls-cert", c.NATSTLSCert}, {"--nats-tls-key", c.NATSTLSKey},
-		} {
-			if f.path == "" {
-				continue
-			}
-			if _, err := os.Stat(f.path); err != nil {
-				return usagef("%s %s: %v", f.name, f.path, errors.Unwrap(err))
-			}
-		}
+	if err := c.validateNATS(); err != nil {
+		return err
 	}
 	if c.MetricsListen != "" {
 		if err := checkAddr("--metrics-listen", c.MetricsListen); err != nil {
