@@ -355,6 +355,10 @@ func (p *PreStep) DecodeMsgpack(d *msgpack.Decoder) error {
 			p.Step, err = mpID(d, key)
 		case "cwd":
 			p.Cwd, err = mpString(d, key)
+		case "project":
+			p.Project, err = mpString(d, key)
+		case "resourceDir":
+			p.ResourceDir, err = mpString(d, key)
 		case "deadlineMs":
 			p.DeadlineMs, err = mpInt(d, key)
 		case "tools":
@@ -424,6 +428,10 @@ func (c *SkillCall) DecodeMsgpack(d *msgpack.Decoder) error {
 			c.Call, err = mpID(d, key)
 		case "cwd":
 			c.Cwd, err = mpString(d, key)
+		case "project":
+			c.Project, err = mpString(d, key)
+		case "resourceDir":
+			c.ResourceDir, err = mpString(d, key)
 		case "deadlineMs":
 			c.DeadlineMs, err = mpInt(d, key)
 		case "args":
@@ -493,6 +501,12 @@ func (s *CatalogSource) DecodeMsgpack(d *msgpack.Decoder) error {
 			s.Digest, err = mpString(d, key)
 		case "entries":
 			err = mpMaps(d, key, &s.Entries)
+		case "omitted":
+			var n int64
+			n, err = mpInt(d, key)
+			s.Omitted = int(n)
+		case "view":
+			err = mpOptional(d, key, &s.View)
 		default:
 			err = mpSkip(d)
 		}
@@ -559,6 +573,8 @@ func (x *Decision) DecodeMsgpack(d *msgpack.Decoder) error {
 			x.Outcome, err = mpString(d, key)
 		case "catalog":
 			err = mpOptional(d, key, &x.Catalog)
+		case "reason":
+			x.Reason, err = mpString(d, key)
 		case "error":
 			err = mpOptional(d, key, &x.Error)
 		default:
@@ -601,6 +617,12 @@ func (s *SkillValue) DecodeMsgpack(d *msgpack.Decoder) error {
 			s.Content, err = mpString(d, key)
 		case "resourceBase":
 			err = mpOptional(d, key, &s.ResourceBase)
+		case "digest":
+			s.Digest, err = mpString(d, key)
+		case "revision":
+			s.Revision, err = mpUint(d, key)
+		case "truncated":
+			err = mpOptional(d, key, &s.Truncated)
 		default:
 			err = mpSkip(d)
 		}
@@ -656,6 +678,38 @@ func (t *ToolDefinition) DecodeMsgpack(d *msgpack.Decoder) error {
 				t.Parameters = nil
 				err = &FieldError{Field: key, Problem: err.Error()}
 			}
+		default:
+			err = mpSkip(d)
+		}
+		return err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (v *View) DecodeMsgpack(d *msgpack.Decoder) error {
+	*v = View{}
+	return mpFields(d, func(key string) (err error) {
+		switch key {
+		case "revision":
+			v.Revision, err = mpUint(d, key)
+		case "instance":
+			v.Instance, err = mpString(d, key)
+		default:
+			err = mpSkip(d)
+		}
+		return err
+	})
+}
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (t *Truncated) DecodeMsgpack(d *msgpack.Decoder) error {
+	*t = Truncated{}
+	return mpFields(d, func(key string) (err error) {
+		switch key {
+		case "kept":
+			t.Kept, err = mpInt(d, key)
+		case "total":
+			t.Total, err = mpInt(d, key)
 		default:
 			err = mpSkip(d)
 		}

@@ -66,6 +66,13 @@ type PreStep struct {
 	Cwd        string `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
 	Tools      []Tool `msgpack:"tools" json:"tools"`
 	DeadlineMs int64  `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
+	// Project names the skill store scope project/<id> of the session; empty
+	// means the session sees only the store's global scope.
+	Project string `msgpack:"project,omitempty" json:"project,omitempty"`
+	// ResourceDir is an absolute path on the worker's host under which the
+	// worker materialises store skills' files; empty means store skills have
+	// no resource base.
+	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
 }
 
 // ErrorInfo is a machine-readable error.
@@ -83,6 +90,9 @@ type Decision struct {
 	Outcome    string     `msgpack:"outcome" json:"outcome"`
 	Catalog    *Catalog   `msgpack:"catalog,omitempty" json:"catalog,omitempty"`
 	Error      *ErrorInfo `msgpack:"error,omitempty" json:"error,omitempty"`
+	// Reason explains an outcome where more than the outcome is useful (for
+	// instance why a view is empty); optional, for people and logs.
+	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 
 // Entry is one skill of a catalog: its name and its normalised, capped,
@@ -99,6 +109,18 @@ type CatalogSource struct {
 	Update   string  `msgpack:"update" json:"update"` // "initial" or "replacement"
 	Entries  []Entry `msgpack:"entries" json:"entries"`
 	Digest   string  `msgpack:"digest" json:"digest"`
+	// Omitted counts the skills the catalog size limit left out.
+	Omitted int `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
+	// View is what the catalog was decided on.
+	View *View `msgpack:"view,omitempty" json:"view,omitempty"`
+}
+
+// View records what a catalog was decided on: the skill store revision it
+// reflects (the index bucket's last sequence when the snapshot was taken, 0
+// without a store) and the processor instance that produced it.
+type View struct {
+	Revision uint64 `msgpack:"revision" json:"revision"`
+	Instance string `msgpack:"instance" json:"instance"`
 }
 
 // SourceKindCatalog is CatalogSource.Kind.
@@ -138,6 +160,9 @@ type SkillCall struct {
 	Cwd        string    `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
 	Args       SkillArgs `msgpack:"args" json:"args"`
 	DeadlineMs int64     `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
+	// Project and ResourceDir mean what they mean on a PreStep.
+	Project     string `msgpack:"project,omitempty" json:"project,omitempty"`
+	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
 }
 
 // ResourceBase mirrors catalog.ResourceBase on the wire.
@@ -154,6 +179,19 @@ type SkillValue struct {
 	Provider     string        `msgpack:"provider" json:"provider"`
 	ResourceBase *ResourceBase `msgpack:"resourceBase,omitempty" json:"resourceBase,omitempty"`
 	Content      string        `msgpack:"content" json:"content"`
+	// Digest is the skill's content digest (lowercase hex SHA-256 over its
+	// files), Revision the skill store revision it was loaded at (store
+	// skills only).
+	Digest   string `msgpack:"digest,omitempty" json:"digest,omitempty"`
+	Revision uint64 `msgpack:"revision,omitempty" json:"revision,omitempty"`
+	// Truncated is set when the instruction size limit shortened Content.
+	Truncated *Truncated `msgpack:"truncated,omitempty" json:"truncated,omitempty"`
+}
+
+// Truncated says how much of a skill's instructions were kept, in bytes.
+type Truncated struct {
+	Kept  int64 `msgpack:"kept" json:"kept"`
+	Total int64 `msgpack:"total" json:"total"`
 }
 
 // ToolResult is both the durable tool.result event and the reply to a

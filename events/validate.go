@@ -2,7 +2,9 @@ package events
 
 import (
 	"encoding/json"
+	"path"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -55,6 +57,45 @@ func checkDeadline(ms int64) error {
 	return nil
 }
 
+// MaxResourceDirLength is the longest resourceDir accepted, in bytes.
+const MaxResourceDirLength = 1024
+
+// checkProject checks an optional store project id: the same grammar as a
+// session token.
+func checkProject(id string) error {
+	if id != "" && !ValidSession(id) {
+		return &FieldError{Field: "project", Problem: "not a project id (^[A-Za-z0-9_-]{1,128}$)"}
+	}
+	return nil
+}
+
+// checkResourceDir checks an optional resourceDir: an absolute, clean
+// slash-separated path of valid UTF-8 without control characters. It is a
+// path on the worker's host; the processor never touches it, it only names
+// it in tool results.
+func checkResourceDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	bad := func(problem string) error { return &FieldError{Field: "resourceDir", Problem: problem} }
+	switch {
+	case len(dir) > MaxResourceDirLength:
+		return bad("too long: " + strconv.Itoa(len(dir)) + " bytes, limit " + strconv.Itoa(MaxResourceDirLength))
+	case !utf8.ValidString(dir):
+		return bad("not valid UTF-8")
+	case !strings.HasPrefix(dir, "/"):
+		return bad("not an absolute path")
+	case path.Clean(dir) != dir:
+		return bad("not a clean path (no \".\", \"..\", \"//\" or trailing \"/\")")
+	}
+	for _, r := range dir {
+		if unicode.IsControl(r) {
+			return bad("control character " + strconv.QuoteRune(r))
+		}
+	}
+	return nil
+}
+
 func first(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -68,7 +109,8 @@ func first(errs ...error) error {
 // token, step is present and at most MaxIDLength bytes, every tool has a
 // name, deadlineMs is not negative.
 func (p PreStep) Validate() error {
-	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs)); err != nil {
+	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
+		checkProject(p.Project), checkResourceDir(p.ResourceDir)); err != nil {
 		return err
 	}
 	for i, t := range p.Tools {
@@ -84,7 +126,8 @@ func (p PreStep) Validate() error {
 // with its own invalid-name error. (A missing args.name is reported by the
 // decoders, which can tell missing from empty.)
 func (c SkillCall) Validate() error {
-	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs))
+	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
+		checkProject(c.Project), checkResourceDir(c.ResourceDir))
 }
 
 // Validate checks v and session.

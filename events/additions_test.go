@@ -1,0 +1,60 @@
+package events
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The compatible additions (store scope, resource directory, catalog view
+// and omissions, tool result digest, revision and truncation, decision
+// reason) survive both encodings.
+func TestAdditionsRoundTrip(t *testing.T) {
+	values := []any{
+		PreStep{V: 1, Session: "s1", Step: "1", Tools: []Tool{{Name: "skill", Owner: "o"}}, Project: "web-app", ResourceDir: "/var/skills"},
+		SkillCall{V: 1, Session: "s1", Call: "c1", Args: SkillArgs{Name: "x"}, Project: "p_1", ResourceDir: "/r"},
+		Catalog{V: 1, Session: "s1", Step: "1", ID: "i", Role: "user", Text: "t", Source: CatalogSource{
+			Kind: SourceKindCatalog, Producer: "p", Update: "initial", Entries: []Entry{{Name: "a", Description: ""}}, Digest: "d",
+			Omitted: 3, View: &View{Revision: 42, Instance: "member-a"}}},
+		ToolResult{V: 1, Session: "s1", Call: "c1", Text: "t", Value: &SkillValue{Name: "a", Provider: "store", Content: "c",
+			Digest: "ab12", Revision: 7, Truncated: &Truncated{Kept: 1024, Total: 4096}}},
+		Decision{V: 1, Session: "s1", Step: "1", Outcome: OutcomeEmpty, Reason: "no skills"},
+	}
+	for _, v := range values {
+		for _, enc := range []Encoding{Msgpack, JSON} {
+			b, err := Encode(enc, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeAny(enc, v, b)
+			if err != nil {
+				t.Fatalf("%T %v: %v", v, enc, err)
+			}
+			if !reflect.DeepEqual(got, v) {
+				t.Errorf("%T %v:\n got %+v\nwant %+v", v, enc, got, v)
+			}
+		}
+	}
+}
+
+func TestAdditionsBadInput(t *testing.T) {
+	tools := []m{{"name": "skill", "owner": "skillstream"}}
+	cases := []struct {
+		kv             []any
+		field, problem string
+	}{
+		{[]any{"project", "a b"}, "project", "not a project id"},
+		{[]any{"project", "../x"}, "project", "not a project id"},
+		{[]any{"resourceDir", "relative/dir"}, "resourceDir", "not an absolute path"},
+		{[]any{"resourceDir", "/a/../b"}, "resourceDir", "not a clean path"},
+		{[]any{"resourceDir", "/a\nb"}, "resourceDir", "control character"},
+		{[]any{"project", 5}, "project", "want string"},
+	}
+	for _, c := range cases {
+		kv := append([]any{"v", 1, "session", "s1", "step", "1", "tools", tools}, c.kv...)
+		_, err := DecodePreStep(Msgpack, mp(t, kv...))
+		fieldErr(t, err, c.field, c.problem)
+		kv = append([]any{"v", 1, "session", "s1", "call", "c", "args", m{"name": "x"}}, c.kv...)
+		_, err = DecodeSkillCall(Msgpack, mp(t, kv...))
+		fieldErr(t, err, c.field, c.problem)
+	}
+}
