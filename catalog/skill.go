@@ -74,6 +74,21 @@ type Snapshot struct {
 	Complete bool
 }
 
+// Query says whose skills are asked for. Cwd is the session's working
+// directory on the processor's host (empty: no project folders); Project is
+// the skill store's project scope id (empty: the global scope only);
+// ResourceDir is the absolute path on the worker's host under which the
+// worker materialises store skills' files (empty: store skills have no
+// resource base). A Query is comparable and keys caches.
+type Query struct {
+	Cwd         string `json:"cwd,omitempty"`
+	Project     string `json:"project,omitempty"`
+	ResourceDir string `json:"resourceDir,omitempty"`
+}
+
+// At is the Query of a working directory alone.
+func At(cwd string) Query { return Query{Cwd: cwd} }
+
 // CheckName returns an error wrapping ErrInvalidName when name is outside the
 // grammar.
 func CheckName(name string) error {

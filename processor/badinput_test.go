@@ -200,7 +200,7 @@ func TestBadSkillCalls(t *testing.T) {
 // panicky is a Skills whose Snapshot panics: the processor must survive it.
 type panicky struct{ Skills }
 
-func (panicky) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
+func (panicky) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
 	panic("provider bug")
 }
 

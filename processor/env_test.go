@@ -54,7 +54,7 @@ const flakyMessage = "disk on fire"
 
 func (f *flaky) Name() string { return "flaky" }
 
-func (f *flaky) List(ctx context.Context, cwd string) ([]providers.Candidate, error) {
+func (f *flaky) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -81,7 +81,7 @@ func (f *flaky) summary() catalog.Summary {
 	}
 }
 
-func (f *flaky) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+func (f *flaky) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	if f.loadBroken.Load() {
 		return catalog.Skill{}, errors.New(flakyMessage)
 	}
@@ -93,7 +93,7 @@ func (f *flaky) Load(ctx context.Context, name, cwd string) (catalog.Skill, erro
 
 // Changes says "cannot tell": the registry does not cache while flaky is
 // part of it, so a toggle shows at the next snapshot.
-func (f *flaky) Changes(cwd string) <-chan struct{} { return closed }
+func (f *flaky) Changes(q catalog.Query) <-chan struct{} { return closed }
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -238,7 +238,7 @@ func (e *env) waitSkills(names ...string) {
 	e.t.Helper()
 	want := strings.Join(names, ",")
 	poll(e.t, func() error {
-		snap, err := e.registry.Snapshot(context.Background(), e.cwd)
+		snap, err := e.registry.Snapshot(context.Background(), catalog.At(e.cwd))
 		if err != nil {
 			return err
 		}

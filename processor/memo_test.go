@@ -201,7 +201,7 @@ func BenchmarkRecognise(b *testing.B) {
 func (e *env) waitDescription(name, description string) {
 	e.t.Helper()
 	poll(e.t, func() error {
-		snap, err := e.registry.Snapshot(context.Background(), e.cwd)
+		snap, err := e.registry.Snapshot(context.Background(), catalog.At(e.cwd))
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	visible := catalog.Visible(tools, p.cfg.ToolOwner)
 	var prepared *catalog.View // the skills, taken once; nil when the tool is not visible
 	if visible {
-		cv, err := p.prepare(dctx, ps.Cwd)
+		cv, err := p.prepare(dctx, catalog.Query{Cwd: ps.Cwd, Project: ps.Project, ResourceDir: ps.ResourceDir})
 		if err != nil {
 			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
 		}
@@ -149,13 +149,13 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	}
 }
 
-// prepare returns the skills of cwd prepared for deciding, from the
+// prepare returns the skills of q prepared for deciding, from the
 // registry's kept view when it offers one.
-func (p *Processor) prepare(ctx context.Context, cwd string) (catalog.View, error) {
+func (p *Processor) prepare(ctx context.Context, q catalog.Query) (catalog.View, error) {
 	if pr, ok := p.skills.(Preparer); ok {
-		return pr.Prepared(ctx, cwd, p.cfg.Catalog)
+		return pr.Prepared(ctx, q, p.cfg.Catalog)
 	}
-	snap, err := p.skills.Snapshot(ctx, cwd)
+	snap, err := p.skills.Snapshot(ctx, q)
 	if err != nil {
 		return catalog.View{}, err
 	}

@@ -9,22 +9,23 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// Lookup binds the registry to a session's working directory, as
+// Lookup binds the registry to a trigger's query (working directory, store
+// project, resource directory), as
 // catalog.Execute needs it.
-func Lookup(s Skills, cwd string) catalog.Lookup { return lookup{s, cwd} }
+func Lookup(s Skills, q catalog.Query) catalog.Lookup { return lookup{s, q} }
 
 // lookup is Lookup's adapter.
 type lookup struct {
 	skills Skills
-	cwd    string
+	q      catalog.Query
 }
 
 func (l lookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
-	return l.skills.Resolve(ctx, name, l.cwd)
+	return l.skills.Resolve(ctx, name, l.q)
 }
 
 func (l lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
-	return l.skills.Load(ctx, name, l.cwd)
+	return l.skills.Load(ctx, name, l.q)
 }
 
 // expiredText is what the model reads for a call handled after its deadline.
@@ -83,7 +84,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	var res *events.ToolResult
 	make := func() (events.ToolResult, error) {
 		start := p.now()
-		r := catalog.Execute(dctx, Lookup(p.skills, sc.Cwd), sc.Args.Name)
+		r := catalog.Execute(dctx, Lookup(p.skills, catalog.Query{Cwd: sc.Cwd, Project: sc.Project, ResourceDir: sc.ResourceDir}), sc.Args.Name)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if p.expired(sc.DeadlineMs) {
 			return events.ToolResult{}, context.DeadlineExceeded

@@ -21,7 +21,7 @@ type gated struct {
 
 func (g *gated) Name() string { return "gated" }
 
-func (g *gated) List(ctx context.Context, cwd string) ([]Candidate, error) {
+func (g *gated) List(ctx context.Context, q catalog.Query) ([]Candidate, error) {
 	g.lists.Add(1)
 	select {
 	case <-g.gate:
@@ -31,11 +31,11 @@ func (g *gated) List(ctx context.Context, cwd string) ([]Candidate, error) {
 	return []Candidate{{Summary: catalog.Summary{Name: "a", Description: "A.", Invocation: catalog.Invocation{ModelInvocable: true}}}}, nil
 }
 
-func (g *gated) Load(context.Context, string, string) (catalog.Skill, error) {
+func (g *gated) Load(context.Context, string, catalog.Query) (catalog.Skill, error) {
 	return catalog.Skill{}, catalog.ErrNotFound
 }
 
-func (g *gated) Changes(string) <-chan struct{} {
+func (g *gated) Changes(catalog.Query) <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.ch
@@ -54,7 +54,7 @@ func waitFlight(t *testing.T, r *Registry, cwd string, n int32) *flight {
 	var f *flight
 	poll(t, func() bool {
 		r.mu.Lock()
-		f = r.flights[cwd]
+		f = r.flights[catalog.At(cwd)]
 		r.mu.Unlock()
 		return f != nil && f.joined.Load() == n
 	})
@@ -83,7 +83,7 @@ func TestConcurrentMissesShareOneCollection(t *testing.T) {
 	const callers = 8
 	results := make(chan error, callers)
 	snap := func() {
-		s, err := r.Snapshot(ctx, "/w")
+		s, err := r.Snapshot(ctx, catalog.At("/w"))
 		if err == nil && (!s.Complete || len(s.Skills) != 1) {
 			err = errors.New("wrong snapshot")
 		}
@@ -121,13 +121,13 @@ func TestChangedCollectionIsNotJoined(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = r.Snapshot(context.Background(), "/w")
+		_, _ = r.Snapshot(context.Background(), catalog.At("/w"))
 	}()
 	waitFlight(t, r, "/w", 0)
 	g.changed()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := r.Snapshot(context.Background(), "/w")
+		_, err := r.Snapshot(context.Background(), catalog.At("/w"))
 		errc <- err
 	}()
 	// The later caller lists for itself while the first collection is
@@ -145,12 +145,12 @@ func TestJoinerCancelled(t *testing.T) {
 	g := &gated{gate: make(chan struct{}), ch: make(chan struct{})}
 	r := NewRegistry([]Provider{g})
 	defer r.Close()
-	go func() { _, _ = r.Snapshot(context.Background(), "/w") }()
+	go func() { _, _ = r.Snapshot(context.Background(), catalog.At("/w")) }()
 	waitFlight(t, r, "/w", 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := r.Snapshot(ctx, "/w")
+		_, err := r.Snapshot(ctx, catalog.At("/w"))
 		errc <- err
 	}()
 	waitFlight(t, r, "/w", 1)

@@ -29,21 +29,21 @@ type Candidate struct {
 type Provider interface {
 	// Name identifies the provider in summaries, reports and errors.
 	Name() string
-	// List returns the provider's candidates for cwd, in the provider's own
-	// order. An empty cwd means "no working directory". A confirmed absence
+	// List returns the provider's candidates for q, in the provider's own
+	// order. An empty q.Cwd means "no working directory". A confirmed absence
 	// of skills is an empty list and a nil error; an error means the answer
 	// is unknown and makes the registry's snapshot incomplete; candidates
 	// returned together with an error are still offered for loading.
-	List(ctx context.Context, cwd string) ([]Candidate, error)
+	List(ctx context.Context, q catalog.Query) ([]Candidate, error)
 	// Load returns the current definition and body of the provider's own
-	// winning candidate called name for cwd. It returns an error wrapping
+	// winning candidate called name for q. It returns an error wrapping
 	// catalog.ErrNotFound when the provider no longer offers that name. A
 	// name is only ever looked up, never turned into a path.
-	Load(ctx context.Context, name, cwd string) (catalog.Skill, error)
+	Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error)
 }
 
 // Notifier is implemented by providers that can tell when their answers for
-// a working directory may have changed. The registry caches a complete
+// a query may have changed. The registry caches a complete
 // snapshot only while every provider is a Notifier whose channel is still
 // open.
 //
@@ -53,14 +53,14 @@ type Provider interface {
 // After it is closed, a later call returns a fresh channel. A nil channel means "never changes" (a static provider);
 // a channel that is already closed means "cannot tell, do not cache".
 type Notifier interface {
-	Changes(cwd string) <-chan struct{}
+	Changes(q catalog.Query) <-chan struct{}
 }
 
 // Diagnoser is implemented by providers that can explain what they skipped
 // (invalid files, dangling links) for operators. Diagnostics never reach the
 // model.
 type Diagnoser interface {
-	Diagnostics(ctx context.Context, cwd string) ([]Diagnostic, error)
+	Diagnostics(ctx context.Context, q catalog.Query) ([]Diagnostic, error)
 }
 
 // Diagnostic tells an operator why something was not offered as a skill.

@@ -66,7 +66,7 @@ type Rejected struct {
 // operators: winners, shadowed and rejected candidates, provider errors and
 // provider diagnostics.
 type Report struct {
-	Cwd         string
+	Query       catalog.Query
 	Snapshot    catalog.Snapshot
 	Shadowed    []Shadowed
 	Rejected    []Rejected
@@ -142,14 +142,14 @@ type Registry struct {
 
 	mu      sync.Mutex
 	closed  bool
-	cache   map[string]*list.Element // of *cacheEntry
+	cache   map[catalog.Query]*list.Element // of *cacheEntry
 	lru     *list.List
 	stuck   []int
 	logged  map[string]struct{}
-	flights map[string]*flight // collections in progress, by cwd
+	flights map[catalog.Query]*flight // collections in progress, by q
 }
 
-// flight is a collection in progress that callers for the same cwd share
+// flight is a collection in progress that callers for the same q share
 // (see shared).
 type flight struct {
 	tokens []<-chan struct{} // the providers' change channels when it began
@@ -160,7 +160,7 @@ type flight struct {
 }
 
 type cacheEntry struct {
-	cwd    string
+	q      catalog.Query
 	tokens []<-chan struct{}
 	view   *view
 }
@@ -198,11 +198,11 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 		closeTimeout: DefaultCloseTimeout,
 		maxStuck:     DefaultMaxStuck,
 		cacheSize:    DefaultCacheSize,
-		cache:        make(map[string]*list.Element),
+		cache:        make(map[catalog.Query]*list.Element),
 		lru:          list.New(),
 		stuck:        make([]int, len(ps)),
 		logged:       make(map[string]struct{}),
-		flights:      make(map[string]*flight),
+		flights:      make(map[catalog.Query]*flight),
 	}
 	for _, p := range r.ps {
 		r.names = append(r.names, p.Name())
@@ -214,21 +214,21 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 	return r
 }
 
-// Snapshot returns the skills available in cwd, sorted by name in byte
+// Snapshot returns the skills available in q, sorted by name in byte
 // order. The snapshot is incomplete when a provider failed, did not answer
 // before ctx's deadline (or the provider timeout), or the skill set changed
 // twice during collection; the other providers' skills are still there. The
 // only error is ctx's cancellation. The slice is the caller's; the
 // ResourceBase values it points to are shared and must not be modified.
-func (r *Registry) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
-	v, err := r.view(ctx, cwd)
+func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	v, err := r.view(ctx, q)
 	if err != nil {
 		return catalog.Snapshot{}, err
 	}
 	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete}, nil
 }
 
-// Prepared returns catalog.Prepare of cwd's snapshot under opts: the
+// Prepared returns catalog.Prepare of q's snapshot under opts: the
 // catalog entries and their digest, which is what deciding a pre-step
 // needs of the skills. The prepared view is kept with the cached snapshot,
 // so while no provider announces a change every call after the first
@@ -238,8 +238,8 @@ func (r *Registry) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, 
 // cannot announce changes, an incomplete one) is prepared at every call.
 // Errors are Snapshot's. The View's entries are shared: the caller must
 // not modify them.
-func (r *Registry) Prepared(ctx context.Context, cwd string, opts catalog.Options) (catalog.View, error) {
-	v, err := r.view(ctx, cwd)
+func (r *Registry) Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error) {
+	v, err := r.view(ctx, q)
 	if err != nil {
 		return catalog.View{}, err
 	}
@@ -265,11 +265,11 @@ func (v *view) prepare(opts catalog.Options) catalog.View {
 	return pv.v
 }
 
-// Resolve returns the winning summary for name in cwd. It resolves from the
+// Resolve returns the winning summary for name in q. It resolves from the
 // current view even when that view is incomplete. It returns an error
 // wrapping catalog.ErrNotFound when no provider offers name.
-func (r *Registry) Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error) {
-	v, err := r.view(ctx, cwd)
+func (r *Registry) Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error) {
+	v, err := r.view(ctx, q)
 	if err != nil {
 		return catalog.Summary{}, fmt.Errorf("resolve skill %q: %w", name, err)
 	}
@@ -285,28 +285,28 @@ func (r *Registry) Resolve(ctx context.Context, name, cwd string) (catalog.Summa
 	return s, nil
 }
 
-// Load re-resolves the winner for name in cwd and asks its provider for the
+// Load re-resolves the winner for name in q and asks its provider for the
 // current definition and body. It returns an error wrapping
 // catalog.ErrNotFound when no provider offers name any more, and otherwise
 // the provider's failure as `read skill "<name>": <cause>`.
-func (r *Registry) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
-	v, err := r.view(ctx, cwd)
+func (r *Registry) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	v, err := r.view(ctx, q)
 	for attempt := 0; ; attempt++ {
 		if err != nil {
 			return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
 		}
-		sk, err := r.load(ctx, v, name, cwd)
+		sk, err := r.load(ctx, v, name, q)
 		if attempt == 0 && errors.Is(err, catalog.ErrNotFound) {
 			// The view may predate a change not announced yet (a
 			// deleted override): resolve once more from a fresh one.
-			v, err = r.collect(ctx, cwd)
+			v, err = r.collect(ctx, q)
 			continue
 		}
 		return sk, err
 	}
 }
 
-func (r *Registry) load(ctx context.Context, v *view, name, cwd string) (catalog.Skill, error) {
+func (r *Registry) load(ctx context.Context, v *view, name string, q catalog.Query) (catalog.Skill, error) {
 	i, ok := v.find(name)
 	if !ok {
 		return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, catalog.ErrNotFound)
@@ -316,7 +316,7 @@ func (r *Registry) load(ctx context.Context, v *view, name, cwd string) (catalog
 	wctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	c := r.start(wctx, pi, func(ctx context.Context, c *call) {
-		c.skill, c.err = p.Load(ctx, name, cwd)
+		c.skill, c.err = p.Load(ctx, name, q)
 	})
 	if err := r.wait(wctx, pi, c); err != nil {
 		return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
@@ -334,12 +334,12 @@ func (r *Registry) load(ctx context.Context, v *view, name, cwd string) (catalog
 	return s, nil
 }
 
-// Inspect collects a fresh view of cwd (bypassing the cache) with
+// Inspect collects a fresh view of q (bypassing the cache) with
 // everything operators need: winners, shadowed and rejected candidates,
 // provider errors and provider diagnostics.
-func (r *Registry) Inspect(ctx context.Context, cwd string) Report {
-	rep := Report{Cwd: cwd}
-	v, err := r.collect(ctx, cwd)
+func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
+	rep := Report{Query: q}
+	v, err := r.collect(ctx, q)
 	if err != nil {
 		rep.Err = err
 		return rep
@@ -353,7 +353,7 @@ func (r *Registry) Inspect(ctx context.Context, cwd string) Report {
 		}
 		wctx, cancel := context.WithTimeout(ctx, r.timeout)
 		c := r.start(wctx, i, func(ctx context.Context, c *call) {
-			c.diags, c.err = d.Diagnostics(ctx, cwd)
+			c.diags, c.err = d.Diagnostics(ctx, q)
 		})
 		err := r.wait(wctx, i, c)
 		cancel()
@@ -387,7 +387,7 @@ func (r *Registry) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.cache = make(map[string]*list.Element)
+	r.cache = make(map[catalog.Query]*list.Element)
 	r.lru.Init()
 	r.mu.Unlock()
 	r.cancel()
@@ -414,30 +414,30 @@ func (r *Registry) Close() error {
 	return errors.Join(errs...)
 }
 
-// view returns the cached view for cwd when every provider confirms it is
+// view returns the cached view for q when every provider confirms it is
 // still current, and collects a fresh one otherwise.
-func (r *Registry) view(ctx context.Context, cwd string) (*view, error) {
+func (r *Registry) view(ctx context.Context, q catalog.Query) (*view, error) {
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, err
 	}
-	if v := r.cached(cwd); v != nil {
+	if v := r.cached(q); v != nil {
 		return v, nil
 	}
-	return r.shared(ctx, cwd)
+	return r.shared(ctx, q)
 }
 
-// shared collects a view of cwd, or joins the collection already under way
-// for cwd when no provider announced a change since it began: many callers
+// shared collects a view of q, or joins the collection already under way
+// for q when no provider announced a change since it began: many callers
 // missing the cache at once (a processor's workers, after a change or at
 // start) then cost one collection, not one each. A joiner whose shared
 // collection failed or came back incomplete (the collecting caller's
 // deadline, say) collects for itself; one whose own ctx is cancelled while
 // waiting returns its error.
-func (r *Registry) shared(ctx context.Context, cwd string) (*view, error) {
+func (r *Registry) shared(ctx context.Context, q catalog.Query) (*view, error) {
 	r.mu.Lock()
-	f := r.flights[cwd]
+	f := r.flights[q]
 	r.mu.Unlock()
-	if f != nil && r.current(cwd, f.tokens) {
+	if f != nil && r.current(q, f.tokens) {
 		f.joined.Add(1)
 		select {
 		case <-f.done:
@@ -451,32 +451,32 @@ func (r *Registry) shared(ctx context.Context, cwd string) (*view, error) {
 			// Past the deadline: collect, which reports what answered in
 			// time as an incomplete view.
 		}
-		return r.collect(ctx, cwd)
+		return r.collect(ctx, q)
 	}
-	tokens, cacheable := r.tokens(cwd)
+	tokens, cacheable := r.tokens(q)
 	if !cacheable {
-		return r.collect(ctx, cwd) // nobody could join: current() fails
+		return r.collect(ctx, q) // nobody could join: current() fails
 	}
 	f = &flight{tokens: tokens, done: make(chan struct{})}
 	r.mu.Lock()
-	r.flights[cwd] = f
+	r.flights[q] = f
 	r.mu.Unlock()
-	f.v, f.err = r.collect(ctx, cwd)
+	f.v, f.err = r.collect(ctx, q)
 	r.mu.Lock()
-	if r.flights[cwd] == f {
-		delete(r.flights, cwd)
+	if r.flights[q] == f {
+		delete(r.flights, q)
 	}
 	r.mu.Unlock()
 	close(f.done)
 	return f.v, f.err
 }
 
-func (r *Registry) cached(cwd string) *view {
+func (r *Registry) cached(q catalog.Query) *view {
 	if r.cacheSize == 0 {
 		return nil
 	}
 	r.mu.Lock()
-	el, ok := r.cache[cwd]
+	el, ok := r.cache[q]
 	var e *cacheEntry
 	if ok {
 		e = el.Value.(*cacheEntry)
@@ -486,11 +486,11 @@ func (r *Registry) cached(cwd string) *view {
 	if e == nil {
 		return nil
 	}
-	if !r.current(cwd, e.tokens) {
+	if !r.current(q, e.tokens) {
 		r.mu.Lock()
-		if el, ok := r.cache[cwd]; ok && el.Value.(*cacheEntry) == e {
+		if el, ok := r.cache[q]; ok && el.Value.(*cacheEntry) == e {
 			r.lru.Remove(el)
-			delete(r.cache, cwd)
+			delete(r.cache, q)
 		}
 		r.mu.Unlock()
 		return nil
@@ -500,7 +500,7 @@ func (r *Registry) cached(cwd string) *view {
 
 // tokens captures each provider's change channel before a collection.
 // cacheable is false when some provider cannot announce changes.
-func (r *Registry) tokens(cwd string) (tokens []<-chan struct{}, cacheable bool) {
+func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable bool) {
 	tokens = make([]<-chan struct{}, len(r.ps))
 	cacheable = true
 	for i, p := range r.ps {
@@ -509,7 +509,7 @@ func (r *Registry) tokens(cwd string) (tokens []<-chan struct{}, cacheable bool)
 			cacheable = false
 			continue
 		}
-		ch := n.Changes(cwd)
+		ch := n.Changes(q)
 		tokens[i] = ch
 		if ch != nil && isClosed(ch) {
 			cacheable = false
@@ -520,7 +520,7 @@ func (r *Registry) tokens(cwd string) (tokens []<-chan struct{}, cacheable bool)
 
 // current reports whether a cached entry's tokens are all still open and
 // still the providers' current channels.
-func (r *Registry) current(cwd string, tokens []<-chan struct{}) bool {
+func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 	for i, p := range r.ps {
 		n, ok := p.(Notifier)
 		if !ok {
@@ -530,7 +530,7 @@ func (r *Registry) current(cwd string, tokens []<-chan struct{}) bool {
 		if tok != nil && isClosed(tok) {
 			return false
 		}
-		if n.Changes(cwd) != tok {
+		if n.Changes(q) != tok {
 			return false
 		}
 	}
@@ -549,14 +549,14 @@ func isClosed(ch <-chan struct{}) bool {
 // collect asks every provider for its candidates and merges them. When a
 // provider announces a change during collection it tries once more; a
 // second change makes the view incomplete.
-func (r *Registry) collect(ctx context.Context, cwd string) (*view, error) {
+func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
 	for attempt := 0; ; attempt++ {
-		tokens, cacheable := r.tokens(cwd)
+		tokens, cacheable := r.tokens(q)
 		open := make([]bool, len(tokens))
 		for i, t := range tokens {
 			open[i] = t != nil && !isClosed(t)
 		}
-		results, err := r.listAll(ctx, cwd)
+		results, err := r.listAll(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -566,7 +566,7 @@ func (r *Registry) collect(ctx context.Context, cwd string) (*view, error) {
 			if !open[i] {
 				continue
 			}
-			if isClosed(tokens[i]) || p.(Notifier).Changes(cwd) != tokens[i] {
+			if isClosed(tokens[i]) || p.(Notifier).Changes(q) != tokens[i] {
 				changed = true
 				break
 			}
@@ -578,15 +578,15 @@ func (r *Registry) collect(ctx context.Context, cwd string) (*view, error) {
 			v.complete = false
 			v.errs = append(v.errs, ProviderError{Err: ErrChanging})
 		}
-		r.logView(cwd, v)
+		r.logView(q, v)
 		if v.complete && cacheable && !changed {
-			r.store(cwd, tokens, v)
+			r.store(q, tokens, v)
 		}
 		return v, nil
 	}
 }
 
-func (r *Registry) store(cwd string, tokens []<-chan struct{}, v *view) {
+func (r *Registry) store(q catalog.Query, tokens []<-chan struct{}, v *view) {
 	if r.cacheSize == 0 {
 		return
 	}
@@ -595,17 +595,17 @@ func (r *Registry) store(cwd string, tokens []<-chan struct{}, v *view) {
 	if r.closed {
 		return
 	}
-	e := &cacheEntry{cwd: cwd, tokens: tokens, view: v}
-	if el, ok := r.cache[cwd]; ok {
+	e := &cacheEntry{q: q, tokens: tokens, view: v}
+	if el, ok := r.cache[q]; ok {
 		el.Value = e
 		r.lru.MoveToFront(el)
 		return
 	}
-	r.cache[cwd] = r.lru.PushFront(e)
+	r.cache[q] = r.lru.PushFront(e)
 	for r.lru.Len() > r.cacheSize {
 		old := r.lru.Back()
 		r.lru.Remove(old)
-		delete(r.cache, old.Value.(*cacheEntry).cwd)
+		delete(r.cache, old.Value.(*cacheEntry).q)
 	}
 }
 
@@ -617,13 +617,13 @@ type listResult struct {
 // listAll runs every provider's List concurrently and waits for all of them,
 // for the provider timeout, or for ctx. A cancelled ctx returns its error;
 // a deadline marks the providers that did not answer as failed.
-func (r *Registry) listAll(ctx context.Context, cwd string) ([]listResult, error) {
+func (r *Registry) listAll(ctx context.Context, q catalog.Query) ([]listResult, error) {
 	wctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	calls := make([]*call, len(r.ps))
 	for i, p := range r.ps {
 		calls[i] = r.start(wctx, i, func(ctx context.Context, c *call) {
-			c.cands, c.err = p.List(ctx, cwd)
+			c.cands, c.err = p.List(ctx, q)
 		})
 	}
 	results := make([]listResult, len(r.ps))
@@ -808,27 +808,37 @@ func (v *view) find(name string) (int, bool) {
 const maxLogged = 4096
 
 // logView logs each distinct shadowing, rejection and provider error once.
-func (r *Registry) logView(cwd string, v *view) {
+func (r *Registry) logView(q catalog.Query, v *view) {
 	if r.log == nil {
 		return
 	}
 	for _, s := range v.shadowed {
-		key := fmt.Sprintf("shadow\x00%s\x00%s\x00%s\x00%s", s.Candidate.Name, where(s.Candidate), where(s.By), cwd)
+		key := fmt.Sprintf("shadow\x00%s\x00%s\x00%s\x00%v", s.Candidate.Name, where(s.Candidate), where(s.By), q)
 		if r.once(key) {
-			r.log.Info("skill shadowed", "skill", s.Candidate.Name, "cwd", cwd,
-				"shadowed", where(s.Candidate), "by", where(s.By))
+			r.log.Info("skill shadowed", append(queryAttrs(q), "skill", s.Candidate.Name,
+				"shadowed", where(s.Candidate), "by", where(s.By))...)
 		}
 	}
 	for _, rj := range v.rejected {
 		if r.once("reject\x00" + rj.Err.Error()) {
-			r.log.Warn("skill candidate rejected", "cwd", cwd, "err", rj.Err)
+			r.log.Warn("skill candidate rejected", append(queryAttrs(q), "err", rj.Err)...)
 		}
 	}
 	for _, pe := range v.errs {
-		if r.once("error\x00" + pe.Provider + "\x00" + cwd + "\x00" + pe.Err.Error()) {
-			r.log.Warn("skill snapshot incomplete", "cwd", cwd, "provider", pe.Provider, "err", pe.Err)
+		if r.once(fmt.Sprintf("error\x00%s\x00%v\x00%s", pe.Provider, q, pe.Err)) {
+			r.log.Warn("skill snapshot incomplete", append(queryAttrs(q), "provider", pe.Provider, "err", pe.Err)...)
 		}
 	}
+}
+
+// queryAttrs are the log attributes naming a query: its cwd, and its store
+// project when it has one.
+func queryAttrs(q catalog.Query) []any {
+	attrs := []any{"cwd", q.Cwd}
+	if q.Project != "" {
+		attrs = append(attrs, "project", q.Project)
+	}
+	return attrs
 }
 
 func (r *Registry) once(key string) bool {

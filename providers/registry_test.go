@@ -32,7 +32,7 @@ type fake struct {
 
 func (f *fake) Name() string { return f.name }
 
-func (f *fake) List(ctx context.Context, cwd string) ([]providers.Candidate, error) {
+func (f *fake) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
 	f.lists.Add(1)
 	if f.onList != nil {
 		if err := f.onList(ctx); err != nil {
@@ -44,7 +44,7 @@ func (f *fake) List(ctx context.Context, cwd string) ([]providers.Candidate, err
 	return slices.Clone(f.cands), f.err
 }
 
-func (f *fake) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+func (f *fake) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	f.loads.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -76,7 +76,7 @@ func newNotifying(name string, cands ...providers.Candidate) *notifying {
 	return &notifying{fake: &fake{name: name, cands: cands}, ch: make(chan struct{})}
 }
 
-func (n *notifying) Changes(string) <-chan struct{} {
+func (n *notifying) Changes(catalog.Query) <-chan struct{} {
 	n.chMu.Lock()
 	defer n.chMu.Unlock()
 	return n.ch
@@ -92,7 +92,7 @@ func (n *notifying) changed() {
 // static is a fake whose answers never change (nil channel).
 type static struct{ *fake }
 
-func (static) Changes(string) <-chan struct{} { return nil }
+func (static) Changes(catalog.Query) <-chan struct{} { return nil }
 
 func cand(name, desc, source string, rank int) providers.Candidate {
 	return providers.Candidate{
@@ -114,7 +114,7 @@ func names(s catalog.Snapshot) []string {
 
 func snapshot(t *testing.T, r *providers.Registry, cwd string) catalog.Snapshot {
 	t.Helper()
-	s, err := r.Snapshot(context.Background(), cwd)
+	s, err := r.Snapshot(context.Background(), catalog.At(cwd))
 	if err != nil {
 		t.Fatalf("Snapshot: %v", err)
 	}
@@ -154,7 +154,7 @@ func TestRankingAndShadowing(t *testing.T) {
 		t.Errorf("provider of winner = %q, want b (filled in by the registry)", s.Skills[1].Provider)
 	}
 
-	rep := r.Inspect(context.Background(), "/w")
+	rep := r.Inspect(context.Background(), catalog.At("/w"))
 	var sh []string
 	for _, x := range rep.Shadowed {
 		sh = append(sh, fmt.Sprintf("%s:%s(%s) by %s(%s)", x.Candidate.Name, x.Candidate.Provider, x.Candidate.Description, x.By.Provider, x.By.Description))
@@ -188,7 +188,7 @@ func TestSortedByteOrderAndRejectsEmptyDescription(t *testing.T) {
 	if got := names(s); !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	rep := r.Inspect(context.Background(), "")
+	rep := r.Inspect(context.Background(), catalog.At(""))
 	if len(rep.Rejected) != 1 || !strings.Contains(rep.Rejected[0].Err.Error(), `"blank" has an empty description`) {
 		t.Errorf("rejected = %v", rep.Rejected)
 	}
@@ -207,7 +207,7 @@ func TestFailingProviderMakesSnapshotIncompleteOnly(t *testing.T) {
 	if got, want := names(s), []string{"ok=fine", "partial=listed despite the error"}; !slices.Equal(got, want) {
 		t.Fatalf("skills = %v, want %v", got, want)
 	}
-	rep := r.Inspect(context.Background(), "/w")
+	rep := r.Inspect(context.Background(), catalog.At("/w"))
 	var errs []string
 	for _, e := range rep.Errors {
 		errs = append(errs, e.Error())
@@ -217,7 +217,7 @@ func TestFailingProviderMakesSnapshotIncompleteOnly(t *testing.T) {
 		t.Errorf("errors = %q, want %q", errs, want)
 	}
 	// Incomplete snapshots still resolve.
-	if _, err := r.Resolve(context.Background(), "partial", "/w"); err != nil {
+	if _, err := r.Resolve(context.Background(), "partial", catalog.At("/w")); err != nil {
 		t.Errorf("Resolve from incomplete snapshot: %v", err)
 	}
 }
@@ -238,7 +238,7 @@ func TestHangingProviderPastDeadline(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	s, err := r.Snapshot(ctx, "/w")
+	s, err := r.Snapshot(ctx, catalog.At("/w"))
 	if err != nil {
 		t.Fatalf("Snapshot past deadline returned error %v, want incomplete snapshot", err)
 	}
@@ -247,7 +247,7 @@ func TestHangingProviderPastDeadline(t *testing.T) {
 	}
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	rep := r.Inspect(ctx2, "/w")
+	rep := r.Inspect(ctx2, catalog.At("/w"))
 	if len(rep.Errors) != 1 || !errors.Is(rep.Errors[0].Err, providers.ErrNoAnswer) || rep.Errors[0].Provider != "hang" {
 		t.Errorf("errors = %v, want hang: ErrNoAnswer", rep.Errors)
 	}
@@ -270,13 +270,13 @@ func TestCancelledContextReturnsPromptly(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-entered; cancel() }()
-	_, err := r.Snapshot(ctx, "/w")
+	_, err := r.Snapshot(ctx, catalog.At("/w"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	// Already cancelled: no provider is asked.
 	before := hang.lists.Load()
-	if _, err := r.Snapshot(ctx, "/w"); !errors.Is(err, context.Canceled) {
+	if _, err := r.Snapshot(ctx, catalog.At("/w")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("second err = %v", err)
 	}
 	if hang.lists.Load() != before {
@@ -295,7 +295,7 @@ func TestStuckProviderIsBounded(t *testing.T) {
 	}}
 	r := providers.NewRegistry([]providers.Provider{hang}, providers.WithMaxStuck(2), providers.WithProviderTimeout(10*time.Millisecond))
 	for range 5 {
-		s, err := r.Snapshot(context.Background(), "/w")
+		s, err := r.Snapshot(context.Background(), catalog.At("/w"))
 		if err != nil || s.Complete {
 			t.Fatalf("snapshot err=%v complete=%v", err, s.Complete)
 		}
@@ -303,14 +303,14 @@ func TestStuckProviderIsBounded(t *testing.T) {
 	if n := hang.lists.Load(); n != 2 {
 		t.Errorf("provider called %d times, want 2 (then skipped as stuck)", n)
 	}
-	rep := r.Inspect(context.Background(), "/w")
+	rep := r.Inspect(context.Background(), catalog.At("/w"))
 	if len(rep.Errors) != 1 || !errors.Is(rep.Errors[0].Err, providers.ErrStuck) {
 		t.Errorf("errors = %v, want ErrStuck", rep.Errors)
 	}
 	close(release)
 	// Once the stuck calls return, the provider is asked again.
 	waitFor(t, func() bool {
-		s, _ := r.Snapshot(context.Background(), "/w")
+		s, _ := r.Snapshot(context.Background(), catalog.At("/w"))
 		return s.Complete
 	})
 	if err := r.Close(); err != nil {
@@ -360,7 +360,7 @@ func TestPreparedFollowsTheSnapshot(t *testing.T) {
 	opts := catalog.DefaultOptions()
 	prepared := func(opts catalog.Options) catalog.View {
 		t.Helper()
-		v, err := r.Prepared(ctx, "/w", opts)
+		v, err := r.Prepared(ctx, catalog.At("/w"), opts)
 		if err != nil {
 			t.Fatalf("Prepared: %v", err)
 		}
@@ -404,7 +404,7 @@ func TestPreparedUncached(t *testing.T) {
 	r := newRegistry(t, []providers.Provider{p})
 	for i, desc := range []string{"a", "b"} {
 		p.set(cand("a", desc, "", 0))
-		v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions())
+		v, err := r.Prepared(context.Background(), catalog.At("/w"), catalog.DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -415,12 +415,12 @@ func TestPreparedUncached(t *testing.T) {
 	p.mu.Lock()
 	p.err = errors.New("down")
 	p.mu.Unlock()
-	if v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions()); err != nil || v.Complete || v.Entries != nil {
+	if v, err := r.Prepared(context.Background(), catalog.At("/w"), catalog.DefaultOptions()); err != nil || v.Complete || v.Entries != nil {
 		t.Fatalf("failing provider: %+v, %v", v, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.Prepared(ctx, "/w", catalog.DefaultOptions()); !errors.Is(err, context.Canceled) {
+	if _, err := r.Prepared(ctx, catalog.At("/w"), catalog.DefaultOptions()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -433,7 +433,7 @@ func TestPreparedConcurrently(t *testing.T) {
 	errs := make(chan error, 16)
 	for range 16 {
 		wg.Go(func() {
-			v, err := r.Prepared(context.Background(), "/w", catalog.DefaultOptions())
+			v, err := r.Prepared(context.Background(), catalog.At("/w"), catalog.DefaultOptions())
 			if err == nil && v.Digest != want.Digest {
 				err = fmt.Errorf("digest %s, want %s", v.Digest, want.Digest)
 			}
@@ -515,7 +515,7 @@ func TestChangeDuringCollection(t *testing.T) {
 		if s.Complete || len(s.Skills) != 1 {
 			t.Fatalf("complete=%v skills=%v, want incomplete with the skill", s.Complete, names(s))
 		}
-		rep := r.Inspect(context.Background(), "/w")
+		rep := r.Inspect(context.Background(), catalog.At("/w"))
 		if len(rep.Errors) != 1 || !errors.Is(rep.Errors[0].Err, providers.ErrChanging) {
 			t.Errorf("errors = %v, want ErrChanging", rep.Errors)
 		}
@@ -529,11 +529,11 @@ func TestResolveAndLoad(t *testing.T) {
 	r := newRegistry(t, []providers.Provider{user, proj})
 	ctx := context.Background()
 
-	sum, err := r.Resolve(ctx, "x", "/w")
+	sum, err := r.Resolve(ctx, "x", catalog.At("/w"))
 	if err != nil || sum.Provider != "proj" {
 		t.Fatalf("Resolve x = %+v, %v; want from proj", sum, err)
 	}
-	sk, err := r.Load(ctx, "x", "/w")
+	sk, err := r.Load(ctx, "x", catalog.At("/w"))
 	if err != nil || sk.Content != "body of x from proj" || sk.Provider != "proj" {
 		t.Fatalf("Load x = %+v, %v", sk, err)
 	}
@@ -541,10 +541,10 @@ func TestResolveAndLoad(t *testing.T) {
 		t.Error("shadowed provider was asked to load")
 	}
 	for _, name := range []string{"missing", "../etc/passwd", ""} {
-		if _, err := r.Resolve(ctx, name, "/w"); !errors.Is(err, catalog.ErrNotFound) {
+		if _, err := r.Resolve(ctx, name, catalog.At("/w")); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("Resolve %q: %v, want ErrNotFound", name, err)
 		}
-		if _, err := r.Load(ctx, name, "/w"); !errors.Is(err, catalog.ErrNotFound) {
+		if _, err := r.Load(ctx, name, catalog.At("/w")); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("Load %q: %v, want ErrNotFound", name, err)
 		}
 	}
@@ -552,14 +552,14 @@ func TestResolveAndLoad(t *testing.T) {
 	proj.set()
 	proj.loadErr = nil
 	user.set(cand("y", "user y", "", providers.RankUser))
-	if _, err := r.Load(ctx, "x", "/w"); !errors.Is(err, catalog.ErrNotFound) {
+	if _, err := r.Load(ctx, "x", catalog.At("/w")); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("Load of vanished skill: %v, want ErrNotFound", err)
 	}
 	// A provider failure is reported readably.
 	user.mu.Lock()
 	user.loadErr = errors.New("permission denied")
 	user.mu.Unlock()
-	_, err = r.Load(ctx, "y", "/w")
+	_, err = r.Load(ctx, "y", catalog.At("/w"))
 	if err == nil || err.Error() != `read skill "y": permission denied` || errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("Load with provider failure: %v", err)
 	}
@@ -568,7 +568,7 @@ func TestResolveAndLoad(t *testing.T) {
 func TestLoadedNameMustMatch(t *testing.T) {
 	p := &lying{fake: &fake{name: "liar", cands: []providers.Candidate{cand("a", "a", "", 0)}}}
 	r := newRegistry(t, []providers.Provider{p})
-	_, err := r.Load(context.Background(), "a", "")
+	_, err := r.Load(context.Background(), "a", catalog.At(""))
 	if err == nil || !strings.Contains(err.Error(), `returned skill "b"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -576,7 +576,7 @@ func TestLoadedNameMustMatch(t *testing.T) {
 
 type lying struct{ *fake }
 
-func (l *lying) Load(context.Context, string, string) (catalog.Skill, error) {
+func (l *lying) Load(context.Context, string, catalog.Query) (catalog.Skill, error) {
 	return catalog.Skill{Summary: catalog.Summary{Name: "b"}}, nil
 }
 
@@ -596,7 +596,7 @@ func TestCloseClosesProviders(t *testing.T) {
 	if !c.closed.Load() {
 		t.Error("provider not closed")
 	}
-	s, err := r.Snapshot(context.Background(), "")
+	s, err := r.Snapshot(context.Background(), catalog.At(""))
 	if err != nil || s.Complete {
 		t.Errorf("snapshot after Close: %v complete=%v, want incomplete", err, s.Complete)
 	}
@@ -653,7 +653,7 @@ func TestCloseReportsCallsThatNeverReturn(t *testing.T) {
 	hang := &fake{name: "hang", onList: func(context.Context) error { <-release; return nil }}
 	r := providers.NewRegistry([]providers.Provider{hang},
 		providers.WithProviderTimeout(5*time.Millisecond), providers.WithCloseTimeout(20*time.Millisecond))
-	if s, err := r.Snapshot(context.Background(), "/w"); err != nil || s.Complete {
+	if s, err := r.Snapshot(context.Background(), catalog.At("/w")); err != nil || s.Complete {
 		t.Fatalf("snapshot: %v complete=%v", err, s.Complete)
 	}
 	err := r.Close()
@@ -673,7 +673,7 @@ func TestLoadRetriesAfterUnannouncedRemoval(t *testing.T) {
 		t.Fatalf("snapshot %v", got)
 	}
 	over.set() // removed, not announced: the cached view still says override
-	sk, err := r.Load(context.Background(), "x", "/w")
+	sk, err := r.Load(context.Background(), "x", catalog.At("/w"))
 	if err != nil || sk.Provider != "base" || sk.Content != "body of x from base" {
 		t.Fatalf("Load = %+v, %v; want the base skill", sk, err)
 	}

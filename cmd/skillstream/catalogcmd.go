@@ -41,7 +41,7 @@ failed (serve would send nothing until it recovers).`[1:], `
 			return err
 		}
 		defer reg.Close()
-		rep := reg.Inspect(ctx, dir)
+		rep := reg.Inspect(ctx, catalog.At(dir))
 		if rep.Err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
 		}
@@ -111,7 +111,7 @@ func origin(c providers.Candidate) originJSON {
 // newCatalogView computes what the model would see from an Inspect report.
 func newCatalogView(rep providers.Report, maxLen int) catalogView {
 	v := catalogView{
-		Cwd:         rep.Cwd,
+		Cwd:         rep.Query.Cwd,
 		Complete:    rep.Snapshot.Complete,
 		Skills:      rep.Snapshot.Skills,
 		Entries:     []entryJSON{},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
@@ -265,7 +266,7 @@ func (d *demo) writeSkill(name string) error {
 // that the next pre-step observes the change on disk.
 func (d *demo) waitFor(ctx context.Context, names ...string) error {
 	return poll(ctx, func() error {
-		snap, err := d.reg.Snapshot(ctx, d.cwd)
+		snap, err := d.reg.Snapshot(ctx, catalog.At(d.cwd))
 		if err != nil {
 			return err
 		}

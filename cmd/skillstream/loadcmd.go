@@ -36,7 +36,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, processor.Lookup(reg, dir), args[0])
+		res := catalog.Execute(ctx, processor.Lookup(reg, catalog.At(dir)), args[0])
 		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {

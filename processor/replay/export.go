@@ -186,14 +186,15 @@ func Record(ctx context.Context, js jetstream.JetStream, stream, prefix, sid str
 // CaptureSkills asks skills for the snapshot of cwd and loads every skill
 // in it. A skill whose body fails to load is kept with its LoadError.
 func CaptureSkills(ctx context.Context, skills processor.Skills, cwd string) (SkillSet, error) {
-	snap, err := skills.Snapshot(ctx, cwd)
+	q := catalog.At(cwd)
+	snap, err := skills.Snapshot(ctx, q)
 	if err != nil {
 		return SkillSet{}, fmt.Errorf("capture skills for %q: %w", cwd, err)
 	}
 	set := SkillSet{Cwd: cwd, Complete: snap.Complete, Skills: make([]RecordedSkill, 0, len(snap.Skills))}
 	for _, s := range snap.Skills {
 		rs := RecordedSkill{Skill: catalog.Skill{Summary: s}}
-		sk, err := skills.Load(ctx, s.Name, cwd)
+		sk, err := skills.Load(ctx, s.Name, q)
 		switch {
 		case ctx.Err() != nil:
 			return SkillSet{}, fmt.Errorf("capture skills for %q: %w", cwd, ctx.Err())

@@ -401,13 +401,15 @@ func (r *Replayer) mapCwd(cwd string) (string, *CwdMapping) {
 	return cwd, nil
 }
 
-// skillsFor returns the skills to ask about cwd and the cwd to ask with.
-func (r *Replayer) skillsFor(cwd string) (processor.Skills, string, *CwdMapping) {
+// skillsFor returns the skills to ask about q and the query to ask with
+// (its working directory mapped by CwdMap).
+func (r *Replayer) skillsFor(q catalog.Query) (processor.Skills, catalog.Query, *CwdMapping) {
 	if r.opts.Recorded {
-		return recordedSkills(r.recorded), cwd, nil
+		return recordedSkills(r.recorded), q, nil
 	}
-	mapped, m := r.mapCwd(cwd)
-	return r.opts.Skills, mapped, m
+	var m *CwdMapping
+	q.Cwd, m = r.mapCwd(q.Cwd)
+	return r.opts.Skills, q, m
 }
 
 func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *Step) error {
@@ -438,10 +440,10 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	visible := catalog.Visible(tools, r.opts.ToolOwner)
 	var snap catalog.Snapshot
 	if visible {
-		skills, cwd, _ := r.skillsFor(ps.Cwd)
-		snap, err = skills.Snapshot(ctx, cwd)
+		skills, q, _ := r.skillsFor(catalog.Query{Cwd: ps.Cwd, Project: ps.Project, ResourceDir: ps.ResourceDir})
+		snap, err = skills.Snapshot(ctx, q)
 		if err != nil {
-			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, cwd, err)
+			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, q.Cwd, err)
 		}
 	}
 	h, _ := r.st.at(hist)
@@ -481,8 +483,8 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 		r.verdict(s)
 		return nil
 	}
-	skills, cwd, m := r.skillsFor(call.Cwd)
-	res := catalog.Execute(ctx, processor.Lookup(skills, cwd), call.Args.Name)
+	skills, q, m := r.skillsFor(catalog.Query{Cwd: call.Cwd, Project: call.Project, ResourceDir: call.ResourceDir})
+	res := catalog.Execute(ctx, processor.Lookup(skills, q), call.Args.Name)
 	if ctx.Err() != nil {
 		return fmt.Errorf("replay call %s: %w", call.Call, ctx.Err())
 	}
@@ -600,8 +602,8 @@ type recordedSkills map[string]*SkillSet
 // errNoCapture reports a working directory the recording has no skills for.
 var errNoCapture = errors.New("the recording holds no skills for this working directory")
 
-func (m recordedSkills) Snapshot(_ context.Context, cwd string) (catalog.Snapshot, error) {
-	set := m[cwd]
+func (m recordedSkills) Snapshot(_ context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	set := m[q.Cwd]
 	if set == nil {
 		return catalog.Snapshot{}, nil // incomplete: nothing is known
 	}
@@ -625,16 +627,16 @@ func (m recordedSkills) find(name, cwd string) (*RecordedSkill, error) {
 	return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
 }
 
-func (m recordedSkills) Resolve(_ context.Context, name, cwd string) (catalog.Summary, error) {
-	s, err := m.find(name, cwd)
+func (m recordedSkills) Resolve(_ context.Context, name string, q catalog.Query) (catalog.Summary, error) {
+	s, err := m.find(name, q.Cwd)
 	if err != nil {
 		return catalog.Summary{}, err
 	}
 	return s.Summary, nil
 }
 
-func (m recordedSkills) Load(_ context.Context, name, cwd string) (catalog.Skill, error) {
-	s, err := m.find(name, cwd)
+func (m recordedSkills) Load(_ context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	s, err := m.find(name, q.Cwd)
 	if err != nil {
 		return catalog.Skill{}, err
 	}
@@ -670,9 +672,15 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 // snapshot per directory instead of one per trigger.
 type memo struct {
 	skills    processor.Skills
-	snapshots map[string]catalog.Snapshot
-	resolved  map[[2]string]answer[catalog.Summary]
-	loaded    map[[2]string]answer[catalog.Skill]
+	snapshots map[catalog.Query]catalog.Snapshot
+	resolved  map[named]answer[catalog.Summary]
+	loaded    map[named]answer[catalog.Skill]
+}
+
+// named is a skill name asked about for a query.
+type named struct {
+	name string
+	q    catalog.Query
 }
 
 // answer is a registry answer memo keeps, error included.
@@ -682,38 +690,38 @@ type answer[T any] struct {
 }
 
 func newMemo(s processor.Skills) *memo {
-	return &memo{skills: s, snapshots: map[string]catalog.Snapshot{},
-		resolved: map[[2]string]answer[catalog.Summary]{}, loaded: map[[2]string]answer[catalog.Skill]{}}
+	return &memo{skills: s, snapshots: map[catalog.Query]catalog.Snapshot{},
+		resolved: map[named]answer[catalog.Summary]{}, loaded: map[named]answer[catalog.Skill]{}}
 }
 
-func (m *memo) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
-	if s, ok := m.snapshots[cwd]; ok {
+func (m *memo) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	if s, ok := m.snapshots[q]; ok {
 		return s, nil
 	}
-	s, err := m.skills.Snapshot(ctx, cwd)
+	s, err := m.skills.Snapshot(ctx, q)
 	if err != nil {
 		return s, err
 	}
-	m.snapshots[cwd] = s
+	m.snapshots[q] = s
 	return s, nil
 }
 
-func (m *memo) Resolve(ctx context.Context, name, cwd string) (catalog.Summary, error) {
-	return ask(ctx, m.resolved, name, cwd, m.skills.Resolve)
+func (m *memo) Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error) {
+	return ask(ctx, m.resolved, name, q, m.skills.Resolve)
 }
 
-func (m *memo) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
-	return ask(ctx, m.loaded, name, cwd, m.skills.Load)
+func (m *memo) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	return ask(ctx, m.loaded, name, q, m.skills.Load)
 }
 
-// ask returns the answer kept for name in cwd, else asks fetch and keeps
-// its answer unless ctx ended meanwhile.
-func ask[T any](ctx context.Context, kept map[[2]string]answer[T], name, cwd string, fetch func(context.Context, string, string) (T, error)) (T, error) {
-	k := [2]string{name, cwd}
+// ask returns the answer kept for name in q, else asks fetch and keeps its
+// answer unless ctx ended meanwhile.
+func ask[T any](ctx context.Context, kept map[named]answer[T], name string, q catalog.Query, fetch func(context.Context, string, catalog.Query) (T, error)) (T, error) {
+	k := named{name, q}
 	if a, ok := kept[k]; ok {
 		return a.v, a.err
 	}
-	v, err := fetch(ctx, name, cwd)
+	v, err := fetch(ctx, name, q)
 	if ctx.Err() == nil {
 		kept[k] = answer[T]{v, err}
 	}

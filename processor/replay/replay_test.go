@@ -23,7 +23,8 @@ type fixedSkills struct {
 	complete bool
 }
 
-func (f *fixedSkills) Snapshot(_ context.Context, cwd string) (catalog.Snapshot, error) {
+func (f *fixedSkills) Snapshot(_ context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	cwd := q.Cwd
 	snap := catalog.Snapshot{Complete: f.complete}
 	if cwd == f.root || strings.HasPrefix(cwd, f.root+"/") {
 		for _, s := range f.skills {
@@ -44,13 +45,13 @@ func (f *fixedSkills) find(name, cwd string) (catalog.Skill, error) {
 	return catalog.Skill{}, fmt.Errorf("%q: %w", name, catalog.ErrNotFound)
 }
 
-func (f *fixedSkills) Resolve(_ context.Context, name, cwd string) (catalog.Summary, error) {
-	s, err := f.find(name, cwd)
+func (f *fixedSkills) Resolve(_ context.Context, name string, q catalog.Query) (catalog.Summary, error) {
+	s, err := f.find(name, q.Cwd)
 	return s.Summary, err
 }
 
-func (f *fixedSkills) Load(_ context.Context, name, cwd string) (catalog.Skill, error) {
-	return f.find(name, cwd)
+func (f *fixedSkills) Load(_ context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	return f.find(name, q.Cwd)
 }
 
 func skill(root, name, desc string) catalog.Skill {
@@ -129,7 +130,7 @@ func (s *session) call(id, cwd, name string) uint64 {
 }
 
 func (s *session) result(trigger uint64, id string, sk *fixedSkills, cwd, name string) uint64 {
-	res := catalog.Execute(context.Background(), processor.Lookup(sk, cwd), name)
+	res := catalog.Execute(context.Background(), processor.Lookup(sk, catalog.At(cwd)), name)
 	tr := events.ToolResult{V: 1, Session: s.sid, Call: id, TriggerSeq: trigger, IsError: res.Err != nil, Text: res.Text()}
 	if res.Err != nil {
 		tr.Error = &events.ErrorInfo{Code: string(res.Err.Code), Message: res.Err.Message}

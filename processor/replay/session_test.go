@@ -295,7 +295,7 @@ func waitDescription(t testing.TB, reg *providers.Registry, cwd, name, desc stri
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		snap, err := reg.Snapshot(context.Background(), cwd)
+		snap, err := reg.Snapshot(context.Background(), catalog.At(cwd))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -39,7 +40,7 @@ func benchRegistry(b *testing.B, cfg agentskills.Config, opts ...providers.Regis
 }
 
 func mustSnapshot(b *testing.B, r *providers.Registry, cwd string) {
-	s, err := r.Snapshot(context.Background(), cwd)
+	s, err := r.Snapshot(context.Background(), catalog.At(cwd))
 	if err != nil || !s.Complete || len(s.Skills) != benchSkills {
 		b.Fatalf("snapshot: %d skills, complete %v, %v", len(s.Skills), s.Complete, err)
 	}
@@ -113,7 +114,7 @@ func BenchmarkLoad(b *testing.B) {
 	before := p.Stats()
 	b.ReportAllocs()
 	for b.Loop() {
-		sk, err := r.Load(context.Background(), "skill-0500", repo)
+		sk, err := r.Load(context.Background(), "skill-0500", catalog.At(repo))
 		if err != nil || sk.Content == "" {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/providertest"
 )
@@ -52,7 +53,7 @@ func TestConformance(t *testing.T) {
 				p := newProvider(t, cfg)
 				return providertest.Harness{
 					Provider: p,
-					Cwd:      filepath.Join(repo, "some", "subdir"),
+					Query:    catalog.At(filepath.Join(repo, "some", "subdir")),
 					Add:      func(t testing.TB, s providertest.Seed) { write(t, path(s.Name), seedText(s)) },
 					Remove: func(t testing.TB, name string) {
 						if err := os.Remove(path(name)); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/skillstream/skillstream/catalog"
 )
 
 // TestWatchFailureFallsBackToStat: when a watch cannot be added (here: the
@@ -33,7 +35,7 @@ func TestWatchFailureFallsBackToStat(t *testing.T) {
 	}
 	ctx := context.Background()
 	desc := func() string {
-		cs, err := p.List(ctx, "")
+		cs, err := p.List(ctx, catalog.At(""))
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("List = %v, %v", cs, err)
 		}
@@ -42,7 +44,7 @@ func TestWatchFailureFallsBackToStat(t *testing.T) {
 	if got := desc(); got != "one" {
 		t.Fatalf("description %q", got)
 	}
-	ch := p.Changes("")
+	ch := p.Changes(catalog.At(""))
 	select {
 	case <-ch:
 	default:
@@ -62,7 +64,7 @@ func TestWatchFailureFallsBackToStat(t *testing.T) {
 	p.addWatch = add
 	desc()
 	select {
-	case <-p.Changes(""):
+	case <-p.Changes(catalog.At("")):
 		t.Error("Changes still closed after watching recovered")
 	default:
 	}

@@ -65,7 +65,7 @@ func newProvider(t testing.TB, cfg agentskills.Config) *agentskills.Provider {
 
 func list(t testing.TB, p providers.Provider, cwd string) []providers.Candidate {
 	t.Helper()
-	cs, err := p.List(context.Background(), cwd)
+	cs, err := p.List(context.Background(), catalog.At(cwd))
 	if err != nil {
 		t.Fatalf("List(%q): %v", cwd, err)
 	}
@@ -91,7 +91,7 @@ func summaries(s catalog.Snapshot) []string {
 
 func diagnostics(t testing.TB, p *agentskills.Provider, cwd string) map[string]string {
 	t.Helper()
-	ds, err := p.Diagnostics(context.Background(), cwd)
+	ds, err := p.Diagnostics(context.Background(), catalog.At(cwd))
 	if err != nil {
 		t.Fatalf("Diagnostics: %v", err)
 	}
@@ -128,7 +128,7 @@ func snapshotIs(t testing.TB, r *providers.Registry, cwd string, want ...string)
 	eventually(t, func() string {
 		return strings.Join(summaries(last), ", ")
 	}, func() bool {
-		s, err := r.Snapshot(context.Background(), cwd)
+		s, err := r.Snapshot(context.Background(), catalog.At(cwd))
 		if err != nil {
 			t.Fatalf("Snapshot: %v", err)
 		}

@@ -379,7 +379,8 @@ func (p *Provider) drop(evicted []*project) {
 // when a skills folder of cwd's project, a custom folder or the user folder
 // changes. When the provider cannot watch those folders it returns a
 // closed channel, so callers do not cache.
-func (p *Provider) Changes(cwd string) <-chan struct{} {
+func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
+	cwd := q.Cwd
 	if p.w == nil {
 		return closedChan
 	}
@@ -412,7 +413,8 @@ func (p *Provider) Changes(cwd string) <-chan struct{} {
 // List implements providers.Provider. Candidates come folder by folder in
 // rank order, and within a folder in file name order. Folders that failed
 // are named in the error; the others' candidates are still returned.
-func (p *Provider) List(ctx context.Context, cwd string) ([]providers.Candidate, error) {
+func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
+	cwd := q.Cwd
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -434,7 +436,8 @@ func (p *Provider) List(ctx context.Context, cwd string) ([]providers.Candidate,
 
 // Load implements providers.Provider. It re-reads the winning file, so body
 // edits are seen at once.
-func (p *Provider) Load(ctx context.Context, name, cwd string) (catalog.Skill, error) {
+func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	cwd := q.Cwd
 	if !catalog.ValidName(name) {
 		return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
 	}
@@ -494,7 +497,8 @@ func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 
 // Diagnostics implements providers.Diagnoser: every file skipped in cwd's
 // folders, with its path and reason.
-func (p *Provider) Diagnostics(ctx context.Context, cwd string) ([]providers.Diagnostic, error) {
+func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]providers.Diagnostic, error) {
+	cwd := q.Cwd
 	roots, _, err := p.roots(cwd)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func TestSameNameInEveryRoot(t *testing.T) {
 	t.Cleanup(func() { _ = r.Close() })
 
 	ctx := context.Background()
-	rep := r.Inspect(ctx, repo)
+	rep := r.Inspect(ctx, catalog.At(repo))
 	if !rep.Snapshot.Complete {
 		t.Fatalf("incomplete: %v", rep.Errors)
 	}
@@ -86,7 +86,7 @@ func TestSameNameInEveryRoot(t *testing.T) {
 		if err := os.RemoveAll(step.dir); err != nil {
 			t.Fatal(err)
 		}
-		sk, err := r.Load(ctx, "same", repo)
+		sk, err := r.Load(ctx, "same", catalog.At(repo))
 		if err != nil {
 			t.Fatalf("Load after removing %s: %v", step.dir, err)
 		}
@@ -132,7 +132,7 @@ func TestProjectRoot(t *testing.T) {
 	if root, _ := agentskills.ProjectRoot(sub); root != repo {
 		t.Errorf("ProjectRoot(%s) = %s", sub, root)
 	}
-	if _, err := p.List(context.Background(), "relative/dir"); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
+	if _, err := p.List(context.Background(), catalog.At("relative/dir")); err == nil || !strings.Contains(err.Error(), "not an absolute path") {
 		t.Errorf("relative cwd: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestFlatFilesBesideDirectories(t *testing.T) {
 	if cs[0].Rank != providers.RankCustom || cs[0].Provider != "agentskills" {
 		t.Errorf("candidate = %+v", cs[0])
 	}
-	sk, err := p.Load(context.Background(), "a-flat", "")
+	sk, err := p.Load(context.Background(), "a-flat", catalog.At(""))
 	if err != nil || sk.Content != "flat body" || sk.Source != catalog.SourceCustom {
 		t.Fatalf("Load = %+v, %v", sk, err)
 	}
@@ -194,7 +194,7 @@ func TestInvalidFileZoo(t *testing.T) {
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true})
 	r := providers.NewRegistry([]providers.Provider{p})
 	t.Cleanup(func() { _ = r.Close() })
-	s, err := r.Snapshot(context.Background(), "")
+	s, err := r.Snapshot(context.Background(), catalog.At(""))
 	if err != nil || !s.Complete {
 		t.Fatalf("snapshot err=%v complete=%v: invalid files must not make it incomplete", err, s.Complete)
 	}
@@ -222,7 +222,7 @@ func TestInvalidFileZoo(t *testing.T) {
 	if err != nil || len(sums) != 2 || len(sdiags) != len(zoo)-2 {
 		t.Errorf("Scan = %d skills, %d diagnostics, %v", len(sums), len(sdiags), err)
 	}
-	rep := r.Inspect(context.Background(), "")
+	rep := r.Inspect(context.Background(), catalog.At(""))
 	if len(rep.Diagnostics) != len(zoo)-2 {
 		t.Errorf("Inspect diagnostics = %d, want %d", len(rep.Diagnostics), len(zoo)-2)
 	}
@@ -259,7 +259,7 @@ func TestSymlinks(t *testing.T) {
 		if got := describe(list(t, p, "")); !slices.Equal(got, want) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
-		sk, err := p.Load(context.Background(), "linked-dir", "")
+		sk, err := p.Load(context.Background(), "linked-dir", catalog.At(""))
 		if err != nil || sk.Content != "ld body" || sk.ResourceBase.Path != filepath.Join(root, "linked-dir") {
 			t.Errorf("Load linked-dir = %+v, %v", sk, err)
 		}
@@ -295,7 +295,7 @@ func TestSkillFileThatIsADirectoryIsIncomplete(t *testing.T) {
 	mkdir(t, filepath.Join(root, "weird/SKILL.md"))
 	write(t, filepath.Join(root, "fine/SKILL.md"), skillText("fine", "fine", ""))
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true})
-	cs, err := p.List(context.Background(), "")
+	cs, err := p.List(context.Background(), catalog.At(""))
 	if !errors.Is(err, syscall.EISDIR) || !strings.Contains(err.Error(), filepath.Join(root, "weird/SKILL.md")) {
 		t.Fatalf("err = %v, want EISDIR naming the file", err)
 	}
@@ -304,7 +304,7 @@ func TestSkillFileThatIsADirectoryIsIncomplete(t *testing.T) {
 	}
 	r := providers.NewRegistry([]providers.Provider{p})
 	t.Cleanup(func() { _ = r.Close() })
-	s, err := r.Snapshot(context.Background(), "")
+	s, err := r.Snapshot(context.Background(), catalog.At(""))
 	if err != nil || s.Complete || len(s.Skills) != 1 {
 		t.Fatalf("snapshot = %v complete=%v err=%v, want incomplete with fine", summaries(s), s.Complete, err)
 	}
@@ -326,7 +326,7 @@ func TestUnreadableRootIsIncomplete(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.Chmod(root, 0o755) })
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true})
-	if _, err := p.List(context.Background(), ""); !errors.Is(err, fs.ErrPermission) {
+	if _, err := p.List(context.Background(), catalog.At("")); !errors.Is(err, fs.ErrPermission) {
 		t.Fatalf("err = %v, want permission error", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestMissingRootsAreCompleteAndEmpty(t *testing.T) {
 		CustomDirs: []string{filepath.Join(base, "no/such/dir")},
 		UserDir:    filepath.Join(base, "no-user"),
 	})
-	cs, err := p.List(context.Background(), filepath.Join(base, "no-such-cwd"))
+	cs, err := p.List(context.Background(), catalog.At(filepath.Join(base, "no-such-cwd")))
 	if err != nil || len(cs) != 0 {
 		t.Fatalf("List = %v, %v; want empty, no error", cs, err)
 	}
@@ -363,28 +363,28 @@ func TestLoadSeesBodyEditWithoutCatalogChange(t *testing.T) {
 	r := providers.NewRegistry([]providers.Provider{p})
 	t.Cleanup(func() { _ = r.Close() })
 	ctx := context.Background()
-	before, err := r.Snapshot(ctx, "")
+	before, err := r.Snapshot(ctx, catalog.At(""))
 	if err != nil || !before.Complete {
 		t.Fatal(err)
 	}
-	sk, err := r.Load(ctx, "edit-me", "")
+	sk, err := r.Load(ctx, "edit-me", catalog.At(""))
 	if err != nil || sk.Content != "first body" {
 		t.Fatalf("Load = %q, %v", sk.Content, err)
 	}
 	write(t, file, skillText("edit-me", "stable description", "second body"))
 	// No waiting: Load reads the file again.
-	sk, err = r.Load(ctx, "edit-me", "")
+	sk, err = r.Load(ctx, "edit-me", catalog.At(""))
 	if err != nil || sk.Content != "second body" {
 		t.Fatalf("Load after edit = %q, %v", sk.Content, err)
 	}
-	after, err := r.Snapshot(ctx, "")
+	after, err := r.Snapshot(ctx, catalog.At(""))
 	if err != nil || !slices.Equal(summaries(before), summaries(after)) {
 		t.Fatalf("catalog changed on a body edit: %v -> %v", summaries(before), summaries(after))
 	}
 	// A file that turned invalid is either already gone from the listing
 	// (the watcher saw the edit) or a readable provider error.
 	write(t, file, "---\nname: edit-me\n---\n")
-	_, err = r.Load(ctx, "edit-me", "")
+	_, err = r.Load(ctx, "edit-me", catalog.At(""))
 	if !errors.Is(err, catalog.ErrNotFound) &&
 		(err == nil || err.Error() != `read skill "edit-me": skill file is no longer valid: description is missing`) {
 		t.Fatalf("Load of invalid file: %v", err)
@@ -393,7 +393,7 @@ func TestLoadSeesBodyEditWithoutCatalogChange(t *testing.T) {
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Load(ctx, "edit-me", ""); !errors.Is(err, catalog.ErrNotFound) {
+	if _, err := p.Load(ctx, "edit-me", catalog.At("")); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("Load of deleted file: %v", err)
 	}
 }
@@ -413,7 +413,7 @@ func TestNameNeverBecomesAPath(t *testing.T) {
 	write(t, filepath.Join(root, "ok/SKILL.md"), skillText("ok", "ok", ""))
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true})
 	for _, name := range []string{"../secret", "secret", "../../etc/passwd", "ok/../../secret", ""} {
-		if _, err := p.Load(context.Background(), name, ""); !errors.Is(err, catalog.ErrNotFound) {
+		if _, err := p.Load(context.Background(), name, catalog.At("")); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("Load(%q) = %v, want ErrNotFound", name, err)
 		}
 	}
@@ -431,13 +431,13 @@ func TestLoadFallsToNextRootWhenWinnerVanishes(t *testing.T) {
 	r := providers.NewRegistry([]providers.Provider{p})
 	t.Cleanup(func() { _ = r.Close() })
 	ctx := context.Background()
-	if sk, err := r.Load(ctx, "x", ""); err != nil || sk.Content != "first body" {
+	if sk, err := r.Load(ctx, "x", catalog.At("")); err != nil || sk.Content != "first body" {
 		t.Fatalf("Load = %q, %v", sk.Content, err)
 	}
 	if err := os.RemoveAll(filepath.Join(first, "x")); err != nil {
 		t.Fatal(err)
 	}
-	sk, err := r.Load(ctx, "x", "")
+	sk, err := r.Load(ctx, "x", catalog.At(""))
 	if err != nil || sk.Content != "second body" || sk.ResourceBase.Path != second {
 		t.Fatalf("Load after removing the winner = %+v, %v", sk, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -20,7 +21,7 @@ func TestProjectRootRemembered(t *testing.T) {
 	snapshotIs(t, r, sub, "r=repo")
 	walks := p.Stats().RootWalks
 	for range 20 {
-		if isClosed(p.Changes(sub)) {
+		if isClosed(p.Changes(catalog.At(sub))) {
 			t.Fatal("Changes returned a closed channel while watching")
 		}
 		snapshotIs(t, r, sub, "r=repo")
@@ -172,7 +173,7 @@ func BenchmarkChanges(b *testing.B) {
 	p := newProvider(b, agentskills.Config{NoUserDir: true})
 	b.ReportAllocs()
 	for b.Loop() {
-		if isClosed(p.Changes(cwd)) {
+		if isClosed(p.Changes(catalog.At(cwd))) {
 			b.Fatal("closed channel")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -35,7 +36,7 @@ func TestWatchWalkThrough(t *testing.T) {
 
 	t.Log("empty")
 	snapshotIs(t, r, repo)
-	if ch := p.Changes(repo); isClosed(ch) {
+	if ch := p.Changes(catalog.At(repo)); isClosed(ch) {
 		t.Fatal("Changes returned a closed channel while watching")
 	}
 
@@ -56,7 +57,7 @@ func TestWatchWalkThrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() string { return "alpha still at its old place" }, func() bool {
-		s, err := r.Resolve(ctx, "alpha", repo)
+		s, err := r.Resolve(ctx, "alpha", catalog.At(repo))
 		return err == nil && s.ResourceBase.Path == filepath.Join(root, "alpha-moved")
 	})
 	if err := os.Rename(filepath.Join(root, "beta.md"), filepath.Join(root, "gamma.md")); err != nil {
@@ -80,7 +81,7 @@ func TestWatchWalkThrough(t *testing.T) {
 	t.Log("recreate it with a new skill")
 	write(t, filepath.Join(root, "delta/SKILL.md"), skillText("delta", "new", "delta body"))
 	snapshotIs(t, r, repo, "delta=new")
-	sk, err := r.Load(ctx, "delta", repo)
+	sk, err := r.Load(ctx, "delta", catalog.At(repo))
 	if err != nil || sk.Content != "delta body" {
 		t.Fatalf("Load delta = %q, %v", sk.Content, err)
 	}
@@ -90,7 +91,7 @@ func TestWatchWalkThrough(t *testing.T) {
 	snapshotIs(t, r, repo, "delta=new")
 	write(t, filepath.Join(root, "epsilon/SKILL.md"), skillText("epsilon", "late file", ""))
 	snapshotIs(t, r, repo, "delta=new", "epsilon=late file")
-	if isClosed(p.Changes(repo)) {
+	if isClosed(p.Changes(catalog.At(repo))) {
 		t.Error("the provider fell back to stat validation; every step above must have come from watching")
 	}
 }
@@ -141,25 +142,25 @@ func TestStatFallbackWithoutWatcher(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a/SKILL.md"), skillText("a", "one", ""))
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true, NoWatch: true})
-	if !isClosed(p.Changes("")) {
+	if !isClosed(p.Changes(catalog.At(""))) {
 		t.Fatal("Changes without a watcher must be a closed channel (do not cache)")
 	}
 	r := providers.NewRegistry([]providers.Provider{p})
 	t.Cleanup(func() { _ = r.Close() })
 	ctx := context.Background()
-	s, _ := r.Snapshot(ctx, "")
+	s, _ := r.Snapshot(ctx, catalog.At(""))
 	if !s.Complete || summaries(s)[0] != "a=one" {
 		t.Fatalf("snapshot %v", summaries(s))
 	}
 	reads := p.Stats().Reads
-	s, _ = r.Snapshot(ctx, "")
+	s, _ = r.Snapshot(ctx, catalog.At(""))
 	if p.Stats().Reads != reads || !s.Complete {
 		t.Errorf("unchanged file re-read without a watcher")
 	}
 	write(t, filepath.Join(root, "a/SKILL.md"), skillText("a", "two, same size", ""))
 	write(t, filepath.Join(root, "b.md"), skillText("b", "new", ""))
 	// No polling: stat validation sees the change on the very next call.
-	s, _ = r.Snapshot(ctx, "")
+	s, _ = r.Snapshot(ctx, catalog.At(""))
 	if got := summaries(s); len(got) != 2 || got[0] != "a=two, same size" || got[1] != "b=new" {
 		t.Fatalf("snapshot after edit = %v", got)
 	}
@@ -211,7 +212,7 @@ func TestBurstIsCoalesced(t *testing.T) {
 		write(t, filepath.Join(root, fmt.Sprintf("s%03d.md", i)), skillText(fmt.Sprintf("s%03d", i), "d", ""))
 	}
 	eventually(t, func() string { return fmt.Sprint(p.Stats()) }, func() bool {
-		s, _ := r.Snapshot(context.Background(), "")
+		s, _ := r.Snapshot(context.Background(), catalog.At(""))
 		return s.Complete && len(s.Skills) == n
 	})
 	eventually(t, func() string { return fmt.Sprint(p.Stats()) }, func() bool { return p.Stats().Invalidations > 0 })

@@ -98,7 +98,7 @@ func New(opts ...Option) (*Provider, error) {
 func (p *Provider) Name() string { return p.name }
 
 // List returns every bundled skill, ranked after the user folder.
-func (p *Provider) List(ctx context.Context, _ string) ([]providers.Candidate, error) {
+func (p *Provider) List(ctx context.Context, _ catalog.Query) ([]providers.Candidate, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (p *Provider) List(ctx context.Context, _ string) ([]providers.Candidate, e
 }
 
 // Load returns a bundled skill.
-func (p *Provider) Load(ctx context.Context, name, _ string) (catalog.Skill, error) {
+func (p *Provider) Load(ctx context.Context, name string, _ catalog.Query) (catalog.Skill, error) {
 	if err := ctx.Err(); err != nil {
 		return catalog.Skill{}, err
 	}
@@ -124,7 +124,7 @@ func (p *Provider) Load(ctx context.Context, name, _ string) (catalog.Skill, err
 }
 
 // Changes implements providers.Notifier: bundled skills never change.
-func (p *Provider) Changes(string) <-chan struct{} { return nil }
+func (p *Provider) Changes(catalog.Query) <-chan struct{} { return nil }
 
 func copySummary(s catalog.Summary) catalog.Summary {
 	if s.ResourceBase != nil {

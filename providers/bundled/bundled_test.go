@@ -17,7 +17,7 @@ func TestBuiltinSkills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := p.List(context.Background(), "/any")
+	cs, err := p.List(context.Background(), catalog.At("/any"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestBuiltinSkills(t *testing.T) {
 		if !c.Invocation.ModelInvocable || !c.Invocation.UserInvocable {
 			t.Errorf("%s: invocation %+v", c.Name, c.Invocation)
 		}
-		sk, err := p.Load(context.Background(), c.Name, "")
+		sk, err := p.Load(context.Background(), c.Name, catalog.At(""))
 		if err != nil || len(sk.Content) < 500 || sk.Summary.Description != c.Description {
 			t.Errorf("Load %s: %d bytes, %v", c.Name, len(sk.Content), err)
 		}
@@ -41,10 +41,10 @@ func TestBuiltinSkills(t *testing.T) {
 	if strings.Join(names, ",") != "reviewing-skills,writing-skills" {
 		t.Errorf("bundled skills = %v", names)
 	}
-	if _, err := p.Load(context.Background(), "nope", ""); !errors.Is(err, catalog.ErrNotFound) {
+	if _, err := p.Load(context.Background(), "nope", catalog.At("")); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("Load nope: %v", err)
 	}
-	if p.Changes("/x") != nil {
+	if p.Changes(catalog.At("/x")) != nil {
 		t.Error("bundled skills announce changes")
 	}
 }

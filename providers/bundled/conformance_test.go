@@ -4,6 +4,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/bundled"
 	"github.com/skillstream/skillstream/providers/providertest"
 )
@@ -19,6 +20,6 @@ func TestConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return providertest.Harness{Provider: p, Cwd: "/anywhere"}
+		return providertest.Harness{Provider: p, Query: catalog.At("/anywhere")}
 	})
 }

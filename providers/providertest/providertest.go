@@ -25,8 +25,8 @@ type Seed struct {
 // Harness is a provider under test and the means to change what it offers.
 type Harness struct {
 	Provider providers.Provider
-	// Cwd is the working directory to ask about.
-	Cwd string
+	// Query is what to ask about (a working directory, a store project).
+	Query catalog.Query
 	// Add offers one more skill; Remove stops offering one. Both nil for a
 	// provider whose skills are fixed when it is built.
 	Add    func(t testing.TB, s Seed)
@@ -51,7 +51,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("ListsExactlyTheSeeds", func(t *testing.T) { listsSeeds(t, f) })
 	t.Run("Empty", func(t *testing.T) {
 		h := f(t, nil)
-		cs, err := h.Provider.List(context.Background(), h.Cwd)
+		cs, err := h.Provider.List(context.Background(), h.Query)
 		if err != nil || len(cs) != 0 {
 			t.Fatalf("List with no skills = %d candidates, %v; want none, no error", len(cs), err)
 		}
@@ -66,7 +66,7 @@ func Run(t *testing.T, f Factory) {
 
 func list(t *testing.T, h Harness) []providers.Candidate {
 	t.Helper()
-	cs, err := h.Provider.List(context.Background(), h.Cwd)
+	cs, err := h.Provider.List(context.Background(), h.Query)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -127,7 +127,7 @@ func loadMatchesList(t *testing.T, f Factory) {
 	seeds := Seeds()
 	h := f(t, seeds)
 	for _, c := range list(t, h) {
-		sk, err := h.Provider.Load(context.Background(), c.Name, h.Cwd)
+		sk, err := h.Provider.Load(context.Background(), c.Name, h.Query)
 		if err != nil {
 			t.Errorf("Load %s: %v", c.Name, err)
 			continue
@@ -152,7 +152,7 @@ func unknownNames(t *testing.T, f Factory) {
 	h := f(t, Seeds())
 	for _, name := range []string{"missing-skill", "", "ALPHA", "../alpha", "alpha/../alpha", "/etc/passwd",
 		"alpha\x00", strings.Repeat("a", 65), "alpha.md", "SKILL.md"} {
-		_, err := h.Provider.Load(context.Background(), name, h.Cwd)
+		_, err := h.Provider.Load(context.Background(), name, h.Query)
 		if !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("Load(%q) = %v, want an error wrapping catalog.ErrNotFound", name, err)
 		}
@@ -163,10 +163,10 @@ func cancelled(t *testing.T, f Factory) {
 	h := f(t, Seeds())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := h.Provider.List(ctx, h.Cwd); !errors.Is(err, context.Canceled) {
+	if _, err := h.Provider.List(ctx, h.Query); !errors.Is(err, context.Canceled) {
 		t.Errorf("List with a cancelled context: %v, want context.Canceled", err)
 	}
-	if _, err := h.Provider.Load(ctx, "alpha", h.Cwd); !errors.Is(err, context.Canceled) {
+	if _, err := h.Provider.Load(ctx, "alpha", h.Query); !errors.Is(err, context.Canceled) {
 		t.Errorf("Load with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -180,12 +180,12 @@ func concurrent(t *testing.T, f Factory) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				cs, err := h.Provider.List(context.Background(), h.Cwd)
+				cs, err := h.Provider.List(context.Background(), h.Query)
 				if err != nil || len(cs) != len(Seeds()) {
 					errs <- fmt.Errorf("worker %d: List = %d, %v", i, len(cs), err)
 					return
 				}
-				if _, err := h.Provider.Load(context.Background(), cs[i%len(cs)].Name, h.Cwd); err != nil {
+				if _, err := h.Provider.Load(context.Background(), cs[i%len(cs)].Name, h.Query); err != nil {
 					errs <- fmt.Errorf("worker %d: Load: %w", i, err)
 					return
 				}
@@ -208,7 +208,7 @@ func changes(t *testing.T, f Factory) {
 	// The channel covers answers List gives after Changes was called.
 	var ch <-chan struct{}
 	if notifies {
-		ch = n.Changes(h.Cwd)
+		ch = n.Changes(h.Query)
 	}
 	list(t, h)
 	added := Seed{Name: "added-later", Description: "Added after the first List.", Body: "Added body."}
@@ -219,12 +219,12 @@ func changes(t *testing.T, f Factory) {
 	if notifies && ch != nil {
 		eventually(t, "the change channel to close", func() bool { return isClosed(ch) })
 	}
-	sk, err := h.Provider.Load(context.Background(), added.Name, h.Cwd)
+	sk, err := h.Provider.Load(context.Background(), added.Name, h.Query)
 	if err != nil || sk.Content != added.Body {
 		t.Fatalf("Load added = %q, %v", sk.Content, err)
 	}
 	if notifies {
-		ch = n.Changes(h.Cwd)
+		ch = n.Changes(h.Query)
 	}
 	list(t, h)
 	h.Remove(t, "alpha")
@@ -234,7 +234,7 @@ func changes(t *testing.T, f Factory) {
 	if notifies && ch != nil {
 		eventually(t, "the change channel to close", func() bool { return isClosed(ch) })
 	}
-	if _, err := h.Provider.Load(context.Background(), "alpha", h.Cwd); !errors.Is(err, catalog.ErrNotFound) {
+	if _, err := h.Provider.Load(context.Background(), "alpha", h.Query); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("Load of removed skill: %v, want catalog.ErrNotFound", err)
 	}
 }
@@ -250,7 +250,7 @@ func inRegistry(t *testing.T, f Factory) {
 		}
 	})
 	ctx := context.Background()
-	s, err := r.Snapshot(ctx, h.Cwd)
+	s, err := r.Snapshot(ctx, h.Query)
 	if err != nil || !s.Complete {
 		t.Fatalf("Snapshot = complete %v, %v", s.Complete, err)
 	}
@@ -261,11 +261,11 @@ func inRegistry(t *testing.T, f Factory) {
 	if want := seedNames(Seeds()); !slices.Equal(got, want) {
 		t.Fatalf("Snapshot lists %v, want %v in byte order", got, want)
 	}
-	sk, err := r.Load(ctx, "beta-2", h.Cwd)
+	sk, err := r.Load(ctx, "beta-2", h.Query)
 	if err != nil || sk.Name != "beta-2" || sk.Content == "" {
 		t.Fatalf("registry Load = %+v, %v", sk, err)
 	}
-	again, err := r.Snapshot(ctx, h.Cwd)
+	again, err := r.Snapshot(ctx, h.Query)
 	if err != nil || !reflect.DeepEqual(again, s) {
 		t.Fatalf("second Snapshot differs: %v", err)
 	}
