@@ -82,6 +82,6 @@ func BenchmarkExecuteText(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = catalog.Execute(ctx, l, "a-skill").Text()
+		_ = catalog.Execute(ctx, l, "a-skill", catalog.DefaultOptions()).Text()
 	}
 }

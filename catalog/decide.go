@@ -71,6 +71,9 @@ type Decision struct {
 	Update  Update
 	Text    string
 	Entries []Entry
+	// Omitted counts the entries the catalog size limit left out of Text
+	// (Entries lists only those shown).
+	Omitted int
 	// Digest is the digest of the current view; set for every outcome but
 	// OutcomeIncomplete.
 	Digest string
@@ -82,24 +85,49 @@ type Decision struct {
 // may keep the View and decide many pre-steps with it. A View is read-only
 // once prepared: Entries is shared by every Decision made from it.
 type View struct {
-	// Entries are the snapshot's catalog entries (see Entries); nil when
-	// the snapshot is incomplete.
+	// Entries are the snapshot's catalog entries (see Entries) as shown
+	// once the catalog size limit is applied (see Shorten); nil when the
+	// snapshot is incomplete.
 	Entries []Entry
-	// Digest is Digest(Entries); empty when the snapshot is incomplete.
+	// Omitted counts the entries the size limit left out.
+	Omitted int
+	// Digest is DigestList(Entries, Omitted); empty when the snapshot is
+	// incomplete.
 	Digest string
 	// Complete is the snapshot's Complete.
 	Complete bool
 }
 
 // Prepare builds the View of snap under opts: the work of Decide that does
-// not depend on the session. An incomplete snapshot gives a View with
-// Complete false and nothing else.
+// not depend on the session. The entries are shortened to
+// opts.MaxLength by the precedence of each skill's source (see Shorten and
+// Precedence). An incomplete snapshot gives a View with Complete false and
+// nothing else.
 func Prepare(snap Snapshot, opts Options) View {
 	if !snap.Complete {
 		return View{}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
-	return View{Entries: entries, Digest: Digest(entries), Complete: true}
+	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
+	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true}
+}
+
+// SourcePrecedence returns, for Shorten, the precedence (Precedence) of
+// the source of each entry's skill in skills; as in Entries, the first
+// skill of a name counts.
+func SourcePrecedence(skills []Summary) func(Entry) int {
+	var src map[string]string // built on first use: most catalogs fit
+	return func(e Entry) int {
+		if src == nil {
+			src = make(map[string]string, len(skills))
+			for _, s := range skills {
+				if _, ok := src[s.Name]; !ok {
+					src[s.Name] = s.Source
+				}
+			}
+		}
+		return Precedence(src[e.Name])
+	}
 }
 
 // emptyDigest is the digest of no entries: the view of a hidden tool.
@@ -138,6 +166,7 @@ func Decide(visible bool, snap Snapshot, h History, opts Options) Decision {
 // v's, shared: the caller must not modify them.
 func DecideView(visible bool, v View, h History) Decision {
 	var entries []Entry
+	omitted := 0
 	digest := emptyDigest
 	switch {
 	case !visible:
@@ -145,19 +174,19 @@ func DecideView(visible bool, v View, h History) Decision {
 	case !v.Complete:
 		return Decision{Outcome: OutcomeIncomplete}
 	default:
-		entries, digest = v.Entries, v.Digest
+		entries, omitted, digest = v.Entries, v.Omitted, v.Digest
 		if entries == nil { // a View built by hand rather than by Prepare
 			entries = []Entry{}
 		}
 		if digest == "" {
-			digest = Digest(entries)
+			digest = DigestList(entries, omitted)
 		}
 	}
 	published := h.Published || h.Visible
 	switch {
 	case h.Visible && h.Digest == digest:
 		return Decision{Outcome: OutcomeUnchanged, Digest: digest}
-	case !published && len(entries) == 0:
+	case !published && len(entries) == 0 && omitted == 0:
 		return Decision{Outcome: OutcomeEmpty, Digest: digest}
 	}
 	update := UpdateReplacement
@@ -167,8 +196,9 @@ func DecideView(visible bool, v View, h History) Decision {
 	return Decision{
 		Outcome: OutcomeAppended,
 		Update:  update,
-		Text:    Render(update, entries),
+		Text:    RenderList(update, entries, omitted),
 		Entries: entries,
+		Omitted: omitted,
 		Digest:  digest,
 	}
 }

@@ -66,6 +66,33 @@
 // so Recognize(Render(u, e)) returns Digest(e). Entries stored in event
 // metadata are normalised and capped but not escaped.
 //
+// # Size limits
+//
+// Two limits keep the model's context honest about what it was not shown.
+//
+// The catalog size limit (Options.MaxLength, default 24000 code points, 0
+// for none) bounds the text between the <available_skills> tags. Within it
+// nothing changes. Over it, Prepare shortens the list (Shorten): in the
+// order of sacrifice — lowest precedence first (Precedence: bundled, user
+// root, store global scope, custom roots, store project scope, project
+// roots on disk), and within one source the last name in byte order first
+// — entries lose their description one at a time ("- `name`", a bare
+// entry) until the text fits; if it still does not fit once every
+// description is gone, entries are left out in the same order. The list
+// then ends with a notice line (Notice) that counts both and tells the
+// model that any skill can still be loaded by its exact name. The notice
+// counts toward the limit and is part of the digest, so a change in what
+// was shortened is a change of catalog. View.Omitted and Decision.Omitted
+// count the entries left out; bare entries have an empty Description.
+//
+// The instruction size limit (Options.MaxSkillBytes, default 262144 bytes,
+// 0 for none) bounds the instructions a skill tool result shows: Truncate
+// keeps the longest prefix of at most that many bytes that ends on a code
+// point boundary and appends a blank line and the notice "[Skill
+// instructions truncated: the first <kept> of <total> bytes are shown.]".
+// Value.Content is the content as shown and Value.Truncated says how much
+// was kept.
+//
 // # The skill tool
 //
 // ToolDefinition gives the name, description and JSON parameter schema the
@@ -80,7 +107,7 @@
 //     "unknown", and if its loaded definition now forbids model invocation
 //     the call is refused and the body discarded;
 //  5. otherwise the Value carries the name, provider, resource base and
-//     content — nothing else.
+//     content (cut to the instruction size limit) — nothing else.
 //
 // Any other lookup error becomes a CodeProvider error whose message is the
 // error's text. Whether a skill is user-invocable plays no part. Result.Text

@@ -11,10 +11,13 @@ import (
 
 // Entry is one line of the catalog: a skill name and its description after
 // whitespace collapsing and capping. The description is not escaped; Line
-// escapes it when rendering.
+// escapes it when rendering. A bare entry is one whose description the
+// catalog size limit took (see Shorten): it is rendered "- `name`", with no
+// colon, and its Description is empty.
 type Entry struct {
 	Name        string
 	Description string
+	Bare        bool
 }
 
 // ellipsis is appended to a description that exceeds its cap.
@@ -164,7 +167,7 @@ func Entries(skills []Summary, maxLen int) []Entry {
 }
 
 // Line renders one entry as the model reads it: "- `name`: description",
-// with the description escaped.
+// with the description escaped, or "- `name`" for a bare entry.
 func Line(e Entry) string {
 	return string(appendLine(nil, e))
 }
@@ -173,35 +176,59 @@ func Line(e Entry) string {
 func appendLine(dst []byte, e Entry) []byte {
 	dst = append(dst, "- `"...)
 	dst = append(dst, e.Name...)
+	if e.Bare {
+		return append(dst, '`')
+	}
 	dst = append(dst, "`: "...)
 	return appendEscaped(dst, e.Description)
 }
 
-// appendLines appends the entry lines joined by "\n".
-func appendLines(dst []byte, entries []Entry) []byte {
+// appendList appends the text between the tags of a list: the entry lines
+// joined by "\n" and, when the list was shortened (omitted entries left
+// out, or bare ones), the notice as a last line.
+func appendList(dst []byte, entries []Entry, omitted int) []byte {
 	for i, e := range entries {
 		if i > 0 {
 			dst = append(dst, '\n')
 		}
 		dst = appendLine(dst, e)
 	}
+	if shortened(entries, omitted) {
+		if len(entries) > 0 {
+			dst = append(dst, '\n')
+		}
+		dst = append(dst, Notice(bareCount(entries), omitted)...)
+	}
 	return dst
 }
 
-// linesSize estimates the length of the joined entry lines.
-func linesSize(entries []Entry) int {
+// listSize estimates the length of a list's text.
+func listSize(entries []Entry, omitted int) int {
 	n := 0
 	for _, e := range entries {
 		n += len(e.Name) + len(e.Description) + 8
+	}
+	if shortened(entries, omitted) {
+		n += noticeLen(len(entries), omitted)
 	}
 	return n + n/8
 }
 
 // Digest is the lowercase hex SHA-256 of the entry lines joined by "\n":
 // exactly the text between "<available_skills>\n" and "\n</available_skills>"
-// in a rendered catalog. No entries digest the empty string.
+// in a rendered catalog. No entries digest the empty string. When some
+// entries are bare the text ends with the notice, which is digested too;
+// DigestList digests a list some entries were left out of.
 func Digest(entries []Entry) string {
-	sum := sha256.Sum256(appendLines(make([]byte, 0, linesSize(entries)), entries))
+	return DigestList(entries, 0)
+}
+
+// DigestList is the digest of the text between the tags of a list that
+// shows entries and leaves omitted more out: the entry lines and, when
+// the list was shortened, the notice. A change in what was shortened is a
+// change of digest.
+func DigestList(entries []Entry, omitted int) string {
+	sum := sha256.Sum256(appendList(make([]byte, 0, listSize(entries, omitted)), entries, omitted))
 	return hex.EncodeToString(sum[:])
 }
 

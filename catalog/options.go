@@ -14,21 +14,53 @@ const DefaultDescriptionMaxLength = 500
 // below three would leave no room for the ellipsis.
 const MinDescriptionMaxLength = 3
 
+// DefaultMaxLength is the catalog size limit used when the operator
+// configures none: the text between the <available_skills> tags holds at
+// most this many code points (about 6,000 tokens).
+const DefaultMaxLength = 24000
+
+// MinMaxLength is the smallest catalog size limit other than 0 (no limit):
+// room for the shortening notice and a few names.
+const MinMaxLength = 200
+
+// DefaultMaxSkillBytes is the instruction size limit used when the operator
+// configures none: a skill tool result shows at most this many bytes of a
+// skill's instructions (256 KiB).
+const DefaultMaxSkillBytes = 256 << 10
+
+// MinMaxSkillBytes is the smallest instruction size limit other than 0 (no
+// limit).
+const MinMaxSkillBytes = 1024
+
 // ErrInvalidOptions reports a catalog configuration that cannot be used.
 var ErrInvalidOptions = errors.New("invalid catalog options")
 
-// Options configure how the catalog is rendered. The zero value is invalid;
-// start from DefaultOptions.
+// Options configure the model text: how the catalog is rendered and how
+// much of a skill's instructions the skill tool shows. The zero value is
+// invalid; start from DefaultOptions. Options are comparable, so a caller
+// may key prepared views by them.
 type Options struct {
 	// DescriptionMaxLength caps every catalog description, in Unicode code
 	// points, after whitespace is collapsed (flag
 	// --catalog-description-max-length). It must be at least 3.
 	DescriptionMaxLength int
+	// MaxLength bounds the text between the <available_skills> tags, in
+	// code points (flag --catalog-max-length): a longer list is shortened
+	// (see Shorten). 0 means no limit; otherwise it must be at least 200.
+	MaxLength int
+	// MaxSkillBytes bounds the instructions a skill tool result shows, in
+	// bytes (flag --max-skill-bytes): a longer body is cut (see Truncate).
+	// 0 means no limit; otherwise it must be at least 1024.
+	MaxSkillBytes int
 }
 
 // DefaultOptions returns the options used when nothing is configured.
 func DefaultOptions() Options {
-	return Options{DescriptionMaxLength: DefaultDescriptionMaxLength}
+	return Options{
+		DescriptionMaxLength: DefaultDescriptionMaxLength,
+		MaxLength:            DefaultMaxLength,
+		MaxSkillBytes:        DefaultMaxSkillBytes,
+	}
 }
 
 // Validate reports an error wrapping ErrInvalidOptions when the options
@@ -37,6 +69,30 @@ func (o Options) Validate() error {
 	if o.DescriptionMaxLength < MinDescriptionMaxLength {
 		return fmt.Errorf("%w: catalog description max length is %d, it must be an integer greater than or equal to %d",
 			ErrInvalidOptions, o.DescriptionMaxLength, MinDescriptionMaxLength)
+	}
+	if err := CheckMaxLength(o.MaxLength); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if err := CheckMaxSkillBytes(o.MaxSkillBytes); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// CheckMaxLength reports whether n is a usable catalog size limit: 0 or at
+// least MinMaxLength.
+func CheckMaxLength(n int) error {
+	if n != 0 && n < MinMaxLength {
+		return fmt.Errorf("catalog max length is %d, it must be 0 or at least %d", n, MinMaxLength)
+	}
+	return nil
+}
+
+// CheckMaxSkillBytes reports whether n is a usable instruction size limit:
+// 0 or at least MinMaxSkillBytes.
+func CheckMaxSkillBytes(n int) error {
+	if n != 0 && n < MinMaxSkillBytes {
+		return fmt.Errorf("max skill bytes is %d, it must be 0 or at least %d", n, MinMaxSkillBytes)
 	}
 	return nil
 }

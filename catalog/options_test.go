@@ -34,3 +34,31 @@ func TestOptionsValidate(t *testing.T) {
 		t.Errorf("DefaultOptions = %+v, want a valid cap of 500", o)
 	}
 }
+
+func TestOptionsSizeLimits(t *testing.T) {
+	base := catalog.DefaultOptions()
+	if base.MaxLength != 24000 || base.MaxSkillBytes != 262144 {
+		t.Errorf("defaults %+v, want 24000 and 262144", base)
+	}
+	for _, tc := range []struct {
+		maxLen, maxBytes int
+		want             string // "" = valid
+	}{
+		{0, 0, ""},
+		{200, 1024, ""},
+		{199, 1024, "must be 0 or at least 200"},
+		{-1, 1024, "must be 0 or at least 200"},
+		{200, 1023, "must be 0 or at least 1024"},
+		{200, -5, "must be 0 or at least 1024"},
+	} {
+		o := base
+		o.MaxLength, o.MaxSkillBytes = tc.maxLen, tc.maxBytes
+		err := o.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%d/%d: unexpected error %v", tc.maxLen, tc.maxBytes, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, catalog.ErrInvalidOptions)):
+			t.Errorf("%d/%d: error %v, want one containing %q", tc.maxLen, tc.maxBytes, err, tc.want)
+		}
+	}
+}

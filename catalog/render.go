@@ -33,20 +33,31 @@ const (
 // the initial template; any other update gives the replacement template,
 // which for an empty entry list is the tombstone. (Decide never asks for an
 // initial catalog without entries; Render would give it an empty block.)
+// It is RenderList(u, entries, 0).
 func Render(u Update, entries []Entry) string {
+	return RenderList(u, entries, 0)
+}
+
+// RenderList is Render for a list that the catalog size limit shortened:
+// entries are the entries shown and omitted counts those left out. A
+// shortened list (omitted > 0, or some entry bare) ends with the notice
+// line inside the tags. Only a list with no entries and nothing omitted is
+// the tombstone.
+func RenderList(u Update, entries []Entry, omitted int) string {
 	intro, outro := replacementIntro, replacementOutro
 	switch {
 	case u == UpdateInitial:
 		intro, outro = initialIntro, initialOutro
-	case len(entries) == 0:
+	case len(entries) == 0 && omitted == 0:
 		outro = tombstoneOutro
 	}
 	head := openReminder + "\n" + intro + "\n\n" + openBlock + "\n"
 	tail := closeBlock + "\n\n" + outro + "\n" + closeReminder
-	buf := make([]byte, 0, len(head)+linesSize(entries)+1+len(tail))
+	buf := make([]byte, 0, len(head)+listSize(entries, omitted)+1+len(tail))
 	buf = append(buf, head...)
-	buf = appendLines(buf, entries)
-	if len(entries) > 0 {
+	n := len(buf)
+	buf = appendList(buf, entries, omitted)
+	if len(buf) > n {
 		buf = append(buf, '\n')
 	}
 	buf = append(buf, tail...)
@@ -61,8 +72,9 @@ func Render(u Update, entries []Entry) string {
 // The block is "<available_skills>\n" + lines + "\n</available_skills>", or
 // the empty form "<available_skills>\n</available_skills>"; each tag must
 // stand on a line of its own, and each line between them must be an entry
-// line "- `<name>`: <description>" with a name in the skill grammar. The
-// first opening tag decides. Anything else is not a catalog of ours: ok is
+// line "- `<name>`: <description>" or a bare one "- `<name>`", with a name
+// in the skill grammar; the last line may instead be the notice of a
+// shortened list. The first opening tag decides. Anything else is not a catalog of ours: ok is
 // false. Recognize never panics, whatever the input.
 func Recognize(text string) (digest string, ok bool) {
 	const open = openBlock + "\n"
@@ -91,14 +103,23 @@ func Recognize(text string) (digest string, ok bool) {
 }
 
 // entryLines reports whether every "\n"-separated line of inner is an entry
-// line as Line renders it.
+// line as Line renders it, except that the last may be a notice.
 func entryLines(inner string) bool {
+	if i := strings.LastIndexByte(inner, '\n'); parseNotice(inner[i+1:]) {
+		if i < 0 {
+			return true
+		}
+		inner = inner[:i]
+	}
 	for line := range strings.SplitSeq(inner, "\n") {
 		rest, ok := strings.CutPrefix(line, "- `")
 		if !ok {
 			return false
 		}
 		name, _, ok := strings.Cut(rest, "`: ")
+		if !ok {
+			name, ok = strings.CutSuffix(rest, "`")
+		}
 		if !ok || !ValidName(name) {
 			return false
 		}

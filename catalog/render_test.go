@@ -98,7 +98,7 @@ func TestEntriesOrderAndFilter(t *testing.T) {
 		{Name: "Bad_Name", Description: "outside the grammar", Invocation: mi},
 		{Name: "0", Description: "digit", Invocation: mi},
 	}, 500)
-	want := []catalog.Entry{{"0", "digit"}, {"a", "a"}, {"a-2", "a2"}, {"b", "second b"}}
+	want := []catalog.Entry{{Name: "0", Description: "digit"}, {Name: "a", Description: "a"}, {Name: "a-2", Description: "a2"}, {Name: "b", Description: "second b"}}
 	if len(got) != len(want) {
 		t.Fatalf("Entries = %v, want %v", got, want)
 	}
@@ -113,7 +113,7 @@ func TestEntriesOrderAndFilter(t *testing.T) {
 }
 
 func TestRecognizeRejects(t *testing.T) {
-	valid := catalog.Render(catalog.UpdateInitial, []catalog.Entry{{"a-skill", "A."}})
+	valid := catalog.Render(catalog.UpdateInitial, []catalog.Entry{{Name: "a-skill", Description: "A."}})
 	for _, text := range []string{
 		"",
 		"hello",

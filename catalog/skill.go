@@ -7,11 +7,38 @@ import (
 
 // Source values a provider may report for where a skill came from.
 const (
-	SourceProject = "project"
-	SourceUser    = "user"
-	SourceCustom  = "custom"
-	SourceBundled = "bundled"
+	SourceProject = "project" // a project root on disk, found from the cwd
+	SourceUser    = "user"    // the user root
+	SourceCustom  = "custom"  // a custom root (--skills-dir)
+	SourceBundled = "bundled" // the bundled starter skills
+	// The skill store's scopes: project/<id> and global.
+	SourceStoreProject = "store-project"
+	SourceStoreGlobal  = "store-global"
 )
+
+// Precedence orders sources as the registry ranks them, for the catalog
+// size limit: a higher value is a higher precedence, kept longer when the
+// catalog must be shortened. From highest to lowest: project roots on disk,
+// store project scope, custom roots, store global scope, the user root,
+// bundled skills. A source this package does not know ranks below all of
+// them (-1): it is the first to give way.
+func Precedence(source string) int {
+	switch source {
+	case SourceProject:
+		return 5
+	case SourceStoreProject:
+		return 4
+	case SourceCustom:
+		return 3
+	case SourceStoreGlobal:
+		return 2
+	case SourceUser:
+		return 1
+	case SourceBundled:
+		return 0
+	}
+	return -1
+}
 
 // MaxNameLength is the longest skill name the grammar admits.
 const MaxNameLength = 64

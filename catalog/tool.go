@@ -3,7 +3,9 @@ package catalog
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ToolName is the name of the model-facing skill tool, and the name Visible
@@ -65,12 +67,51 @@ type ToolError struct {
 func (e *ToolError) Error() string { return e.Message }
 
 // Value is the success value of the skill tool: nothing but the name, the
-// provider, where resources resolve, and the instructions.
+// provider, where resources resolve, and the instructions. Content is the
+// instructions as shown to the model: when the instruction size limit cut
+// them, the kept prefix followed by the truncation notice, and Truncated
+// says how much was kept.
 type Value struct {
 	Name         string
 	Provider     string
 	ResourceBase *ResourceBase
 	Content      string
+	Truncated    *Truncation
+}
+
+// Truncation tells how much of a skill's instructions a result shows, in
+// bytes: the first Kept of Total.
+type Truncation struct {
+	Kept  int
+	Total int
+}
+
+// Truncate applies the instruction size limit: content of at most maxBytes
+// bytes (or any content when maxBytes is 0) is returned as it is, with a
+// nil Truncation. Longer content keeps its longest prefix of at most
+// maxBytes bytes that ends on a code point boundary (never splitting a
+// UTF-8 sequence; a byte that is not valid UTF-8 counts as one code point),
+// followed by a blank line and the notice
+//
+//	[Skill instructions truncated: the first <kept> of <total> bytes are shown.]
+//
+// Work and memory are bounded by maxBytes, not by the length of content.
+func Truncate(content string, maxBytes int) (string, *Truncation) {
+	if maxBytes <= 0 || len(content) <= maxBytes {
+		return content, nil
+	}
+	cut := maxBytes
+	for s := cut - 1; s >= 0 && s > cut-utf8.UTFMax; s-- {
+		if !utf8.RuneStart(content[s]) {
+			continue
+		}
+		if r, size := utf8.DecodeRuneInString(content[s:]); s+size > cut && (r != utf8.RuneError || size > 1) {
+			cut = s // a valid sequence straddles the limit
+		}
+		break
+	}
+	notice := "\n\n[Skill instructions truncated: the first " + strconv.Itoa(cut) + " of " + strconv.Itoa(len(content)) + " bytes are shown.]"
+	return content[:cut] + notice, &Truncation{Kept: cut, Total: len(content)}
 }
 
 // Result is the outcome of one tool call: exactly one of Value and Err is
@@ -83,7 +124,7 @@ type Result struct {
 // providerFailed is the message of a provider error that has none.
 const providerFailed = "skill provider failed"
 
-// Execute runs the skill tool for the raw name argument (SPEC §3):
+// Execute runs the skill tool for the raw name argument:
 //
 //  1. a name outside the grammar → CodeInvalidName, and l is not consulted;
 //  2. no skill of that name → CodeUnknown;
@@ -92,12 +133,13 @@ const providerFailed = "skill provider failed"
 //  4. the skill is loaded; if it has gone meanwhile → CodeUnknown, and if
 //     its loaded definition forbids model invocation → CodeNotModelInvocable
 //     (the body is discarded, never disclosed);
-//  5. otherwise the Value.
+//  5. otherwise the Value, its content cut to opts.MaxSkillBytes (see
+//     Truncate).
 //
 // Any other error of l is a CodeProvider error whose message is the
 // provider's error text. Whether a skill is user-invocable plays no part.
 // Error messages quote the raw argument as given, between double quotes.
-func Execute(ctx context.Context, l Lookup, name string) Result {
+func Execute(ctx context.Context, l Lookup, name string, opts Options) Result {
 	if !ValidName(name) {
 		return fail(CodeInvalidName, `invalid skill name "`+name+`"`)
 	}
@@ -119,11 +161,13 @@ func Execute(ctx context.Context, l Lookup, name string) Result {
 	if provider == "" {
 		provider = sum.Provider
 	}
+	content, cut := Truncate(sk.Content, opts.MaxSkillBytes)
 	return Result{Value: &Value{
 		Name:         name,
 		Provider:     provider,
 		ResourceBase: sk.ResourceBase,
-		Content:      sk.Content,
+		Content:      content,
+		Truncated:    cut,
 	}}
 }
 

@@ -109,7 +109,7 @@ func TestExecuteSuccessGuidance(t *testing.T) {
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			l := lookupOf(skill("a-skill", tc.rb, body))
-			r := catalog.Execute(context.Background(), l, "a-skill")
+			r := catalog.Execute(context.Background(), l, "a-skill", catalog.DefaultOptions())
 			if r.Err != nil || r.Value == nil {
 				t.Fatalf("Execute = %+v, want success", r)
 			}
@@ -169,7 +169,7 @@ func TestExecuteErrors(t *testing.T) {
 			`Error: read /skills/a/SKILL.md: permission denied`, 1, 0},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			r := catalog.Execute(context.Background(), tc.lookup, tc.arg)
+			r := catalog.Execute(context.Background(), tc.lookup, tc.arg, catalog.DefaultOptions())
 			if r.Value != nil || r.Err == nil {
 				t.Fatalf("Execute = %+v, want an error", r)
 			}
@@ -190,7 +190,7 @@ func TestExecuteErrors(t *testing.T) {
 func TestExecuteInvalidNames(t *testing.T) {
 	for _, name := range []string{"", "Bad_Name", "a--b", "-a", "a-", "a b", "a\nb", `a"b`, strings.Repeat("a", 65), "é"} {
 		l := lookupOf(skill("a-skill", nil, body))
-		r := catalog.Execute(context.Background(), l, name)
+		r := catalog.Execute(context.Background(), l, name, catalog.DefaultOptions())
 		if r.Err == nil || r.Err.Code != catalog.CodeInvalidName || r.Text() != `Error: invalid skill name "`+name+`"` {
 			t.Errorf("Execute(%q) = %+v, want the raw-name invalid error", name, r.Err)
 		}
@@ -206,7 +206,7 @@ func TestExecutePolicyRecheckedAfterLoad(t *testing.T) {
 	changed.Invocation.ModelInvocable = false
 	changed.Content = "SECRET BODY"
 	l.load["a-skill"] = changed
-	r := catalog.Execute(context.Background(), l, "a-skill")
+	r := catalog.Execute(context.Background(), l, "a-skill", catalog.DefaultOptions())
 	if r.Err == nil || r.Err.Code != catalog.CodeNotModelInvocable {
 		t.Fatalf("Execute = %+v, want not_model_invocable", r)
 	}
@@ -221,7 +221,7 @@ func TestExecutePolicyRecheckedAfterLoad(t *testing.T) {
 func TestExecuteVanishedBetweenResolveAndLoad(t *testing.T) {
 	l := lookupOf(skill("a-skill", nil, body))
 	delete(l.load, "a-skill")
-	r := catalog.Execute(context.Background(), l, "a-skill")
+	r := catalog.Execute(context.Background(), l, "a-skill", catalog.DefaultOptions())
 	if r.Err == nil || r.Err.Code != catalog.CodeUnknown || r.Text() != `Error: skill "a-skill" is unknown or no longer available` {
 		t.Fatalf("Execute = %+v, want unknown", r.Err)
 	}
@@ -238,14 +238,14 @@ func (l loadFails) Load(context.Context, string) (catalog.Skill, error) {
 }
 
 func TestExecuteProviderErrorOnLoad(t *testing.T) {
-	r := catalog.Execute(context.Background(), loadFails{lookupOf(skill("a-skill", nil, body))}, "a-skill")
+	r := catalog.Execute(context.Background(), loadFails{lookupOf(skill("a-skill", nil, body))}, "a-skill", catalog.DefaultOptions())
 	if r.Err == nil || r.Err.Code != catalog.CodeProvider || r.Text() != "Error: provider remote: upstream returned 503" {
 		t.Fatalf("Execute = %+v, want the provider error", r.Err)
 	}
 }
 
 func TestExecuteEmptyProviderMessage(t *testing.T) {
-	r := catalog.Execute(context.Background(), &fakeLookup{err: errors.New("")}, "a-skill")
+	r := catalog.Execute(context.Background(), &fakeLookup{err: errors.New("")}, "a-skill", catalog.DefaultOptions())
 	if r.Err == nil || r.Err.Code != catalog.CodeProvider || r.Text() == "Error: " {
 		t.Fatalf("Execute = %+v, want a provider error with a message", r.Err)
 	}
@@ -254,7 +254,7 @@ func TestExecuteEmptyProviderMessage(t *testing.T) {
 func TestExecuteUserInvocableIrrelevant(t *testing.T) {
 	s := skill("model-only-skill", nil, body)
 	s.Invocation.UserInvocable = false
-	r := catalog.Execute(context.Background(), lookupOf(s), "model-only-skill")
+	r := catalog.Execute(context.Background(), lookupOf(s), "model-only-skill", catalog.DefaultOptions())
 	if r.Err != nil || r.Value == nil || r.Value.Content != body {
 		t.Fatalf("Execute = %+v, want success", r)
 	}
@@ -263,5 +263,69 @@ func TestExecuteUserInvocableIrrelevant(t *testing.T) {
 func TestResultTextZero(t *testing.T) {
 	if got := (catalog.Result{}).Text(); !strings.HasPrefix(got, "Error: ") {
 		t.Errorf("zero Result text = %q, want an error", got)
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	notice := func(kept, total int) string {
+		return fmt.Sprintf("\n\n[Skill instructions truncated: the first %d of %d bytes are shown.]", kept, total)
+	}
+	for _, tc := range []struct {
+		name     string
+		content  string
+		max      int
+		wantKept int // -1: unchanged
+	}{
+		{"no limit", strings.Repeat("a", 5000), 0, -1},
+		{"within", strings.Repeat("a", 1024), 1024, -1},
+		{"ascii", strings.Repeat("a", 1025), 1024, 1024},
+		{"two-byte straddles", strings.Repeat("a", 1023) + "é", 1024, 1023},
+		{"two-byte ends at limit", strings.Repeat("a", 1022) + "éz", 1024, 1024},
+		{"four-byte straddles", strings.Repeat("a", 1021) + "🙂", 1024, 1021},
+		{"four-byte ends at limit", strings.Repeat("a", 1020) + "🙂z", 1024, 1024},
+		{"invalid bytes are code points", strings.Repeat("a", 1022) + "\xff\xfe\xfd", 1024, 1024},
+		{"truncated sequence", strings.Repeat("a", 1023) + "\xe2\x82z", 1024, 1024},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, cut := catalog.Truncate(tc.content, tc.max)
+			if tc.wantKept < 0 {
+				if got != tc.content || cut != nil {
+					t.Fatalf("content changed (cut %+v)", cut)
+				}
+				return
+			}
+			want := tc.content[:tc.wantKept] + notice(tc.wantKept, len(tc.content))
+			if got != want || cut == nil || cut.Kept != tc.wantKept || cut.Total != len(tc.content) {
+				t.Fatalf("Truncate = %q…, %+v; want kept %d of %d", got[max(0, len(got)-90):], cut, tc.wantKept, len(tc.content))
+			}
+		})
+	}
+}
+
+// TestExecuteTruncates: a 2 MiB body under the default limit gives the
+// first 262,144 bytes, the notice, and the truncation in the value.
+func TestExecuteTruncates(t *testing.T) {
+	body := strings.Repeat("Step by step. ", 2<<20/14+1)[:2<<20]
+	r := catalog.Execute(context.Background(), lookupOf(skill("a-skill", nil, body)), "a-skill", catalog.DefaultOptions())
+	if r.Value == nil {
+		t.Fatalf("error %v", r.Err)
+	}
+	want := body[:262144] + "\n\n[Skill instructions truncated: the first 262144 of 2097152 bytes are shown.]"
+	if r.Value.Content != want {
+		t.Errorf("content ends %q", r.Value.Content[len(r.Value.Content)-100:])
+	}
+	if tr := r.Value.Truncated; tr == nil || tr.Kept != 262144 || tr.Total != 2<<20 {
+		t.Errorf("Truncated = %+v", tr)
+	}
+	if !strings.HasSuffix(r.Text(), want+"\n</skill_instructions>\n</skill_content>") {
+		t.Error("text does not show the truncated content")
+	}
+	small := catalog.DefaultOptions()
+	small.MaxSkillBytes = catalog.MinMaxSkillBytes
+	r = catalog.Execute(context.Background(), lookupOf(skill("a-skill", nil, "Use é carefully. "+strings.Repeat("More words. ", 100))), "a-skill", small)
+	golden(t, "result-truncated", r.Text())
+	r = catalog.Execute(context.Background(), lookupOf(skill("a-skill", nil, body)), "a-skill", catalog.Options{DescriptionMaxLength: 500})
+	if r.Value == nil || r.Value.Content != body || r.Value.Truncated != nil {
+		t.Error("no limit (0) cut the content")
 	}
 }

@@ -1,0 +1,175 @@
+package catalog
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The notice that ends a shortened list, around its two counts: skills
+// listed without a description, and skills not listed.
+const (
+	noticeHead = "(Shortened to fit the catalog size limit: "
+	noticeMid  = " skills listed without a description, "
+	noticeTail = " skills not listed. Any available skill can still be loaded with the skill tool by its exact name.)"
+)
+
+// Notice returns the line that ends a shortened list: bare entries are
+// listed without a description, omitted ones not at all.
+func Notice(bare, omitted int) string {
+	return noticeHead + strconv.Itoa(bare) + noticeMid + strconv.Itoa(omitted) + noticeTail
+}
+
+// noticeLen is the length of Notice(bare, omitted), in bytes and code
+// points alike (it is ASCII).
+func noticeLen(bare, omitted int) int {
+	return len(noticeHead) + digits(bare) + len(noticeMid) + digits(omitted) + len(noticeTail)
+}
+
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
+// parseNotice reports whether line is a notice Notice could have written.
+func parseNotice(line string) bool {
+	rest, ok := strings.CutPrefix(line, noticeHead)
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, noticeTail)
+	if !ok {
+		return false
+	}
+	d, o, ok := strings.Cut(rest, noticeMid)
+	return ok && decimal(d) && decimal(o)
+}
+
+// decimal reports whether s is a count as strconv.Itoa writes it.
+func decimal(s string) bool {
+	if s == "" || len(s) > 19 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// shortened reports whether a list of entries, with omitted more left out,
+// ends with the notice.
+func shortened(entries []Entry, omitted int) bool {
+	return omitted > 0 || slices.ContainsFunc(entries, func(e Entry) bool { return e.Bare })
+}
+
+// bareCount counts the entries listed without a description.
+func bareCount(entries []Entry) int {
+	n := 0
+	for _, e := range entries {
+		if e.Bare {
+			n++
+		}
+	}
+	return n
+}
+
+// lineLen is the length of Line(e) in code points.
+func lineLen(e Entry) int {
+	n := len("- `") + utf8.RuneCountInString(e.Name) + len("`")
+	if e.Bare {
+		return n
+	}
+	n += len(": ") + utf8.RuneCountInString(e.Description)
+	for i := 0; i < len(e.Description); i++ {
+		switch e.Description[i] {
+		case '&':
+			n += len("&amp;") - 1
+		case '<', '>':
+			n += len("&lt;") - 1
+		}
+	}
+	return n
+}
+
+// Shorten fits entries (sorted by name, as Entries returns them) into
+// maxLen code points of list text: the entry lines joined by "\n" and, when
+// anything had to give way, a final notice line (Notice) that counts
+// toward the limit. maxLen 0 means no limit. precedence gives each entry's
+// precedence (see Precedence; higher is kept longer).
+//
+// The order of sacrifice is the lowest precedence first and, within one
+// precedence, the last name in byte order first. Descriptions go first: in
+// that order one entry at a time becomes bare ("- `name`") until the text
+// fits. If it still does not fit once every description is gone, entries
+// are left out in the same order until it does. Shorten returns the
+// entries shown (the bare ones with Bare set and an empty Description) and
+// how many were left out. Entries that fit are returned as they are.
+//
+// Only a notice longer than maxLen on its own (counts of billions of
+// skills, or a limit below MinMaxLength) can leave the text over the limit.
+func Shorten(entries []Entry, precedence func(Entry) int, maxLen int) ([]Entry, int) {
+	if maxLen <= 0 || len(entries) == 0 {
+		return entries, 0
+	}
+	full := make([]int, len(entries))
+	sum := 0 // code points of the lines shown, without separators
+	for i, e := range entries {
+		full[i] = lineLen(e)
+		sum += full[i]
+	}
+	if sum+len(entries)-1 <= maxLen {
+		return entries, 0
+	}
+	order := make([]int, len(entries))
+	prec := make([]int, len(entries))
+	for i, e := range entries {
+		order[i] = i
+		prec[i] = precedence(e)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if prec[a] != prec[b] {
+			return prec[a] - prec[b]
+		}
+		return strings.Compare(entries[b].Name, entries[a].Name)
+	})
+	shown, bare, omitted := len(entries), 0, 0
+	// The block is the shown lines, a "\n" after each, then the notice.
+	fits := func() bool { return sum+shown+noticeLen(bare, omitted) <= maxLen }
+	stripped := make([]bool, len(entries))
+	for _, i := range order {
+		if fits() {
+			break
+		}
+		sum -= full[i] - lineLen(Entry{Name: entries[i].Name, Bare: true})
+		stripped[i] = true
+		bare++
+	}
+	left := make([]bool, len(entries))
+	for _, i := range order {
+		if fits() {
+			break
+		}
+		sum -= lineLen(Entry{Name: entries[i].Name, Bare: true})
+		left[i] = true
+		shown--
+		bare--
+		omitted++
+	}
+	out := make([]Entry, 0, shown)
+	for i, e := range entries {
+		switch {
+		case left[i]:
+		case stripped[i]:
+			out = append(out, Entry{Name: e.Name, Bare: true})
+		default:
+			out = append(out, e)
+		}
+	}
+	return out, omitted
+}
