@@ -50,6 +50,9 @@ const (
 	CodeProvider          = "provider"
 	CodeBadRequest        = "bad_request"
 	CodeExpired           = "expired"
+	// CodeTooLarge: the answer could not be encoded within the largest
+	// message the stream takes; it is never retried.
+	CodeTooLarge = "too_large"
 )
 
 // Tool is one entry of an agent's visible tool view.
@@ -178,7 +181,13 @@ type SkillValue struct {
 	Name         string        `msgpack:"name" json:"name"`
 	Provider     string        `msgpack:"provider" json:"provider"`
 	ResourceBase *ResourceBase `msgpack:"resourceBase,omitempty" json:"resourceBase,omitempty"`
-	Content      string        `msgpack:"content" json:"content"`
+	// Content is the instructions exactly as the model reads them inside
+	// <skill_instructions> in Text. It is left out (empty) when carrying
+	// it twice would make the result too large for one message; the
+	// content is then the part of Text between the first
+	// "<skill_instructions>\n" and the final
+	// "\n</skill_instructions>\n</skill_content>".
+	Content string `msgpack:"content,omitempty" json:"content,omitempty"`
 	// Digest is the skill's content digest (lowercase hex SHA-256 over its
 	// files), Revision the skill store revision it was loaded at (store
 	// skills only).

@@ -93,13 +93,14 @@ func (f fate) String() string {
 //
 //	nil (answered; any append is durable) → ack
 //	ErrRejected (malformed input)         → term, after a rejected/bad_request answer
+//	errTooLarge (output over the message limit) → term, after a too_large answer: permanent
 //	panic                                 → term
 //	anything else (transient)             → retry with a delay, or term at the last delivery (dead letter)
 func fateOf(err error, lastDelivery bool) fate {
 	switch {
 	case err == nil:
 		return fateAck
-	case errors.Is(err, ErrRejected), errors.Is(err, errPanic):
+	case errors.Is(err, ErrRejected), errors.Is(err, errPanic), errors.Is(err, errTooLarge):
 		return fateTerm
 	case lastDelivery:
 		return fateTerm
@@ -116,6 +117,8 @@ func termReason(err error) string {
 		return "rejected: " + r.reason
 	case errors.Is(err, errPanic):
 		return "panic"
+	case errors.Is(err, errTooLarge):
+		return "output too large"
 	}
 	return "dead letter"
 }

@@ -18,6 +18,7 @@ type metrics struct {
 	panics        prometheus.Counter       // recovered panics
 	deadLetters   *prometheus.CounterVec   // kind
 	transient     *prometheus.CounterVec   // kind: deliveries that failed and were retried
+	tooLarge      *prometheus.CounterVec   // kind: outputs that could not fit in one message
 	latency       *prometheus.HistogramVec // stage: read, decide, append, total
 	definitionReq prometheus.Counter       // tool definition requests served
 }
@@ -69,6 +70,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "skillstream", Name: "transient_failures_total",
 			Help: "Deliveries that failed transiently and were negatively acknowledged for a later retry.",
 		}, []string{"kind"}),
+		tooLarge: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "outputs_too_large_total",
+			Help: "Outputs that could not be encoded within the largest message the stream takes; answered with a too_large error, never retried.",
+		}, []string{"kind"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "skillstream", Name: "stage_seconds",
 			Help:    "Latency of handling stages: read (session log), decide, append, total (receipt to ack).",
@@ -92,6 +97,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.panics = register(reg, m.panics, &err)
 	m.deadLetters = register(reg, m.deadLetters, &err)
 	m.transient = register(reg, m.transient, &err)
+	m.tooLarge = register(reg, m.tooLarge, &err)
 	m.latency = register(reg, m.latency, &err)
 	m.definitionReq = register(reg, m.definitionReq, &err)
 	if err != nil {

@@ -123,6 +123,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 				Update:   string(d.Update),
 				Entries:  wireEntries(d.Entries),
 				Digest:   d.Digest,
+				Omitted:  d.Omitted,
 			},
 		}
 		a, err := p.appendOutput(ctx, t, events.KindCatalog, id, cat, v.last, attempt)

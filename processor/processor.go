@@ -33,6 +33,7 @@ type Processor struct {
 	beats      *heartbeats   // progress heartbeats of the triggers in flight
 	recognised *recognitions // conclusions of recognise, by stream sequence
 	inflight   *budget       // Config.InflightBytes
+	limit      messageLimit  // the largest output; the stream's part is known once provisioned
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -78,6 +79,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
 		inflight:   newBudget(cfg.InflightBytes),
+		limit:      newMessageLimit(nc.MaxPayload(), 0),
 	}, nil
 }
 
@@ -101,6 +103,13 @@ func (p *Processor) Run(ctx context.Context) error {
 			return nil
 		}
 		return err
+	}
+	if err := checkLimits(p.cfg.Catalog, p.limit); err != nil {
+		return err
+	}
+	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
+		p.log.Warn("a size limit is off: outputs over the message limit are answered with a too_large error",
+			"catalog_max_length", p.cfg.Catalog.MaxLength, "max_skill_bytes", p.cfg.Catalog.MaxSkillBytes, "message_limit", p.limit.max)
 	}
 	svc, err := p.serveDefinition()
 	if err != nil {
@@ -213,6 +222,11 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	case err == nil:
 	case f == fateTerm && errors.Is(err, ErrRejected):
 		// counted and answered where rejected
+	case errors.Is(err, errTooLarge):
+		p.m.tooLarge.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Error("output too large for one message; answered with an error, not retried", "subject", msg.Subject(),
+			"seq", t.seq, "err", err)
+		p.answerTooLarge(t, err)
 	case errors.Is(err, errPanic):
 		p.m.panics.Inc()
 		p.log.Error("panic handling trigger", "subject", msg.Subject(), "seq", t.seq, "err", err)

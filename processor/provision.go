@@ -72,13 +72,23 @@ func (p *Processor) provision(ctx context.Context) (jetstream.Consumer, error) {
 	st, err := p.js.Stream(ctx, p.cfg.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		if _, err := p.js.CreateStream(ctx, want); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		created, err := p.js.CreateStream(ctx, want)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			if st, err = p.js.Stream(ctx, p.cfg.Stream); err != nil {
+				return nil, fmt.Errorf("look up stream %s: %w", p.cfg.Stream, err)
+			}
+			p.limit = newMessageLimit(p.nc.MaxPayload(), st.CachedInfo().Config.MaxMsgSize)
+		case err != nil:
 			return nil, fmt.Errorf("create stream %s: %w", p.cfg.Stream, err)
+		default:
+			p.limit = newMessageLimit(p.nc.MaxPayload(), created.CachedInfo().Config.MaxMsgSize)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("look up stream %s: %w", p.cfg.Stream, err)
 	default:
 		have := st.CachedInfo().Config
+		p.limit = newMessageLimit(p.nc.MaxPayload(), have.MaxMsgSize)
 		upd, changed := mergeStream(have, want)
 		if changed {
 			if _, err := p.js.UpdateStream(ctx, upd); err != nil {
@@ -131,6 +141,7 @@ func (p *Processor) checkProvisioned(ctx context.Context) (jetstream.Consumer, e
 		return nil, fmt.Errorf("look up stream %s: %w", c.Stream, err)
 	}
 	sc := st.CachedInfo().Config
+	p.limit = newMessageLimit(p.nc.MaxPayload(), sc.MaxMsgSize)
 	var missing []string
 	if !slices.ContainsFunc(sc.Subjects, func(s string) bool { return s == c.Prefix+".>" || s == ">" }) {
 		missing = append(missing, fmt.Sprintf("subject %q", c.Prefix+".>"))

@@ -15,19 +15,33 @@ import (
 // reply sends v to the trigger's Reply-Inbox, if it has one, in the
 // encoding the trigger was written in. Replies travel over core NATS: they
 // can be lost, which is why every answer can be asked for again.
+//
+// A reply too large for one message (a JSON encoding can be several times
+// the size of the msgpack output appended) is replaced by a smaller answer
+// pointing at the session log (shrinkReply), never retried.
 func (p *Processor) reply(t *trigger, v any) error {
 	if t.inbox == "" {
 		return nil
 	}
+	h := nats.Header{events.HeaderContentType: []string{t.enc.ContentType()}}
 	data, err := events.Encode(t.enc, v)
+	if err == nil {
+		err = p.fits(h, data)
+	}
+	for err != nil && (errors.Is(err, events.ErrTooLarge) || errors.Is(err, errTooLarge)) {
+		smaller, ok := shrinkReply(v, err)
+		if !ok {
+			break
+		}
+		v = smaller
+		if data, err = events.Encode(t.enc, v); err == nil {
+			err = p.fits(h, data)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("encode reply to %s: %w", t.inbox, err)
 	}
-	m := &nats.Msg{
-		Subject: t.inbox,
-		Header:  nats.Header{events.HeaderContentType: []string{t.enc.ContentType()}},
-		Data:    data,
-	}
+	m := &nats.Msg{Subject: t.inbox, Header: h, Data: data}
 	if err := p.nc.PublishMsg(m); err != nil {
 		return fmt.Errorf("reply to %s: %w", t.inbox, err)
 	}
@@ -91,6 +105,25 @@ func (p *Processor) answerFailure(t *trigger, cause error) {
 	}
 	if err != nil {
 		p.log.Warn("answer failed trigger", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
+	}
+}
+
+// answerTooLarge answers a trigger whose output could not fit in one
+// message: nothing was appended, and asking again would give the same
+// output, so the error says what to change.
+func (p *Processor) answerTooLarge(t *trigger, cause error) {
+	var err error
+	switch t.kind {
+	case events.KindPreStep:
+		d := p.decision(t, events.OutcomeIncomplete, nil)
+		d.Error = &events.ErrorInfo{Code: events.CodeTooLarge,
+			Message: "the catalog is too large for one message (" + cause.Error() + "): lower the catalog size limit"}
+		err = p.reply(t, d)
+	case events.KindSkillCall:
+		err = p.reply(t, p.toolError(t, events.CodeTooLarge, "the skill tool result is too large for one message ("+cause.Error()+")"))
+	}
+	if err != nil {
+		p.log.Warn("answer trigger with too large an output", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
 	}
 }
 

@@ -289,6 +289,9 @@ type appended struct {
 // It returns errConflict when the session moved on.
 func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind, id string, v any, expectLast uint64, attempt int) (appended, error) {
 	data, err := events.Encode(events.Msgpack, v)
+	if errors.Is(err, events.ErrTooLarge) {
+		return appended{}, fmt.Errorf("encode %s: %w: %w", k, errTooLarge, err)
+	}
 	if err != nil {
 		return appended{}, fmt.Errorf("encode %s: %w", k, err)
 	}
@@ -302,6 +305,9 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 			events.HeaderExpectedLastSubjSeqSubject: []string{events.SessionWildcard(p.cfg.Prefix, t.sid)},
 		},
 		Data: data,
+	}
+	if err := p.fits(m.Header, data); err != nil {
+		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
 	}
 	if p.hooks.beforeAppend != nil {
 		if err := p.hooks.beforeAppend(t.sid, attempt); err != nil {

@@ -84,7 +84,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	var res *events.ToolResult
 	make := func() (events.ToolResult, error) {
 		start := p.now()
-		r := catalog.Execute(dctx, Lookup(p.skills, catalog.Query{Cwd: sc.Cwd, Project: sc.Project, ResourceDir: sc.ResourceDir}), sc.Args.Name)
+		r := catalog.Execute(dctx, Lookup(p.skills, catalog.Query{Cwd: sc.Cwd, Project: sc.Project, ResourceDir: sc.ResourceDir}), sc.Args.Name, p.cfg.Catalog)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if p.expired(sc.DeadlineMs) {
 			return events.ToolResult{}, context.DeadlineExceeded
@@ -92,7 +92,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 		if r.Err != nil && r.Err.Code == catalog.CodeProvider {
 			p.m.providerErrs.Inc()
 		}
-		return toolResult(t, r), nil
+		return p.fitResult(t, toolResult(t, r)), nil
 	}
 	return res, p.appendResult(ctx, dctx, t, sc.DeadlineMs, &res, make)
 }
@@ -187,6 +187,9 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 		out.Error = &events.ErrorInfo{Code: string(r.Err.Code), Message: r.Err.Message}
 	case r.Value != nil:
 		v := &events.SkillValue{Name: r.Value.Name, Provider: r.Value.Provider, Content: r.Value.Content}
+		if tr := r.Value.Truncated; tr != nil {
+			v.Truncated = &events.Truncated{Kept: int64(tr.Kept), Total: int64(tr.Total)}
+		}
 		if rb := r.Value.ResourceBase; rb != nil {
 			v.ResourceBase = &events.ResourceBase{Kind: string(rb.Kind), Path: rb.Path, URL: rb.URL, Description: rb.Description}
 		}

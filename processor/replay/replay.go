@@ -450,7 +450,7 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	d := catalog.Decide(visible, snap, h, r.opts.Catalog)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
-		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries))
+		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
 		s.Replayed.Text = d.Text
 	}
 	r.verdict(s)
@@ -484,7 +484,7 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 		return nil
 	}
 	skills, q, m := r.skillsFor(catalog.Query{Cwd: call.Cwd, Project: call.Project, ResourceDir: call.ResourceDir})
-	res := catalog.Execute(ctx, processor.Lookup(skills, q), call.Args.Name)
+	res := catalog.Execute(ctx, processor.Lookup(skills, q), call.Args.Name, r.opts.Catalog)
 	if ctx.Err() != nil {
 		return fmt.Errorf("replay call %s: %w", call.Call, ctx.Err())
 	}
@@ -533,7 +533,7 @@ func recordedCatalog(out *Event) Outcome {
 	if err != nil {
 		return o
 	}
-	o.Update = updateKind(c.Source.Update, len(c.Source.Entries))
+	o.Update = updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted)
 	o.Text = c.Text
 	return o
 }

@@ -82,7 +82,7 @@ func (s *state) recognise(e Event) (CatalogView, bool) {
 	if !ok {
 		return CatalogView{}, false
 	}
-	return CatalogView{Seq: e.Seq, Step: c.Step, Update: updateKind(c.Source.Update, len(c.Source.Entries)), Entries: c.Source.Entries, Digest: digest, Text: c.Text}, true
+	return CatalogView{Seq: e.Seq, Step: c.Step, Update: updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted), Entries: c.Source.Entries, Digest: digest, Text: c.Text}, true
 }
 
 func updateKind(update string, entries int) string {
