@@ -12,9 +12,12 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 )
 
-// MaxFileSize is the largest skill file read, in bytes. A larger file is
-// dropped with a diagnostic.
-const MaxFileSize = 1 << 20
+// MaxFileSize is the largest skill file read, in bytes (8 MiB). A larger
+// file is dropped with a diagnostic. It is a ceiling on the memory one read
+// of a skill file takes, not the bound on what the model gets: that is the
+// instruction size limit applied when the skill is loaded (--max-skill-bytes,
+// 256 KiB by default), which cuts a long body with a notice the model reads.
+const MaxFileSize = 8 << 20
 
 // ErrInvalidSkill is wrapped by every *ParseError.
 var ErrInvalidSkill = errors.New("invalid skill file")
