@@ -40,9 +40,9 @@
 //	PreStep     v session step cwd? tools:[{name owner}] deadlineMs?
 //	SkillCall   v session call cwd? args:{name} deadlineMs?
 //	Compaction  v session retainFrom keep?:[seq]
-//	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest}
+//	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
 //	Decision    v session step triggerSeq outcome catalog? error?:{code message}
-//	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content} error?
+//	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content? digest? revision? truncated?:{kept total}} error?
 //	ToolDefinition  name description parameters
 //
 // Step and call ids are strings. A worker that sends an integer instead

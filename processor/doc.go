@@ -134,6 +134,8 @@
 //	malformed input                   → Term, after a "rejected" Decision or a
 //	                                    "bad_request" ToolResult
 //	panic while handling               → Term, answered "unavailable"
+//	output too large for one message   → Term, answered "too_large" (permanent:
+//	                                    the same trigger gives the same output)
 //	anything else (NATS timeouts, ...) → NakWithDelay (NakDelay doubling,
 //	                                    at most AckWait); at the last delivery
 //	                                    (MaxDeliver): dead letter
@@ -155,6 +157,32 @@
 // again) and error code "unavailable", a skill call with an error result of
 // code "unavailable" that is not appended.
 //
+// # Output size
+//
+// Every output must fit in one message of the stream. The largest message
+// is the smallest of events.MaxPayloadSize (1 MiB), the server's maximum
+// payload and the stream's maximum message size (headers included). At
+// start, once the stream is known, Run refuses (ErrInvalidConfig, with the
+// numbers and the largest value that fits) a catalog size limit or an
+// instruction size limit (catalog.Options) whose largest output could
+// exceed it; a limit of 0 (none) is accepted with a warning.
+//
+// An output that still does not fit is a permanent condition, never
+// retried: a pre-step is answered at once with outcome "incomplete" and
+// error code "too_large", nothing appended, and terminated; a skill call
+// gets a "too_large" error result, appended and answered. Both are counted
+// (skillstream_outputs_too_large_total{kind}) and logged at error.
+//
+// A tool result's value.content holds the instructions as the model reads
+// them. It is left out when the result would not fit in one message with
+// the instructions carried twice; the content is then the part of text
+// between the first "<skill_instructions>\n" and the final
+// "\n</skill_instructions>\n</skill_content>" (text is the contract). A
+// reply that does not fit in its encoding (JSON escaping can make it
+// several times the size of the msgpack output appended) is sent without
+// value.content, or without the decision's catalog, or as a too_large
+// error pointing at the session log.
+//
 // # Metrics
 //
 // Registered on the Registerer given WithRegisterer (several instances in
@@ -164,6 +192,7 @@
 // skillstream_provider_errors_total, skillstream_rejects_total{reason},
 // skillstream_panics_total, skillstream_dead_letters_total{kind},
 // skillstream_transient_failures_total{kind},
+// skillstream_outputs_too_large_total{kind},
 // skillstream_tool_definition_requests_total and the histogram
 // skillstream_stage_seconds{stage=read|decide|append|total}.
 //

@@ -51,13 +51,14 @@ type benchBlobs struct {
 // newBenchBlobs renders a real catalog of the given skills and a real tool
 // result, once, so that the baseline moves as many bytes as the processor.
 func newBenchBlobs(owner string, skills []catalog.Summary, body string, opts catalog.Options) (*benchBlobs, error) {
-	entries := catalog.Entries(skills, opts.DescriptionMaxLength)
+	view := catalog.Prepare(catalog.Snapshot{Skills: skills, Complete: true}, opts)
+	entries := view.Entries
 	cat := events.Catalog{
 		V: events.Version, Session: "session", Step: "step", ID: "session:step:catalog.append", Role: "user",
-		Text: catalog.Render(catalog.UpdateInitial, entries),
+		Text: catalog.RenderList(catalog.UpdateInitial, entries, view.Omitted),
 		Source: events.CatalogSource{
 			Kind: events.SourceKindCatalog, Producer: owner, Update: string(catalog.UpdateInitial),
-			Entries: make([]events.Entry, len(entries)), Digest: catalog.Digest(entries),
+			Entries: make([]events.Entry, len(entries)), Digest: view.Digest, Omitted: view.Omitted,
 		},
 	}
 	for i, e := range entries {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -45,7 +46,7 @@ failed (serve would send nothing until it recovers).`[1:], `
 		if rep.Err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
 		}
-		v := newCatalogView(rep, p.c.DescriptionMaxLength)
+		v := newCatalogView(rep, p.c.catalogOptions())
 		if p.asJSON {
 			if err := printJSON(a.stdout, v); err != nil {
 				return err
@@ -71,12 +72,27 @@ type catalogView struct {
 	Digest       string      `json:"digest"`
 	ApproxTokens int         `json:"approxTokens"`
 	Entries      []entryJSON `json:"entries"`
+	// Shortened says what the catalog size limit took; absent when the
+	// catalog fits.
+	Shortened *shortenedJSON `json:"shortened,omitempty"`
 	// Skills are all winning skills, model-invocable or not.
 	Skills      []catalog.Summary      `json:"skills"`
 	Shadowed    []shadowJSON           `json:"shadowed"`
 	Rejected    []problemJSON          `json:"rejected"`
 	Errors      []problemJSON          `json:"errors"`
 	Diagnostics []providers.Diagnostic `json:"diagnostics"`
+}
+
+// shortenedJSON is what the catalog size limit took from the catalog.
+type shortenedJSON struct {
+	MaxLength int `json:"maxLength"`
+	// WithoutDescription are the skills listed without their description,
+	// Omitted those not listed at all.
+	WithoutDescription []string `json:"withoutDescription"`
+	Omitted            []string `json:"omitted"`
+	// ApproxTokensBefore is the approximate size of the catalog the limit
+	// would have allowed to be sent whole.
+	ApproxTokensBefore int `json:"approxTokensBefore"`
 }
 
 type entryJSON struct {
@@ -109,7 +125,7 @@ func origin(c providers.Candidate) originJSON {
 }
 
 // newCatalogView computes what the model would see from an Inspect report.
-func newCatalogView(rep providers.Report, maxLen int) catalogView {
+func newCatalogView(rep providers.Report, opts catalog.Options) catalogView {
 	v := catalogView{
 		Cwd:         rep.Query.Cwd,
 		Complete:    rep.Snapshot.Complete,
@@ -126,14 +142,32 @@ func newCatalogView(rep providers.Report, maxLen int) catalogView {
 	if v.Diagnostics == nil {
 		v.Diagnostics = []providers.Diagnostic{}
 	}
-	entries := catalog.Entries(rep.Snapshot.Skills, maxLen)
-	for _, e := range entries {
+	full := catalog.Entries(rep.Snapshot.Skills, opts.DescriptionMaxLength)
+	view := catalog.Prepare(catalog.Snapshot{Skills: rep.Snapshot.Skills, Complete: true}, opts)
+	for _, e := range view.Entries {
 		v.Entries = append(v.Entries, entryJSON{Name: e.Name, Description: e.Description})
 	}
-	v.Digest = catalog.Digest(entries)
-	if v.Complete && len(entries) > 0 {
-		v.Text = catalog.Render(catalog.UpdateInitial, entries)
+	v.Digest = view.Digest
+	if v.Complete && (len(view.Entries) > 0 || view.Omitted > 0) {
+		v.Text = catalog.RenderList(catalog.UpdateInitial, view.Entries, view.Omitted)
 		v.ApproxTokens = approxTokens(v.Text)
+	}
+	if len(view.Entries) != len(full) || view.Omitted > 0 || slices.ContainsFunc(view.Entries, func(e catalog.Entry) bool { return e.Bare }) {
+		sh := &shortenedJSON{MaxLength: opts.MaxLength, WithoutDescription: []string{}, Omitted: []string{}}
+		shown := make(map[string]catalog.Entry, len(view.Entries))
+		for _, e := range view.Entries {
+			shown[e.Name] = e
+		}
+		for _, e := range full {
+			switch se, ok := shown[e.Name]; {
+			case !ok:
+				sh.Omitted = append(sh.Omitted, e.Name)
+			case se.Bare:
+				sh.WithoutDescription = append(sh.WithoutDescription, e.Name)
+			}
+		}
+		sh.ApproxTokensBefore = approxTokens(catalog.Render(catalog.UpdateInitial, full))
+		v.Shortened = sh
 	}
 	for _, s := range rep.Shadowed {
 		v.Shadowed = append(v.Shadowed, shadowJSON{
@@ -196,11 +230,21 @@ func (v catalogView) summary(w io.Writer) {
 	switch {
 	case !v.Complete:
 		fmt.Fprintf(w, "catalog incomplete: a provider failed, so serve would send nothing now (%d skills collected)\n", len(v.Entries))
-	case len(v.Entries) == 0:
+	case len(v.Entries) == 0 && v.Shortened == nil:
 		fmt.Fprintf(w, "no model-invocable skills for %s: no catalog would be sent\n", v.Cwd)
 	default:
 		fmt.Fprintf(w, "%d %s in the catalog for %s, about %d tokens (approximate: characters/4), digest %s\n",
 			len(v.Entries), plural(len(v.Entries), "skill", "skills"), v.Cwd, v.ApproxTokens, v.Digest)
+	}
+	if sh := v.Shortened; sh != nil && v.Complete {
+		fmt.Fprintf(w, "shortened to fit --catalog-max-length %d: about %d tokens before, %d after; %d %s without a description, %d not listed\n",
+			sh.MaxLength, sh.ApproxTokensBefore, v.ApproxTokens, len(sh.WithoutDescription), plural(len(sh.WithoutDescription), "skill", "skills"), len(sh.Omitted))
+		if len(sh.WithoutDescription) > 0 {
+			fmt.Fprintf(w, "listed without a description (size limit): %s\n", strings.Join(sh.WithoutDescription, ", "))
+		}
+		if len(sh.Omitted) > 0 {
+			fmt.Fprintf(w, "not listed (size limit; still loadable by name): %s\n", strings.Join(sh.Omitted, ", "))
+		}
 	}
 	if len(hidden) > 0 {
 		fmt.Fprintf(w, "not listed (model invocation disabled): %s\n", strings.Join(hidden, ", "))

@@ -22,6 +22,8 @@ type Config struct {
 	NoBundled            bool
 	NoFollowSymlinks     bool
 	DescriptionMaxLength int
+	CatalogMaxLength     int // code points between the catalog's tags; 0 = none
+	MaxSkillBytes        int // bytes of instructions in a tool result; 0 = none
 	ToolOwner            string
 
 	// NATS: either an embedded server or an existing cluster.
@@ -78,6 +80,10 @@ func (c *Config) skillFlags(cmd *command) {
 	cmd.cfgBool(&c.NoFollowSymlinks, "no-follow-symlinks", false, "skip symbolic links inside skills folders instead of following them")
 	cmd.cfgInt(&c.DescriptionMaxLength, "catalog-description-max-length", catalog.DefaultDescriptionMaxLength,
 		"cap on each catalog description, in code points; at least 3")
+	cmd.cfgInt(&c.CatalogMaxLength, "catalog-max-length", catalog.DefaultMaxLength,
+		"bound on the catalog's list, in code points: over it, descriptions and then skills give way, lowest precedence first, and a notice says so; 0 for none, else at least 200")
+	cmd.cfgInt(&c.MaxSkillBytes, "max-skill-bytes", catalog.DefaultMaxSkillBytes,
+		"bound on the skill instructions a tool result shows, in bytes: a longer body is cut with a notice; 0 for none, else at least 1024")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
 }
 
@@ -124,12 +130,27 @@ func (c *Config) opsFlags(cmd *command, metrics bool) {
 	cmd.cfgString(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 }
 
+// catalogOptions is the model text's share of the configuration.
+func (c *Config) catalogOptions() catalog.Options {
+	return catalog.Options{
+		DescriptionMaxLength: c.DescriptionMaxLength,
+		MaxLength:            c.CatalogMaxLength,
+		MaxSkillBytes:        c.MaxSkillBytes,
+	}
+}
+
 // validateSkills checks the part of the configuration every skills command
 // uses.
 func (c *Config) validateSkills() error {
 	opts := catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength}
 	if err := opts.Validate(); err != nil {
 		return usagef("--catalog-description-max-length %d: must be an integer greater than or equal to %d", c.DescriptionMaxLength, catalog.MinDescriptionMaxLength)
+	}
+	if catalog.CheckMaxLength(c.CatalogMaxLength) != nil {
+		return usagef("--catalog-max-length %d: must be 0 or at least %d", c.CatalogMaxLength, catalog.MinMaxLength)
+	}
+	if catalog.CheckMaxSkillBytes(c.MaxSkillBytes) != nil {
+		return usagef("--max-skill-bytes %d: must be 0 or at least %d", c.MaxSkillBytes, catalog.MinMaxSkillBytes)
 	}
 	if strings.TrimSpace(c.ToolOwner) == "" {
 		return usagef("--tool-owner must not be empty")

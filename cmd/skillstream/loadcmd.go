@@ -36,11 +36,14 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, processor.Lookup(reg, catalog.At(dir)), args[0])
+		res := catalog.Execute(ctx, processor.Lookup(reg, catalog.At(dir)), args[0], p.c.catalogOptions())
 		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {
 				out.Value = &valueJSON{Name: v.Name, Provider: v.Provider, ResourceBase: v.ResourceBase, Content: v.Content}
+				if tr := v.Truncated; tr != nil {
+					out.Value.Truncated = &truncatedJSON{Kept: tr.Kept, Total: tr.Total}
+				}
 			}
 			if e := res.Err; e != nil {
 				out.Error = &toolErrorJSON{Code: string(e.Code), Message: e.Message}
@@ -50,6 +53,10 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			}
 		} else {
 			fmt.Fprintln(a.stdout, res.Text())
+		}
+		if v := res.Value; v != nil && v.Truncated != nil {
+			fmt.Fprintf(a.stderr, "instructions truncated by --max-skill-bytes %d: the first %d of %d bytes are shown\n",
+				p.c.MaxSkillBytes, v.Truncated.Kept, v.Truncated.Total)
 		}
 		if res.Err != nil {
 			return errReported
@@ -71,6 +78,12 @@ type valueJSON struct {
 	Provider     string                `json:"provider"`
 	ResourceBase *catalog.ResourceBase `json:"resourceBase,omitempty"`
 	Content      string                `json:"content"`
+	Truncated    *truncatedJSON        `json:"truncated,omitempty"`
+}
+
+type truncatedJSON struct {
+	Kept  int `json:"kept"`
+	Total int `json:"total"`
 }
 
 type toolErrorJSON struct {

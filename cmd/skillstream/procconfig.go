@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
 )
 
@@ -17,7 +16,7 @@ func (c *Config) processorConfig() processor.Config {
 		Prefix:          c.Prefix,
 		Consumer:        c.Consumer,
 		ToolOwner:       c.ToolOwner,
-		Catalog:         catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength},
+		Catalog:         c.catalogOptions(),
 		Replicas:        c.Replicas,
 		MaxAge:          c.MaxAge,
 		DuplicateWindow: c.DuplicateWindow,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -107,7 +106,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		defer out.Flush()
 		opts := replay.Options{
 			ToolOwner: c.ToolOwner,
-			Catalog:   catalog.Options{DescriptionMaxLength: c.DescriptionMaxLength},
+			Catalog:   c.catalogOptions(),
 			Recorded:  recorded,
 			CwdMap:    maps,
 			Emit:      stepPrinter(out, asJSON, false),

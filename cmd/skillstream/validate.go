@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -19,6 +20,7 @@ import (
 const maxDescriptionLength = 1024
 
 func (a *app) validateCommand() (*command, runFunc) {
+	var c Config
 	cmd := newCommand("validate", "skillstream validate PATH...", `
 Lint skills. Each PATH is a skills root (a folder of skill folders and flat
 .md skills, like .agents/skills), a single skill folder (holding SKILL.md), or
@@ -32,18 +34,25 @@ a single skill file. Every problem is printed as "<file>: <level>: <reason>":
            too large or unreadable;
   warning  the skill works but is probably not what was meant: name differs
            from its folder (or file) name, two skills of one name in a root,
-           a folder without SKILL.md.
+           a folder without SKILL.md, a description the catalog would cut
+           (longer than --catalog-description-max-length once white space
+           is collapsed), instructions the skill tool would cut (longer
+           than --max-skill-bytes).
 
 A summary line follows. Exit status 1 when there is any error, 0 otherwise,
 so it fits a skill repository's CI.`[1:], `
   skillstream validate .agents/skills
   skillstream validate ~/.agents/skills/commit-message
   skillstream validate docs/skills/release-notes.md skills/`[1:])
+	cmd.pick(c.skillFlags, "catalog-description-max-length", "max-skill-bytes")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
 			return usagef("validate needs at least one skills root, skill folder or skill file")
 		}
-		var l linter
+		if err := c.validateSkills(); err != nil {
+			return err
+		}
+		l := linter{descMax: c.DescriptionMaxLength, bodyMax: c.MaxSkillBytes}
 		for _, p := range args {
 			l.path(p)
 		}
@@ -64,6 +73,7 @@ type finding struct {
 
 // linter collects findings over the paths it is given.
 type linter struct {
+	descMax, bodyMax int // the catalog's description cap, the instruction size limit (0: none)
 	findings         []finding
 	skills, files    int
 	errors, warnings int
@@ -188,6 +198,13 @@ func (l *linter) file(p, want, wantKind string) string {
 	if n := utf8.RuneCountInString(doc.Description); n > maxDescriptionLength {
 		l.errorf(p, "description is %d characters; the Agent Skills spec allows at most %d", n, maxDescriptionLength)
 		return ""
+	}
+	if n := utf8.RuneCountInString(catalog.Normalize(doc.Description, len(doc.Description)+catalog.MinDescriptionMaxLength)); n > l.descMax {
+		l.warnf(p, "description is %d characters once white space is collapsed; the catalog shows the first %d and \"...\" (--catalog-description-max-length %d)",
+			n, l.descMax-catalog.MinDescriptionMaxLength, l.descMax)
+	}
+	if n := len(strings.TrimSpace(doc.Body)); l.bodyMax > 0 && n > l.bodyMax {
+		l.warnf(p, "instructions are %d bytes; the skill tool shows about the first %d and a truncation notice (--max-skill-bytes %d)", n, l.bodyMax, l.bodyMax)
 	}
 	if want != doc.Name {
 		l.warnf(p, "name %q differs from its %s name %q; the Agent Skills spec wants them equal", doc.Name, wantKind, want)
