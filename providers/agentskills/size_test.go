@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -23,7 +24,7 @@ func TestLargeFiles(t *testing.T) {
 	if strings.Join(got, ",") != "big=Two MiB of instructions.@custom" {
 		t.Fatalf("List = %v, want only the 2 MiB skill", got)
 	}
-	sk, err := p.Load(context.Background(), "big", "")
+	sk, err := p.Load(context.Background(), "big", catalog.Query{})
 	if err != nil || sk.Content != strings.TrimSpace(big) {
 		t.Fatalf("Load big: %d bytes, %v", len(sk.Content), err)
 	}
