@@ -2,8 +2,7 @@ package events
 
 import (
 	"encoding/binary"
-	"math"
-	"strconv"
+	"iter"
 )
 
 // MaxPayloadSize is the largest payload, in bytes, Decode accepts and Encode
@@ -153,85 +152,28 @@ func readHeader(b []byte, i int) (header, error) {
 
 // skipMsgpack returns the offset just after the value at b[i:]. b must have
 // passed checkMsgpack.
-func skipMsgpack(b []byte, i int) (int, error) {
-	pending := uint64(1)
-	for pending > 0 {
-		pending--
-		h, err := readHeader(b, i)
-		if err != nil {
-			return 0, err
-		}
+func skipMsgpack(b []byte, i int) int {
+	for pending := uint64(1); pending > 0; pending-- {
+		h, _ := readHeader(b, i)
 		i = h.next + int(h.body)
 		pending += h.kids
 	}
-	if i > len(b) {
-		return 0, badPayload("msgpack: truncated")
-	}
-	return i, nil
+	return i
 }
 
-// msgpackVersion finds the top-level key "v" of a checked msgpack payload and
-// returns its value, or a FieldError when it is missing or not an integer, or
-// a bad payload error when the payload is not a map.
-func msgpackVersion(b []byte) (int64, error) {
-	h, err := readHeader(b, 0)
-	if err != nil {
-		return 0, err
-	}
-	if h.kind != kindMap {
-		return 0, badPayload("msgpack: payload is %s, want map", h.kind)
-	}
-	i := h.next
-	for n := h.kids / 2; n > 0; n-- {
-		k, err := readHeader(b, i)
-		if err != nil {
-			return 0, err
-		}
-		isV := k.kind == kindString && k.body == 1 && b[k.next] == 'v'
-		if i, err = skipMsgpack(b, i); err != nil {
-			return 0, err
-		}
-		if !isV {
-			if i, err = skipMsgpack(b, i); err != nil {
-				return 0, err
+// items yields the values inside the msgpack array or map at the start of b,
+// for a map each key and then its value. b must have passed checkMsgpack.
+func items(b []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		h, _ := readHeader(b, 0)
+		for i, n := h.next, h.kids; n > 0; n-- {
+			j := skipMsgpack(b, i)
+			if !yield(b[i:j]) {
+				return
 			}
-			continue
+			i = j
 		}
-		v, err := readHeader(b, i)
-		if err != nil {
-			return 0, err
-		}
-		body := b[v.next : v.next+int(v.body)]
-		c := b[i]
-		switch {
-		case c <= 0x7f:
-			return int64(c), nil
-		case c >= 0xe0:
-			return int64(int8(c)), nil
-		case c == 0xcc:
-			return int64(body[0]), nil
-		case c == 0xcd:
-			return int64(binary.BigEndian.Uint16(body)), nil
-		case c == 0xce:
-			return int64(binary.BigEndian.Uint32(body)), nil
-		case c == 0xcf:
-			u := binary.BigEndian.Uint64(body)
-			if u > math.MaxInt64 {
-				return 0, versionTextError(strconv.FormatUint(u, 10))
-			}
-			return int64(u), nil
-		case c == 0xd0:
-			return int64(int8(body[0])), nil
-		case c == 0xd1:
-			return int64(int16(binary.BigEndian.Uint16(body))), nil
-		case c == 0xd2:
-			return int64(int32(binary.BigEndian.Uint32(body))), nil
-		case c == 0xd3:
-			return int64(binary.BigEndian.Uint64(body)), nil
-		}
-		return 0, wrongType("v", v.kind.String(), "integer")
 	}
-	return 0, &FieldError{Field: "v", Problem: problemMissing}
 }
 
 // checkJSONDepth rejects JSON text whose objects and arrays nest deeper than

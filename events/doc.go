@@ -84,12 +84,25 @@
 //     For JSON the nesting depth is checked the same way; encoding/json
 //     itself never allocates beyond what its input holds. Memory used by a
 //     decode is therefore proportional to the bytes received;
-//  3. check "v": a value other than 1 is ErrUnsupportedVersion naming the
-//     version seen (it wins over any problem with a field, since a later
-//     version may have another shape); a missing or non-integer v is a FieldError;
-//  4. decode into the typed struct, reporting a value of the wrong type as a
-//     FieldError with the path of the field ("tools[1].name",
-//     "catalog.source.entries[0].name"; JSON paths carry no index);
+//  3. let the libraries decode: msgpack (github.com/vmihailenco/msgpack/v5)
+//     or encoding/json fills the tagged payload struct. Payloads with "v"
+//     are read through a small wire form (wire.go) that embeds the payload
+//     and declares beside it what the tags alone cannot say: "v" as a
+//     pointer (missing is told from 0), step and call ids as ID (a string
+//     or an integer), a skill call's args as pointers (missing is told from
+//     an empty name). Decoders registered with the msgpack library refuse
+//     what it would otherwise let through: a negative integer for a
+//     sequence, an integer beyond int64, nil where a list holds maps;
+//  4. name the field of any problem. encoding/json goes on past a value of
+//     the wrong type and gives its path (keys only, no list index:
+//     "tools.name"). The msgpack library stops at the first problem; the
+//     payload is then decoded again one map entry or array element at a
+//     time, so that a bad value spoils only its own field, keys that are
+//     not strings are skipped, and the problem gets its full path
+//     ("tools[1].name", "catalog.source.entries[0].name"). A value of "v"
+//     other than 1 is ErrUnsupportedVersion naming the version seen; it wins
+//     over any problem with a field, since a later version may have another
+//     shape; a missing v is a FieldError;
 //  5. validate what a processor relies on (the Validate methods): session is
 //     a valid token; step or call is present, at most MaxIDLength (256)
 //     bytes, valid UTF-8 without control characters (ids end up in message

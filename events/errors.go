@@ -48,9 +48,8 @@ func (e *FieldError) Unwrap() error { return ErrBadPayload }
 
 // Problems a FieldError reports.
 const (
-	problemMissing      = "missing"
-	problemBadSession   = "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)"
-	problemEmptyElement = "empty"
+	problemMissing    = "missing"
+	problemBadSession = "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)"
 )
 
 // badPayload wraps a structural problem that belongs to no single field.
@@ -60,10 +59,6 @@ func badPayload(format string, args ...any) error {
 
 func versionError(v int64) error {
 	return fmt.Errorf("%w: %w: got %d, want %d", ErrBadPayload, ErrUnsupportedVersion, v, Version)
-}
-
-func versionTextError(text string) error {
-	return fmt.Errorf("%w: %w: got %s, want %d", ErrBadPayload, ErrUnsupportedVersion, text, Version)
 }
 
 // prefixField puts a parent path in front of the field of a FieldError; other

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // RawJSON is a JSON document kept as text, such as the skill tool's parameter
@@ -19,11 +16,11 @@ import (
 //
 // In JSON payloads it is written verbatim (like json.RawMessage) and read
 // back verbatim. In msgpack payloads it is written as the equivalent msgpack
-// value (objects become maps with their keys in the text's order, arrays
-// become arrays, integers become integers, other numbers float64) and read
-// back as compact JSON text. A compact JSON document with no HTML-special
-// escapes therefore survives a msgpack round trip byte for byte. An empty
-// RawJSON stands for null.
+// value (objects become maps with their keys in the text's order, integers
+// integers, other numbers float64), so msgpack readers get a real map, and
+// read back as compact JSON text. A compact JSON document without
+// HTML-special escapes therefore survives a msgpack round trip byte for
+// byte. An empty RawJSON stands for null.
 type RawJSON []byte
 
 var (
@@ -57,272 +54,175 @@ func (r RawJSON) EncodeMsgpack(e *msgpack.Encoder) error {
 	}
 	d := json.NewDecoder(bytes.NewReader(r))
 	d.UseNumber()
-	v, err := readJSONValue(d)
+	v, err := parseJSON(d)
+	if err == nil {
+		if _, end := d.Token(); end != io.EOF {
+			err = errors.New("trailing data after the document")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("raw JSON: %w", err)
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return errors.New("raw JSON: trailing data after the document")
-	}
-	return v.encode(e)
+	return e.Encode(v)
 }
 
 // DecodeMsgpack reads a msgpack value and keeps it as compact JSON text.
-// Binary and extension values have no JSON form and are rejected; map keys
-// must be strings.
+// Binary and extension values have no JSON form, and map keys must be
+// strings; those are reported as a FieldError.
 func (r *RawJSON) DecodeMsgpack(d *msgpack.Decoder) error {
-	c, err := d.PeekCode()
+	raw, err := d.DecodeRaw()
 	if err != nil {
 		return err
 	}
-	if c == msgpcode.Nil {
-		*r = nil
-		return d.DecodeNil()
+	*r = nil
+	if codeKind(raw[0]) == kindNil {
+		return nil
 	}
-	out, err := appendMsgpackAsJSON((*r)[:0], d, 0)
-	if err != nil {
+	if err := jsonless(raw); err != nil {
 		return err
 	}
-	*r = out
+	rd := msgpack.NewDecoder(bytes.NewReader(raw))
+	rd.SetMapDecoder(decodeObject)
+	v, err := rd.DecodeInterface()
+	if err == nil {
+		*r, err = marshalJSON(v)
+	}
+	if err != nil {
+		return &FieldError{Problem: err.Error()}
+	}
 	return nil
 }
 
-// jsonNode is a parsed JSON value that remembers object key order.
-type jsonNode struct {
-	kind  byte // 'o' object, 'a' array, 's' string, 'n' number, 't' bool, 'z' null
-	str   string
-	b     bool
-	keys  []string
-	elems []jsonNode
+// jsonless reports a binary or extension value inside the msgpack value b.
+func jsonless(b []byte) error {
+	switch k := codeKind(b[0]); k {
+	case kindBinary, kindExt:
+		return &FieldError{Problem: k.String() + " has no JSON form"}
+	case kindArray, kindMap:
+		for item := range items(b) {
+			if err := jsonless(item); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
-func readJSONValue(d *json.Decoder) (jsonNode, error) {
+// object is a JSON object that keeps its members in order. Values in a
+// parsed document are nil, bool, string, int64, uint64, float64, []any and
+// object.
+type object []member
+
+type member struct {
+	key   string
+	value any
+}
+
+// parseJSON reads the next JSON value of d (which uses numbers).
+func parseJSON(d *json.Decoder) (any, error) {
 	tok, err := d.Token()
 	if err != nil {
-		return jsonNode{}, err
+		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			n := jsonNode{kind: 'o'}
-			for d.More() {
-				kt, err := d.Token()
-				if err != nil {
-					return n, err
-				}
-				n.keys = append(n.keys, kt.(string))
-				v, err := readJSONValue(d)
-				if err != nil {
-					return n, err
-				}
-				n.elems = append(n.elems, v)
+	switch tok {
+	case json.Delim('{'):
+		o := object{}
+		for d.More() && err == nil {
+			var key json.Token
+			var m member
+			if key, err = d.Token(); err == nil {
+				m.key = key.(string)
+				m.value, err = parseJSON(d)
+				o = append(o, m)
 			}
-			_, err := d.Token() // '}'
-			return n, err
-		case '[':
-			n := jsonNode{kind: 'a'}
-			for d.More() {
-				v, err := readJSONValue(d)
-				if err != nil {
-					return n, err
-				}
-				n.elems = append(n.elems, v)
-			}
-			_, err := d.Token() // ']'
-			return n, err
 		}
-		return jsonNode{}, fmt.Errorf("unexpected %v", t)
-	case string:
-		return jsonNode{kind: 's', str: t}, nil
-	case json.Number:
-		return jsonNode{kind: 'n', str: string(t)}, nil
-	case bool:
-		return jsonNode{kind: 't', b: t}, nil
-	case nil:
-		return jsonNode{kind: 'z'}, nil
+		return o, closeJSON(d, err)
+	case json.Delim('['):
+		a := []any{}
+		for d.More() && err == nil {
+			var v any
+			v, err = parseJSON(d)
+			a = append(a, v)
+		}
+		return a, closeJSON(d, err)
 	}
-	return jsonNode{}, fmt.Errorf("unexpected token %v", tok)
+	if n, ok := tok.(json.Number); ok {
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i, nil
+		}
+		if u, err := strconv.ParseUint(string(n), 10, 64); err == nil {
+			return u, nil
+		}
+		return strconv.ParseFloat(string(n), 64)
+	}
+	return tok, nil
 }
 
-func (n jsonNode) encode(e *msgpack.Encoder) error {
-	switch n.kind {
-	case 'o':
-		if err := e.EncodeMapLen(len(n.keys)); err != nil {
+// closeJSON reads the delimiter that ends an object or array.
+func closeJSON(d *json.Decoder, err error) error {
+	if err == nil {
+		_, err = d.Token()
+	}
+	return err
+}
+
+// EncodeMsgpack writes the object as a map, members in order.
+func (o object) EncodeMsgpack(e *msgpack.Encoder) error {
+	if err := e.EncodeMapLen(len(o)); err != nil {
+		return err
+	}
+	for _, m := range o {
+		if err := e.EncodeString(m.key); err != nil {
 			return err
 		}
-		for i, k := range n.keys {
-			if err := e.EncodeString(k); err != nil {
-				return err
-			}
-			if err := n.elems[i].encode(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case 'a':
-		if err := e.EncodeArrayLen(len(n.elems)); err != nil {
+		if err := e.Encode(m.value); err != nil {
 			return err
 		}
-		for _, v := range n.elems {
-			if err := v.encode(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case 's':
-		return e.EncodeString(n.str)
-	case 'n':
-		if i, err := strconv.ParseInt(n.str, 10, 64); err == nil {
-			return e.EncodeInt(i)
-		}
-		if u, err := strconv.ParseUint(n.str, 10, 64); err == nil {
-			return e.EncodeUint(u)
-		}
-		f, err := strconv.ParseFloat(n.str, 64)
+	}
+	return nil
+}
+
+// MarshalJSON writes the object, members in order.
+func (o object) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, m := range o {
+		k, _ := marshalJSON(m.key)
+		v, err := marshalJSON(m.value)
 		if err != nil {
-			return fmt.Errorf("raw JSON: number %s: %w", n.str, err)
+			return nil, err
 		}
-		return e.EncodeFloat64(f)
-	case 't':
-		return e.EncodeBool(n.b)
-	default:
-		return e.EncodeNil()
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, k...), ':'), v...)
 	}
+	return append(b, '}'), nil
 }
 
-// appendMsgpackAsJSON appends the next msgpack value of d to out as compact
-// JSON.
-func appendMsgpackAsJSON(out []byte, d *msgpack.Decoder, depth int) ([]byte, error) {
-	if depth > MaxDepth {
-		return out, fmt.Errorf("raw JSON: nested deeper than %d", MaxDepth)
-	}
-	c, err := d.PeekCode()
+// decodeObject is the msgpack map decoder of RawJSON: it keeps the order of
+// the entries.
+func decodeObject(d *msgpack.Decoder) (any, error) {
+	n, err := d.DecodeMapLen()
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	switch k := codeKind(c); k {
-	case kindNil:
-		return append(out, "null"...), d.DecodeNil()
-	case kindBool:
-		v, err := d.DecodeBool()
-		return strconv.AppendBool(out, v), err
-	case kindInt:
-		v, err := d.DecodeInt64()
-		return strconv.AppendInt(out, v, 10), err
-	case kindUint:
-		v, err := d.DecodeUint64()
-		return strconv.AppendUint(out, v, 10), err
-	case kindFloat:
-		v, err := d.DecodeFloat64()
+	o := make(object, 0, n)
+	for range n {
+		c, err := d.PeekCode()
 		if err != nil {
-			return out, err
+			return nil, err
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return out, fmt.Errorf("raw JSON: %v has no JSON form", v)
+		if k := codeKind(c); k != kindString {
+			return nil, fmt.Errorf("map key is %s, want string", k)
 		}
-		return appendJSONFloat(out, v), nil
-	case kindString:
-		s, err := d.DecodeString()
-		return appendJSONString(out, s), err
-	case kindArray:
-		n, err := d.DecodeArrayLen()
+		var m member
+		if m.key, err = d.DecodeString(); err == nil {
+			m.value, err = d.DecodeInterface()
+		}
 		if err != nil {
-			return out, err
+			return nil, err
 		}
-		out = append(out, '[')
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			if out, err = appendMsgpackAsJSON(out, d, depth+1); err != nil {
-				return out, err
-			}
-		}
-		return append(out, ']'), nil
-	case kindMap:
-		n, err := d.DecodeMapLen()
-		if err != nil {
-			return out, err
-		}
-		out = append(out, '{')
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			kc, err := d.PeekCode()
-			if err != nil {
-				return out, err
-			}
-			if codeKind(kc) != kindString {
-				return out, fmt.Errorf("raw JSON: map key is %s, want string", codeKind(kc))
-			}
-			key, err := d.DecodeString()
-			if err != nil {
-				return out, err
-			}
-			out = append(appendJSONString(out, key), ':')
-			if out, err = appendMsgpackAsJSON(out, d, depth+1); err != nil {
-				return out, err
-			}
-		}
-		return append(out, '}'), nil
-	default:
-		return out, fmt.Errorf("raw JSON: %s has no JSON form", k)
+		o = append(o, m)
 	}
-}
-
-// appendJSONFloat formats like encoding/json does.
-func appendJSONFloat(out []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	out = strconv.AppendFloat(out, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		n := len(out)
-		if n >= 4 && out[n-4] == 'e' && out[n-3] == '-' && out[n-2] == '0' {
-			out[n-2] = out[n-1]
-			out = out[:n-1]
-		}
-	}
-	return out
-}
-
-// appendJSONString appends s as a JSON string, escaping only what JSON
-// requires: '"', '\\' and control characters. Invalid UTF-8 becomes U+FFFD.
-func appendJSONString(out []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				out = append(out, '\\', c)
-			case c == '\n':
-				out = append(out, '\\', 'n')
-			case c == '\r':
-				out = append(out, '\\', 'r')
-			case c == '\t':
-				out = append(out, '\\', 't')
-			case c < 0x20:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				out = append(out, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, "\ufffd"...)
-		} else {
-			out = append(out, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(out, '"')
+	return o, nil
 }

@@ -1,0 +1,251 @@
+package events
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The payload types are decoded by the msgpack and JSON libraries from their
+// struct tags. Where a payload needs more than its tags say, it is decoded
+// through a wire form: the payload embedded, with the keys that need care
+// declared beside it (they shadow the payload's own fields of the same key):
+// "v" as a pointer, so that a missing version is told from 0; step and call
+// ids as ID, which takes strings and integers; a skill call's args as
+// pointers, so that a missing name is told from an empty one.
+
+// ID is a step or call id as read from the wire: a string, or an integer,
+// which becomes its decimal text (12 and "12" are the same id). Nil or null
+// reads as "".
+type ID string
+
+// DecodeMsgpack implements msgpack.CustomDecoder.
+func (id *ID) DecodeMsgpack(d *msgpack.Decoder) error {
+	c, err := d.PeekCode()
+	if err != nil {
+		return err
+	}
+	switch k := codeKind(c); k {
+	case kindString, kindBinary, kindNil:
+		s, err := d.DecodeString()
+		*id = ID(s)
+		return err
+	case kindInt, kindUint:
+		n, err := d.DecodeInterfaceLoose() // int64 or uint64
+		*id = ID(fmtInt(n))
+		return err
+	default:
+		if err := d.Skip(); err != nil {
+			return err
+		}
+		return wrongType("", k.String(), "string")
+	}
+}
+
+// UnmarshalJSON implements json.Unmarshaler. A wrong type is reported as a
+// *json.UnmarshalTypeError, to which encoding/json adds the field's path.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	switch got := jsonKind(b); got {
+	case "string":
+		return json.Unmarshal(b, (*string)(id))
+	case "null":
+		return nil
+	case "number":
+		if n, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+			*id = ID(strconv.FormatInt(n, 10))
+			return nil
+		}
+		if n, err := strconv.ParseUint(string(b), 10, 64); err == nil {
+			*id = ID(strconv.FormatUint(n, 10))
+			return nil
+		}
+		got = "non-integer number " + quoteShort(string(b))
+		fallthrough
+	default:
+		return &json.UnmarshalTypeError{Value: got, Type: reflect.TypeFor[string]()}
+	}
+}
+
+func fmtInt(n any) string {
+	if u, ok := n.(uint64); ok {
+		return strconv.FormatUint(u, 10)
+	}
+	i, _ := n.(int64)
+	return strconv.FormatInt(i, 10)
+}
+
+// jsonKind names the JSON type of the value text b.
+func jsonKind(b []byte) string {
+	switch b[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// version returns the payload version read into v, 0 when missing.
+func version(v *int) int {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// The wire forms of the payloads with "v", with their ids.
+type (
+	preStepWire struct {
+		V       *int `msgpack:"v" json:"v"`
+		Step    ID   `msgpack:"step" json:"step"`
+		PreStep `msgpack:",inline"`
+	}
+	catalogWire struct {
+		V       *int `msgpack:"v" json:"v"`
+		Step    ID   `msgpack:"step" json:"step"`
+		Catalog `msgpack:",inline"`
+	}
+	toolResultWire struct {
+		V          *int `msgpack:"v" json:"v"`
+		Call       ID   `msgpack:"call" json:"call"`
+		ToolResult `msgpack:",inline"`
+	}
+)
+
+// compactionWire reads a Compaction.
+type compactionWire struct {
+	V          *int `msgpack:"v" json:"v"`
+	Compaction `msgpack:",inline"`
+}
+
+// skillCallWire reads a SkillCall with its args as pointers.
+type skillCallWire struct {
+	V    *int `msgpack:"v" json:"v"`
+	Call ID   `msgpack:"call" json:"call"`
+	Args *struct {
+		Name *string `msgpack:"name" json:"name"`
+	} `msgpack:"args" json:"args"`
+	SkillCall `msgpack:",inline"`
+}
+
+// decisionWire reads a Decision and its catalog.
+type decisionWire struct {
+	V        *int         `msgpack:"v" json:"v"`
+	Step     ID           `msgpack:"step" json:"step"`
+	Catalog  *catalogWire `msgpack:"catalog" json:"catalog"`
+	Decision `msgpack:",inline"`
+}
+
+// unwrap copies what the wire form w (a struct) read beside its payload, its
+// embedded field of type T, into the payload: "v" (0 when missing) and the
+// ids as text. It returns the payload and "v" as read (nil when missing).
+func unwrap[T any](w reflect.Value) (*T, *int) {
+	var v *int
+	p := w.FieldByName(reflect.TypeFor[T]().Name())
+	for i := range w.NumField() {
+		switch x := w.Field(i).Interface().(type) {
+		case *int:
+			v = x
+			p.FieldByName("V").SetInt(int64(version(x)))
+		case ID:
+			p.FieldByName(w.Type().Field(i).Name).SetString(string(x))
+		}
+	}
+	return p.Addr().Interface().(*T), v
+}
+
+// finish reports a missing args or args.name; an empty name is valid here
+// (the skill tool answers it with its invalid-name error).
+func (w *skillCallWire) finish(c *SkillCall) error {
+	switch {
+	case w.Args == nil:
+		return &FieldError{Field: "args", Problem: problemMissing}
+	case w.Args.Name == nil:
+		return &FieldError{Field: "args.name", Problem: problemMissing}
+	}
+	c.Args.Name = *w.Args.Name
+	return nil
+}
+
+// finish unwraps the catalog.
+func (w *decisionWire) finish(x *Decision) error {
+	if w.Catalog != nil {
+		x.Catalog, _ = unwrap[Catalog](reflect.ValueOf(w.Catalog).Elem())
+	}
+	return nil
+}
+
+// The msgpack library is lax where the protocol is strict: it converts
+// between signed and unsigned integers silently (-1 read into a uint64 is
+// 2^64-1) and reads nil as an empty map. The decoders registered here, for
+// the integer types of the payloads and for the elements of their lists of
+// maps, refuse both with a FieldError (its path is added by retry).
+func init() {
+	for _, v := range []any{int(0), int64(0), uint64(0)} {
+		msgpack.Register(v, nil, decodeInteger)
+	}
+	msgpack.Register(Tool{}, nil, refuseNil[toolFields])
+	msgpack.Register(Entry{}, nil, refuseNil[entryFields])
+}
+
+// toolFields and entryFields are Tool and Entry without the registered
+// decoder, for the library's own struct decoding.
+type (
+	toolFields  Tool
+	entryFields Entry
+)
+
+func decodeInteger(d *msgpack.Decoder, v reflect.Value) error {
+	c, err := d.PeekCode()
+	if err != nil {
+		return err
+	}
+	k := codeKind(c)
+	if k != kindInt && k != kindUint && k != kindNil {
+		if err := d.Skip(); err != nil {
+			return err
+		}
+		return wrongType("", k.String(), "integer")
+	}
+	n, err := d.DecodeInterfaceLoose() // nil, int64 or uint64
+	switch n := n.(type) {
+	case nil:
+		v.SetZero()
+	case int64:
+		if !v.CanUint() {
+			v.SetInt(n)
+		} else if n >= 0 {
+			v.SetUint(uint64(n))
+		} else {
+			return &FieldError{Problem: "negative: " + strconv.FormatInt(n, 10)}
+		}
+	case uint64:
+		if v.CanUint() {
+			v.SetUint(n)
+		} else if n <= math.MaxInt64 {
+			v.SetInt(int64(n))
+		} else {
+			return &FieldError{Problem: "out of range: " + strconv.FormatUint(n, 10)}
+		}
+	}
+	return err
+}
+
+// refuseNil decodes a map into v through the type P, which is v's type
+// without the registered decoder, and refuses nil.
+func refuseNil[P any](d *msgpack.Decoder, v reflect.Value) error {
+	if c, err := d.PeekCode(); err == nil && codeKind(c) == kindNil {
+		_ = d.Skip()
+		return wrongType("", "nil", "map")
+	}
+	return d.DecodeValue(v.Addr().Convert(reflect.TypeFor[*P]()).Elem())
+}
