@@ -188,6 +188,9 @@ func Connect(url string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// Prefix returns the subject prefix of the session stream.
+func (c *Client) Prefix() string { return c.prefix }
+
 // Conn returns the client's NATS connection.
 func (c *Client) Conn() *nats.Conn { return c.nc }
 
@@ -328,6 +331,21 @@ func (c *Client) Compact(ctx context.Context, cp events.Compaction, opts ...Call
 	if err := cp.Validate(); err != nil {
 		return 0, fmt.Errorf("client: compaction: %w", err)
 	}
+	return c.Append(ctx, cp.Session, events.KindCompaction, cp, opts...)
+}
+
+// Append appends v, encoded in the client's encoding, as an event of kind
+// to session sid's log and returns its stream sequence. Use it for the
+// session's other events (messages, other tools' calls and results): the
+// processor ignores kinds it does not know. Appending a trigger kind this
+// way gets no answer.
+func (c *Client) Append(ctx context.Context, sid string, kind events.Kind, v any, opts ...CallOption) (uint64, error) {
+	if err := events.CheckSession(sid); err != nil {
+		return 0, fmt.Errorf("client: %w", err)
+	}
+	if !kind.Valid() {
+		return 0, fmt.Errorf("client: %w: kind %q", events.ErrBadSubject, kind)
+	}
 	if c.isClosed() {
 		return 0, ErrClosed
 	}
@@ -335,7 +353,7 @@ func (c *Client) Compact(ctx context.Context, cp events.Compaction, opts ...Call
 	for _, f := range opts {
 		f(&o)
 	}
-	m, err := c.message(events.KindCompaction, cp.Session, cp, o.header)
+	m, err := c.message(kind, sid, v, o.header)
 	if err != nil {
 		return 0, err
 	}
