@@ -33,9 +33,9 @@
 //
 // # Payloads
 //
-// Every payload is a map with the short keys of PROTOCOL.md, given in the
-// struct tags of payloads.go; keys may come in any order and unknown keys
-// are ignored. Every payload but ToolDefinition carries "v": 1.
+// Every payload is a map with the short keys described in protocol.md (in
+// this package's folder) and given in the struct tags of payloads.go; keys
+// may come in any order and unknown keys are ignored. Every payload but ToolDefinition carries "v": 1.
 //
 //	PreStep     v session step cwd? tools:[{name owner}] deadlineMs?
 //	SkillCall   v session call cwd? args:{name} deadlineMs?

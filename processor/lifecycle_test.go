@@ -14,7 +14,8 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// workedExample writes SPEC §4's skills to disk.
+// workedExample writes the worked example's skills to disk (escaping,
+// capping, user-only and model-only invocation).
 func (e *env) workedExample() {
 	e.writeSkill("z-skill", strings.Repeat("Long   description ", 5))
 	e.writeSkill("a-skill", "Use {{placeholder}} <safely> & carefully.")
@@ -60,7 +61,7 @@ func TestLifecycle(t *testing.T) {
 		return w.preStep(events.PreStep{Session: sid, Step: "s" + strconv.Itoa(step), Cwd: e.cwd, Tools: tools})
 	}
 
-	// First pre-step: the initial catalog, byte-exact with SPEC §4.
+	// First pre-step: the initial catalog, byte-exact with the worked example's golden text.
 	d := pre(ourTool())
 	e.expect(d, events.OutcomeAppended, 1)
 	golden(t, "lifecycle/1-initial.txt", d.Catalog.Text)
