@@ -252,3 +252,47 @@ func TestSchemasCoverStructs(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolExamples validates the JSON examples of protocol.md against
+// the schema of the section they stand in.
+func TestProtocolExamples(t *testing.T) {
+	schemas := compileSchemas(t)
+	b, err := os.ReadFile("protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, n := "", 0
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			name, _, _ := strings.Cut(h, " ")
+			section = strings.ToLower(name)
+			continue
+		}
+		if line != "```json" {
+			continue
+		}
+		var block []string
+		for i++; i < len(lines) && lines[i] != "```"; i++ {
+			block = append(block, lines[i])
+		}
+		s := schemas[section]
+		if s == nil {
+			t.Errorf("protocol.md line %d: a JSON example outside a payload section (%q)", i, section)
+			continue
+		}
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(strings.Join(block, "\n")))
+		if err != nil {
+			t.Errorf("protocol.md %s example: %v", section, err)
+			continue
+		}
+		if err := s.Validate(doc); err != nil {
+			t.Errorf("protocol.md %s example: %v", section, err)
+		}
+		n++
+	}
+	if n < 6 {
+		t.Errorf("%d JSON examples checked, want one per payload (6)", n)
+	}
+}
