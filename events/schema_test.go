@@ -202,12 +202,12 @@ func checkKeysDeclared(t *testing.T, where string, doc any, schema map[string]an
 func TestSchemasRefuse(t *testing.T) {
 	schemas := compileSchemas(t)
 	bad := []struct{ schema, doc string }{
-		{"prestep", `{"v":1,"session":"s","step":"1"}`},                             // no tools
-		{"prestep", `{"v":2,"session":"s","step":"1","tools":[]}`},                  // version
-		{"prestep", `{"v":1,"session":"a.b","step":"1","tools":[]}`},                // session token
-		{"prestep", `{"v":1,"session":"s","step":"a\u0001","tools":[]}`},            // control character
-		{"skillcall", `{"v":1,"session":"s","call":"c","args":{}}`},                 // no args.name
-		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`},                     // negative seq
+		{"prestep", `{"v":1,"session":"s","step":"1"}`},                  // no tools
+		{"prestep", `{"v":2,"session":"s","step":"1","tools":[]}`},       // version
+		{"prestep", `{"v":1,"session":"a.b","step":"1","tools":[]}`},     // session token
+		{"prestep", `{"v":1,"session":"s","step":"a\u0001","tools":[]}`}, // control character
+		{"skillcall", `{"v":1,"session":"s","call":"c","args":{}}`},      // no args.name
+		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`},          // negative seq
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"maybe"}`},
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"empty","reason":"because"}`},
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":"no","text":""}`},
