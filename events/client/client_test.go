@@ -34,9 +34,9 @@ type world struct {
 	registry *providers.Registry
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, opts ...natstest.Option) *world {
 	t.Helper()
-	srv := natstest.Start(t)
+	srv := natstest.Start(t, opts...)
 	cwd := t.TempDir()
 	if err := os.Mkdir(filepath.Join(cwd, ".git"), 0o755); err != nil {
 		t.Fatal(err)
