@@ -242,7 +242,8 @@ func Attempts(n *int) CallOption {
 // Decision. A decision that is not a normal outcome comes back together
 // with an error: rejected matches ErrRejected (and is a *RejectedError),
 // expired matches ErrExpired, incomplete with an "unavailable" error
-// matches ErrUnavailable. appended, unchanged, empty and a plain incomplete
+// matches ErrUnavailable, an appended catalog too large for the answer
+// matches ErrTooLarge. appended, unchanged, empty and a plain incomplete
 // return a nil error.
 func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOption) (events.Decision, error) {
 	if ps.V == 0 {
@@ -265,7 +266,8 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 
 // CallSkill appends sc to its session's log (v and deadlineMs filled in as
 // for PreStep) and returns the processor's ToolResult. Errors the model
-// should see (invalid_name, unknown, not_model_invocable, provider) come
+// should see (invalid_name, unknown, not_model_invocable, provider,
+// too_large) come
 // back as a result with IsError and a nil error: hand r.Text to the model.
 // A result answered without being appended comes back with an error too:
 // bad_request matches ErrRejected, expired ErrExpired, unavailable

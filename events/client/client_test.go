@@ -400,6 +400,9 @@ func TestAnswerErrors(t *testing.T) {
 	if err := decisionError(events.Decision{Outcome: events.OutcomeIncomplete, Error: &events.ErrorInfo{Code: CodeUnavailable}}); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("unavailable decision: %v", err)
 	}
+	if err := decisionError(events.Decision{Outcome: events.OutcomeAppended, Error: &events.ErrorInfo{Code: events.CodeTooLarge}}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("too large decision: %v", err)
+	}
 	for _, o := range []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeEmpty, events.OutcomeIncomplete} {
 		if err := decisionError(events.Decision{Outcome: o}); err != nil {
 			t.Errorf("%s: %v, want nil", o, err)
@@ -414,7 +417,7 @@ func TestAnswerErrors(t *testing.T) {
 	if err := resultError(res(CodeUnavailable)); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("unavailable result: %v", err)
 	}
-	for _, code := range []string{events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable, events.CodeProvider} {
+	for _, code := range []string{events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable, events.CodeProvider, events.CodeTooLarge} {
 		if err := resultError(res(code)); err != nil {
 			t.Errorf("%s: %v, want nil (the model sees it)", code, err)
 		}

@@ -40,6 +40,7 @@
 // Match errors with errors.Is: ErrTimeout (no answer), ErrClosed,
 // ErrRejected (malformed trigger; *RejectedError holds the answer),
 // ErrExpired (past its deadline), ErrUnavailable (the processor gave up),
+// ErrTooLarge (a catalog too large for the answer: read it from the log),
 // ErrMaterialize (store skill files). Invalid input (a bad session token,
 // a missing step) fails before anything is sent, with an error matching
 // events.ErrBadPayload. Answers the model should see — an unknown skill, an

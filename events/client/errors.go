@@ -27,6 +27,10 @@ var (
 	// repeatedly) and appended nothing; the error code is "unavailable".
 	// Trying again later is safe.
 	ErrUnavailable = errors.New("skillstream unavailable")
+	// ErrTooLarge: a catalog was appended but did not fit in the answer
+	// (error code "too_large"); the Decision has no catalog, read the
+	// session's newest catalog.append event instead.
+	ErrTooLarge = errors.New("answer too large")
 	// ErrMaterialize: a store skill's files could not be put in its resource
 	// directory, or no Materializer is configured. The tool result is
 	// returned with the error.
@@ -67,6 +71,8 @@ func decisionError(d events.Decision) error {
 		return fmt.Errorf("client: pre-step %s/%s: %w", d.Session, d.Step, ErrExpired)
 	case code == CodeUnavailable:
 		return fmt.Errorf("client: pre-step %s/%s: %w: %s", d.Session, d.Step, ErrUnavailable, msg)
+	case code == events.CodeTooLarge:
+		return fmt.Errorf("client: pre-step %s/%s: %w: %s", d.Session, d.Step, ErrTooLarge, msg)
 	}
 	return nil
 }
