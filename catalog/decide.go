@@ -133,7 +133,7 @@ func SourcePrecedence(skills []Summary) func(Entry) int {
 // emptyDigest is the digest of no entries: the view of a hidden tool.
 var emptyDigest = Digest(nil)
 
-// Decide decides what one pre-step does to the session's catalog (SPEC §2):
+// Decide decides what one pre-step does to the session's catalog:
 //
 //  1. A view where our skill tool is not visible is complete and empty;
 //     snap is ignored.

@@ -27,7 +27,7 @@
 //     History: Published (any recognisable catalog exists), Visible (one is
 //     still on the model-visible surface, that is not masked by compaction)
 //     and Digest (of the newest visible one).
-//  3. Decide(visible, snapshot, history, options) applies SPEC §2 step 7.
+//  3. Decide(visible, snapshot, history, options) makes the decision.
 //     When visible is false the snapshot is ignored. An incomplete snapshot
 //     yields OutcomeIncomplete and changes nothing. Otherwise the current
 //     entries (Entries: model-invocable skills in name byte order, each
@@ -55,8 +55,8 @@
 //
 // # Model text
 //
-// Render produces the three templates of SPEC §2 byte for byte: lines
-// joined by "\n", no trailing newline. An entry line is
+// Render produces the three catalog templates (initial, replacement,
+// tombstone) byte for byte: lines joined by "\n", no trailing newline. An entry line is
 // "- `name`: description" (Line), where the description has every run of
 // white space (unicode.IsSpace) collapsed to one space and is trimmed
 // (Normalize), is capped at Options.DescriptionMaxLength code points by

@@ -96,7 +96,8 @@ func FuzzNormalize(f *testing.F) {
 	})
 }
 
-// referenceNormalize is the plain statement of SPEC §2.4 the optimised
+// referenceNormalize is the plain statement of the description rule
+// (collapse white space, cap in code points, then escape) the optimised
 // Normalize must agree with: invalid bytes become U+FFFD ([]rune does that
 // byte by byte), strings.Fields splits on unicode.IsSpace, and the cap
 // counts code points.

@@ -13,7 +13,7 @@ const (
 	UpdateReplacement Update = "replacement"
 )
 
-// The fixed parts of the templates (SPEC §2). Lines are joined by "\n" and
+// The fixed parts of the catalog templates. Lines are joined by "\n" and
 // the message has no trailing newline.
 const (
 	openReminder  = "<system-reminder>"

@@ -9,7 +9,8 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 )
 
-// workedExample is the skill set of SPEC §4.
+// workedExample is the skill set of the worked example: four skills
+// covering escaping, capping, user-only and model-only invocation.
 func workedExample() []catalog.Summary {
 	return []catalog.Summary{
 		{Name: "z-skill", Description: strings.Repeat("Long   description ", 5), Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}},

@@ -13,11 +13,11 @@ import (
 const ToolName = "skill"
 
 // ToolDescription is the skill tool's description as registered with the
-// model (SPEC §3).
+// model.
 const ToolDescription = "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill."
 
 // ToolParameters is the skill tool's parameter schema, as exact JSON text
-// (SPEC §3).
+// (the tool takes one required string, the skill name).
 const ToolParameters = `{"type":"object","properties":{"name":{"type":"string","description":"The exact skill name from the available skills list."}},"required":["name"]}`
 
 // Definition is what a worker registers with the model for a tool.

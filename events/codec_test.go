@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// skillParameters is SPEC §3's parameter schema, byte for byte.
+// skillParameters is the skill tool's parameter schema, byte for byte.
 const skillParameters = `{"type":"object","properties":{"name":{"type":"string","description":"The exact skill name from the available skills list."}},"required":["name"]}`
 
 // samples returns one fully populated value of every payload type, keyed by

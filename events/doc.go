@@ -33,17 +33,21 @@
 //
 // # Payloads
 //
-// Every payload is a map with the short keys of PROTOCOL.md, given in the
-// struct tags of payloads.go; keys may come in any order and unknown keys
-// are ignored. Every payload but ToolDefinition carries "v": 1.
+// Every payload is a map with the short keys described in protocol.md (in
+// this package's folder) and given in the struct tags of payloads.go; keys
+// may come in any order and unknown keys are ignored. Every payload but ToolDefinition carries "v": 1.
 //
-//	PreStep     v session step cwd? tools:[{name owner}] deadlineMs?
-//	SkillCall   v session call cwd? args:{name} deadlineMs?
+//	PreStep     v session step cwd? tools:[{name owner}] deadlineMs? project? resourceDir?
+//	SkillCall   v session call cwd? args:{name} deadlineMs? project? resourceDir?
 //	Compaction  v session retainFrom keep?:[seq]
 //	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
-//	Decision    v session step triggerSeq outcome catalog? error?:{code message}
+//	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason?
 //	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content? digest? revision? truncated?:{kept total}} error?
 //	ToolDefinition  name description parameters
+//
+// protocol.md says what each field means, which outcomes, reasons and error
+// codes exist, and what a processor guarantees. The schema folder holds a
+// JSON Schema (draft 2020-12) per payload, embedded as Schemas.
 //
 // Step and call ids are strings. A worker that sends an integer instead
 // (msgpack integer or JSON number without fraction or exponent) is accepted:

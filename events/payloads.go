@@ -42,6 +42,21 @@ const (
 	OutcomeRejected   = "rejected"
 )
 
+// Reasons a Decision may give (Decision.Reason) for an empty view: the
+// outcome "empty", a tombstone, or an "unchanged" tombstone.
+const (
+	// ReasonNoSkillTool: the tool view has no tool named "skill", so the
+	// session has no catalog.
+	ReasonNoSkillTool = "no_skill_tool"
+	// ReasonSkillToolOfOtherOwner: the first tool named "skill" in the view
+	// belongs to another owner than this processor's tool owner id (the
+	// model can reach only that one), so the session has no catalog.
+	ReasonSkillToolOfOtherOwner = "skill_tool_of_other_owner"
+	// ReasonNoSkills: the skill tool is visible but no skill the model may
+	// invoke is available for the session's cwd and project.
+	ReasonNoSkills = "no_skills"
+)
+
 // Tool result error codes.
 const (
 	CodeInvalidName       = "invalid_name"
@@ -93,8 +108,10 @@ type Decision struct {
 	Outcome    string     `msgpack:"outcome" json:"outcome"`
 	Catalog    *Catalog   `msgpack:"catalog,omitempty" json:"catalog,omitempty"`
 	Error      *ErrorInfo `msgpack:"error,omitempty" json:"error,omitempty"`
-	// Reason explains an outcome where more than the outcome is useful (for
-	// instance why a view is empty); optional, for people and logs.
+	// Reason says why the catalog is empty when it is (outcome "empty", a
+	// tombstone, or an unchanged tombstone): one of ReasonNoSkillTool,
+	// ReasonSkillToolOfOtherOwner, ReasonNoSkills. Optional; absent
+	// otherwise.
 	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 

@@ -14,7 +14,8 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// workedExample writes SPEC §4's skills to disk.
+// workedExample writes the worked example's skills to disk (escaping,
+// capping, user-only and model-only invocation).
 func (e *env) workedExample() {
 	e.writeSkill("z-skill", strings.Repeat("Long   description ", 5))
 	e.writeSkill("a-skill", "Use {{placeholder}} <safely> & carefully.")
@@ -60,7 +61,7 @@ func TestLifecycle(t *testing.T) {
 		return w.preStep(events.PreStep{Session: sid, Step: "s" + strconv.Itoa(step), Cwd: e.cwd, Tools: tools})
 	}
 
-	// First pre-step: the initial catalog, byte-exact with SPEC §4.
+	// First pre-step: the initial catalog, byte-exact with the worked example's golden text.
 	d := pre(ourTool())
 	e.expect(d, events.OutcomeAppended, 1)
 	golden(t, "lifecycle/1-initial.txt", d.Catalog.Text)
@@ -131,10 +132,17 @@ func TestLifecycle(t *testing.T) {
 	if d.Catalog.Text != e.catalogs(sid)[2].Text {
 		t.Fatalf("hidden tool: want the tombstone, got\n%s", d.Catalog.Text)
 	}
+	if d.Reason != events.ReasonNoSkillTool {
+		t.Errorf("tombstone of a hidden tool: reason %q, want %q", d.Reason, events.ReasonNoSkillTool)
+	}
 	e.expect(pre(hidden), events.OutcomeUnchanged, 5)
 	// Shadowed by another owner's skill tool listed first: still empty.
 	shadowed := []events.Tool{{Name: catalog.ToolName, Owner: "someone-else"}, {Name: catalog.ToolName, Owner: DefaultToolOwner}}
-	e.expect(pre(shadowed), events.OutcomeUnchanged, 5)
+	d = pre(shadowed)
+	e.expect(d, events.OutcomeUnchanged, 5)
+	if d.Reason != events.ReasonSkillToolOfOtherOwner {
+		t.Errorf("shadowed tool: reason %q, want %q", d.Reason, events.ReasonSkillToolOfOtherOwner)
+	}
 	// Visible again: the replacement.
 	d = pre(ourTool())
 	e.expect(d, events.OutcomeAppended, 6)
@@ -149,17 +157,32 @@ func TestHiddenBeforePublication(t *testing.T) {
 	e.waitSkills("a-skill")
 	e.start()
 	w := e.worker()
-	for i, tools := range [][]events.Tool{
-		nil,
-		{{Name: "bash", Owner: "agent"}},
-		{{Name: catalog.ToolName, Owner: "someone-else"}, {Name: catalog.ToolName, Owner: DefaultToolOwner}},
+	for i, c := range []struct {
+		tools  []events.Tool
+		reason string
+	}{
+		{nil, events.ReasonNoSkillTool},
+		{[]events.Tool{{Name: "bash", Owner: "agent"}}, events.ReasonNoSkillTool},
+		{[]events.Tool{{Name: catalog.ToolName, Owner: "someone-else"}, {Name: catalog.ToolName, Owner: DefaultToolOwner}}, events.ReasonSkillToolOfOtherOwner},
 	} {
-		d := w.preStep(events.PreStep{Session: "hidden", Step: strconv.Itoa(i), Cwd: e.cwd, Tools: tools})
+		d := w.preStep(events.PreStep{Session: "hidden", Step: strconv.Itoa(i), Cwd: e.cwd, Tools: c.tools})
 		e.expect(d, events.OutcomeEmpty, 0)
+		if d.Reason != c.reason {
+			t.Errorf("tools %v: reason %q, want %q", c.tools, d.Reason, c.reason)
+		}
 	}
 	// No skills at all, tool visible: empty too.
 	d := w.preStep(events.PreStep{Session: "noskills", Step: "1", Tools: ourTool()})
 	e.expect(d, events.OutcomeEmpty, 0)
+	if d.Reason != events.ReasonNoSkills {
+		t.Errorf("no skills: reason %q, want %q", d.Reason, events.ReasonNoSkills)
+	}
+	// A catalog with skills gives no reason.
+	d = w.preStep(events.PreStep{Session: "hidden", Step: "visible", Cwd: e.cwd, Tools: ourTool()})
+	e.expect(d, events.OutcomeAppended, 1)
+	if d.Reason != "" {
+		t.Errorf("catalog with skills: reason %q, want none", d.Reason)
+	}
 }
 
 // compact appends a context.compact event as a worker would.

@@ -104,8 +104,11 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		}
 		d := catalog.DecideView(visible, skills, hist)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
+		reason := emptyReason(ps.Tools, p.cfg.ToolOwner, visible, d)
 		if d.Outcome != catalog.OutcomeAppended {
-			return p.decision(t, string(d.Outcome), nil), nil
+			dec := p.decision(t, string(d.Outcome), nil)
+			dec.Reason = reason
+			return dec, nil
 		}
 		if p.expired(ps.DeadlineMs) {
 			return p.decision(t, events.OutcomeExpired, nil), nil
@@ -146,8 +149,35 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			}
 			return p.decision(t, events.OutcomeAppended, &orig), nil
 		}
-		return p.decision(t, events.OutcomeAppended, &cat), nil
+		dec := p.decision(t, events.OutcomeAppended, &cat)
+		dec.Reason = reason
+		return dec, nil
 	}
+}
+
+// emptyCatalogDigest is the digest of a catalog without entries.
+var emptyCatalogDigest = catalog.Digest(nil)
+
+// emptyReason says which rule left a decided view empty: the skill tool
+// missing from the tool view, a same-named tool of another owner first in
+// it, or no skills. It is "" when the view has entries or was not decided
+// (incomplete).
+func emptyReason(tools []events.Tool, owner string, visible bool, d catalog.Decision) string {
+	if d.Outcome == catalog.OutcomeIncomplete {
+		return ""
+	}
+	if !visible {
+		for _, t := range tools {
+			if t.Name == catalog.ToolName {
+				return events.ReasonSkillToolOfOtherOwner
+			}
+		}
+		return events.ReasonNoSkillTool
+	}
+	if d.Digest == emptyCatalogDigest {
+		return events.ReasonNoSkills
+	}
+	return ""
 }
 
 // prepare returns the skills of q prepared for deciding, from the

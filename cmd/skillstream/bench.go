@@ -10,13 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/skillstream/skillstream/catalog"
+	"github.com/nats-io/nats.go"
+	"github.com/skillstream/skillstream/cmd/skillstream/internal/bench"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -81,7 +80,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.localDuration(&o.duration, "duration", 2*time.Minute, "cap on each phase; unfinished sessions are cut off")
 	cmd.localDuration(&o.timeout, "timeout", 10*time.Second, "wait this long for an answer before publishing the trigger again (3 attempts)")
 	cmd.group("Measurement")
-	cmd.localString(&o.mode, "processor", benchModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
+	cmd.localString(&o.mode, "processor", bench.ModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
@@ -153,8 +152,8 @@ func (o *benchOptions) validate(c *Config) error {
 		return err
 	}
 	switch o.mode {
-	case benchModeChild, benchModeInProcess:
-	case benchModeExternal:
+	case bench.ModeChild, bench.ModeInProcess:
+	case bench.ModeExternal:
 		if c.NATSURL == "" {
 			return usagef("--processor external needs --nats-url: the processor must already serve that cluster")
 		}
@@ -191,11 +190,11 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		return fmt.Errorf("bench work folder: %w", err)
 	}
 	defer os.RemoveAll(work)
-	skillsDir, names, summaries, body, err := writeBenchSkills(work, o.skillCount)
+	skillsDir, names, summaries, body, err := bench.WriteSkills(work, o.skillCount)
 	if err != nil {
 		return err
 	}
-	cwds, err := writeBenchProjects(work, o.projects)
+	cwds, err := bench.WriteProjects(work, o.projects)
 	if err != nil {
 		return err
 	}
@@ -223,37 +222,33 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		return err
 	}
 	defer nc.Close()
-	cl, err := newBenchClient(nc, o.timeout, 3, 2*o.concurrency+256)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
 
 	pcfg := c.processorConfig()
-	report := benchReport{
-		Machine: benchMachineNow(),
-		Workload: benchWorkload{
+	report := bench.Report{
+		Machine: bench.MachineNow(),
+		Workload: bench.Workload{
 			Sessions: o.sessions, Steps: o.steps, Calls: o.calls, Changes: o.changes,
 			Concurrency: o.concurrency, Skills: o.skillCount, Projects: o.projects,
 			Encoding: o.encoding, Processor: o.mode, Workers: pcfg.Workers,
 			NATS: map[bool]string{true: "embedded, loopback", false: "--nats-url"}[c.NATSURL == ""],
 		},
 	}
-	plan := benchPlan{
-		runID: "b" + runID, sessions: o.sessions, steps: o.steps, calls: o.calls,
-		concurrency: o.concurrency, enc: enc, owner: pcfg.ToolOwner, skills: names, cwds: cwds,
+	plan := bench.Plan{
+		RunID: "b" + runID, Sessions: o.sessions, Steps: o.steps, Calls: o.calls,
+		Concurrency: o.concurrency, Enc: enc, Owner: pcfg.ToolOwner, Skills: names, Cwds: cwds,
+		Timeout: o.timeout, Tries: 3,
 	}
 	total := int64(o.sessions) * int64(o.steps)
 
 	if !o.noBaseline {
-		prefix := benchBaselinePrefix + "-" + runID
-		spec := benchChildSpec{Role: benchRoleBaseline, Config: *c, URL: url, Baseline: &benchBaselineSpec{
-			Stream: benchBaselineStream + "_" + runID, Prefix: prefix, Workers: pcfg.Workers, AckWait: pcfg.AckWait,
+		prefix := bench.BaselinePrefix + "-" + runID
+		spec := benchChildSpec{Role: bench.RoleBaseline, Config: *c, URL: url, Baseline: &bench.BaselineSpec{
+			Stream: bench.BaselineStream + "_" + runID, Prefix: prefix, Workers: pcfg.Workers, AckWait: pcfg.AckWait,
 			Owner: pcfg.ToolOwner, Skills: summaries, Body: body, Catalog: pcfg.Catalog,
 		}}
 		p := plan
-		p.prefix, p.markAppends = prefix, true
-		ph, err := a.benchConsumerPhase(ctx, spec, cl, p, o, newBenchChanges(o.changes, total, nil), log)
+		p.Prefix, p.MarkAppends = prefix, true
+		ph, err := a.benchConsumerPhase(ctx, spec, nc, p, o, bench.NewChanges(o.changes, total, nil), log)
 		if err != nil {
 			return err
 		}
@@ -264,15 +259,15 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	}
 
 	p := plan
-	p.prefix = pcfg.Prefix
-	ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: benchRoleProcessor, Config: *c, URL: url},
-		cl, p, o, newBenchChanges(o.changes, total, toggleSkill(skillsDir)), log)
+	p.Prefix = pcfg.Prefix
+	ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
+		nc, p, o, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
 	if err != nil {
 		return err
 	}
 	report.Processor = ph
-	report.Machine.LoadAfter = loadAverage()
-	report.ratios()
+	report.Machine.LoadAfter = bench.LoadAverage()
+	report.ComputeRatios()
 	if err := a.printBenchReport(&report, o); err != nil {
 		return err
 	}
@@ -286,86 +281,90 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 // benchConsumerPhase starts a phase's consumer (spec.Role) where --processor
 // says, plays the load against it, measures the consumer's CPU and memory
 // during the load, and stops it.
-func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, cl *benchClient, p benchPlan, o benchOptions, changes *benchChanges, log *slog.Logger) (*benchPhaseReport, error) {
+func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, nc *nats.Conn, p bench.Plan, o benchOptions, changes *bench.Changes, log *slog.Logger) (*bench.PhaseReport, error) {
 	role := spec.Role
 	profile := o.cpuprofile
 	if profile != "" {
 		if abs, err := filepath.Abs(profile); err == nil {
 			profile = abs
 		}
-		if role == benchRoleBaseline {
+		if role == bench.RoleBaseline {
 			profile += ".baseline"
 		}
 	}
 	mode := o.mode
-	if role == benchRoleBaseline && mode == benchModeExternal {
-		mode = benchModeChild // the baseline is ours to run
+	if role == bench.RoleBaseline && mode == bench.ModeExternal {
+		mode = bench.ModeChild // the baseline is ours to run
 	}
 	var (
-		proc benchProc
+		proc bench.Proc
 		err  error
 	)
 	switch {
-	case mode == benchModeChild:
+	case mode == bench.ModeChild:
 		spec.CPUProfile = profile
-		proc, err = startBenchChild(spec, a.stderr)
-	case mode == benchModeInProcess && role == benchRoleProcessor:
+		proc, err = bench.StartChild(spec, spec.Role, a.stderr)
+	case mode == bench.ModeInProcess && role == bench.RoleProcessor:
 		proc, err = startBenchInProcess(ctx, &spec.Config, spec.URL, log)
-	case mode == benchModeInProcess:
-		proc, err = startBenchInProcessBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
+	case mode == bench.ModeInProcess:
+		proc, err = startBenchBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
 	default: // an external processor
-		err = waitBenchProcessor(ctx, cl.nc, time.Minute)
+		err = bench.WaitProcessor(ctx, nc, time.Minute)
 	}
 	if err != nil {
 		return nil, err
 	}
 	stopProfile := func() {}
-	if profile != "" && (mode == benchModeChild || mode == benchModeInProcess) {
+	if profile != "" && (mode == bench.ModeChild || mode == bench.ModeInProcess) {
 		path := profile
-		if mode == benchModeChild {
+		if mode == bench.ModeChild {
 			path += ".bench" // this process's share: NATS server and load generator
 		}
 		f, err := os.Create(path)
 		if err != nil {
-			_, _ = proc.stop()
+			_, _ = proc.Stop()
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
-			_, _ = proc.stop()
+			_, _ = proc.Stop()
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 	}
 
-	self0 := selfUsage()
-	var pu0 benchUsage
+	self0 := bench.SelfUsage()
+	var pu0 bench.Usage
 	measured := false
 	if proc != nil {
-		pu0, measured = proc.usage()
+		pu0, measured = proc.Measure()
 	}
-	ph := a.benchPhase(ctx, role, cl, p, o, changes)
-	var pu1 benchUsage
+	ph, err := a.benchPhase(ctx, role, nc, p, o, changes)
+	if err != nil {
+		_, _ = proc.Stop()
+		return nil, err
+	}
+	var pu1 bench.Usage
 	if measured {
-		pu1, measured = proc.usage()
+		pu1, measured = proc.Measure()
 	}
-	self1 := selfUsage()
+	self1 := bench.SelfUsage()
 	stopProfile()
 	if measured {
-		ph.setCPU(pu1.CPU - pu0.CPU)
+		ph.SetCPU(pu1.CPU - pu0.CPU)
 		ph.RSSBytes, ph.PeakRSSBytes = pu1.RSS, pu1.HWM
 	}
 	switch mode {
-	case benchModeChild:
+	case bench.ModeChild:
 		ph.CPUScope = role + " process (child, loopback)"
 		ph.BenchCPUSeconds = (self1.CPU - self0.CPU).Seconds()
-	case benchModeInProcess:
+	case bench.ModeInProcess:
 		ph.CPUScope = "whole process: NATS server, load generator and " + role
 	default:
 		ph.CPUScope = "not measured (external processor)"
 	}
 	if proc != nil {
-		st, err := proc.stop()
+		st, err := proc.Stop()
 		if err != nil {
 			ph.ErrorSamples = append(ph.ErrorSamples, role+": "+err.Error())
 		}
@@ -376,7 +375,7 @@ func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, cl *b
 		if ph.PeakRSSBytes == 0 {
 			ph.PeakRSSBytes = st.PeakRSS
 		}
-		if role == benchRoleProcessor {
+		if role == bench.RoleProcessor {
 			ph.Processor = &st
 		}
 	}
@@ -384,71 +383,23 @@ func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, cl *b
 }
 
 // benchPhase runs one phase's load with a progress line on stderr.
-func (a *app) benchPhase(ctx context.Context, name string, cl *benchClient, p benchPlan, o benchOptions, changes *benchChanges) *benchPhaseReport {
-	pctx, cancel := context.WithTimeout(ctx, o.duration)
-	defer cancel()
-	cnt := newBenchCounters()
-	samples := newBenchSamples()
-	start := time.Now()
-	done := make(chan struct{})
-	progressDone := make(chan struct{})
-	go func() {
-		defer close(progressDone)
-		a.benchProgress(name, start, cnt, int64(p.sessions), done)
-	}()
-	runBenchLoad(pctx, cl, p, cnt, samples, changes)
-	elapsed := time.Since(start)
-	close(done)
-	<-progressDone
-
-	ph := &benchPhaseReport{
-		Seconds:    elapsed.Seconds(),
-		Complete:   cnt.sessions.Load() == int64(p.sessions),
-		PreSteps:   cnt.preSteps.Load(),
-		SkillCalls: cnt.calls.Load(),
-		Appends:    cnt.appends.Load(),
-		Errors:     cnt.errors.Load(),
-		Retries:    cnt.retries.Load(),
-		Outcomes:   cnt.outcomes,
-		Latency:    samples.summaries(),
-	}
-	ph.ErrorSamples = cnt.firstErr
-	if changes.err != nil {
-		ph.ErrorSamples = append(ph.ErrorSamples, changes.err.Error())
-	}
-	secs := elapsed.Seconds()
-	ph.PreStepsPerSec = float64(ph.PreSteps) / secs
-	ph.SkillCallsPerSec = float64(ph.SkillCalls) / secs
-	ph.AppendsPerSec = float64(ph.Appends) / secs
-	return ph
-}
-
-// benchProgress prints a progress line every second until done: rewritten
-// in place on a terminal, one line per second otherwise.
-func (a *app) benchProgress(name string, start time.Time, cnt *benchCounters, sessions int64, done <-chan struct{}) {
+func (a *app) benchPhase(ctx context.Context, name string, nc *nats.Conn, p bench.Plan, o benchOptions, changes *bench.Changes) (*bench.PhaseReport, error) {
 	tty := isTerminal(a.stderr)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	var last int64
-	for {
-		select {
-		case <-done:
-			if tty {
-				fmt.Fprint(a.stderr, "\r\x1b[K")
-			}
-			return
-		case <-tick.C:
-		}
-		n := cnt.preSteps.Load()
+	ph, err := bench.RunPhase(ctx, nc, p, o.duration, changes, func(pr bench.Progress) {
 		line := fmt.Sprintf("bench %s %5.0fs  pre-steps %d (%d/s)  skill calls %d  errors %d  sessions %d/%d",
-			name, time.Since(start).Seconds(), n, n-last, cnt.calls.Load(), cnt.errors.Load(), cnt.sessions.Load(), sessions)
-		last = n
+			name, pr.Elapsed.Seconds(), pr.PreSteps, pr.PreSteps-last, pr.SkillCalls, pr.Errors, pr.Sessions, pr.Of)
+		last = pr.PreSteps
 		if tty {
 			fmt.Fprint(a.stderr, "\r\x1b[K"+line)
 		} else {
 			fmt.Fprintln(a.stderr, line)
 		}
+	})
+	if tty {
+		fmt.Fprint(a.stderr, "\r\x1b[K")
 	}
+	return ph, err
 }
 
 // isTerminal reports whether w is a character device.
@@ -467,158 +418,10 @@ func benchRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeBenchSkills generates n skills under work/skills and returns the
-// folder, their names, their summaries and a skill body.
-func writeBenchSkills(work string, n int) (string, []string, []catalog.Summary, string, error) {
-	dir := filepath.Join(work, "skills")
-	var names []string
-	var sums []catalog.Summary
-	var body string
-	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("bench-skill-%04d", i)
-		desc := fmt.Sprintf("Use when the task involves area %d of the benchmark project: builds, tests, reviews and releases of that area.", i)
-		md := benchSkillMD(name, desc)
-		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
-			return "", nil, nil, "", fmt.Errorf("generate skills: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(md), 0o644); err != nil {
-			return "", nil, nil, "", fmt.Errorf("generate skills: %w", err)
-		}
-		names = append(names, name)
-		sums = append(sums, catalog.Summary{Name: name, Description: desc, Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}})
-		body = md[strings.Index(md, "\n---\n")+5:]
-	}
-	return dir, names, sums, body, nil
-}
-
-// writeBenchProjects creates n project folders (each a repository root with
-// one project skill) and returns their paths.
-func writeBenchProjects(work string, n int) ([]string, error) {
-	var cwds []string
-	for i := 1; i <= n; i++ {
-		root := filepath.Join(work, "projects", fmt.Sprintf("p%03d", i))
-		name := fmt.Sprintf("project-%03d-conventions", i)
-		skill := filepath.Join(root, ".agents", "skills", name)
-		if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
-			return nil, fmt.Errorf("generate projects: %w", err)
-		}
-		if err := os.MkdirAll(skill, 0o755); err != nil {
-			return nil, fmt.Errorf("generate projects: %w", err)
-		}
-		md := benchSkillMD(name, fmt.Sprintf("Conventions of project %d: layout, naming and commit style.", i))
-		if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
-			return nil, fmt.Errorf("generate projects: %w", err)
-		}
-		cwds = append(cwds, root)
-	}
-	return cwds, nil
-}
-
-// benchReport is the whole result; --json prints it as is.
-type benchReport struct {
-	Machine   benchMachine       `json:"machine"`
-	Workload  benchWorkload      `json:"workload"`
-	Baseline  *benchPhaseReport  `json:"baseline,omitempty"`
-	Processor *benchPhaseReport  `json:"processor"`
-	Ratios    map[string]float64 `json:"ratios,omitempty"` // processor / baseline
-}
-
-type benchMachine struct {
-	CPUs        int    `json:"cpus"`
-	MemoryBytes int64  `json:"memory_bytes"`
-	GoVersion   string `json:"go"`
-	OSArch      string `json:"os_arch"`
-	LoadBefore  string `json:"load_average_before"`
-	LoadAfter   string `json:"load_average_after"`
-}
-
-func benchMachineNow() benchMachine {
-	return benchMachine{CPUs: runtime.NumCPU(), MemoryBytes: memTotal(), GoVersion: runtime.Version(),
-		OSArch: runtime.GOOS + "/" + runtime.GOARCH, LoadBefore: loadAverage()}
-}
-
-type benchWorkload struct {
-	Sessions    int    `json:"sessions"`
-	Steps       int    `json:"steps"`
-	Calls       int    `json:"calls_per_step"`
-	Changes     int    `json:"changes"`
-	Concurrency int    `json:"concurrency"`
-	Skills      int    `json:"skills"`
-	Projects    int    `json:"projects"`
-	Encoding    string `json:"encoding"`
-	Processor   string `json:"processor"`
-	Workers     int    `json:"workers"`
-	NATS        string `json:"nats"`
-}
-
-// benchPhaseReport is one phase's result.
-type benchPhaseReport struct {
-	Seconds          float64                 `json:"seconds"`
-	Complete         bool                    `json:"complete"` // every session finished before --duration
-	PreSteps         int64                   `json:"pre_steps"`
-	SkillCalls       int64                   `json:"skill_calls"`
-	Appends          int64                   `json:"appends"`
-	PreStepsPerSec   float64                 `json:"pre_steps_per_second"`
-	SkillCallsPerSec float64                 `json:"skill_calls_per_second"`
-	AppendsPerSec    float64                 `json:"appends_per_second"`
-	Conflicts        int64                   `json:"conflicts"`
-	Errors           int64                   `json:"errors"`
-	Retries          int64                   `json:"retries"`
-	Outcomes         map[string]int64        `json:"outcomes"`
-	Latency          map[string]benchLatency `json:"latency"`
-	CPUScope         string                  `json:"cpu_scope"`
-	CPUSeconds       float64                 `json:"cpu_seconds"`
-	CPUCores         float64                 `json:"cpu_cores"`           // CPU seconds per second of the phase
-	CPUPerTriggerUS  float64                 `json:"cpu_per_trigger_us"`  // CPU per answered trigger
-	BenchCPUSeconds  float64                 `json:"bench_cpu_seconds"`   // child mode: server and load generator
-	RSSBytes         int64                   `json:"rss_bytes,omitempty"` // at the end of the load
-	PeakRSSBytes     int64                   `json:"peak_rss_bytes,omitempty"`
-	Processor        *benchProcStats         `json:"processor_metrics,omitempty"`
-	ErrorSamples     []string                `json:"error_samples,omitempty"`
-}
-
-func (ph *benchPhaseReport) setCPU(d time.Duration) {
-	ph.CPUSeconds = d.Seconds()
-	if ph.Seconds > 0 {
-		ph.CPUCores = ph.CPUSeconds / ph.Seconds
-	}
-	if n := ph.PreSteps + ph.SkillCalls; n > 0 {
-		ph.CPUPerTriggerUS = ph.CPUSeconds / float64(n) * 1e6
-	}
-}
-
-// ratios fills processor/baseline ratios of latency and throughput.
-func (r *benchReport) ratios() {
-	if r.Baseline == nil || r.Processor == nil {
-		return
-	}
-	r.Ratios = map[string]float64{}
-	for _, s := range benchSeries {
-		p, okp := r.Processor.Latency[s]
-		b, okb := r.Baseline.Latency[s]
-		if !okp || !okb || b.P50 == 0 {
-			continue
-		}
-		key := strings.ReplaceAll(s, " ", "_")
-		r.Ratios[key+"_p50"] = p.P50 / b.P50
-		r.Ratios[key+"_p90"] = p.P90 / b.P90
-		r.Ratios[key+"_p99"] = p.P99 / b.P99
-	}
-	if r.Baseline.PreStepsPerSec > 0 {
-		r.Ratios["pre_steps_per_second"] = r.Processor.PreStepsPerSec / r.Baseline.PreStepsPerSec
-	}
-	if r.Baseline.CPUPerTriggerUS > 0 && r.Processor.CPUPerTriggerUS > 0 {
-		r.Ratios["cpu_per_trigger"] = r.Processor.CPUPerTriggerUS / r.Baseline.CPUPerTriggerUS
-	}
-	if r.Baseline.SkillCallsPerSec > 0 {
-		r.Ratios["skill_calls_per_second"] = r.Processor.SkillCallsPerSec / r.Baseline.SkillCallsPerSec
-	}
-}
-
-func (a *app) printBenchReport(r *benchReport, o benchOptions) error {
+func (a *app) printBenchReport(r *bench.Report, o benchOptions) error {
 	if o.json {
 		return printJSON(a.stdout, r)
 	}
-	_, err := io.WriteString(a.stdout, formatBenchReport(r))
+	_, err := io.WriteString(a.stdout, bench.FormatReport(r))
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillstream/skillstream/cmd/skillstream/internal/bench"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -20,14 +21,14 @@ func TestBenchSmoke(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	var r benchReport
+	var r bench.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
 	}
 	if r.Baseline == nil || r.Processor == nil {
 		t.Fatalf("report lacks a phase:\n%s", stdout)
 	}
-	for name, ph := range map[string]*benchPhaseReport{"processor": r.Processor, "baseline": r.Baseline} {
+	for name, ph := range map[string]*bench.PhaseReport{"processor": r.Processor, "baseline": r.Baseline} {
 		if !ph.Complete || ph.PreSteps != 6 || ph.SkillCalls != 6 || ph.Errors != 0 {
 			t.Errorf("%s: complete %v, %d pre-steps, %d skill calls, %d errors; want all 6 + 6 answered without error (%v)",
 				name, ph.Complete, ph.PreSteps, ph.SkillCalls, ph.Errors, ph.ErrorSamples)
@@ -40,7 +41,7 @@ func TestBenchSmoke(t *testing.T) {
 		if ph.PreStepsPerSec <= 0 || ph.SkillCallsPerSec <= 0 || ph.AppendsPerSec <= 0 || ph.Seconds <= 0 {
 			t.Errorf("%s: rates not filled: %+v", name, ph)
 		}
-		for _, s := range []string{seriesPreStep, seriesAppended, seriesSkillCall} {
+		for _, s := range []string{bench.SeriesPreStep, bench.SeriesAppended, bench.SeriesSkillCall} {
 			l := ph.Latency[s]
 			if l.N == 0 || l.P50 <= 0 || l.P99 < l.P50 || l.Max < l.P99 {
 				t.Errorf("%s: latency %q = %+v", name, s, l)
@@ -94,35 +95,6 @@ func TestBenchUsageErrors(t *testing.T) {
 		code, _, stderr := runMain(t, append([]string{"bench"}, tt.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tt.want) {
 			t.Errorf("bench %q: exit %d, stderr %q; want exit %d naming %q", tt.args, code, stderr, exitUsage, tt.want)
-		}
-	}
-}
-
-// TestBenchReportText renders a report for people: every phase column, the
-// ratios and where the targets land.
-func TestBenchReportText(t *testing.T) {
-	lat := func(p50 float64) map[string]benchLatency {
-		return map[string]benchLatency{seriesPreStep: {N: 10, P50: p50, P90: 2 * p50, P99: 3 * p50, Max: 4 * p50},
-			seriesUnchanged: {N: 9, P50: p50, P90: 2 * p50, P99: 3 * p50, Max: 4 * p50}}
-	}
-	r := &benchReport{
-		Workload:  benchWorkload{Sessions: 1000, Steps: 10, Concurrency: 1000, Encoding: "msgpack", Processor: benchModeChild, Workers: 32},
-		Processor: &benchPhaseReport{Seconds: 2, Complete: true, PreSteps: 10000, PreStepsPerSec: 5000, Latency: lat(1500), PeakRSSBytes: 50 << 20, RSSBytes: 40 << 20, CPUSeconds: 2, CPUCores: 1},
-		Baseline:  &benchPhaseReport{Seconds: 1, Complete: true, PreSteps: 10000, PreStepsPerSec: 10000, Latency: lat(1000)},
-	}
-	r.ratios()
-	got := formatBenchReport(r)
-	for _, want := range []string{
-		"1000 sessions × 10 pre-steps",
-		"pre-step unchanged p50",
-		"1.50ms", "1.00ms", "1.50",
-		"unchanged pre-step p50 ≤ 1.5× baseline: 1.50× met",
-		"≥ 5000 pre-steps/s with 1000 sessions in flight: 5000/s met",
-		"processor peak RSS < 200 MB (1000 sessions seen): 50.0 MiB met",
-		"40.0 MiB / 50.0 MiB",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("report lacks %q:\n%s", want, got)
 		}
 	}
 }

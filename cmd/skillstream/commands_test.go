@@ -51,8 +51,8 @@ func skillMD(body string, front ...string) string {
 	return "---\n" + strings.Join(front, "\n") + "\n---\n" + body + "\n"
 }
 
-// spec4Skills writes the SPEC §4 worked example as a custom skills root and
-// returns it.
+// spec4Skills writes the worked example's skills (see catalog's
+// workedExample) as a custom skills root and returns it.
 func spec4Skills(t testing.TB) string {
 	t.Helper()
 	root := t.TempDir()
@@ -88,7 +88,7 @@ func TestCatalogWorkedExample(t *testing.T) {
 		"- `model-only-skill`: Model-only skill.\n" +
 		"- `z-skill`: Long description Long description Long descript...\n"
 	if !strings.Contains(text, "<available_skills>\n"+wantLines+"</available_skills>") {
-		t.Errorf("entry lines are not SPEC §4's:\n%s", text)
+		t.Errorf("entry lines are not the worked example's:\n%s", text)
 	}
 	for _, want := range []string{"3 skills in the catalog", "approximate", "not listed (model invocation disabled): user-only-skill"} {
 		if !strings.Contains(stderr, want) {

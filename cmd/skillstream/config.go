@@ -13,7 +13,7 @@ import (
 // Config is the one configuration of the skillstream binary. Every command
 // fills the part it uses from the same flags and SKILLSTREAM_* environment
 // variables, so that `catalog` and `load` preview byte for byte what `serve`
-// sends to the model (SPEC §5).
+// sends to the model: one configuration for every surface.
 type Config struct {
 	// Skill sources and model text: serve, catalog, load.
 	SkillsDirs           []string // custom roots (--skills-dir)

@@ -161,7 +161,10 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) (err error)
 	d.printf("    └── .agents/skills/commit-message/SKILL.md\n")
 
 	// The stream appears when the processor has provisioned it.
-	js := d.w.js
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream context: %w", err)
+	}
 	if err := poll(ctx, func() error {
 		d.st, err = js.Stream(ctx, pcfg.Stream)
 		return err
@@ -341,7 +344,7 @@ func (d *demo) printLog(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read seq %d: %w", seq, err)
 		}
-		_, kind, err := events.ParseSubject(d.w.prefix, m.Subject)
+		_, kind, err := events.ParseSubject(d.w.c.Prefix(), m.Subject)
 		if err != nil {
 			return err
 		}

@@ -79,6 +79,13 @@ func playStore(t *testing.T, dir, cwd, sid string) {
 		}
 	}()
 
+	// The recorded triggers carry no deadline (the recording must not
+	// depend on the clock): the worker's context is bounded by a timer
+	// instead of a deadline.
+	ctx, cancelPlay := context.WithCancel(context.Background())
+	defer cancelPlay()
+	bound := time.AfterFunc(60*time.Second, cancelPlay)
+	defer bound.Stop()
 	w, err := newWorker(nc, events.DefaultPrefix, sid, processor.DefaultToolOwner)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ func playStore(t *testing.T, dir, cwd, sid string) {
 	expect("call-1", r.Text[:15], "<skill_content ", err)
 	r, err = w.call(ctx, "call-2", cwd, "no-such-skill")
 	expect("call-2", r.Text, `Error: skill "no-such-skill" is unknown or no longer available`, err)
-	seq, err := w.publish(ctx, "message.user", "m1", map[string]any{"v": 1, "text": "hi"}, false)
+	seq, err := w.publish(ctx, "message.user", map[string]any{"v": 1, "text": "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +473,7 @@ func TestMakeLargeSession(t *testing.T) {
 			}
 		}
 		for i := range 9 {
-			if last, err = w.publish(tctx, kinds[i%len(kinds)], "f", filler, false); err != nil {
+			if last, err = w.publish(tctx, kinds[i%len(kinds)], filler); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -85,6 +85,7 @@
 //
 // # Left to the caller
 //
-// Choosing the registry (the same configuration as serve, SPEC §5),
+// Choosing the registry (the same configuration as serve: the same skill
+// flags give the same skills and the same model text),
 // printing, exit statuses, and where sessions are read from.
 package replay

@@ -114,7 +114,7 @@ func ParseCwdMapping(s string) (CwdMapping, error) {
 }
 
 // Options configure a replay. ToolOwner and Catalog must be what the
-// processor ran with (SPEC §5).
+// processor ran with (the same flags as serve).
 type Options struct {
 	ToolOwner string
 	Catalog   catalog.Options

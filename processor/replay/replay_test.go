@@ -188,7 +188,7 @@ func replayBytes(t testing.TB, rec []byte, opts Options) ([]Step, Summary) {
 	return steps, sum
 }
 
-// lifecycle plays the SPEC's lifecycle with skills sk: initial, unchanged,
+// lifecycle plays a catalog's whole lifecycle with skills sk: initial, unchanged,
 // a foreign message, a skill call, a compaction masking the catalog
 // (re-established), a keep list retaining it (unchanged), the tool hidden
 // (tombstone), hidden again (unchanged: the tombstone is visible).

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 //     compaction); skill call: one (newest tool result);
 //   - one append with Nats-Expected-Last-Subject-Sequence checked against the
 //     session, where the workload expects one (every skill call; a pre-step
-//     when the load generator marked it with benchAppendHeader: the first of
+//     when the load generator marked it with AppendHeader: the first of
 //     a session, the first after a catalog change);
 //   - one core NATS reply with a pre-encoded answer of realistic size;
 //   - the ack.
@@ -35,8 +35,8 @@ import (
 
 // Baseline stream names; the run id keeps concurrent runs apart.
 const (
-	benchBaselineStream = "SKILLSTREAM_BENCH_BASELINE"
-	benchBaselinePrefix = "skillstream-bench-baseline"
+	BaselineStream = "SKILLSTREAM_BENCH_BASELINE"
+	BaselinePrefix = "skillstream-bench-baseline"
 )
 
 // benchBlobs are the pre-encoded outputs and answers of the baseline.
@@ -214,7 +214,7 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 			return err
 		}
 		answer = b.blobs.unchanged[enc]
-		if h.Get(benchAppendHeader) != "" {
+		if h.Get(AppendHeader) != "" {
 			stored, answer = b.blobs.catalog, b.blobs.appended[enc]
 		}
 	case events.KindSkillCall:

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -10,45 +10,45 @@ import (
 	"time"
 )
 
-// benchUsage is a process's resource use at one moment.
-type benchUsage struct {
+// Usage is a process's resource use at one moment.
+type Usage struct {
 	CPU time.Duration // user + system time so far
 	RSS int64         // resident set now, bytes (0: unknown)
 	HWM int64         // peak resident set, bytes (0: unknown)
 }
 
-// selfUsage measures this process: CPU from getrusage, memory from
+// SelfUsage measures this process: CPU from getrusage, memory from
 // /proc/self/status (Linux only).
-func selfUsage() benchUsage {
-	u := benchUsage{CPU: selfCPU()}
+func SelfUsage() Usage {
+	u := Usage{CPU: selfCPU()}
 	u.RSS, u.HWM = procMemory("self")
 	return u
 }
 
-// pidUsage measures another process from /proc/<pid>/stat and status
+// PIDUsage measures another process from /proc/<pid>/stat and status
 // (Linux only; ok is false elsewhere).
-func pidUsage(pid int) (benchUsage, bool) {
+func PIDUsage(pid int) (Usage, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return benchUsage{}, false
+		return Usage{}, false
 	}
 	// The command name (field 2) is parenthesised and may hold spaces:
 	// fields are counted after its closing parenthesis.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return benchUsage{}, false
+		return Usage{}, false
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 13 {
-		return benchUsage{}, false
+		return Usage{}, false
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
 	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
 	if err1 != nil || err2 != nil {
-		return benchUsage{}, false
+		return Usage{}, false
 	}
 	const ticks = 100 // USER_HZ: 100 on every Linux Go supports
-	u := benchUsage{CPU: time.Duration(utime+stime) * time.Second / ticks}
+	u := Usage{CPU: time.Duration(utime+stime) * time.Second / ticks}
 	u.RSS, u.HWM = procMemory(strconv.Itoa(pid))
 	return u, true
 }
@@ -82,8 +82,8 @@ func procMemory(who string) (rss, hwm int64) {
 	return rss, hwm
 }
 
-// loadAverage returns /proc/loadavg's first three fields, or "".
-func loadAverage() string {
+// LoadAverage returns /proc/loadavg's first three fields, or "".
+func LoadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return ""
@@ -95,8 +95,8 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// memTotal returns MemTotal from /proc/meminfo in bytes, or 0.
-func memTotal() int64 {
+// MemTotal returns MemTotal from /proc/meminfo in bytes, or 0.
+func MemTotal() int64 {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0

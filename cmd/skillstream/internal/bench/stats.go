@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"slices"
@@ -8,34 +8,34 @@ import (
 
 // Latency series the bench records, per phase.
 const (
-	seriesPreStep   = "pre-step"           // every answered pre-step
-	seriesUnchanged = "pre-step unchanged" // nothing appended (baseline: no append asked)
-	seriesAppended  = "pre-step appended"  // a catalog appended (baseline: append asked)
-	seriesSkillCall = "skill call"         // every answered skill call
+	SeriesPreStep   = "pre-step"           // every answered pre-step
+	SeriesUnchanged = "pre-step unchanged" // nothing appended (baseline: no append asked)
+	SeriesAppended  = "pre-step appended"  // a catalog appended (baseline: append asked)
+	SeriesSkillCall = "skill call"         // every answered skill call
 )
 
-// benchSeries lists the series in report order.
-var benchSeries = []string{seriesPreStep, seriesUnchanged, seriesAppended, seriesSkillCall}
+// Series lists the series in report order.
+var Series = []string{SeriesPreStep, SeriesUnchanged, SeriesAppended, SeriesSkillCall}
 
-// benchSamples collects latency samples of one phase. Sessions record into
-// a local benchLocal and merge it once, at their end, so that recording
+// Samples collects latency samples of one phase. Sessions record into
+// a local Local and merge it once, at their end, so that recording
 // costs no lock on the hot path.
-type benchSamples struct {
+type Samples struct {
 	mu sync.Mutex
 	by map[string][]time.Duration
 }
 
-func newBenchSamples() *benchSamples {
-	return &benchSamples{by: map[string][]time.Duration{}}
+func NewSamples() *Samples {
+	return &Samples{by: map[string][]time.Duration{}}
 }
 
-// benchLocal is one session's samples.
-type benchLocal map[string][]time.Duration
+// Local is one session's samples.
+type Local map[string][]time.Duration
 
-func (l benchLocal) add(series string, d time.Duration) { l[series] = append(l[series], d) }
+func (l Local) add(series string, d time.Duration) { l[series] = append(l[series], d) }
 
 // merge adds a session's samples.
-func (s *benchSamples) merge(l benchLocal) {
+func (s *Samples) merge(l Local) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range l {
@@ -44,10 +44,10 @@ func (s *benchSamples) merge(l benchLocal) {
 }
 
 // summaries returns the latency summary of every series that has samples.
-func (s *benchSamples) summaries() map[string]benchLatency {
+func (s *Samples) summaries() map[string]Latency {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]benchLatency{}
+	out := map[string]Latency{}
 	for k, v := range s.by {
 		if len(v) > 0 {
 			out[k] = summarize(v)
@@ -56,9 +56,9 @@ func (s *benchSamples) summaries() map[string]benchLatency {
 	return out
 }
 
-// benchLatency summarises a latency series; durations are in microseconds
+// Latency summarises a latency series; durations are in microseconds
 // in the JSON report.
-type benchLatency struct {
+type Latency struct {
 	N    int     `json:"n"`
 	Mean float64 `json:"mean_us"`
 	P50  float64 `json:"p50_us"`
@@ -69,9 +69,9 @@ type benchLatency struct {
 
 // summarize computes exact percentiles (nearest rank) of samples; it sorts
 // samples in place.
-func summarize(samples []time.Duration) benchLatency {
+func summarize(samples []time.Duration) Latency {
 	if len(samples) == 0 {
-		return benchLatency{}
+		return Latency{}
 	}
 	slices.Sort(samples)
 	var sum time.Duration
@@ -83,7 +83,7 @@ func summarize(samples []time.Duration) benchLatency {
 		i := int(p*float64(len(samples))+0.999999) - 1 // nearest rank: ceil(p·n)−1
 		return samples[min(max(i, 0), len(samples)-1)]
 	}
-	return benchLatency{
+	return Latency{
 		N:    len(samples),
 		Mean: us(sum / time.Duration(len(samples))),
 		P50:  us(rank(0.50)),

@@ -1,0 +1,372 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// FormatReport renders the report as a table for people.
+func FormatReport(r *Report) string {
+	var b strings.Builder
+	w := r.Workload
+	fmt.Fprintf(&b, "skillstream bench: %d sessions × %d pre-steps, %d skill calls per step, %d catalog changes, %s, %d skills, %d projects\n",
+		w.Sessions, w.Steps, w.Calls, w.Changes, w.Encoding, w.Skills, w.Projects)
+	fmt.Fprintf(&b, "%d sessions in flight, %d processor workers, processor %s, NATS %s\n", w.Concurrency, w.Workers, w.Processor, w.NATS)
+	m := r.Machine
+	fmt.Fprintf(&b, "machine: %d CPUs, %s memory, %s %s; load average %s before, %s after\n\n",
+		m.CPUs, benchBytes(m.MemoryBytes), m.GoVersion, m.OSArch, orDash(m.LoadBefore), orDash(m.LoadAfter))
+
+	phases := []*PhaseReport{r.Processor}
+	head := "\tprocessor"
+	if r.Baseline != nil {
+		phases = append(phases, r.Baseline)
+		head += "\tbaseline\tprocessor/baseline"
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, head+"\t")
+	row := func(label string, cell func(*PhaseReport) string, ratio string) {
+		fmt.Fprint(tw, label)
+		for _, ph := range phases {
+			if ph == nil {
+				fmt.Fprint(tw, "\t-")
+				continue
+			}
+			fmt.Fprint(tw, "\t"+cell(ph))
+		}
+		if r.Baseline != nil {
+			fmt.Fprint(tw, "\t"+ratio)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	ratio := func(key string) string {
+		if v, ok := r.Ratios[key]; ok {
+			return fmt.Sprintf("%.2f", v)
+		}
+		return ""
+	}
+	row("wall time", func(p *PhaseReport) string { return fmt.Sprintf("%.1fs", p.Seconds) }, "")
+	row("all sessions done", func(p *PhaseReport) string {
+		return map[bool]string{true: "yes", false: "NO (capped)"}[p.Complete]
+	}, "")
+	row("pre-steps", func(p *PhaseReport) string { return fmt.Sprint(p.PreSteps) }, "")
+	row("pre-steps/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.PreStepsPerSec) }, ratio("pre_steps_per_second"))
+	if r.Workload.Calls > 0 {
+		row("skill calls", func(p *PhaseReport) string { return fmt.Sprint(p.SkillCalls) }, "")
+		row("skill calls/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.SkillCallsPerSec) }, ratio("skill_calls_per_second"))
+	}
+	row("appends/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.AppendsPerSec) }, "")
+	for _, s := range Series {
+		if _, ok := r.Processor.Latency[s]; !ok {
+			continue
+		}
+		key := strings.ReplaceAll(s, " ", "_")
+		for _, q := range []struct {
+			name string
+			get  func(Latency) float64
+		}{
+			{"p50", func(l Latency) float64 { return l.P50 }},
+			{"p90", func(l Latency) float64 { return l.P90 }},
+			{"p99", func(l Latency) float64 { return l.P99 }},
+			{"max", func(l Latency) float64 { return l.Max }},
+		} {
+			rk := ""
+			if q.name != "max" {
+				rk = ratio(key + "_" + q.name)
+			}
+			row(s+" "+q.name, func(p *PhaseReport) string {
+				l, ok := p.Latency[s]
+				if !ok {
+					return "-"
+				}
+				return benchMicros(q.get(l))
+			}, rk)
+		}
+	}
+	row("conflicts", func(p *PhaseReport) string { return fmt.Sprint(p.Conflicts) }, "")
+	row("errors", func(p *PhaseReport) string { return fmt.Sprint(p.Errors) }, "")
+	row("retries", func(p *PhaseReport) string { return fmt.Sprint(p.Retries) }, "")
+	row("CPU", func(p *PhaseReport) string {
+		if p.CPUSeconds == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fs = %.2f cores", p.CPUSeconds, p.CPUCores)
+	}, "")
+	row("CPU per trigger", func(p *PhaseReport) string {
+		if p.CPUPerTriggerUS == 0 {
+			return "-"
+		}
+		return benchMicros(p.CPUPerTriggerUS)
+	}, ratio("cpu_per_trigger"))
+	row("RSS end / peak", func(p *PhaseReport) string {
+		if p.PeakRSSBytes == 0 {
+			return "-"
+		}
+		return benchBytes(p.RSSBytes) + " / " + benchBytes(p.PeakRSSBytes)
+	}, "")
+	tw.Flush()
+
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "processor outcomes: %s\n", benchOutcomes(r.Processor.Outcomes))
+	for _, ph := range phases {
+		name := "processor"
+		if ph == r.Baseline {
+			name = "baseline"
+		}
+		fmt.Fprintf(&b, "%s CPU: %s", name, ph.CPUScope)
+		if ph.BenchCPUSeconds > 0 {
+			fmt.Fprintf(&b, "; this process (load generator, embedded NATS server) used %.1fs meanwhile", ph.BenchCPUSeconds)
+		}
+		fmt.Fprintln(&b)
+	}
+	if st := r.Processor.Processor; st != nil {
+		var stages []string
+		for _, k := range []string{"read", "decide", "append", "total"} {
+			if s, ok := st.Stages[k]; ok {
+				stages = append(stages, fmt.Sprintf("%s %s (p50 ≤ %s, p99 ≤ %s)", k, benchMicros(s.MeanUS), benchMicros(s.P50US), benchMicros(s.P99US)))
+			}
+		}
+		fmt.Fprintf(&b, "processor stages, mean (histogram bounds): %s\n", strings.Join(stages, ", "))
+		fmt.Fprintf(&b, "processor metrics: %.0f conflicts, %.0f redeliveries, %.0f duplicates, %.0f rejects, %.0f transient failures, %.0f dead letters\n",
+			st.Conflicts, st.Redeliveries, st.Duplicates, st.Rejects, st.Transient, st.DeadLetters)
+	}
+	for _, ph := range phases {
+		name := "processor"
+		if ph == r.Baseline {
+			name = "baseline"
+		}
+		for _, e := range ph.ErrorSamples {
+			fmt.Fprintf(&b, "%s error: %s\n", name, e)
+		}
+	}
+	b.WriteString(benchTargets(r))
+	return b.String()
+}
+
+// benchTargets states where the run lands against issue 7's targets.
+func benchTargets(r *Report) string {
+	var b strings.Builder
+	b.WriteString("\ntargets:\n")
+	mark := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	if v, ok := r.Ratios["pre-step_unchanged_p50"]; ok {
+		fmt.Fprintf(&b, "  unchanged pre-step p50 ≤ 1.5× baseline: %.2f× %s\n", v, mark(v <= 1.5))
+	}
+	if v, ok := r.Ratios["pre-step_unchanged_p99"]; ok {
+		fmt.Fprintf(&b, "  unchanged pre-step p99 ≤ 2× baseline: %.2f× %s\n", v, mark(v <= 2))
+	}
+	p := r.Processor
+	if r.Workload.Concurrency >= 1000 && r.Workload.Calls == 0 {
+		fmt.Fprintf(&b, "  ≥ 5000 pre-steps/s with %d sessions in flight: %.0f/s %s\n", r.Workload.Concurrency, p.PreStepsPerSec, mark(p.PreStepsPerSec >= 5000))
+	}
+	if p.PeakRSSBytes > 0 && r.Workload.Processor == ModeChild {
+		fmt.Fprintf(&b, "  processor peak RSS < 200 MB (%d sessions seen): %s %s\n", r.Workload.Sessions, benchBytes(p.PeakRSSBytes), mark(p.PeakRSSBytes < 200<<20))
+	}
+	return b.String()
+}
+
+func benchOutcomes(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// benchMicros formats microseconds.
+func benchMicros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2fs", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2fms", us/1e3)
+	default:
+		return fmt.Sprintf("%.0fµs", us)
+	}
+}
+
+func benchBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n > 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return "-"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// WriteSkills generates n skills under work/skills and returns the
+// folder, their names, their summaries and a skill body.
+func WriteSkills(work string, n int) (string, []string, []catalog.Summary, string, error) {
+	dir := filepath.Join(work, "skills")
+	var names []string
+	var sums []catalog.Summary
+	var body string
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("bench-skill-%04d", i)
+		desc := fmt.Sprintf("Use when the task involves area %d of the benchmark project: builds, tests, reviews and releases of that area.", i)
+		md := SkillMD(name, desc)
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			return "", nil, nil, "", fmt.Errorf("generate skills: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "SKILL.md"), []byte(md), 0o644); err != nil {
+			return "", nil, nil, "", fmt.Errorf("generate skills: %w", err)
+		}
+		names = append(names, name)
+		sums = append(sums, catalog.Summary{Name: name, Description: desc, Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}})
+		body = md[strings.Index(md, "\n---\n")+5:]
+	}
+	return dir, names, sums, body, nil
+}
+
+// WriteProjects creates n project folders (each a repository root with
+// one project skill) and returns their paths.
+func WriteProjects(work string, n int) ([]string, error) {
+	var cwds []string
+	for i := 1; i <= n; i++ {
+		root := filepath.Join(work, "projects", fmt.Sprintf("p%03d", i))
+		name := fmt.Sprintf("project-%03d-conventions", i)
+		skill := filepath.Join(root, ".agents", "skills", name)
+		if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+			return nil, fmt.Errorf("generate projects: %w", err)
+		}
+		if err := os.MkdirAll(skill, 0o755); err != nil {
+			return nil, fmt.Errorf("generate projects: %w", err)
+		}
+		md := SkillMD(name, fmt.Sprintf("Conventions of project %d: layout, naming and commit style.", i))
+		if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
+			return nil, fmt.Errorf("generate projects: %w", err)
+		}
+		cwds = append(cwds, root)
+	}
+	return cwds, nil
+}
+
+// Report is the whole result; --json prints it as is.
+type Report struct {
+	Machine   Machine            `json:"machine"`
+	Workload  Workload           `json:"workload"`
+	Baseline  *PhaseReport       `json:"baseline,omitempty"`
+	Processor *PhaseReport       `json:"processor"`
+	Ratios    map[string]float64 `json:"ratios,omitempty"` // processor / baseline
+}
+
+type Machine struct {
+	CPUs        int    `json:"cpus"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	GoVersion   string `json:"go"`
+	OSArch      string `json:"os_arch"`
+	LoadBefore  string `json:"load_average_before"`
+	LoadAfter   string `json:"load_average_after"`
+}
+
+func MachineNow() Machine {
+	return Machine{CPUs: runtime.NumCPU(), MemoryBytes: MemTotal(), GoVersion: runtime.Version(),
+		OSArch: runtime.GOOS + "/" + runtime.GOARCH, LoadBefore: LoadAverage()}
+}
+
+type Workload struct {
+	Sessions    int    `json:"sessions"`
+	Steps       int    `json:"steps"`
+	Calls       int    `json:"calls_per_step"`
+	Changes     int    `json:"changes"`
+	Concurrency int    `json:"concurrency"`
+	Skills      int    `json:"skills"`
+	Projects    int    `json:"projects"`
+	Encoding    string `json:"encoding"`
+	Processor   string `json:"processor"`
+	Workers     int    `json:"workers"`
+	NATS        string `json:"nats"`
+}
+
+// PhaseReport is one phase's result.
+type PhaseReport struct {
+	Seconds          float64            `json:"seconds"`
+	Complete         bool               `json:"complete"` // every session finished before --duration
+	PreSteps         int64              `json:"pre_steps"`
+	SkillCalls       int64              `json:"skill_calls"`
+	Appends          int64              `json:"appends"`
+	PreStepsPerSec   float64            `json:"pre_steps_per_second"`
+	SkillCallsPerSec float64            `json:"skill_calls_per_second"`
+	AppendsPerSec    float64            `json:"appends_per_second"`
+	Conflicts        int64              `json:"conflicts"`
+	Errors           int64              `json:"errors"`
+	Retries          int64              `json:"retries"`
+	Outcomes         map[string]int64   `json:"outcomes"`
+	Latency          map[string]Latency `json:"latency"`
+	CPUScope         string             `json:"cpu_scope"`
+	CPUSeconds       float64            `json:"cpu_seconds"`
+	CPUCores         float64            `json:"cpu_cores"`           // CPU seconds per second of the phase
+	CPUPerTriggerUS  float64            `json:"cpu_per_trigger_us"`  // CPU per answered trigger
+	BenchCPUSeconds  float64            `json:"bench_cpu_seconds"`   // child mode: server and load generator
+	RSSBytes         int64              `json:"rss_bytes,omitempty"` // at the end of the load
+	PeakRSSBytes     int64              `json:"peak_rss_bytes,omitempty"`
+	Processor        *ProcStats         `json:"processor_metrics,omitempty"`
+	ErrorSamples     []string           `json:"error_samples,omitempty"`
+}
+
+func (ph *PhaseReport) SetCPU(d time.Duration) {
+	ph.CPUSeconds = d.Seconds()
+	if ph.Seconds > 0 {
+		ph.CPUCores = ph.CPUSeconds / ph.Seconds
+	}
+	if n := ph.PreSteps + ph.SkillCalls; n > 0 {
+		ph.CPUPerTriggerUS = ph.CPUSeconds / float64(n) * 1e6
+	}
+}
+
+// ComputeRatios fills processor/baseline ratios of latency and throughput.
+func (r *Report) ComputeRatios() {
+	if r.Baseline == nil || r.Processor == nil {
+		return
+	}
+	r.Ratios = map[string]float64{}
+	for _, s := range Series {
+		p, okp := r.Processor.Latency[s]
+		b, okb := r.Baseline.Latency[s]
+		if !okp || !okb || b.P50 == 0 {
+			continue
+		}
+		key := strings.ReplaceAll(s, " ", "_")
+		r.Ratios[key+"_p50"] = p.P50 / b.P50
+		r.Ratios[key+"_p90"] = p.P90 / b.P90
+		r.Ratios[key+"_p99"] = p.P99 / b.P99
+	}
+	if r.Baseline.PreStepsPerSec > 0 {
+		r.Ratios["pre_steps_per_second"] = r.Processor.PreStepsPerSec / r.Baseline.PreStepsPerSec
+	}
+	if r.Baseline.CPUPerTriggerUS > 0 && r.Processor.CPUPerTriggerUS > 0 {
+		r.Ratios["cpu_per_trigger"] = r.Processor.CPUPerTriggerUS / r.Baseline.CPUPerTriggerUS
+	}
+	if r.Baseline.SkillCallsPerSec > 0 {
+		r.Ratios["skill_calls_per_second"] = r.Processor.SkillCallsPerSec / r.Baseline.SkillCallsPerSec
+	}
+}

@@ -1,0 +1,552 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// Defaults of the options.
+const (
+	DefaultRetryInterval = 2 * time.Second
+	DefaultMaxPending    = 4096
+)
+
+// Client is an agent worker's side of the wire protocol. It is safe for
+// concurrent use: many sessions, many requests in flight at once, all
+// answered through one inbox subscription.
+type Client struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	ownsConn bool
+
+	prefix      string
+	enc         events.Encoding
+	retry       time.Duration
+	maxAttempts int
+	materialize Materializer
+	nonce       string // tells this client's Msg-Ids apart from another process's
+
+	sub  *nats.Subscription
+	base string // reply inbox prefix, ending in "."
+
+	mu      sync.Mutex
+	waiting map[uint64]chan *nats.Msg
+	closed  bool
+	done    chan struct{}
+	next    atomic.Uint64
+
+	// dropAnswer, when set (tests only), is asked about every answer before
+	// it is routed; true loses it as a network would.
+	dropAnswer func(*nats.Msg) bool
+}
+
+// Materializer writes the files of the store skill a tool result carries
+// (res.Value.Name, res.Value.Digest) into dir, the result's resource base
+// directory on this host, before the result is handed to the model. It must
+// be atomic (the directory appears complete or not at all) and idempotent
+// (a directory already holding that digest is left as it is).
+type Materializer func(ctx context.Context, res events.ToolResult, dir string) error
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithPrefix sets the subject prefix of the session stream (default "ev").
+func WithPrefix(prefix string) Option {
+	return func(c *Client) error {
+		if err := events.ValidatePrefix(prefix); err != nil {
+			return err
+		}
+		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithEncoding chooses the payload encoding of triggers (default
+// events.Msgpack). The processor answers in the same encoding.
+func WithEncoding(enc events.Encoding) Option {
+	return func(c *Client) error {
+		if enc != events.Msgpack && enc != events.JSON {
+			return fmt.Errorf("client: unknown encoding %v", enc)
+		}
+		c.enc = enc
+		return nil
+	}
+}
+
+// WithRetryInterval sets how long a request waits for its answer before it
+// publishes the trigger again as a new message (default 2s).
+func WithRetryInterval(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return fmt.Errorf("client: retry interval %v: want a positive duration", d)
+		}
+		c.retry = d
+		return nil
+	}
+}
+
+// WithMaxAttempts bounds how many times one request publishes its trigger;
+// after the last attempt's retry interval the request fails with
+// ErrTimeout. 0 (the default) means: until the context ends.
+func WithMaxAttempts(n int) Option {
+	return func(c *Client) error {
+		if n < 0 {
+			return fmt.Errorf("client: max attempts %d: must not be negative", n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// WithMaxPending bounds the trigger publications awaiting their JetStream
+// acknowledgement (default 4096); more wait for room.
+func WithMaxPending(n int) Option {
+	return func(c *Client) error {
+		if n < 1 {
+			return fmt.Errorf("client: max pending %d: want at least 1", n)
+		}
+		js, err := jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(n))
+		if err != nil {
+			return fmt.Errorf("client: jetstream: %w", err)
+		}
+		c.js = js
+		return nil
+	}
+}
+
+// WithMaterializer sets the function that materialises store skills' files.
+// CallSkill calls it when the call named a ResourceDir and the result is a
+// store skill (provider "store" with a digest) whose resource base is a
+// directory, before it returns the result.
+func WithMaterializer(m Materializer) Option {
+	return func(c *Client) error {
+		c.materialize = m
+		return nil
+	}
+}
+
+// New returns a client on an open connection. Close does not close nc.
+func New(nc *nats.Conn, opts ...Option) (*Client, error) {
+	if nc == nil {
+		return nil, errors.New("client: no NATS connection")
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(DefaultMaxPending))
+	if err != nil {
+		return nil, fmt.Errorf("client: jetstream: %w", err)
+	}
+	var nonce [4]byte
+	_, _ = rand.Read(nonce[:])
+	c := &Client{
+		nc: nc, js: js, prefix: events.DefaultPrefix, enc: events.Msgpack, retry: DefaultRetryInterval,
+		nonce: hex.EncodeToString(nonce[:]), waiting: map[uint64]chan *nats.Msg{}, done: make(chan struct{}),
+	}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	c.base = nc.NewInbox() + "."
+	sub, err := nc.Subscribe(c.base+"*", c.route)
+	if err != nil {
+		return nil, fmt.Errorf("client: subscribe reply inbox: %w", err)
+	}
+	// Answers are small and awaited: never drop one for a slow consumer.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("client: reply inbox limits: %w", err)
+	}
+	c.sub = sub
+	return c, nil
+}
+
+// Connect connects to the NATS server(s) at url and returns a client on
+// that connection; Close closes it.
+func Connect(url string, opts ...Option) (*Client, error) {
+	nc, err := nats.Connect(url, nats.Name("skillstream worker"), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("client: connect to %s: %w", url, err)
+	}
+	c, err := New(nc, opts...)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	c.ownsConn = true
+	return c, nil
+}
+
+// Prefix returns the subject prefix of the session stream.
+func (c *Client) Prefix() string { return c.prefix }
+
+// Conn returns the client's NATS connection.
+func (c *Client) Conn() *nats.Conn { return c.nc }
+
+// Close ends the client: requests waiting for an answer return ErrClosed.
+// The connection is closed only when Connect opened it.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	c.mu.Unlock()
+	err := c.sub.Unsubscribe()
+	if c.ownsConn {
+		c.nc.Close()
+		err = nil
+	}
+	return err
+}
+
+// CallOption adjusts one request.
+type CallOption func(*callOpts)
+
+type callOpts struct {
+	header   nats.Header
+	attempts *int
+}
+
+// Header adds a header to every publication of the request's trigger (for
+// example a tracing header).
+func Header(key, value string) CallOption {
+	return func(o *callOpts) {
+		if o.header == nil {
+			o.header = nats.Header{}
+		}
+		o.header.Add(key, value)
+	}
+}
+
+// Attempts stores in *n how many times the request published its trigger.
+func Attempts(n *int) CallOption {
+	return func(o *callOpts) { o.attempts = n }
+}
+
+// PreStep appends ps to its session's log (fields v and deadlineMs are
+// filled in when zero: the deadline from ctx) and returns the processor's
+// Decision. A decision that is not a normal outcome comes back together
+// with an error: rejected matches ErrRejected (and is a *RejectedError),
+// expired matches ErrExpired, incomplete with an "unavailable" error
+// matches ErrUnavailable, an appended catalog too large for the answer
+// matches ErrTooLarge. appended, unchanged, empty and a plain incomplete
+// return a nil error.
+func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOption) (events.Decision, error) {
+	if ps.V == 0 {
+		ps.V = events.Version
+	}
+	ps.DeadlineMs = deadlineOf(ctx, ps.DeadlineMs)
+	if err := ps.Validate(); err != nil {
+		return events.Decision{}, fmt.Errorf("client: pre-step: %w", err)
+	}
+	m, enc, err := c.request(ctx, events.KindPreStep, ps.Session, ps.Step, ps, opts)
+	if err != nil {
+		return events.Decision{}, err
+	}
+	d, err := events.DecodeDecision(enc, m.Data)
+	if err != nil {
+		return d, fmt.Errorf("client: answer to pre-step %s/%s: %w", ps.Session, ps.Step, err)
+	}
+	return d, decisionError(d)
+}
+
+// CallSkill appends sc to its session's log (v and deadlineMs filled in as
+// for PreStep) and returns the processor's ToolResult. Errors the model
+// should see (invalid_name, unknown, not_model_invocable, provider,
+// too_large) come
+// back as a result with IsError and a nil error: hand r.Text to the model.
+// A result answered without being appended comes back with an error too:
+// bad_request matches ErrRejected, expired ErrExpired, unavailable
+// ErrUnavailable. For a store skill with a resource directory, the
+// Materializer runs first; its failure matches ErrMaterialize.
+func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...CallOption) (events.ToolResult, error) {
+	if sc.V == 0 {
+		sc.V = events.Version
+	}
+	sc.DeadlineMs = deadlineOf(ctx, sc.DeadlineMs)
+	if err := sc.Validate(); err != nil {
+		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
+	}
+	m, enc, err := c.request(ctx, events.KindSkillCall, sc.Session, sc.Call, sc, opts)
+	if err != nil {
+		return events.ToolResult{}, err
+	}
+	r, err := events.DecodeToolResult(enc, m.Data)
+	if err != nil {
+		return r, fmt.Errorf("client: answer to skill call %s/%s: %w", sc.Session, sc.Call, err)
+	}
+	if err := resultError(r); err != nil {
+		return r, err
+	}
+	if err := c.materializeResult(ctx, sc, r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// IsStoreSkill reports whether r is a store skill whose files belong in a
+// resource directory on the worker's host.
+func IsStoreSkill(r events.ToolResult) bool {
+	v := r.Value
+	return !r.IsError && v != nil && v.Provider == StoreProvider && v.Digest != "" &&
+		v.ResourceBase != nil && v.ResourceBase.Kind == "directory" && v.ResourceBase.Path != ""
+}
+
+// StoreProvider is the provider name of skills served by the skill store.
+const StoreProvider = "store"
+
+func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r events.ToolResult) error {
+	if sc.ResourceDir == "" || !IsStoreSkill(r) {
+		return nil
+	}
+	dir := r.Value.ResourceBase.Path
+	if c.materialize == nil {
+		return fmt.Errorf("client: skill %q: %w: no materializer configured for %s", r.Value.Name, ErrMaterialize, dir)
+	}
+	if err := c.materialize(ctx, r, dir); err != nil {
+		return fmt.Errorf("client: skill %q into %s: %w: %w", r.Value.Name, dir, ErrMaterialize, err)
+	}
+	return nil
+}
+
+// Compact appends a context.compact event to its session's log (v filled
+// in when zero) and returns its stream sequence. It has no answer: the
+// JetStream acknowledgement is the confirmation.
+func (c *Client) Compact(ctx context.Context, cp events.Compaction, opts ...CallOption) (uint64, error) {
+	if cp.V == 0 {
+		cp.V = events.Version
+	}
+	if err := cp.Validate(); err != nil {
+		return 0, fmt.Errorf("client: compaction: %w", err)
+	}
+	return c.Append(ctx, cp.Session, events.KindCompaction, cp, opts...)
+}
+
+// Append appends v, encoded in the client's encoding, as an event of kind
+// to session sid's log and returns its stream sequence. Use it for the
+// session's other events (messages, other tools' calls and results): the
+// processor ignores kinds it does not know. Appending a trigger kind this
+// way gets no answer.
+func (c *Client) Append(ctx context.Context, sid string, kind events.Kind, v any, opts ...CallOption) (uint64, error) {
+	if err := events.CheckSession(sid); err != nil {
+		return 0, fmt.Errorf("client: %w", err)
+	}
+	if !kind.Valid() {
+		return 0, fmt.Errorf("client: %w: kind %q", events.ErrBadSubject, kind)
+	}
+	if c.isClosed() {
+		return 0, ErrClosed
+	}
+	var o callOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	m, err := c.message(kind, sid, v, o.header)
+	if err != nil {
+		return 0, err
+	}
+	ack, err := c.js.PublishMsg(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("client: append %s: %w", m.Subject, err)
+	}
+	return ack.Sequence, nil
+}
+
+// ToolDefinition asks a processor for the skill tool's definition (name,
+// description, JSON Schema of its parameters), to register with the model.
+func (c *Client) ToolDefinition(ctx context.Context) (events.ToolDefinition, error) {
+	m := nats.NewMsg(events.ToolDefinitionSubject)
+	m.Header.Set(events.HeaderContentType, c.enc.ContentType())
+	r, err := c.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return events.ToolDefinition{}, fmt.Errorf("client: tool definition: %w", err)
+	}
+	enc, err := events.EncodingOf(r.Header.Get(events.HeaderContentType))
+	if err != nil {
+		enc = events.JSON // a request without Content-Type is answered in JSON
+	}
+	d, err := events.DecodeToolDefinition(enc, r.Data)
+	if err != nil {
+		return d, fmt.Errorf("client: tool definition: %w", err)
+	}
+	return d, nil
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// deadlineOf returns the trigger's deadline: the one already set, else the
+// context's, in unix milliseconds (0 = none).
+func deadlineOf(ctx context.Context, set int64) int64 {
+	if set != 0 {
+		return set
+	}
+	if d, ok := ctx.Deadline(); ok {
+		return d.UnixMilli()
+	}
+	return 0
+}
+
+// message encodes v as a trigger of kind on session sid.
+func (c *Client) message(kind events.Kind, sid string, v any, extra nats.Header) (*nats.Msg, error) {
+	data, err := events.Encode(c.enc, v)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	m := &nats.Msg{Subject: events.Subject(c.prefix, sid, kind), Header: make(nats.Header, len(extra)+3), Data: data}
+	for k, vs := range extra {
+		m.Header[k] = vs
+	}
+	m.Header.Set(events.HeaderContentType, c.enc.ContentType())
+	return m, nil
+}
+
+// request publishes a trigger and waits for its answer. Every attempt
+// publishes a new message (its own Nats-Msg-Id, so that the stream's
+// duplicate window does not swallow it) with the same Reply-Inbox: an
+// answer to any attempt completes the request.
+func (c *Client) request(ctx context.Context, kind events.Kind, sid, id string, v any, opts []CallOption) (*nats.Msg, events.Encoding, error) {
+	var o callOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	m, err := c.message(kind, sid, v, o.header)
+	if err != nil {
+		return nil, 0, err
+	}
+	token := c.next.Add(1)
+	ch := make(chan *nats.Msg, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, 0, ErrClosed
+	}
+	c.waiting[token] = ch
+	c.mu.Unlock()
+	defer c.forget(token)
+	m.Header.Set(events.HeaderReplyInbox, c.base+strconv.FormatUint(token, 10))
+	msgID := sid + ":" + id + ":" + c.nonce + "-"
+
+	timer := time.NewTimer(c.retry)
+	defer timer.Stop()
+	for attempt := 1; ; attempt++ {
+		if o.attempts != nil {
+			*o.attempts = attempt
+		}
+		if attempt > 1 {
+			// A fresh message: the previous one's headers may still be read
+			// by the publisher.
+			m = &nats.Msg{Subject: m.Subject, Header: cloneHeader(m.Header), Data: m.Data}
+		}
+		m.Header.Set(events.HeaderMsgID, msgID+strconv.Itoa(attempt))
+		fut, err := c.js.PublishMsgAsync(m)
+		if err != nil {
+			return nil, 0, fmt.Errorf("client: append %s: %w", m.Subject, err)
+		}
+		ackErr := fut.Err()
+		for waiting := true; waiting; {
+			select {
+			case r := <-ch:
+				enc, err := events.EncodingOf(r.Header.Get(events.HeaderContentType))
+				if err != nil {
+					return nil, 0, fmt.Errorf("client: answer to %s: %w", m.Subject, err)
+				}
+				return r, enc, nil
+			case err := <-ackErr:
+				if isTransient(err) {
+					ackErr = nil // the retry interval decides
+					continue
+				}
+				return nil, 0, fmt.Errorf("client: append %s: %w", m.Subject, err)
+			case <-timer.C:
+				waiting = false
+			case <-ctx.Done():
+				return nil, 0, fmt.Errorf("client: %s %s/%s: %w after %d %s: %w", kind, sid, id, ErrTimeout,
+					attempt, plural(attempt, "attempt", "attempts"), ctx.Err())
+			case <-c.done:
+				return nil, 0, ErrClosed
+			}
+		}
+		if c.maxAttempts > 0 && attempt >= c.maxAttempts {
+			return nil, 0, fmt.Errorf("client: %s %s/%s: %w after %d %s of %v", kind, sid, id, ErrTimeout,
+				attempt, plural(attempt, "attempt", "attempts"), c.retry)
+		}
+		timer.Reset(c.retry)
+	}
+}
+
+// isTransient reports whether a failed publication may succeed when tried
+// again later (no stream leader for a moment, a reconnect, an ack timeout).
+func isTransient(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrDisconnected)
+}
+
+func cloneHeader(h nats.Header) nats.Header {
+	out := make(nats.Header, len(h))
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// route hands an answer to the request waiting on its inbox token; answers
+// nobody waits for (a request already answered or given up) are dropped.
+func (c *Client) route(m *nats.Msg) {
+	if c.dropAnswer != nil && c.dropAnswer(m) {
+		return
+	}
+	token, err := strconv.ParseUint(strings.TrimPrefix(m.Subject, c.base), 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	ch, ok := c.waiting[token]
+	delete(c.waiting, token)
+	c.mu.Unlock()
+	if ok {
+		ch <- m // buffered: one answer per token
+	}
+}
+
+func (c *Client) forget(token uint64) {
+	c.mu.Lock()
+	delete(c.waiting, token)
+	c.mu.Unlock()
+}
+
+// SkillTool is the entry of a tool view that makes a processor with tool
+// owner id owner see its skill tool (a processor's default owner id is
+// "skillstream"). Put it in PreStep.Tools while the model can call the tool.
+func SkillTool(owner string) events.Tool {
+	return events.Tool{Name: "skill", Owner: owner}
+}

@@ -1,0 +1,57 @@
+// Package client is the agent worker's side of skillstream: it appends a
+// session's triggers to the session stream and waits for the processor's
+// answers. A worker does not need the processor package (or its
+// dependencies) to use it.
+//
+//	c, err := client.Connect(nats.DefaultURL)
+//	...
+//	tools := []events.Tool{{Name: "bash", Owner: "my-agent"}, client.SkillTool("skillstream")}
+//	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+//	d, err := c.PreStep(ctx, events.PreStep{Session: "s1", Step: "1", Cwd: dir, Tools: tools})
+//	if d.Catalog != nil { /* append d.Catalog.Text to the model's context as a user message */ }
+//	r, err := c.CallSkill(ctx, events.SkillCall{Session: "s1", Call: "c1", Args: events.SkillArgs{Name: "pdf"}})
+//	// hand r.Text to the model as the tool result
+//
+// # How a request travels
+//
+// Each request (PreStep, CallSkill) publishes its trigger with JetStream on
+// <prefix>.<session>.<kind> with two headers: Content-Type (msgpack by
+// default, JSON with WithEncoding) and Reply-Inbox, a subject under the
+// client's one inbox subscription. The processor appends its output, then
+// answers on that inbox over core NATS. The request's context deadline
+// becomes the trigger's deadlineMs: a processor that gets the trigger later
+// appends nothing and answers "expired".
+//
+// Answers over core NATS can be lost (a reconnect, a processor restarting).
+// When no answer came within the retry interval (WithRetryInterval), the
+// client publishes the trigger again as a new message: same payload, same
+// Reply-Inbox, a new Nats-Msg-Id (<session>:<id>:<client nonce>-<attempt>),
+// since a repeated Msg-Id would be dropped by the stream's duplicate window.
+// The processor treats the repetition as the same trigger and answers with
+// the output it already appended, so retries never append twice. An answer
+// to any attempt completes the request. It goes on until the context ends
+// or WithMaxAttempts is reached (ErrTimeout).
+//
+// Compact appends a context.compact event; it has no answer, the JetStream
+// acknowledgement confirms it.
+//
+// # Errors
+//
+// Match errors with errors.Is: ErrTimeout (no answer), ErrClosed,
+// ErrRejected (malformed trigger; *RejectedError holds the answer),
+// ErrExpired (past its deadline), ErrUnavailable (the processor gave up),
+// ErrTooLarge (a catalog too large for the answer: read it from the log),
+// ErrMaterialize (store skill files). Invalid input (a bad session token,
+// a missing step) fails before anything is sent, with an error matching
+// events.ErrBadPayload. Answers the model should see — an unknown skill, an
+// invalid name — are not errors: the ToolResult has IsError set and its
+// Text is what to show.
+//
+// # Store skills
+//
+// A call that names a ResourceDir gets, for a skill of the skill store, a
+// resource base directory <resourceDir>/<name>/<first 16 hex of digest>.
+// Before returning such a result the client calls the Materializer
+// (WithMaterializer) to write the skill's files there, so that the
+// instructions and every file the model reads later come from one version.
+package client
