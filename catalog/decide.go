@@ -96,6 +96,8 @@ type View struct {
 	Digest string
 	// Complete is the snapshot's Complete.
 	Complete bool
+	// Revision is the snapshot's Revision.
+	Revision uint64
 }
 
 // Prepare builds the View of snap under opts: the work of Decide that does
@@ -105,11 +107,11 @@ type View struct {
 // nothing else.
 func Prepare(snap Snapshot, opts Options) View {
 	if !snap.Complete {
-		return View{}
+		return View{Revision: snap.Revision}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
-	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true}
+	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of

@@ -91,6 +91,11 @@ type Summary struct {
 type Skill struct {
 	Summary
 	Content string `json:"content"`
+	// Digest is the lowercase hex SHA-256 identifying the skill's files
+	// (empty when the provider cannot tell); Revision is the skill store
+	// revision the skill was loaded at (0 outside the store).
+	Digest   string `json:"digest,omitempty"`
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // Snapshot is the set of skills available for one working directory, sorted
@@ -99,6 +104,10 @@ type Skill struct {
 type Snapshot struct {
 	Skills   []Summary
 	Complete bool
+	// Revision is the skill store revision the snapshot reflects at least
+	// (0 without a store): views of different processes can be ordered by
+	// it.
+	Revision uint64
 }
 
 // Query says whose skills are asked for. Cwd is the session's working

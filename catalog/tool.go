@@ -77,6 +77,10 @@ type Value struct {
 	ResourceBase *ResourceBase
 	Content      string
 	Truncated    *Truncation
+	// Digest and Revision identify the loaded version (see Skill); they
+	// travel in the structured value only, never in the text.
+	Digest   string
+	Revision uint64
 }
 
 // Truncation tells how much of a skill's instructions a result shows, in
@@ -168,6 +172,8 @@ func Execute(ctx context.Context, l Lookup, name string, opts Options) Result {
 		ResourceBase: sk.ResourceBase,
 		Content:      content,
 		Truncated:    cut,
+		Digest:       sk.Digest,
+		Revision:     sk.Revision,
 	}}
 }
 

@@ -186,7 +186,8 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 	case r.Err != nil:
 		out.Error = &events.ErrorInfo{Code: string(r.Err.Code), Message: r.Err.Message}
 	case r.Value != nil:
-		v := &events.SkillValue{Name: r.Value.Name, Provider: r.Value.Provider, Content: r.Value.Content}
+		v := &events.SkillValue{Name: r.Value.Name, Provider: r.Value.Provider, Content: r.Value.Content,
+			Digest: r.Value.Digest, Revision: r.Value.Revision}
 		if tr := r.Value.Truncated; tr != nil {
 			v.Truncated = &events.Truncated{Kept: int64(tr.Kept), Total: int64(tr.Total)}
 		}

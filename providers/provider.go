@@ -10,10 +10,12 @@ import (
 // one kind add their position (0, 1, …) to the base so that, for instance,
 // the second configured custom folder ranks RankCustom+1.
 const (
-	RankProject = 100
-	RankCustom  = 200
-	RankUser    = 300
-	RankBundled = 400
+	RankProject      = 100
+	RankStoreProject = 150 // the skill store's project scope
+	RankCustom       = 200
+	RankStoreGlobal  = 250 // the skill store's global scope
+	RankUser         = 300
+	RankBundled      = 400
 )
 
 // Candidate is one skill a provider offers for a working directory. Among
@@ -73,4 +75,14 @@ type Diagnostic struct {
 // String renders the diagnostic as "<path>: <reason>".
 func (d Diagnostic) String() string {
 	return d.Path + ": " + d.Reason
+}
+
+// Revisioned is implemented by providers whose answers follow an ordered
+// log (the skill store): Revision is the position of the log they have
+// applied, CatchUp waits until they have applied at least rev or ctx ends.
+// The registry stamps each snapshot with the revision it reflects, so that
+// processes sharing the log can tell whose view is newer.
+type Revisioned interface {
+	Revision() uint64
+	CatchUp(ctx context.Context, rev uint64) error
 }

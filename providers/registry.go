@@ -170,6 +170,7 @@ type view struct {
 	skills   []catalog.Summary // winners, by name
 	owner    []int             // provider index of each winner
 	complete bool
+	revision uint64 // the providers' revision, read before listing
 	shadowed []Shadowed
 	rejected []Rejected
 	errs     []ProviderError
@@ -221,11 +222,11 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 // only error is ctx's cancellation. The slice is the caller's; the
 // ResourceBase values it points to are shared and must not be modified.
 func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
-	v, err := r.view(ctx, q)
+	v, rev, err := r.viewAt(ctx, q)
 	if err != nil {
 		return catalog.Snapshot{}, err
 	}
-	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete}, nil
+	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: rev}, nil
 }
 
 // Prepared returns catalog.Prepare of q's snapshot under opts: the
@@ -239,11 +240,13 @@ func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snaps
 // Errors are Snapshot's. The View's entries are shared: the caller must
 // not modify them.
 func (r *Registry) Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error) {
-	v, err := r.view(ctx, q)
+	v, rev, err := r.viewAt(ctx, q)
 	if err != nil {
 		return catalog.View{}, err
 	}
-	return v.prepare(opts), nil
+	pv := v.prepare(opts)
+	pv.Revision = rev
+	return pv, nil
 }
 
 // prepare returns the view's snapshot prepared under opts, building it at
@@ -260,7 +263,7 @@ func (v *view) prepare(opts catalog.Options) catalog.View {
 	}
 	v.mu.Unlock()
 	pv.once.Do(func() {
-		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete}, opts)
+		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}, opts)
 	})
 	return pv.v
 }
@@ -344,7 +347,7 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 		rep.Err = err
 		return rep
 	}
-	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete}
+	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}
 	rep.Shadowed, rep.Rejected, rep.Errors = v.shadowed, v.rejected, v.errs
 	for i, p := range r.ps {
 		d, ok := p.(Diagnoser)
@@ -412,6 +415,53 @@ func (r *Registry) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Revision is the highest revision the registry's Revisioned providers have
+// applied (0 when none is Revisioned).
+func (r *Registry) Revision() uint64 {
+	var rev uint64
+	for _, p := range r.ps {
+		if rv, ok := p.(Revisioned); ok {
+			rev = max(rev, rv.Revision())
+		}
+	}
+	return rev
+}
+
+// CatchUp waits until every Revisioned provider has applied at least rev,
+// or ctx ends (its error is returned, wrapped with the provider's name).
+// Snapshots taken after it returns nil reflect rev at least.
+func (r *Registry) CatchUp(ctx context.Context, rev uint64) error {
+	for i, p := range r.ps {
+		rv, ok := p.(Revisioned)
+		if !ok {
+			continue
+		}
+		if err := rv.CatchUp(ctx, rev); err != nil {
+			return fmt.Errorf("catch up provider %q to revision %d: %w", r.names[i], rev, err)
+		}
+	}
+	return nil
+}
+
+// viewAt is view with the revision the answer reflects: for a cached view
+// still current, the revision read before the check (a Revisioned provider
+// announces a change before it counts its revision as applied); for a
+// collected one, the revision read before listing.
+func (r *Registry) viewAt(ctx context.Context, q catalog.Query) (*view, uint64, error) {
+	rev := r.Revision()
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, 0, err
+	}
+	if v := r.cached(q); v != nil {
+		return v, max(rev, v.revision), nil
+	}
+	v, err := r.shared(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, v.revision, nil
 }
 
 // view returns the cached view for q when every provider confirms it is
@@ -551,6 +601,7 @@ func isClosed(ch <-chan struct{}) bool {
 // second change makes the view incomplete.
 func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
 	for attempt := 0; ; attempt++ {
+		rev := r.Revision()
 		tokens, cacheable := r.tokens(q)
 		open := make([]bool, len(tokens))
 		for i, t := range tokens {
@@ -561,6 +612,7 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 			return nil, err
 		}
 		v := r.merge(results)
+		v.revision = rev
 		changed := false
 		for i, p := range r.ps {
 			if !open[i] {

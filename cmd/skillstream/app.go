@@ -46,6 +46,7 @@ func commands() []subcommand {
 		{"catalog", "print the catalog a model would receive for a working directory", (*app).catalogCommand},
 		{"load", "print the skill tool's result for a skill name", (*app).loadCommand},
 		{"validate", "lint skill folders and files", (*app).validateCommand},
+		{"skills", "publish skills to the fleet's skill store, list, inspect and fetch them", (*app).skillsCommand},
 		{"export", "write a session's log to a recording file", (*app).exportCommand},
 		{"replay", "re-run the decisions of a recorded session and diff them", (*app).replayCommand},
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},

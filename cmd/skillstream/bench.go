@@ -164,8 +164,10 @@ func (o *benchOptions) validate(c *Config) error {
 	if data == "" {
 		c.Data = "bench" // checked by validateServe; replaced by a temporary folder
 	}
+	noStore := c.NoSkillStore
+	c.NoSkillStore = true // the bench's processor serves skill folders only
 	err := c.validateServe()
-	c.Data = data
+	c.Data, c.NoSkillStore = data, noStore
 	return err
 }
 

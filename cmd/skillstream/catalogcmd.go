@@ -37,12 +37,12 @@ failed (serve would send nothing until it recovers).`[1:], `
 		if len(args) > 0 {
 			return usagef("catalog takes no arguments, got %q (use --cwd DIR)", args[0])
 		}
-		reg, dir, err := p.open()
+		reg, dir, err := p.open(ctx, a, cmd.name)
 		if err != nil {
 			return err
 		}
 		defer reg.Close()
-		rep := reg.Inspect(ctx, catalog.At(dir))
+		rep := reg.Inspect(ctx, p.query(dir))
 		if rep.Err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
 		}

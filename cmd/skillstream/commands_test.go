@@ -69,7 +69,7 @@ func spec4Skills(t testing.TB) string {
 
 // skillsArgs are the flags that make a command see only root.
 func skillsArgs(t testing.TB, root string) []string {
-	return []string{"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--cwd", t.TempDir()}
+	return []string{"--no-bundled", "--user-skills-dir=", "--no-skill-store", "--skills-dir", root, "--cwd", t.TempDir()}
 }
 
 func TestCatalogWorkedExample(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 // Config is the one configuration of the skillstream binary. Every command
@@ -25,6 +26,12 @@ type Config struct {
 	CatalogMaxLength     int // code points between the catalog's tags; 0 = none
 	MaxSkillBytes        int // bytes of instructions in a tool result; 0 = none
 	ToolOwner            string
+
+	// Skill store: serve, catalog, load, replay, skills.
+	NoSkillStore      bool
+	SkillStoreBucket  string
+	SkillStoreObjects string
+	SkillStoreHistory int
 
 	// NATS: either an embedded server or an existing cluster.
 	Listen       string // embedded server client address
@@ -85,6 +92,49 @@ func (c *Config) skillFlags(cmd *command) {
 	cmd.cfgInt(&c.MaxSkillBytes, "max-skill-bytes", catalog.DefaultMaxSkillBytes,
 		"bound on the skill instructions a tool result shows, in bytes: a longer body is cut with a notice; 0 for none, else at least 1024")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
+}
+
+// storeFlags registers the skill store settings.
+func (c *Config) storeFlags(cmd *command) {
+	cmd.group("Skill store")
+	cmd.cfgBool(&c.NoSkillStore, "no-skill-store", false, "leave out the skill store (skills published with `skillstream skills push`)")
+	cmd.cfgString(&c.SkillStoreBucket, "skill-store-bucket", store.DefaultBucket, "key-value `bucket` of the skill store's index")
+	cmd.cfgString(&c.SkillStoreObjects, "skill-store-objects", store.DefaultObjects, "object store `bucket` of the skill store's files")
+	cmd.cfgInt(&c.SkillStoreHistory, "skill-store-history", store.DefaultHistory,
+		"revisions of each skill the index keeps, 1 to 64; set when the index is created")
+}
+
+// storeConfig is the skill store's configuration.
+func (c *Config) storeConfig() store.Config {
+	return store.Config{Bucket: c.SkillStoreBucket, Objects: c.SkillStoreObjects, Replicas: c.Replicas, History: c.SkillStoreHistory}
+}
+
+// validateStore checks the skill store settings.
+func (c *Config) validateStore() error {
+	if c.NoSkillStore {
+		return nil
+	}
+	for _, b := range []struct{ flag, v string }{{"--skill-store-bucket", c.SkillStoreBucket}, {"--skill-store-objects", c.SkillStoreObjects}} {
+		if !validBucket(b.v) {
+			return usagef("%s %q: must be letters, digits, '-' or '_'", b.flag, b.v)
+		}
+	}
+	if c.SkillStoreHistory < 1 || c.SkillStoreHistory > store.MaxHistory {
+		return usagef("--skill-store-history %d: must be between 1 and %d", c.SkillStoreHistory, store.MaxHistory)
+	}
+	return nil
+}
+
+func validBucket(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // natsFlags registers how to reach NATS.
@@ -195,6 +245,9 @@ func (c *Config) validateServe() error {
 		return err
 	}
 	if err := c.validateNATS(); err != nil {
+		return err
+	}
+	if err := c.validateStore(); err != nil {
 		return err
 	}
 	if c.MetricsListen != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 func (a *app) loadCommand() (*command, runFunc) {
@@ -31,16 +32,17 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 		if len(args) != 1 {
 			return usagef("load needs a skill name, exactly one (got %d arguments)", len(args))
 		}
-		reg, dir, err := p.open()
+		reg, dir, err := p.open(ctx, a, cmd.name)
 		if err != nil {
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, processor.Lookup(reg, catalog.At(dir)), args[0], p.c.catalogOptions())
+		res := catalog.Execute(ctx, processor.Lookup(reg, p.query(dir)), args[0], p.c.catalogOptions())
 		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {
-				out.Value = &valueJSON{Name: v.Name, Provider: v.Provider, ResourceBase: v.ResourceBase, Content: v.Content}
+				out.Value = &valueJSON{Name: v.Name, Provider: v.Provider, ResourceBase: v.ResourceBase, Content: v.Content,
+					Digest: v.Digest, Revision: v.Revision}
 				if tr := v.Truncated; tr != nil {
 					out.Value.Truncated = &truncatedJSON{Kept: tr.Kept, Total: tr.Total}
 				}
@@ -79,6 +81,8 @@ type valueJSON struct {
 	ResourceBase *catalog.ResourceBase `json:"resourceBase,omitempty"`
 	Content      string                `json:"content"`
 	Truncated    *truncatedJSON        `json:"truncated,omitempty"`
+	Digest       string                `json:"digest,omitempty"`
+	Revision     uint64                `json:"revision,omitempty"`
 }
 
 type truncatedJSON struct {
@@ -94,9 +98,16 @@ type toolErrorJSON struct {
 // preview is what catalog and load share: the skills configuration,
 // --cwd and --json, and a registry built as serve builds it.
 type preview struct {
-	c      Config
-	cwd    string
-	asJSON bool
+	c           Config
+	cwd         string
+	project     string
+	resourceDir string
+	asJSON      bool
+}
+
+// query is the Query the preview asks about.
+func (p *preview) query(cwd string) catalog.Query {
+	return catalog.Query{Cwd: cwd, Project: p.project, ResourceDir: p.resourceDir}
 }
 
 // flags registers --cwd, --json (described by jsonUsage) and the skills
@@ -104,25 +115,64 @@ type preview struct {
 func (p *preview) flags(cmd *command, jsonUsage string) {
 	cmd.group("Flags")
 	cmd.localString(&p.cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
+	cmd.localString(&p.project, "project", "", "skill store project `id` of the session (its project/<id> scope applies)")
+	cmd.localString(&p.resourceDir, "resource-dir", "", "worker's `dir` for store skills' files, as a trigger's resourceDir")
 	cmd.localBool(&p.asJSON, "json", false, jsonUsage)
 	p.c.skillFlags(cmd)
+	p.c.storeFlags(cmd)
+	p.c.storeNATSFlags(cmd)
 }
 
 // open validates the configuration and returns the registry, which the
-// caller closes, and the absolute working directory.
-func (p *preview) open() (*providers.Registry, string, error) {
+// caller closes (closing it also closes the connection to the skill
+// store), and the absolute working directory.
+func (p *preview) open(ctx context.Context, a *app, name string) (*previewRegistry, string, error) {
 	if err := p.c.validateSkills(); err != nil {
 		return nil, "", err
+	}
+	if err := p.c.validateStore(); err != nil {
+		return nil, "", err
+	}
+	if !p.c.NoSkillStore {
+		if err := p.c.validateNATS(); err != nil {
+			return nil, "", err
+		}
 	}
 	dir, err := resolveCwd(p.cwd)
 	if err != nil {
 		return nil, "", err
 	}
-	reg, err := p.c.registry(nil, false)
+	if p.project != "" {
+		if _, err := store.Project(p.project); err != nil {
+			return nil, "", usagef("--project: %v", err)
+		}
+	}
+	if p.resourceDir != "" && (!filepath.IsAbs(p.resourceDir) || filepath.Clean(p.resourceDir) != p.resourceDir) {
+		return nil, "", usagef("--resource-dir %q: must be an absolute, clean path", p.resourceDir)
+	}
+	js, closeNC, err := a.dialStore(&p.c, name, false)
 	if err != nil {
 		return nil, "", err
 	}
-	return reg, dir, nil
+	reg, err := p.c.registryWith(ctx, nil, false, js)
+	if err != nil {
+		closeNC()
+		return nil, "", err
+	}
+	return &previewRegistry{Registry: reg, closeNC: closeNC}, dir, nil
+}
+
+// previewRegistry is a registry and the connection its skill store reads
+// through.
+type previewRegistry struct {
+	*providers.Registry
+	closeNC func()
+}
+
+func (r *previewRegistry) Close() error {
+	err := r.Registry.Close()
+	r.closeNC()
+	return err
 }
 
 // printJSON writes v as indented JSON.

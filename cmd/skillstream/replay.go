@@ -82,6 +82,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 	cmd.add("cwd-map", false)
 	cmd.localBool(&asJSON, "json", false, "print one JSON object per trigger, then a summary object")
 	c.skillFlags(cmd)
+	c.storeFlags(cmd)
 	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		switch {
@@ -112,7 +113,15 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			Emit:      stepPrinter(out, asJSON, false),
 		}
 		if !recorded {
-			reg, err := c.registry(nil, false)
+			if err := c.validateStore(); err != nil {
+				return err
+			}
+			js, closeNC, err := a.dialStore(&c, "replay", false)
+			if err != nil {
+				return err
+			}
+			defer closeNC()
+			reg, err := c.registryWith(ctx, nil, false, js)
 			if err != nil {
 				return err
 			}

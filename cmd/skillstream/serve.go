@@ -62,6 +62,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
   skillstream serve --nats-url nats://n1:4222,nats://n2:4222 --nats-creds /etc/skillstream/nats.creds --replicas 3
   SKILLSTREAM_NATS_URL=nats://nats:4222 SKILLSTREAM_LOG_FORMAT=json skillstream serve`[1:])
 	c.skillFlags(cmd)
+	c.storeFlags(cmd)
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
 	c.opsFlags(cmd, true)
@@ -170,20 +171,11 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 	gc, stopGC := gcPolicy()
 	defer stopGC()
 
-	reg, err := c.registry(log, true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := reg.Close(); err != nil {
-			log.Warn("close skill registry", "err", err)
-		}
-	}()
-
 	var (
 		srv   *server.Server
 		nc    *nats.Conn
 		where []any
+		err   error
 	)
 	if c.NATSURL == "" {
 		srv, err = startEmbedded(embeddedOptions{name: c.ServerName, listen: c.Listen, storeDir: c.Data}, log)
@@ -217,6 +209,23 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 		return err
 	}
 	defer nc.Close()
+
+	var sjs jetstream.JetStream
+	if !c.NoSkillStore {
+		if sjs, err = jetstream.New(nc); err != nil {
+			return fmt.Errorf("jetstream context: %w", err)
+		}
+		where = append(where, "skill_store", c.SkillStoreBucket)
+	}
+	reg, err := c.registryWith(ctx, log, true, sjs)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := reg.Close(); err != nil {
+			log.Warn("close skill registry", "err", err)
+		}
+	}()
 
 	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/bundled"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 // registry composes the skill providers the configuration asks for: the
@@ -14,6 +19,15 @@ import (
 // skills. watch turns on file watching, for long-running commands; one-shot
 // commands validate by stat instead. log may be nil.
 func (c *Config) registry(log *slog.Logger, watch bool) (*providers.Registry, error) {
+	return c.registryWith(context.Background(), log, watch, nil)
+}
+
+// storeOpenTimeout bounds how long opening the skill store may take.
+const storeOpenTimeout = 30 * time.Second
+
+// registryWith is registry with the skill store read through js (none
+// when js is nil or the store is turned off).
+func (c *Config) registryWith(ctx context.Context, log *slog.Logger, watch bool, js jetstream.JetStream) (*providers.Registry, error) {
 	fs, err := agentskills.New(agentskills.Config{
 		ProjectDirs:      append(agentskills.DefaultProjectDirs(), c.ProjectSkillsSubdirs...),
 		CustomDirs:       c.SkillsDirs,
@@ -31,10 +45,28 @@ func (c *Config) registry(log *slog.Logger, watch bool) (*providers.Registry, er
 		}
 	}
 	ps := []providers.Provider{fs}
+	if js != nil && !c.NoSkillStore {
+		cfg := c.storeConfig()
+		if log != nil {
+			cfg.Logger = log.With("component", "skill-store")
+		}
+		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+		st, err := store.Open(octx, js, cfg)
+		cancel()
+		if err != nil {
+			fs.Close()
+			return nil, fmt.Errorf("skill store: %w", err)
+		}
+		ps = append(ps, st)
+	}
 	if !c.NoBundled {
 		b, err := bundled.New()
 		if err != nil {
-			fs.Close()
+			for _, p := range ps {
+				if c, ok := p.(interface{ Close() error }); ok {
+					c.Close()
+				}
+			}
 			return nil, fmt.Errorf("bundled skills: %w", err)
 		}
 		ps = append(ps, b)

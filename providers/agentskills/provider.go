@@ -93,6 +93,7 @@ type Provider struct {
 	loopDone chan struct{}
 
 	count         counters
+	loads         *loadCache // parsed bodies and digests (loadcache.go)
 	invalidations atomic.Uint64
 	rootWalks     atomic.Uint64
 
@@ -190,6 +191,7 @@ func New(cfg Config) (*Provider, error) {
 		cwdRoots:    make(map[string]*cwdRoot),
 		cwdLRU:      list.New(),
 		chainDirs:   make(map[string]map[*cwdRoot]struct{}),
+		loads:       newLoadCache(),
 	}
 	if p.name == "" {
 		p.name = DefaultName
@@ -467,7 +469,12 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 }
 
 func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
-	data, _, reason, err := readFile(f.path, p.noFollow, &p.count)
+	if id, ok := statFile(f.path, p.noFollow); ok {
+		if sk, ok := p.loads.body(f.path, id); ok && sk.Name == f.sum.Name {
+			return p.finish(r, f, sk), nil
+		}
+	}
+	data, id, reason, err := readFile(f.path, p.noFollow, &p.count)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return catalog.Skill{}, fmt.Errorf("skill %q: %w", f.sum.Name, catalog.ErrNotFound)
@@ -489,10 +496,17 @@ func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 	if sk.Name != f.sum.Name {
 		return catalog.Skill{}, fmt.Errorf("skill %q was renamed to %q: %w", f.sum.Name, sk.Name, catalog.ErrNotFound)
 	}
+	p.loads.putBody(f.path, id, sk)
+	return p.finish(r, f, sk), nil
+}
+
+// finish completes a parsed skill with where it came from and its digest.
+func (p *Provider) finish(r *root, f found, sk catalog.Skill) catalog.Skill {
 	sk.Source, sk.Provider = r.source, p.name
 	rb := *f.sum.ResourceBase
 	sk.ResourceBase = &rb
-	return sk, nil
+	sk.Digest = p.loads.digest(f.path, filepath.Dir(f.path) == r.path)
+	return sk
 }
 
 // Diagnostics implements providers.Diagnoser: every file skipped in cwd's

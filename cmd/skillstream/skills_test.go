@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/skillstream/skillstream/natstest"
+)
+
+func makeWritable(root string) {
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+}
+
+var revDigest = regexp.MustCompile(`rev \d+ [0-9a-f]{12}`)
+
+func TestSkillsPushLsHistoryRmGet(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	nats := []string{"--nats-url", srv.URL()}
+	root := t.TempDir()
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version one.", "name: a-skill", "description: A skill."))
+	writeFile(t, root, "a-skill/notes/ref.txt", "reference")
+	writeFile(t, root, "b-skill.md", skillMD("Flat.", "name: b-skill", "description: B skill."))
+
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), nats...)...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	out := run(0, "push", root)
+	if !regexp.MustCompile(`^added a-skill rev 1 [0-9a-f]{12}\nadded b-skill rev 2 [0-9a-f]{12}\n$`).MatchString(out) {
+		t.Fatalf("first push:\n%s", out)
+	}
+	out = run(0, "push", root)
+	if strings.Count(out, "unchanged") != 2 {
+		t.Fatalf("second push:\n%s", out)
+	}
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version two.", "name: a-skill", "description: A skill."))
+	out = run(0, "push", root)
+	if !strings.Contains(out, "updated a-skill rev 3 ") || !strings.Contains(out, "unchanged b-skill rev 2 ") {
+		t.Fatalf("update push:\n%s", out)
+	}
+	hist := run(0, "history", "a-skill")
+	if lines := strings.Split(strings.TrimSpace(hist), "\n"); len(lines) != 2 || !revDigest.MatchString(lines[0]) {
+		t.Fatalf("history:\n%s", hist)
+	}
+	ls := run(0, "ls")
+	if !strings.Contains(ls, "global a-skill rev 3 ") || !strings.Contains(ls, "global b-skill rev 2 ") {
+		t.Fatalf("ls:\n%s", ls)
+	}
+	dest := t.TempDir()
+	t.Cleanup(func() { makeWritable(dest) })
+	run(0, "get", "a-skill@1", "--out", dest)
+	data, err := os.ReadFile(filepath.Join(dest, "a-skill", "SKILL.md"))
+	if err != nil || !strings.Contains(string(data), "Version one.") {
+		t.Fatalf("get a-skill@1: %q, %v", data, err)
+	}
+	if ref, _ := os.ReadFile(filepath.Join(dest, "a-skill", "notes", "ref.txt")); string(ref) != "reference" {
+		t.Fatalf("get: notes/ref.txt = %q", ref)
+	}
+	out = run(2, "rm", "a-skill")
+	if !strings.Contains(out, "needs --scope") {
+		t.Fatalf("rm without scope:\n%s", out)
+	}
+	out = run(0, "rm", "a-skill", "--scope", "global")
+	if !strings.HasPrefix(out, "removed a-skill rev 4") {
+		t.Fatalf("rm:\n%s", out)
+	}
+	run(2, "rm", "a-skill", "--scope", "global") // gone: bad input
+	os.RemoveAll(filepath.Join(root, "a-skill"))
+	writeFile(t, root, "c-skill/SKILL.md", skillMD("C.", "name: c-skill", "description: C skill."))
+	proj := run(0, "push", filepath.Join(root, "c-skill"), "--scope", "project/team_1")
+	if !strings.HasPrefix(proj, "added c-skill rev 5 ") {
+		t.Fatalf("project push:\n%s", proj)
+	}
+	out = run(0, "push", filepath.Join(root, "c-skill"), "--prune")
+	if !strings.Contains(out, "added c-skill") || !strings.Contains(out, "removed b-skill rev") {
+		t.Fatalf("prune push:\n%s", out)
+	}
+	run(2, "push", root, "--scope", "project/bad id")
+
+	// A preview sees store skills, with the project's scope and a resource dir.
+	code, stdout, stderr := runMain(t, append([]string{"load", "c-skill", "--json", "--no-bundled", "--user-skills-dir=",
+		"--project", "team_1", "--resource-dir", "/res"}, nats...)...)
+	if code != 0 || !strings.Contains(stdout, `"provider": "store"`) || !strings.Contains(stdout, `"digest": "`) ||
+		!strings.Contains(stdout, `"path": "/res/c-skill/`) {
+		t.Fatalf("load of a store skill: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestSkillsPushRefusesEveryProblem(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	root := t.TempDir()
+	writeFile(t, root, "good-skill/SKILL.md", skillMD("Good.", "name: good-skill", "description: Good."))
+	writeFile(t, root, "bad-name/SKILL.md", skillMD("B.", "name: Bad_Name", "description: Bad."))
+	writeFile(t, root, "folder-name/SKILL.md", skillMD("D.", "name: other-name", "description: Differs."))
+	writeFile(t, root, "link-out/SKILL.md", skillMD("L.", "name: link-out", "description: Link."))
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("x"), 0o644)
+	os.Symlink(outside, filepath.Join(root, "link-out", "secret"))
+	writeFile(t, root, "many-files/SKILL.md", skillMD("M.", "name: many-files", "description: Many."))
+	for i := range 10000 {
+		os.WriteFile(filepath.Join(root, "many-files", fmt.Sprintf("f%05d", i)), nil, 0o644)
+	}
+	writeFile(t, root, "big-file/SKILL.md", skillMD("Big.", "name: big-file", "description: Big."))
+	os.WriteFile(filepath.Join(root, "big-file", "blob"), make([]byte, 9<<20), 0o644)
+	code, stdout, stderr := runMain(t, "skills", "push", root, "--nats-url", srv.URL())
+	if code != exitFailure || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	for _, want := range []string{"bad-name", `name "other-name" differs from its folder name "folder-name"`,
+		"leaves the skill folder", "more than 1000 files", "over the limit of 8388608", "nothing was published"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	code, stdout, _ = runMain(t, "skills", "ls", "--nats-url", srv.URL())
+	if code != 0 || stdout != "" {
+		t.Fatalf("something was published: exit %d\n%s", code, stdout)
+	}
+}

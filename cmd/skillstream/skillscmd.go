@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// storeNATSFlags registers how commands other than serve reach the skill
+// store: --nats-url and its credentials, or a running serve's embedded
+// server on --listen.
+func (c *Config) storeNATSFlags(cmd *command) {
+	cmd.group("NATS (a running serve's embedded server by default)")
+	cmd.pick(c.natsFlags, "listen", "nats-url", "nats-user", "nats-password", "nats-token",
+		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key")
+	cmd.fs.Lookup("listen").Usage = "client `address` of a running serve's embedded server, used when no --nats-url is given"
+}
+
+// dialStore connects to the NATS system holding the skill store:
+// --nats-url when given, else the embedded server of a serve on --listen.
+// required says whether a missing server is an error; when it is not, a
+// nil JetStream and a note on stderr say the store is left out.
+func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStream, func(), error) {
+	noop := func() {}
+	if c.NoSkillStore {
+		return nil, noop, nil
+	}
+	url := c.NATSURL
+	var opts []nats.Option
+	if url == "" {
+		if !serving(c.Listen) {
+			if required {
+				return nil, noop, fmt.Errorf("no NATS server answers on --listen %s: start `skillstream serve` or give --nats-url", c.Listen)
+			}
+			fmt.Fprintf(a.stderr, "skillstream %s: no NATS server answers on %s; previewing without the skill store (give --nats-url, or --no-skill-store to silence this)\n", name, c.Listen)
+			return nil, noop, nil
+		}
+		url = "nats://" + c.Listen
+		opts = []nats.Option{nats.Name("skillstream " + name)}
+	} else {
+		var err error
+		if opts, err = c.connectOptions(c.newLogger(a.stderr)); err != nil {
+			return nil, noop, err
+		}
+	}
+	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0))...)
+	if err != nil {
+		return nil, noop, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, noop, fmt.Errorf("jetstream context: %w", err)
+	}
+	return js, nc.Close, nil
+}
+
+func (a *app) skillsCommand() (*command, runFunc) {
+	var (
+		c     Config
+		scope string
+		prune bool
+		out   string
+	)
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get [arguments] [flags]", `
+Publish and inspect the skill store: the skills every serve of a fleet
+reads from NATS (a key-value index and an object store of the skills'
+files, see "Running a fleet" in the README).
+
+  push DIR... [--scope S] [--prune]
+      publish the skills in each DIR (a skills root, a skill folder or a
+      flat skill file). Every skill is validated first, as validate does,
+      and a skill whose name differs from its folder is refused: on any
+      problem nothing is written, every problem is listed and the exit
+      status is 1. Skills whose files are unchanged are not written again.
+      --prune also removes the scope's skills that are not in any DIR.
+      One line per skill: added, updated, unchanged or removed, with the
+      index revision and the first 12 hex digits of the skill's digest.
+      Writes are conditional on what was read: a concurrent publisher's
+      change fails the push with "changed since read", never lost.
+  ls [--scope S]
+      the published skills (every scope without --scope).
+  history NAME [--scope S]
+      the revisions the index keeps of a skill: revision, digest, time.
+  rm NAME --scope S
+      remove a skill from a scope (earlier revisions stay readable).
+  get NAME[@REVISION] --out DIR [--scope S]
+      write a skill's files (the current revision, or REVISION) to
+      DIR/NAME, read-only, verified against the skill's digest.
+
+A scope is "global" (every session; the default) or "project/<id>"
+(sessions whose triggers carry project "<id>").`[1:], `
+  skillstream skills push skills/
+  skillstream skills push skills/ --prune --nats-url nats://n1:4222 --nats-creds ci.creds
+  skillstream skills push team-skills/ --scope project/payments
+  skillstream skills ls
+  skillstream skills history commit-message
+  skillstream skills get commit-message@12 --out /tmp/skills`[1:])
+	cmd.group("Flags")
+	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
+	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
+	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
+	c.storeFlags(cmd)
+	cmd.pick(c.streamFlags, "replicas")
+	cmd.fs.Lookup("replicas").Usage = "replicas of the skill store's buckets when they are created"
+	c.storeNATSFlags(cmd)
+	return cmd, func(ctx context.Context, args []string) error {
+		if len(args) == 0 {
+			return usagef("skills needs an action: push, ls, history, rm or get")
+		}
+		action, args := args[0], args[1:]
+		if err := c.validateNATS(); err != nil {
+			return err
+		}
+		if c.NoSkillStore {
+			return usagef("--no-skill-store leaves nothing for skills to do")
+		}
+		if err := c.validateStore(); err != nil {
+			return err
+		}
+		sc := store.Global
+		if scope != "" {
+			var err error
+			if sc, err = store.ParseScope(scope); err != nil {
+				return usagef("--scope: %v", err)
+			}
+		}
+		if prune && action != "push" {
+			return usagef("--prune applies to push only")
+		}
+		if out != "" && action != "get" {
+			return usagef("--out applies to get only")
+		}
+		var run func(context.Context, *store.Publisher) error
+		switch action {
+		case "push":
+			if len(args) == 0 {
+				return usagef("skills push needs at least one skills root, skill folder or skill file")
+			}
+			locals, err := a.readForPush(args, c.storeConfig())
+			if err != nil {
+				return err
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				changes, err := pb.Push(ctx, sc, locals, prune)
+				for _, ch := range changes {
+					printChange(a.stdout, ch)
+				}
+				return err
+			}
+		case "ls":
+			if len(args) > 0 {
+				return usagef("skills ls takes no arguments, got %q", args[0])
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				var ps []store.Published
+				var err error
+				if scope == "" {
+					ps, err = pb.ListAll(ctx)
+				} else {
+					ps, err = pb.List(ctx, sc)
+				}
+				for _, p := range ps {
+					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Revision, shortDigest(p.Record.Digest), stamp(p.Created))
+				}
+				return err
+			}
+		case "history":
+			if len(args) != 1 {
+				return usagef("skills history needs one skill name")
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				hs, err := pb.History(ctx, sc, args[0])
+				if err != nil {
+					return err
+				}
+				for _, h := range hs {
+					switch {
+					case h.Removed:
+						fmt.Fprintf(a.stdout, "rev %d removed %s\n", h.Revision, stamp(h.Created))
+					case h.Err != nil:
+						fmt.Fprintf(a.stdout, "rev %d malformed %s: %v\n", h.Revision, stamp(h.Created), h.Err)
+					default:
+						fmt.Fprintf(a.stdout, "rev %d %s %s\n", h.Revision, shortDigest(h.Record.Digest), stamp(h.Created))
+					}
+				}
+				return nil
+			}
+		case "rm":
+			if len(args) != 1 {
+				return usagef("skills rm needs one skill name")
+			}
+			if scope == "" {
+				return usagef("skills rm needs --scope (global or project/<id>)")
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				rev, err := pb.Remove(ctx, sc, args[0])
+				if err != nil {
+					return err
+				}
+				printChange(a.stdout, store.Change{Action: store.Removed, Name: args[0], Revision: rev})
+				return nil
+			}
+		case "get":
+			if len(args) != 1 {
+				return usagef("skills get needs one skill name, NAME or NAME@REVISION")
+			}
+			if out == "" {
+				return usagef("skills get needs --out DIR")
+			}
+			name, rev, err := parseNameRev(args[0])
+			if err != nil {
+				return err
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				p, err := pb.Get(ctx, sc, name, rev)
+				if err != nil {
+					return err
+				}
+				dir := filepath.Join(out, name)
+				if err := pb.Materialize(ctx, p.Record.Digest, dir); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, shortDigest(p.Record.Digest), dir)
+				return nil
+			}
+		default:
+			return usagef("unknown skills action %q: want push, ls, history, rm or get", action)
+		}
+		js, closeNC, err := a.dialStore(&c, "skills", true)
+		if err != nil {
+			return err
+		}
+		defer closeNC()
+		pb, err := store.NewPublisher(ctx, js, c.storeConfig())
+		if err != nil {
+			return err
+		}
+		err = run(ctx, pb)
+		if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrInvalidName) {
+			return inputf("%w", err)
+		}
+		return err
+	}
+}
+
+// readForPush validates and reads every skill under the paths; on any
+// problem it prints them all (as validate does) and nothing is published.
+func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, error) {
+	var l linter
+	for _, p := range paths {
+		l.path(p)
+	}
+	var locals []store.Local
+	for _, p := range paths {
+		for _, s := range skillPaths(p) {
+			loc, err := store.ReadSkill(s, cfg)
+			if err != nil {
+				if l.hasError(s) {
+					continue // the linter said why already
+				}
+				l.errorf(s, "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), store.ErrInvalidSkill.Error()+": "), s+": "))
+				continue
+			}
+			locals = append(locals, loc)
+		}
+	}
+	if l.errors > 0 {
+		l.report(a.stderr)
+		fmt.Fprintln(a.stderr, "nothing was published")
+		return nil, errReported
+	}
+	return locals, nil
+}
+
+// skillPaths lists the skills a push path holds: itself when it is a skill
+// folder or a file, else the skill folders and flat .md files of the root
+// (hidden entries are not skills, as in the filesystem provider).
+func skillPaths(p string) []string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil // the linter reported it
+	}
+	if !fi.IsDir() {
+		return []string{p}
+	}
+	if sfi, err := os.Stat(filepath.Join(p, "SKILL.md")); err == nil && !sfi.IsDir() {
+		return []string{p}
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := filepath.Join(p, name)
+		fi, err := os.Stat(full)
+		if err != nil {
+			continue
+		}
+		switch {
+		case fi.IsDir():
+			if sfi, err := os.Stat(filepath.Join(full, "SKILL.md")); err == nil && !sfi.IsDir() {
+				out = append(out, full)
+			}
+		case fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
+			out = append(out, full)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func printChange(w io.Writer, ch store.Change) {
+	if ch.Action == store.Removed {
+		fmt.Fprintf(w, "%s %s rev %d\n", ch.Action, ch.Name, ch.Revision)
+		return
+	}
+	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Revision, shortDigest(ch.Digest))
+}
+
+func shortDigest(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// parseNameRev splits NAME[@REVISION].
+func parseNameRev(s string) (string, uint64, error) {
+	name, revText, ok := strings.Cut(s, "@")
+	if err := catalog.CheckName(name); err != nil {
+		return "", 0, usagef("%v", err)
+	}
+	if !ok {
+		return name, 0, nil
+	}
+	rev, err := strconv.ParseUint(revText, 10, 64)
+	if err != nil || rev == 0 {
+		return "", 0, usagef("revision %q: want a positive integer", revText)
+	}
+	return name, rev, nil
+}
+
+// hasError reports whether the linter found an error at or below path.
+func (l *linter) hasError(path string) bool {
+	for _, f := range l.findings {
+		if !f.warning && (f.path == path || strings.HasPrefix(f.path, path+string(filepath.Separator))) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,257 @@
+package agentskills
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A skill's digest identifies the exact files of a skill: the lowercase hex
+// SHA-256 over its regular files, each contributing
+// "<relative path>\x00<size in decimal bytes>\x00<bytes>", in byte order of
+// path (with "/" separators). A flat-file skill is digested as one file
+// named SKILL.md. The skill store names its objects by it, and tool results
+// carry it so a worker can tell which version of a skill it was given.
+
+// Errors of Files and Hasher. Match them with errors.Is.
+var (
+	// ErrLinkOutside reports a symbolic link that leaves the skill folder.
+	ErrLinkOutside = errors.New("symbolic link leaves the skill folder")
+	// ErrNotRegular reports an entry that is neither a regular file nor a
+	// directory (a device, a FIFO, a socket, a link to a directory).
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrTooManyFiles reports a skill folder with more files than allowed.
+	ErrTooManyFiles = errors.New("too many files")
+	// ErrTooLarge reports a skill whose files are larger than allowed.
+	ErrTooLarge = errors.New("too large")
+	// ErrDigestOrder reports files added to a Hasher out of path order, or
+	// a file whose content is not as long as declared.
+	ErrDigestOrder = errors.New("skill files out of order or of the wrong size")
+)
+
+// Limits bound what Files accepts. Zero fields take the defaults.
+type Limits struct {
+	MaxFiles int   // files in the folder, subfolders included
+	MaxBytes int64 // their total size
+	MaxDepth int   // nesting of subfolders
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxFiles = 1000
+	DefaultMaxBytes = 8 << 20
+	DefaultMaxDepth = 16
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFiles <= 0 {
+		l.MaxFiles = DefaultMaxFiles
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	return l
+}
+
+// File is one regular file of a skill.
+type File struct {
+	Path string // relative to the skill folder, "/"-separated
+	Size int64
+	// Source is the file to read on disk (the link's target for a
+	// symbolic link inside the folder).
+	Source string
+	id     identity
+}
+
+// Files lists the regular files of the skill folder dir, in byte order of
+// Path, without reading them. Symbolic links are followed when they
+// resolve to a regular file inside the folder; a link leaving the folder
+// (ErrLinkOutside), a link to a directory, a special file (ErrNotRegular),
+// more files or bytes than lim allows (ErrTooManyFiles, ErrTooLarge) are
+// errors naming the path. Hidden files count like any other.
+func Files(dir string, lim Limits) ([]File, error) {
+	lim = lim.withDefaults()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return nil, err
+	}
+	w := &walker{root: real, lim: lim}
+	if err := w.walk(real, "", 0); err != nil {
+		return nil, err
+	}
+	sort.Slice(w.files, func(i, j int) bool { return w.files[i].Path < w.files[j].Path })
+	return w.files, nil
+}
+
+type walker struct {
+	root  string
+	lim   Limits
+	files []File
+	total int64
+}
+
+func (w *walker) walk(dir, rel string, depth int) error {
+	if depth > w.lim.MaxDepth {
+		return fmt.Errorf("%s: folders nested deeper than %d levels: %w", dir, w.lim.MaxDepth, ErrTooLarge)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(dir, name)
+		r := path.Join(rel, name)
+		mode := e.Type()
+		src := p
+		switch {
+		case mode.IsDir():
+			if err := w.walk(p, r, depth+1); err != nil {
+				return err
+			}
+			continue
+		case mode&fs.ModeSymlink != 0:
+			target, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return fmt.Errorf("%s: dangling or looping symbolic link: %w", p, ErrNotRegular)
+			}
+			if !inside(w.root, target) {
+				return fmt.Errorf("%s -> %s: %w", p, target, ErrLinkOutside)
+			}
+			src = target
+		case !mode.IsRegular():
+			return fmt.Errorf("%s: %w", p, ErrNotRegular)
+		}
+		fi, err := os.Stat(src)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: %w", p, ErrNotRegular)
+		}
+		if len(w.files) >= w.lim.MaxFiles {
+			return fmt.Errorf("%s: more than %d files: %w", w.root, w.lim.MaxFiles, ErrTooManyFiles)
+		}
+		if fi.Size() > w.lim.MaxBytes {
+			return fmt.Errorf("%s: file of %d bytes, over the limit of %d: %w", p, fi.Size(), w.lim.MaxBytes, ErrTooLarge)
+		}
+		w.total += fi.Size()
+		if w.total > w.lim.MaxBytes {
+			return fmt.Errorf("%s: files total more than %d bytes: %w", w.root, w.lim.MaxBytes, ErrTooLarge)
+		}
+		w.files = append(w.files, File{Path: r, Size: fi.Size(), Source: src, id: identityOf(fi)})
+	}
+	return nil
+}
+
+// inside reports whether p is root or below it.
+func inside(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
+}
+
+// Hasher computes a skill digest from files given in byte order of path.
+type Hasher struct {
+	h    hash.Hash
+	last string
+	n    int
+}
+
+// NewHasher returns an empty Hasher.
+func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
+
+// Add hashes one file of size bytes read from r. Paths must come in
+// strictly increasing byte order and r must hold exactly size bytes;
+// otherwise Add returns an error wrapping ErrDigestOrder.
+func (h *Hasher) Add(p string, size int64, r io.Reader) error {
+	if h.n > 0 && p <= h.last {
+		return fmt.Errorf("%w: %q after %q", ErrDigestOrder, p, h.last)
+	}
+	h.last, h.n = p, h.n+1
+	io.WriteString(h.h, p)
+	h.h.Write([]byte{0})
+	io.WriteString(h.h, strconv.FormatInt(size, 10))
+	h.h.Write([]byte{0})
+	n, err := io.Copy(h.h, io.LimitReader(r, size+1))
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("%w: %q holds %d bytes, not %d", ErrDigestOrder, p, n, size)
+	}
+	return nil
+}
+
+// Sum returns the digest of the files added so far.
+func (h *Hasher) Sum() string { return hex.EncodeToString(h.h.Sum(nil)) }
+
+// DigestFiles reads files (as Files lists them) and returns their digest.
+func DigestFiles(files []File) (string, error) {
+	h := NewHasher()
+	for _, f := range files {
+		if err := digestOne(h, f); err != nil {
+			return "", err
+		}
+	}
+	return h.Sum(), nil
+}
+
+func digestOne(h *Hasher, f File) error {
+	fh, err := os.Open(f.Source)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	if err := h.Add(f.Path, f.Size, fh); err != nil {
+		return fmt.Errorf("%s changed while it was read: %w", f.Source, err)
+	}
+	return nil
+}
+
+// Digest returns the digest of the skill folder dir under the default
+// limits.
+func Digest(dir string) (string, error) {
+	files, err := Files(dir, Limits{})
+	if err != nil {
+		return "", err
+	}
+	return DigestFiles(files)
+}
+
+// DigestFile returns the digest of a flat-file skill: its one file,
+// digested as if it were named SKILL.md.
+func DigestFile(file string) (string, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: %w", file, ErrNotRegular)
+	}
+	h := NewHasher()
+	if err := h.Add(SkillFile, fi.Size(), fh); err != nil {
+		return "", fmt.Errorf("%s changed while it was read: %w", file, err)
+	}
+	return h.Sum(), nil
+}

@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// BenchmarkWarmSnapshot1000 takes snapshots of 1,000 store skills from a
+// warm registry; objects-read/op must stay 0.
+func BenchmarkWarmSnapshot1000(b *testing.B) {
+	srv := natstest.Start(b)
+	pb := publisher(b, srv.JS, store.Config{})
+	root := b.TempDir()
+	var ls []store.Local
+	for i := range 1000 {
+		l, err := store.ReadSkill(writeSkill(b, root, fmt.Sprintf("skill-%04d", i), "Skill.", "Body.", nil), store.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	if _, err := pb.Push(context.Background(), store.Global, ls, false); err != nil {
+		b.Fatal(err)
+	}
+	p := open(b, srv.JS, store.Config{})
+	reg := providers.NewRegistry([]providers.Provider{p})
+	defer reg.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := reg.Snapshot(ctx, catalog.Query{})
+		if err != nil || len(s.Skills) != 1000 || !s.Complete {
+			b.Fatal(len(s.Skills), err)
+		}
+	}
+	b.ReportMetric(float64(p.Fetches()), "objects-read")
+}
+
+// BenchmarkLoad compares a skill call's load of the same skill from the
+// store and from disk (both warm).
+func BenchmarkLoad(b *testing.B) {
+	srv := natstest.Start(b)
+	pb := publisher(b, srv.JS, store.Config{})
+	root := b.TempDir()
+	dir := writeSkill(b, root, "a-skill", "A.", "Body of the skill, a few lines long.\n\n1. Step.\n2. Step.", map[string]string{"ref.md": "ref"})
+	push(b, pb, store.Global, false, dir)
+	sp := open(b, srv.JS, store.Config{})
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, CustomDirs: []string{root}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		p    providers.Provider
+	}{{"store", sp}, {"disk", fs}} {
+		b.Run(tc.name, func(b *testing.B) {
+			reg := providers.NewRegistry([]providers.Provider{tc.p})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				sk, err := reg.Load(ctx, "a-skill", catalog.Query{})
+				if err != nil || sk.Digest == "" {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	fs.Close()
+}
+
+// BenchmarkPushToSnapshot measures the time from a push returning to the
+// next snapshot of two members that shows it (p50 and p99 over b.N
+// pushes).
+func BenchmarkPushToSnapshot(b *testing.B) {
+	srv := natstest.Start(b)
+	pb := publisher(b, srv.JS, store.Config{})
+	root := b.TempDir()
+	var regs []*providers.Registry
+	for range 2 {
+		js, _ := jetstream.New(srv.Connect())
+		r := providers.NewRegistry([]providers.Provider{open(b, js, store.Config{})})
+		defer r.Close()
+		regs = append(regs, r)
+	}
+	ctx := context.Background()
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		push(b, pb, store.Global, false, writeSkill(b, root, "a-skill", fmt.Sprintf("Version %d.", i), "Body.", nil))
+		start := time.Now()
+		for _, r := range regs {
+			for {
+				s, err := r.Snapshot(ctx, catalog.Query{})
+				if err == nil && s.Complete && len(s.Skills) == 1 && s.Skills[0].Description == fmt.Sprintf("Version %d.", i) {
+					break
+				}
+			}
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}

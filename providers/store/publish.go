@@ -1,0 +1,418 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/agentskills"
+)
+
+// Local is a skill read from disk, ready to publish: its record (without
+// the publication time) and its archive.
+type Local struct {
+	Path    string // the folder or flat file it was read from
+	Record  Record
+	archive []byte
+}
+
+// ErrInvalidSkill reports a skill on disk that cannot be published; the
+// message says why.
+var ErrInvalidSkill = errors.New("cannot publish skill")
+
+// ReadSkill reads the skill at path for publishing: a skill folder (holding
+// SKILL.md and any other files) or a flat skill file, digested as one file
+// named SKILL.md. It refuses, naming the path and the reason, a SKILL.md
+// that is not a valid skill, a skill whose name differs from its folder (or
+// file) name, a symbolic link leaving the folder, a special file, and more
+// files or bytes than the configured limits.
+func ReadSkill(path string, cfg Config) (Local, error) {
+	cfg = cfg.withDefaults()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
+	}
+	var files []agentskills.File
+	var want string
+	if fi.IsDir() {
+		files, err = agentskills.Files(path, cfg.limits())
+		if err != nil {
+			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
+		}
+		want = filepath.Base(absOr(path))
+	} else {
+		lim := cfg.limits()
+		max := lim.MaxBytes
+		if max <= 0 {
+			max = agentskills.DefaultMaxBytes
+		}
+		if !fi.Mode().IsRegular() {
+			return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, agentskills.ErrNotRegular)
+		}
+		if fi.Size() > max {
+			return Local{}, fmt.Errorf("%w: %s: file of %d bytes, over the limit of %d", ErrInvalidSkill, path, fi.Size(), max)
+		}
+		files = []agentskills.File{{Path: agentskills.SkillFile, Size: fi.Size(), Source: path}}
+		want = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	var skillFile *agentskills.File
+	var total int64
+	for i := range files {
+		total += files[i].Size
+		if files[i].Path == agentskills.SkillFile {
+			skillFile = &files[i]
+		}
+	}
+	if skillFile == nil {
+		return Local{}, fmt.Errorf("%w: %s has no SKILL.md", ErrInvalidSkill, path)
+	}
+	if skillFile.Size > agentskills.MaxFileSize {
+		return Local{}, fmt.Errorf("%w: %s: SKILL.md is %d bytes; skill files are read up to %d bytes", ErrInvalidSkill, path, skillFile.Size, agentskills.MaxFileSize)
+	}
+	archive, digest, err := pack(files)
+	if err != nil {
+		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
+	}
+	// Parse what was archived, not the disk again.
+	unpacked, err := unpack(strings.NewReader(string(archive)), digest, agentskills.Limits{MaxFiles: len(files), MaxBytes: max(total, 1)})
+	if err != nil {
+		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
+	}
+	sk, err := parseSkill(unpacked)
+	if err != nil {
+		var pe *agentskills.ParseError
+		if errors.As(err, &pe) {
+			return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, skillPath(path, fi.IsDir()), pe.Reason)
+		}
+		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
+	}
+	if sk.Name != want {
+		return Local{}, fmt.Errorf("%w: %s: name %q differs from its %s name %q; a published skill is named by its folder",
+			ErrInvalidSkill, skillPath(path, fi.IsDir()), sk.Name, map[bool]string{true: "folder", false: "file"}[fi.IsDir()], want)
+	}
+	return Local{Path: path, archive: archive, Record: Record{
+		Name: sk.Name, Description: sk.Description, WhenToUse: sk.WhenToUse, Invocation: sk.Invocation,
+		Digest: digest, Object: digest, Size: total, Files: len(files),
+	}}, nil
+}
+
+func skillPath(path string, dir bool) string {
+	if dir {
+		return filepath.Join(path, agentskills.SkillFile)
+	}
+	return path
+}
+
+func absOr(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// Publisher writes to and reads from the store for publishers and
+// operators (the `skills` command).
+type Publisher struct {
+	cfg Config
+	kv  jetstream.KeyValue
+	obs jetstream.ObjectStore
+	now func() time.Time
+
+	beforeWrite func() // test hook: runs between the read and the write of a key
+}
+
+// NewPublisher opens (creating when missing) the store's buckets.
+func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Publisher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	kv, obs, err := buckets(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Publisher{cfg: cfg, kv: kv, obs: obs, now: time.Now}, nil
+}
+
+// Action is what a push did to one skill.
+type Action string
+
+// The actions of a push.
+const (
+	Added     Action = "added"
+	Updated   Action = "updated"
+	Unchanged Action = "unchanged"
+	Removed   Action = "removed"
+)
+
+// Change is one line of a push's outcome.
+type Change struct {
+	Action   Action
+	Name     string
+	Revision uint64
+	Digest   string // empty for Removed
+}
+
+// Push publishes skills in scope: each skill whose digest differs from the
+// published one gets a new revision (its files stored first), the others
+// are left alone; with prune, the scope's skills not among skills are
+// removed. Every write is conditional on the revision read, so a
+// concurrent publisher's change is never overwritten: it fails with an
+// error wrapping ErrChanged. Changes come by name, removals last.
+func (pb *Publisher) Push(ctx context.Context, scope Scope, skills []Local, prune bool) ([]Change, error) {
+	seen := make(map[string]string, len(skills))
+	for _, l := range skills {
+		if first, dup := seen[l.Record.Name]; dup {
+			return nil, fmt.Errorf("%w: skill %q is in both %s and %s", ErrInvalidSkill, l.Record.Name, first, l.Path)
+		}
+		seen[l.Record.Name] = l.Path
+	}
+	sorted := append([]Local(nil), skills...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Record.Name < sorted[j].Record.Name })
+	var out []Change
+	for _, l := range sorted {
+		c, err := pb.pushOne(ctx, scope, l)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	if !prune {
+		return out, nil
+	}
+	current, err := pb.List(ctx, scope)
+	if err != nil {
+		return out, err
+	}
+	for _, p := range current {
+		if _, keep := seen[p.Record.Name]; keep {
+			continue
+		}
+		rev, err := pb.remove(ctx, scope, p.Record.Name, p.Revision)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Change{Action: Removed, Name: p.Record.Name, Revision: rev})
+	}
+	return out, nil
+}
+
+func (pb *Publisher) pushOne(ctx context.Context, scope Scope, l Local) (Change, error) {
+	key := scope.Key(l.Record.Name)
+	var last uint64
+	e, err := pb.kv.Get(ctx, key)
+	switch {
+	case err == nil:
+		last = e.Revision()
+		if rec, derr := decodeRecord(l.Record.Name, e.Value()); derr == nil && rec.Digest == l.Record.Digest {
+			return Change{Action: Unchanged, Name: l.Record.Name, Revision: last, Digest: rec.Digest}, nil
+		}
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	default:
+		return Change{}, fmt.Errorf("read %s: %w", key, err)
+	}
+	if pb.beforeWrite != nil {
+		pb.beforeWrite()
+	}
+	if err := pb.putObject(ctx, l); err != nil {
+		return Change{}, err
+	}
+	rec := l.Record
+	rec.Published = pb.now().UnixMilli()
+	var rev uint64
+	action := Updated
+	if last == 0 {
+		action = Added
+		rev, err = pb.kv.Create(ctx, key, rec.encode())
+	} else {
+		rev, err = pb.kv.Update(ctx, key, rec.encode(), last)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return Change{}, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", l.Record.Name, scope, ErrChanged, last)
+	}
+	if err != nil {
+		return Change{}, fmt.Errorf("write %s: %w", key, err)
+	}
+	return Change{Action: action, Name: rec.Name, Revision: rev, Digest: rec.Digest}, nil
+}
+
+// putObject stores l's archive under its digest unless it is there.
+func (pb *Publisher) putObject(ctx context.Context, l Local) error {
+	if _, err := pb.obs.GetInfo(ctx, l.Record.Object); err == nil {
+		return nil
+	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("look up object %s: %w", short(l.Record.Object), err)
+	}
+	_, err := pb.obs.PutBytes(ctx, l.Record.Object, l.archive)
+	if err != nil {
+		return fmt.Errorf("store files of %q: %w", l.Record.Name, err)
+	}
+	return nil
+}
+
+// Published is one skill as the index holds it.
+type Published struct {
+	Scope    Scope
+	Record   Record
+	Revision uint64
+	Created  time.Time
+}
+
+// List returns the skills published in scope, by name.
+func (pb *Publisher) List(ctx context.Context, scope Scope) ([]Published, error) {
+	return pb.list(ctx, scope.prefix()+"*")
+}
+
+// ListAll returns every published skill, by scope (global first) and name.
+func (pb *Publisher) ListAll(ctx context.Context) ([]Published, error) {
+	return pb.list(ctx, ">")
+}
+
+func (pb *Publisher) list(ctx context.Context, filter string) ([]Published, error) {
+	w, err := pb.kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", pb.cfg.Bucket, err)
+	}
+	defer w.Stop()
+	var out []Published
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("list %s: watch ended", pb.cfg.Bucket)
+			}
+			if e == nil {
+				sort.Slice(out, func(i, j int) bool {
+					a, b := out[i], out[j]
+					if a.Scope != b.Scope {
+						return a.Scope.project < b.Scope.project
+					}
+					return a.Record.Name < b.Record.Name
+				})
+				return out, nil
+			}
+			sc, name, err := parseKey(e.Key())
+			if err != nil {
+				continue
+			}
+			rec, err := decodeRecord(name, e.Value())
+			if err != nil {
+				continue
+			}
+			out = append(out, Published{Scope: sc, Record: rec, Revision: e.Revision(), Created: e.Created()})
+		}
+	}
+}
+
+// Revision is one revision of a skill's index entry.
+type Revision struct {
+	Revision uint64
+	Removed  bool
+	Record   Record // zero when Removed or malformed
+	Err      error  // why Record could not be decoded
+	Created  time.Time
+}
+
+// History returns the revisions the index keeps of name in scope, oldest
+// first. It returns an error wrapping catalog.ErrNotFound when there are
+// none.
+func (pb *Publisher) History(ctx context.Context, scope Scope, name string) ([]Revision, error) {
+	if err := catalog.CheckName(name); err != nil {
+		return nil, err
+	}
+	es, err := pb.kv.History(ctx, scope.Key(name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", scope.Key(name), err)
+	}
+	out := make([]Revision, 0, len(es))
+	for _, e := range es {
+		r := Revision{Revision: e.Revision(), Created: e.Created(), Removed: e.Operation() != jetstream.KeyValuePut}
+		if !r.Removed {
+			r.Record, r.Err = decodeRecord(name, e.Value())
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Remove deletes name from scope (a delete marker: earlier revisions stay
+// readable) and returns the marker's revision. It fails with an error
+// wrapping catalog.ErrNotFound when the skill is not published there, and
+// with ErrChanged when it changed while being removed.
+func (pb *Publisher) Remove(ctx context.Context, scope Scope, name string) (uint64, error) {
+	if err := catalog.CheckName(name); err != nil {
+		return 0, err
+	}
+	e, err := pb.kv.Get(ctx, scope.Key(name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", scope.Key(name), err)
+	}
+	return pb.remove(ctx, scope, name, e.Revision())
+}
+
+func (pb *Publisher) remove(ctx context.Context, scope Scope, name string, last uint64) (uint64, error) {
+	key := scope.Key(name)
+	err := pb.kv.Delete(ctx, key, jetstream.LastRevision(last))
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, last)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("remove %s: %w", key, err)
+	}
+	es, err := pb.kv.History(ctx, key)
+	if err != nil || len(es) == 0 {
+		return 0, nil // removed; the marker's revision is unknown
+	}
+	return es[len(es)-1].Revision(), nil
+}
+
+// Get returns the entry of name in scope: the current one when revision is
+// 0, else that revision (which must be a publication, not a removal).
+func (pb *Publisher) Get(ctx context.Context, scope Scope, name string, revision uint64) (Published, error) {
+	if err := catalog.CheckName(name); err != nil {
+		return Published{}, err
+	}
+	key := scope.Key(name)
+	var e jetstream.KeyValueEntry
+	var err error
+	if revision == 0 {
+		e, err = pb.kv.Get(ctx, key)
+	} else {
+		e, err = pb.kv.GetRevision(ctx, key, revision)
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		if revision != 0 {
+			return Published{}, fmt.Errorf("skill %q in %s at revision %d: %w", name, scope, revision, catalog.ErrNotFound)
+		}
+		return Published{}, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return Published{}, fmt.Errorf("read %s: %w", key, err)
+	}
+	rec, err := decodeRecord(name, e.Value())
+	if err != nil {
+		return Published{}, fmt.Errorf("%s revision %d: %w", key, e.Revision(), err)
+	}
+	return Published{Scope: scope, Record: rec, Revision: e.Revision(), Created: e.Created()}, nil
+}
+
+// Materialize writes the files of digest into dir (see Materialize).
+func (pb *Publisher) Materialize(ctx context.Context, digest, dir string) error {
+	return materialize(ctx, pb.obs, pb.cfg, digest, dir)
+}

@@ -1,0 +1,668 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
+)
+
+// Defaults of Config.
+const (
+	DefaultName       = "store"
+	DefaultBucket     = "SKILLS"
+	DefaultObjects    = "SKILLS"
+	DefaultHistory    = 16
+	MaxHistory        = 64 // the key-value store's own limit
+	DefaultCacheBytes = 32 << 20
+)
+
+// Errors of the store. Match them with errors.Is.
+var (
+	// ErrUnavailable reports that the store's index cannot be followed
+	// right now (NATS disconnected, the watch not (re)established): the
+	// skills listed may be out of date.
+	ErrUnavailable = errors.New("skill store unavailable")
+	// ErrObjectMissing reports an index entry whose object is gone.
+	ErrObjectMissing = errors.New("skill files missing from the object store")
+	// ErrChanged reports a publish that lost a race: the skill changed
+	// since it was read.
+	ErrChanged = errors.New("changed since read")
+	// ErrClosed reports a call on a closed provider.
+	ErrClosed = errors.New("skill store provider closed")
+)
+
+// Config configures the store: where it lives and its bounds. The zero
+// value is usable.
+type Config struct {
+	// Name is the provider name in summaries; default "store".
+	Name string
+	// Bucket is the key-value bucket of the index, Objects the object
+	// store of the skills' files; both default to "SKILLS".
+	Bucket, Objects string
+	// Replicas of both when they are created; default 1.
+	Replicas int
+	// History is how many revisions of each skill the index keeps when it
+	// is created (1 to 64); default 16.
+	History int
+	// MaxFiles and MaxBytes bound one skill's files (count, total bytes);
+	// defaults agentskills.DefaultMaxFiles and DefaultMaxBytes.
+	MaxFiles int
+	MaxBytes int64
+	// CacheBytes bounds the loaded bodies kept by digest; default 32 MiB.
+	CacheBytes int64
+	// Logger receives skipped index entries and watch failures; nil is
+	// silent.
+	Logger *slog.Logger
+	// WatchGate, when not nil, holds back the index watch: each change
+	// that lands after Open is applied only once a value is received from
+	// the gate (or it is closed). Tests use it to keep one member behind.
+	WatchGate <-chan struct{}
+}
+
+func (c Config) withDefaults() Config {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Bucket == "" {
+		c.Bucket = DefaultBucket
+	}
+	if c.Objects == "" {
+		c.Objects = DefaultObjects
+	}
+	if c.Replicas <= 0 {
+		c.Replicas = 1
+	}
+	if c.History <= 0 {
+		c.History = DefaultHistory
+	}
+	if c.CacheBytes <= 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	return c
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.History < 0 || c.History > MaxHistory {
+		return fmt.Errorf("skill store history %d: must be between 1 and %d", c.History, MaxHistory)
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return fmt.Errorf("skill store replicas %d: must be between 1 and 5", c.Replicas)
+	}
+	return nil
+}
+
+func (c Config) limits() agentskills.Limits {
+	return agentskills.Limits{MaxFiles: c.MaxFiles, MaxBytes: c.MaxBytes}
+}
+
+// buckets opens the index and the object store, creating them with the
+// configured replicas and history when missing.
+func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.KeyValue, jetstream.ObjectStore, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: cfg.Bucket, Description: "skillstream skill index",
+			History: uint8(cfg.History), Replicas: cfg.Replicas, MaxValueSize: maxRecordBytes,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("skill index bucket %s: %w", cfg.Bucket, err)
+	}
+	obs, err := js.ObjectStore(ctx, cfg.Objects)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: cfg.Objects, Description: "skillstream skill files, by digest", Replicas: cfg.Replicas,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			obs, err = js.ObjectStore(ctx, cfg.Objects)
+		}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("skill object store %s: %w", cfg.Objects, err)
+	}
+	return kv, obs, nil
+}
+
+// entry is one live index entry.
+type entry struct {
+	rec      Record
+	revision uint64
+}
+
+// Provider serves the skills published in the store. Its index lives in
+// memory, kept current by a watch on the bucket: snapshots never read an
+// object, and a publish reaches the next snapshot the moment the watch
+// delivers it. Bodies are fetched by digest and cached (they never change
+// under a digest). Safe for concurrent use; Close stops the watch.
+type Provider struct {
+	cfg  Config
+	js   jetstream.JetStream
+	nc   *nats.Conn
+	kv   jetstream.KeyValue
+	obs  jetstream.ObjectStore
+	log  *slog.Logger
+	lim  agentskills.Limits
+	body *bodyCache
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	revision atomic.Uint64
+	fetches  atomic.Uint64 // objects read, for tests and benchmarks
+
+	mu        sync.Mutex
+	healthy   bool
+	wasBroken bool                        // the watch broke once: log when it is back
+	why       error                       // why not healthy
+	scopes    map[string]map[string]entry // project id ("" global) -> name -> entry
+	chans     map[string]chan struct{}    // project id -> change channel
+	advanced  chan struct{}               // closed when revision advances or health changes
+	skipped   map[string]struct{}         // malformed entries logged
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// maxChans bounds the change channels kept (one per project asked about).
+const maxChans = 4096
+
+// Open opens (creating when missing) the store's buckets, starts following
+// the index and waits until the index is loaded or ctx ends.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	kv, obs, err := buckets(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{
+		cfg: cfg, js: js, nc: js.Conn(), kv: kv, obs: obs, log: cfg.Logger, lim: cfg.limits(),
+		body:     newBodyCache(cfg.CacheBytes),
+		done:     make(chan struct{}),
+		why:      fmt.Errorf("%w: index not loaded yet", ErrUnavailable),
+		scopes:   make(map[string]map[string]entry),
+		chans:    make(map[string]chan struct{}),
+		advanced: make(chan struct{}),
+		skipped:  make(map[string]struct{}),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	go p.run()
+	for {
+		p.mu.Lock()
+		ok, ch := p.healthy, p.advanced
+		p.mu.Unlock()
+		if ok {
+			return p, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.Close()
+			return nil, fmt.Errorf("load skill index %s: %w", cfg.Bucket, ctx.Err())
+		}
+	}
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return p.cfg.Name }
+
+// Fetches is how many objects the provider has read so far.
+func (p *Provider) Fetches() uint64 { return p.fetches.Load() }
+
+// Revision implements providers.Revisioned: the index bucket's stream
+// sequence of the newest change the watch has applied.
+func (p *Provider) Revision() uint64 { return p.revision.Load() }
+
+// CatchUp implements providers.Revisioned: it waits until the watch has
+// applied rev, or ctx ends.
+func (p *Provider) CatchUp(ctx context.Context, rev uint64) error {
+	for {
+		p.mu.Lock()
+		ch := p.advanced
+		p.mu.Unlock()
+		if p.revision.Load() >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("skill index at revision %d: %w", p.revision.Load(), ctx.Err())
+		case <-p.done:
+			return ErrClosed
+		}
+	}
+}
+
+// Changes implements providers.Notifier. The channel of a query closes
+// when a skill of the global scope or of the query's project changes, and
+// when the store becomes unavailable; while it is unavailable, the channel
+// is already closed.
+func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.healthy {
+		return closedChan
+	}
+	ch, ok := p.chans[q.Project]
+	if !ok {
+		if len(p.chans) >= maxChans {
+			p.closeAll()
+		}
+		ch = make(chan struct{})
+		p.chans[q.Project] = ch
+	}
+	return ch
+}
+
+// closeAll closes every change channel. p.mu must be held.
+func (p *Provider) closeAll() {
+	for k, ch := range p.chans {
+		close(ch)
+		delete(p.chans, k)
+	}
+}
+
+// closeScope closes the channels a change of scope project affects. p.mu
+// must be held.
+func (p *Provider) closeScope(project string) {
+	if project == "" {
+		p.closeAll()
+		return
+	}
+	if ch, ok := p.chans[project]; ok {
+		close(ch)
+		delete(p.chans, project)
+	}
+}
+
+// List implements providers.Provider: the project scope's skills of
+// q.Project (rank RankStoreProject), then the global scope's (rank
+// RankStoreGlobal), each by name. While the store is unavailable it
+// returns what it last knew with an error wrapping ErrUnavailable.
+func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	var out []providers.Candidate
+	if q.Project != "" {
+		out = p.candidates(out, p.scopes[q.Project], catalog.SourceStoreProject, providers.RankStoreProject, q)
+	}
+	out = p.candidates(out, p.scopes[""], catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
+	healthy, why := p.healthy, p.why
+	p.mu.Unlock()
+	if !healthy {
+		return out, why
+	}
+	return out, nil
+}
+
+func (p *Provider) candidates(out []providers.Candidate, skills map[string]entry, source string, rank int, q catalog.Query) []providers.Candidate {
+	start := len(out)
+	for _, e := range skills {
+		out = append(out, providers.Candidate{Summary: p.summary(e, source, q), Rank: rank})
+	}
+	part := out[start:]
+	sort.Slice(part, func(i, j int) bool { return part[i].Name < part[j].Name })
+	return out
+}
+
+func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summary {
+	s := catalog.Summary{
+		Name: e.rec.Name, Description: e.rec.Description, WhenToUse: e.rec.WhenToUse,
+		Invocation: e.rec.Invocation, Source: source, Provider: p.cfg.Name,
+	}
+	if q.ResourceDir != "" {
+		s.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: ResourcePath(q.ResourceDir, e.rec.Name, e.rec.Digest)}
+	}
+	return s
+}
+
+// find returns the provider's own winner for name in q: the project
+// scope's, else the global scope's.
+func (p *Provider) find(name string, q catalog.Query) (entry, string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q.Project != "" {
+		if e, ok := p.scopes[q.Project][name]; ok {
+			return e, catalog.SourceStoreProject, true
+		}
+	}
+	e, ok := p.scopes[""][name]
+	return e, catalog.SourceStoreGlobal, ok
+}
+
+// Load implements providers.Provider: the winning entry's body, from the
+// cache or its object (verified against its digest).
+func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	if !catalog.ValidName(name) {
+		return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		return catalog.Skill{}, err
+	}
+	e, source, ok := p.find(name, q)
+	if !ok {
+		return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	sk, err := p.loadBody(ctx, e.rec)
+	if err != nil {
+		return catalog.Skill{}, err
+	}
+	sum := p.summary(e, source, q)
+	sum.Description, sum.WhenToUse, sum.Invocation = sk.Description, sk.WhenToUse, sk.Invocation
+	return catalog.Skill{Summary: sum, Content: sk.Content, Digest: e.rec.Digest, Revision: e.revision}, nil
+}
+
+// loadBody returns the parsed SKILL.md of rec's object.
+func (p *Provider) loadBody(ctx context.Context, rec Record) (catalog.Skill, error) {
+	if sk, ok := p.body.get(rec.Digest); ok {
+		return sk, nil
+	}
+	files, err := fetch(ctx, p.obs, p.cfg.Objects, rec.Digest, p.lim)
+	p.fetches.Add(1)
+	if err != nil {
+		return catalog.Skill{}, fmt.Errorf("skill %q: %w", rec.Name, err)
+	}
+	sk, err := parseSkill(files)
+	if err != nil {
+		return catalog.Skill{}, fmt.Errorf("skill %q (%s): %w", rec.Name, short(rec.Digest), err)
+	}
+	if sk.Name != rec.Name {
+		return catalog.Skill{}, fmt.Errorf("skill %q: its files (%s) define skill %q", rec.Name, short(rec.Digest), sk.Name)
+	}
+	p.body.put(rec.Digest, sk)
+	return sk, nil
+}
+
+// parseSkill parses the SKILL.md of unpacked files.
+func parseSkill(files []fileData) (catalog.Skill, error) {
+	for _, f := range files {
+		if f.path == agentskills.SkillFile {
+			if len(f.data) > agentskills.MaxFileSize {
+				return catalog.Skill{}, fmt.Errorf("%w: SKILL.md is larger than %d bytes", ErrBadArchive, agentskills.MaxFileSize)
+			}
+			return agentskills.ParseFile(agentskills.SkillFile, f.data)
+		}
+	}
+	return catalog.Skill{}, fmt.Errorf("%w: no SKILL.md", ErrBadArchive)
+}
+
+// fetch reads and unpacks the object named digest, bounded by lim.
+func fetch(ctx context.Context, obs jetstream.ObjectStore, bucket, digest string, lim agentskills.Limits) ([]fileData, error) {
+	lim = agentskills.Limits{MaxFiles: lim.MaxFiles, MaxBytes: lim.MaxBytes}
+	if lim.MaxFiles <= 0 {
+		lim.MaxFiles = agentskills.DefaultMaxFiles
+	}
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = agentskills.DefaultMaxBytes
+	}
+	res, err := obs.Get(ctx, digest)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return nil, fmt.Errorf("%w: object %s of store %s", ErrObjectMissing, short(digest), bucket)
+		}
+		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
+	}
+	max := lim.MaxBytes + archiveSlack(lim.MaxFiles)
+	if info.Size > uint64(max) {
+		return nil, fmt.Errorf("%w: object %s is %d bytes, over the limit of %d", ErrBadArchive, short(digest), info.Size, max)
+	}
+	files, err := unpack(io.LimitReader(res, max), digest, lim)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", short(digest), err)
+	}
+	return files, nil
+}
+
+// Close stops following the index. Channels handed out by Changes are
+// closed. It is idempotent.
+func (p *Provider) Close() error {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	p.healthy = false
+	p.why = ErrClosed
+	p.closeAll()
+	p.mu.Unlock()
+	return nil
+}
+
+// run follows the index until Close: a watch per connection, started
+// again (with a fresh load of the index) whenever it broke.
+func (p *Provider) run() {
+	defer close(p.done)
+	status := p.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	defer p.nc.RemoveStatusListener(status)
+	backoff := 50 * time.Millisecond
+	for {
+		err := p.follow(status)
+		if p.ctx.Err() != nil {
+			return
+		}
+		p.broken(err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 2*time.Second)
+		if p.nc.IsConnected() {
+			backoff = 50 * time.Millisecond
+		}
+	}
+}
+
+// broken marks the index as not followed: every cached answer is
+// dropped, and List reports why until a new watch has loaded the index.
+func (p *Provider) broken(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.healthy {
+		p.wasBroken = true
+		p.log.Warn("skill store watch broken; snapshots are incomplete until it is back", "bucket", p.cfg.Bucket, "err", err)
+	}
+	p.healthy = false
+	p.why = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	p.closeAll()
+	close(p.advanced)
+	p.advanced = make(chan struct{})
+}
+
+// follow runs one watch of the index: it loads every current entry into a
+// fresh index, swaps it in once loaded, then applies each change as it
+// lands. It returns when the watch or the connection breaks.
+func (p *Provider) follow(status <-chan nats.Status) error {
+	if !p.nc.IsConnected() {
+		return errors.New("NATS not connected")
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	w, err := p.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch skill index %s: %w", p.cfg.Bucket, err)
+	}
+	defer w.Stop()
+	fresh := make(map[string]map[string]entry)
+	loaded := false
+	var rev uint64
+	// A watch whose consumer lived on a node that went away stalls until
+	// the client library notices missed heartbeats (some 10 s). A probe of
+	// the bucket's last sequence notices sooner: behind twice in a row at
+	// the same target means stalled, and a new watch is started.
+	probe := time.NewTicker(stallProbe)
+	defer probe.Stop()
+	var target uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case st := <-status:
+			return fmt.Errorf("NATS %s", st)
+		case <-probe.C:
+			if !loaded || p.cfg.WatchGate != nil {
+				continue
+			}
+			if target != 0 && p.revision.Load() < target {
+				return fmt.Errorf("index watch stalled at revision %d, bucket at %d", p.revision.Load(), target)
+			}
+			target = 0
+			if last, err := p.lastSeq(ctx); err == nil && last > p.revision.Load() {
+				target = last
+			}
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("index watch ended")
+			}
+			if e == nil { // every current entry delivered
+				p.swap(fresh, rev)
+				loaded = true
+				continue
+			}
+			if !loaded {
+				rev = max(rev, e.Revision())
+				applyTo(fresh, e, p.skip)
+				continue
+			}
+			if p.cfg.WatchGate != nil {
+				select {
+				case <-p.cfg.WatchGate:
+				case <-ctx.Done():
+					return ctx.Err()
+				case st := <-status:
+					return fmt.Errorf("NATS %s", st)
+				}
+			}
+			p.apply(e)
+		}
+	}
+}
+
+// stallProbe is how often a loaded watch is checked against the bucket.
+const stallProbe = time.Second
+
+// lastSeq is the index bucket's last stream sequence.
+func (p *Provider) lastSeq(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, stallProbe)
+	defer cancel()
+	s, err := p.js.Stream(ctx, "KV_"+p.cfg.Bucket)
+	if err != nil {
+		return 0, err
+	}
+	return s.CachedInfo().State.LastSeq, nil
+}
+
+// applyTo applies one index entry to an index. skip is told about
+// malformed entries, which are left out.
+func applyTo(idx map[string]map[string]entry, e jetstream.KeyValueEntry, skip func(string, uint64, error)) (project string, ok bool) {
+	sc, name, err := parseKey(e.Key())
+	if err != nil {
+		skip(e.Key(), e.Revision(), err)
+		return "", false
+	}
+	project = sc.ProjectID()
+	skills := idx[project]
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(skills, name)
+		return project, true
+	}
+	rec, err := decodeRecord(name, e.Value())
+	if err != nil {
+		delete(skills, name) // the newest value is what counts
+		skip(e.Key(), e.Revision(), err)
+		return project, true
+	}
+	if skills == nil {
+		skills = make(map[string]entry)
+		idx[project] = skills
+	}
+	skills[name] = entry{rec: rec, revision: e.Revision()}
+	return project, true
+}
+
+// skip logs a malformed index entry, once per key and revision.
+func (p *Provider) skip(key string, rev uint64, err error) {
+	k := fmt.Sprintf("%s@%d", key, rev)
+	p.mu.Lock()
+	_, seen := p.skipped[k]
+	if !seen {
+		if len(p.skipped) >= 4096 {
+			clear(p.skipped)
+		}
+		p.skipped[k] = struct{}{}
+	}
+	p.mu.Unlock()
+	if !seen {
+		p.log.Warn("skill index entry skipped", "bucket", p.cfg.Bucket, "key", key, "revision", rev, "err", err)
+	}
+}
+
+// swap installs a freshly loaded index.
+func (p *Provider) swap(idx map[string]map[string]entry, rev uint64) {
+	p.mu.Lock()
+	p.scopes = idx
+	p.closeAll()
+	if p.wasBroken {
+		p.log.Info("skill store watch restored", "bucket", p.cfg.Bucket, "revision", max(rev, p.revision.Load()))
+	}
+	p.healthy, p.why = true, nil
+	// Channels are closed before the revision is published: whoever
+	// reads the revision and then finds its channel open knows its answer
+	// reflects that revision.
+	if rev > p.revision.Load() {
+		p.revision.Store(rev)
+	}
+	close(p.advanced)
+	p.advanced = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// apply applies one change to the live index.
+func (p *Provider) apply(e jetstream.KeyValueEntry) {
+	var skipped []func()
+	p.mu.Lock()
+	project, ok := applyTo(p.scopes, e, func(k string, r uint64, err error) {
+		skipped = append(skipped, func() { p.skip(k, r, err) }) // skip takes p.mu
+	})
+	if ok {
+		p.closeScope(project)
+	}
+	if e.Revision() > p.revision.Load() {
+		p.revision.Store(e.Revision())
+	}
+	close(p.advanced)
+	p.advanced = make(chan struct{})
+	p.mu.Unlock()
+	for _, f := range skipped {
+		f()
+	}
+}
