@@ -40,7 +40,11 @@
 // collection the registry takes every provider's change channel for that
 // directory; a cached snapshot is served only while all those channels are
 // still open and still the ones the providers hand out. Incomplete
-// snapshots are never cached. Providers that do not implement Notifier, or
+// snapshots are never cached. A channel closed while a snapshot is being
+// collected is a change (collect again; a second one makes it
+// incomplete); a channel replaced but left open is not: the provider
+// stopped watching that directory (it bounds what it watches), so the
+// snapshot is complete but not cached. Providers that do not implement Notifier, or
 // that hand out closed channels ("cannot tell"), are asked every time.
 //
 // Concurrent misses for one directory share one collection, as long as no

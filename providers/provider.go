@@ -54,6 +54,13 @@ type Provider interface {
 // watching during List, as long as it reads after the watch is in place.)
 // After it is closed, a later call returns a fresh channel. A nil channel means "never changes" (a static provider);
 // a channel that is already closed means "cannot tell, do not cache".
+//
+// A provider that bounds what it watches may stop watching cwd without
+// anything having changed: it then leaves the channel open and returns a
+// fresh one at the next call. So a holder compares its channel with a new
+// Changes(cwd) before trusting an answer (the registry does): a closed
+// channel is a change, a replaced open one only means the answers given
+// under it are no longer watched.
 type Notifier interface {
 	Changes(q catalog.Query) <-chan struct{}
 }

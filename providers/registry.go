@@ -597,8 +597,9 @@ func isClosed(ch <-chan struct{}) bool {
 }
 
 // collect asks every provider for its candidates and merges them. When a
-// provider announces a change during collection it tries once more; a
-// second change makes the view incomplete.
+// provider announces a change during collection, or hands out another
+// change channel, it tries once more; a second announced change makes the
+// view incomplete, a second new channel only keeps it out of the cache.
 func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
 	for attempt := 0; ; attempt++ {
 		rev := r.Revision()
@@ -613,29 +614,46 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 		}
 		v := r.merge(results)
 		v.revision = rev
-		changed := false
-		for i, p := range r.ps {
-			if !open[i] {
-				continue
-			}
-			if isClosed(tokens[i]) || p.(Notifier).Changes(q) != tokens[i] {
-				changed = true
-				break
-			}
-		}
-		if changed {
+		changed, replaced := r.since(q, tokens, open)
+		if changed || replaced {
 			if attempt == 0 {
 				continue
 			}
-			v.complete = false
-			v.errs = append(v.errs, ProviderError{Err: ErrChanging})
+			if changed {
+				v.complete = false
+				v.errs = append(v.errs, ProviderError{Err: ErrChanging})
+			}
 		}
 		r.logView(q, v)
-		if v.complete && cacheable && !changed {
+		if v.complete && cacheable && !changed && !replaced {
 			r.store(q, tokens, v)
 		}
 		return v, nil
 	}
+}
+
+// since tells what became of the open change channels taken before a
+// collection: changed when one was closed (a provider announced a
+// change), replaced when a provider now hands out another channel while
+// the old one is still open. The latter is no change: the provider
+// stopped watching cwd (it bounds what it watches) or found cwd's sources
+// elsewhere, so the answer stands but may not be cached.
+func (r *Registry) since(q catalog.Query, tokens []<-chan struct{}, open []bool) (changed, replaced bool) {
+	for i, p := range r.ps {
+		if !open[i] {
+			continue
+		}
+		cur := p.(Notifier).Changes(q)
+		// Closed is checked after taking cur: a channel closed and
+		// replaced meanwhile then counts as the change it is.
+		if isClosed(tokens[i]) {
+			return true, false
+		}
+		if cur != tokens[i] {
+			replaced = true
+		}
+	}
+	return false, replaced
 }
 
 func (r *Registry) store(q catalog.Query, tokens []<-chan struct{}, v *view) {

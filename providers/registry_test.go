@@ -522,6 +522,38 @@ func TestChangeDuringCollection(t *testing.T) {
 	})
 }
 
+// forgot is like changed but leaves the old channel open: the provider
+// stopped watching, nothing changed.
+func (n *notifying) forgot() {
+	n.chMu.Lock()
+	n.ch = make(chan struct{})
+	n.chMu.Unlock()
+}
+
+// TestForgettingDuringCollection: a provider that replaces its channel
+// without closing it (it stopped watching, as a bounded provider does)
+// did not announce a change: however often it happens the snapshot stays
+// complete, but it is not cached.
+func TestForgettingDuringCollection(t *testing.T) {
+	n := newNotifying("n", cand("a", "a", "", 0))
+	n.onList = func(context.Context) error { n.forgot(); return nil }
+	r := newRegistry(t, []providers.Provider{n})
+	for i := range 3 {
+		if s := snapshot(t, r, "/w"); !s.Complete || len(s.Skills) != 1 {
+			t.Fatalf("snapshot %d: complete=%v skills=%v, want complete with the skill", i, s.Complete, names(s))
+		}
+	}
+	if got := n.lists.Load(); got != 6 {
+		t.Errorf("List called %d times for 3 snapshots, want 6 (one retry each, never cached)", got)
+	}
+	n.onList = nil
+	snapshot(t, r, "/w")
+	snapshot(t, r, "/w")
+	if got := n.lists.Load(); got != 7 {
+		t.Errorf("List called %d times, want 7: once the channel stays, the snapshot is cached", got)
+	}
+}
+
 func TestResolveAndLoad(t *testing.T) {
 	proj := &fake{name: "proj", cands: []providers.Candidate{cand("x", "project x", "", providers.RankProject)}}
 	user := &fake{name: "user", cands: []providers.Candidate{

@@ -342,13 +342,23 @@ func (p *Provider) project(key string) (*project, []*project) {
 		p.lru.Remove(el)
 		delete(p.projects, old.key)
 		old.evicted = true
-		close(old.ch)
 		for e := range old.cwds {
 			p.forget(e, false) // drop releases their watches
 		}
+		pending := false
 		for _, r := range old.roots {
+			if _, ok := p.pending[r]; ok {
+				pending = true
+			}
 			r.dropped = true
 			delete(p.pending, r)
+		}
+		// Forgetting a project is not a change: its channel stays open
+		// (the next Changes for it hands out another one, which tells
+		// the registry not to cache). Only a change seen but not yet
+		// announced closes it, as the announcement would have.
+		if pending {
+			close(old.ch)
 		}
 		evicted = append(evicted, old)
 	}
@@ -380,7 +390,10 @@ func (p *Provider) drop(evicted []*project) {
 // Changes implements providers.Notifier: the returned channel is closed
 // when a skills folder of cwd's project, a custom folder or the user folder
 // changes. When the provider cannot watch those folders it returns a
-// closed channel, so callers do not cache.
+// closed channel, so callers do not cache. When it stops watching cwd's
+// project (more than Config.MaxProjects are in use) the channel it handed
+// out stays open and the next call returns another one: nothing changed,
+// but nothing watches the answers given under the old channel any more.
 func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
 	cwd := q.Cwd
 	if p.w == nil {
