@@ -28,9 +28,14 @@
 // <d>; a file <folder>/<x>.md is a skill whose resource base is the folder.
 // Only one level is looked at, entries whose names start with "." are
 // ignored, and within a folder candidates come in file name order.
-// Symbolic links are followed unless Config.NoFollowSymlinks; dangling
-// links, link loops and links to anything but a directory or regular file
-// are skipped with a diagnostic. Only the configured folders and the
+// A flat .md file that does not start with a `---` line (a README.md
+// beside the skills) is not meant as a skill: it is ignored, without a
+// diagnostic. Symbolic links are followed unless Config.NoFollowSymlinks;
+// dangling links, link loops and links to anything but a directory or
+// regular file are skipped with a diagnostic. Without following, a skills
+// folder that is itself a link, or lies below a linked folder of its
+// project (.agents -> elsewhere), is not read either (a diagnostic names
+// the link). Only the configured folders and the
 // targets of links inside them are read; skill names are looked up among
 // the files found, never turned into paths.
 //
@@ -46,8 +51,9 @@
 // in any case, quoted or not. Any other value, an unknown type, or a
 // legacy key (disableModelInvocation, modelInvocable, userInvocable) makes
 // the file invalid. An invalid file is dropped with a Diagnostic (path and
-// reason) and never hides the valid files beside it. Scan lists one folder
-// with all its diagnostics, for a validate command.
+// reason) and never hides the valid files beside it. ScanFolder and
+// ScanSkill read a folder or one skill exactly as the provider does, with
+// all their diagnostics, for a validate command.
 //
 // # Completeness
 //
@@ -60,20 +66,29 @@
 // # Hot refresh and caching
 //
 // Each folder's answer is cached with the parse of every file. The first
-// List of a folder watches it with fsnotify — the folder, every directory
-// in it, and every linked file; a missing folder's nearest existing
-// ancestor instead, so its creation is seen. A file event marks its folder
+// List of a folder watches it with fsnotify — every folder above it (so
+// the folder appearing, or moving away when one of them is renamed, is
+// seen), the folder, every directory in it, and every linked file. A
+// folder whose skill directories and linked files would take more than
+// Config.MaxWatchesPerFolder watches keeps the watches above and on
+// itself only, and is listed again every Config.PollInterval instead
+// (poll.go); Polled names such folders. A file event marks its folder
 // stale and the files it names as changed; the next List lists the folder
 // again and re-reads only changed files (same inode, size, mtime and ctime
 // means unchanged). A burst of events gathered over Config.Debounce sends
 // one notification: the channel from Changes for the affected projects is
 // closed (for all projects when a custom or the user folder changed).
 // Watched projects are bounded by Config.MaxProjects (least recently used
-// dropped, its watches removed). When the watcher cannot start or a watch
+// dropped, its watches removed). Dropping a project is not a change: the
+// channel handed out for it stays open, and the next Changes returns a new
+// one (see providers.Notifier). When the watcher cannot start or a watch
 // cannot be added, that folder is listed again on every List, validating
 // the cached parses by stat, and Changes returns a closed channel so that
 // nobody caches. Stats counts reads, parses and listings: an unchanged,
 // watched tree costs none.
+//
+// With Config.Logger, every dropped file is logged as a warning, once per
+// version of the file.
 //
 // Load finds the winning file through the cached listing and reads it
 // again, so body edits are seen at once.

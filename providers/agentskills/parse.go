@@ -138,6 +138,13 @@ func split(data []byte) (front, body []byte, err error) {
 	return nil, nil, &ParseError{Reason: "unclosed frontmatter: no line `---` ends it"}
 }
 
+// hasFrontmatter reports whether data starts with a `---` line (after an
+// optional byte order mark): whether it is meant as a skill file at all.
+func hasFrontmatter(data []byte) bool {
+	line, _, _ := cutLine(bytes.TrimPrefix(data, []byte("\ufeff")))
+	return string(line) == "---"
+}
+
 // cutLine returns the first line of b without its line ending (LF or CRLF),
 // the rest after the ending, and whether there was an ending.
 func cutLine(b []byte) (line, rest []byte, nl bool) {

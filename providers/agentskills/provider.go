@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,10 @@ const (
 	DefaultUserDir     = "~/.agents/skills"
 	DefaultMaxProjects = 64
 	DefaultDebounce    = 20 * time.Millisecond
+	// DefaultMaxWatchesPerFolder bounds the file watches one skills folder
+	// takes for its skill folders and linked files.
+	DefaultMaxWatchesPerFolder = 4096
+	DefaultPollInterval        = 5 * time.Second
 )
 
 // DefaultProjectDirs returns the project subfolders used when
@@ -64,6 +70,20 @@ type Config struct {
 	// Debounce is how long a burst of file events is gathered into one
 	// change notification. Default DefaultDebounce.
 	Debounce time.Duration
+	// MaxWatchesPerFolder bounds the file watches one skills folder takes
+	// for its skill folders and linked files (the kernel's watches are a
+	// shared, limited resource). A folder that needs more is still watched
+	// itself, so skills added, removed or renamed in it are seen at once,
+	// but edits inside its skill folders are found by checking them every
+	// PollInterval. Default DefaultMaxWatchesPerFolder.
+	MaxWatchesPerFolder int
+	// PollInterval is how often a folder over MaxWatchesPerFolder is
+	// checked. Default DefaultPollInterval.
+	PollInterval time.Duration
+	// Logger, when set, receives a warning for every skill file dropped
+	// (once per change of the file) and for folders that fall back to
+	// polling.
+	Logger *slog.Logger
 }
 
 // Stats counts the provider's file system work, for tests and benchmarks.
@@ -86,11 +106,16 @@ type Provider struct {
 	shared      []*root
 	maxProjects int
 	debounce    time.Duration
+	maxWatches  int
+	pollEvery   time.Duration
+	log         *slog.Logger
 
 	w        *fsnotify.Watcher // nil: no watching, validate by stat
 	addWatch func(path string) error
 	watchErr error
 	loopDone chan struct{}
+	pollStop chan struct{}
+	pollDone chan struct{}
 
 	count         counters
 	loads         *loadCache // parsed bodies and digests (loadcache.go)
@@ -108,6 +133,10 @@ type Provider struct {
 	lru      *list.List
 	pending  map[*root]struct{}
 	timer    *time.Timer
+	// polledRoots are the roots over the watch limit (see Config.MaxWatchesPerFolder).
+	polledRoots map[*root]struct{}
+	// dropLogged are the dropped files already logged (see logDropped).
+	dropLogged map[dropKey]struct{}
 
 	// Remembered project roots (rootmemo.go).
 	cwdRoots  map[string]*cwdRoot
@@ -128,6 +157,7 @@ type project struct {
 // root is one skills folder.
 type root struct {
 	path   string
+	base   string // links at or below it (down to path) are refused under NoFollowSymlinks
 	rank   int
 	source string
 	proj   *project // nil for custom and user folders
@@ -141,6 +171,7 @@ type root struct {
 	touchedAll bool
 	unwatched  bool
 	dropped    bool
+	polled     bool // more watches needed than allowed: skill files checked every PollInterval
 
 	want map[string]watchKind // guarded by Provider.watchMu
 }
@@ -154,6 +185,7 @@ type rootScan struct {
 	diags  []providers.Diagnostic
 	err    error
 	files  map[string]fileState
+	needed int // watches its skill folders and linked files need
 }
 
 type watchKind struct {
@@ -165,7 +197,7 @@ const (
 	kindRoot     = iota + 1 // the skills folder itself
 	kindDir                 // a skill directory: only SKILL.md matters
 	kindFile                // a linked skill file
-	kindAncestor            // nearest existing ancestor of a missing root
+	kindAncestor            // a folder above the root: only its child leading to the root matters
 )
 
 type watchEntry struct {
@@ -184,6 +216,11 @@ func New(cfg Config) (*Provider, error) {
 		noFollow:    cfg.NoFollowSymlinks,
 		maxProjects: cfg.MaxProjects,
 		debounce:    cfg.Debounce,
+		maxWatches:  cfg.MaxWatchesPerFolder,
+		pollEvery:   cfg.PollInterval,
+		log:         cfg.Logger,
+		polledRoots: make(map[*root]struct{}),
+		dropLogged:  make(map[dropKey]struct{}),
 		watches:     make(map[string]*watchEntry),
 		projects:    make(map[string]*list.Element),
 		lru:         list.New(),
@@ -202,6 +239,12 @@ func New(cfg Config) (*Provider, error) {
 	if p.debounce <= 0 {
 		p.debounce = DefaultDebounce
 	}
+	if p.maxWatches <= 0 {
+		p.maxWatches = DefaultMaxWatchesPerFolder
+	}
+	if p.pollEvery <= 0 {
+		p.pollEvery = DefaultPollInterval
+	}
 	dirs := cfg.ProjectDirs
 	if dirs == nil {
 		dirs = DefaultProjectDirs()
@@ -218,7 +261,7 @@ func New(cfg Config) (*Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agentskills: custom folder %q: %w", d, err)
 		}
-		p.shared = append(p.shared, &root{path: abs, rank: providers.RankCustom + i, source: catalog.SourceCustom})
+		p.shared = append(p.shared, &root{path: abs, base: filepath.Dir(abs), rank: providers.RankCustom + i, source: catalog.SourceCustom})
 	}
 	if !cfg.NoUserDir {
 		d := cfg.UserDir
@@ -230,7 +273,7 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("agentskills: user folder %q: %w", d, err)
 		}
 		if err == nil { // no home directory: no default user folder
-			p.shared = append(p.shared, &root{path: abs, rank: providers.RankUser, source: catalog.SourceUser})
+			p.shared = append(p.shared, &root{path: abs, base: filepath.Dir(abs), rank: providers.RankUser, source: catalog.SourceUser})
 		}
 	}
 	if !cfg.NoWatch {
@@ -241,7 +284,10 @@ func New(cfg Config) (*Provider, error) {
 			p.w = w
 			p.addWatch = w.Add
 			p.loopDone = make(chan struct{})
+			p.pollStop = make(chan struct{})
+			p.pollDone = make(chan struct{})
 			go p.loop()
+			go p.pollLoop()
 		}
 	}
 	return p, nil
@@ -328,6 +374,7 @@ func (p *Provider) project(key string) (*project, []*project) {
 		for i, d := range p.projectDirs {
 			proj.roots = append(proj.roots, &root{
 				path:   filepath.Join(key, d),
+				base:   key,
 				rank:   providers.RankProject + i,
 				source: catalog.SourceProject,
 				proj:   proj,
@@ -352,6 +399,7 @@ func (p *Provider) project(key string) (*project, []*project) {
 			}
 			r.dropped = true
 			delete(p.pending, r)
+			delete(p.polledRoots, r)
 		}
 		// Forgetting a project is not a change: its channel stays open
 		// (the next Changes for it hands out another one, which tells
@@ -563,22 +611,44 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 	if r.last != nil && !all {
 		prev = r.last.files
 	}
-	s := &scanner{noFollow: p.noFollow, prev: prev, touched: touched, count: &p.count}
+	s := &scanner{noFollow: p.noFollow, base: r.base, prev: prev, touched: touched, count: &p.count}
 	var h *rootHooks
 	if p.w != nil {
-		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true}
-		h.watchRoot()
+		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true, limit: p.maxWatches}
+		h.watchRoot(s.linkAbove(r.path))
 		s.hooks = h
 	}
 	l := s.scan(ctx, r.path)
-	watched := false
+	watched, polled := false, false
 	if h != nil {
+		if h.over { // the skill folders are checked by polling instead
+			for path, k := range h.want {
+				if k.kind == kindDir || k.kind == kindFile {
+					delete(h.want, path)
+				}
+			}
+		}
 		p.keepWatches(r, h.want)
-		watched = h.ok
+		watched, polled = h.ok, h.over
 	}
 	p.mu.Lock()
 	r.unwatched = !watched
+	was := r.polled
+	r.polled = polled && !r.dropped
+	if r.polled {
+		p.polledRoots[r] = struct{}{}
+	} else {
+		delete(p.polledRoots, r)
+	}
 	p.mu.Unlock()
+	if p.log != nil && polled != was {
+		if polled {
+			p.log.Warn("skills folder needs more file watches than allowed: its skill files are checked periodically instead",
+				"folder", r.path, "watches_needed", l.needed, "max_watches", p.maxWatches, "every", p.pollEvery)
+		} else {
+			p.log.Info("skills folder is watched again", "folder", r.path)
+		}
+	}
 
 	rs := &rootScan{
 		gen:    g,
@@ -587,6 +657,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 		diags:  l.diags,
 		err:    l.err,
 		files:  l.files,
+		needed: l.needed,
 	}
 	rs.cands = make([]providers.Candidate, len(l.skills))
 	for i, f := range l.skills {
@@ -594,6 +665,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 		sum.Source, sum.Provider = r.source, p.name
 		rs.cands[i] = providers.Candidate{Summary: sum, Rank: r.rank}
 	}
+	p.logDropped(r, l)
 	if ctx.Err() == nil {
 		r.last = rs
 	}
@@ -602,10 +674,13 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 
 // rootHooks watches what a scan of one root visits.
 type rootHooks struct {
-	p    *Provider
-	r    *root
-	want map[string]watchKind
-	ok   bool // every needed watch is in place
+	p     *Provider
+	r     *root
+	want  map[string]watchKind
+	ok    bool // every needed watch is in place
+	limit int  // watches allowed for skill folders and linked files
+	n     int  // of those, taken
+	over  bool // the root needs more than limit: poll it
 }
 
 func (h *rootHooks) add(path string, k watchKind) error {
@@ -616,63 +691,79 @@ func (h *rootHooks) add(path string, k watchKind) error {
 	return err
 }
 
-// watchRoot watches the root, or while it is missing its nearest existing
-// ancestor, so the root appearing is seen.
-func (h *rootHooks) watchRoot() {
-	for range 4 {
-		err := h.add(h.r.path, watchKind{kind: kindRoot})
-		if err == nil {
-			return
-		}
-		if !missing(err) {
-			h.ok = false
-			return
-		}
-		anc, next := nearestExisting(h.r.path)
-		if err := h.add(anc, watchKind{kind: kindAncestor, next: next}); err != nil {
-			if missing(err) {
-				continue // the ancestor vanished meanwhile
+// watchRoot watches every existing folder from the file system root down
+// to the root's parent, each for its child on the way (that child being
+// created, removed or renamed moves or removes the root), then the root
+// itself. Top down, so a folder found missing is reported by its parent's
+// watch when it appears. With link set (a symbolic link on the way that
+// is not followed) it stops at the link's parent.
+func (h *rootHooks) watchRoot(link string) {
+	for _, a := range ancestors(h.r.path) {
+		if err := h.add(a.dir, watchKind{kind: kindAncestor, next: a.next}); err != nil {
+			if !missing(err) {
+				h.ok = false
 			}
-			h.ok = false
+			return // missing: its parent reports it appearing
+		}
+		if a.next == link {
 			return
 		}
-		if _, err := os.Stat(h.r.path); missing(err) {
-			return // still missing; the ancestor's events will tell
-		}
-		// The root appeared between the two calls: watch it instead.
 	}
-	h.ok = false
+	if err := h.add(h.r.path, watchKind{kind: kindRoot}); err != nil && !missing(err) {
+		h.ok = false
+	}
+}
+
+// ancestor is a folder above a root and its child on the way to the root.
+type ancestor struct{ dir, next string }
+
+// ancestors lists the folders above path, from the file system root down.
+func ancestors(path string) []ancestor {
+	var out []ancestor
+	for next := path; ; {
+		d := filepath.Dir(next)
+		if d == next {
+			break
+		}
+		out = append(out, ancestor{dir: d, next: next})
+		next = d
+	}
+	slices.Reverse(out)
+	return out
 }
 
 func (h *rootHooks) watchDir(path string) {
-	if err := h.add(path, watchKind{kind: kindDir}); err != nil && !missing(err) {
-		h.ok = false
+	if h.take() {
+		if err := h.add(path, watchKind{kind: kindDir}); err != nil && !missing(err) {
+			h.ok = false
+		}
 	}
 }
 
 func (h *rootHooks) watchFile(path string) {
-	if err := h.add(path, watchKind{kind: kindFile}); err != nil && !missing(err) {
-		h.ok = false
+	if h.take() {
+		if err := h.add(path, watchKind{kind: kindFile}); err != nil && !missing(err) {
+			h.ok = false
+		}
 	}
+}
+
+// take reports whether one more skill folder or linked file may be
+// watched; past the limit the root is polled instead.
+func (h *rootHooks) take() bool {
+	if h.over {
+		return false
+	}
+	if h.n >= h.limit {
+		h.over = true
+		return false
+	}
+	h.n++
+	return true
 }
 
 func missing(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)
-}
-
-// nearestExisting returns the nearest existing ancestor of path and the
-// child of it that leads to path.
-func nearestExisting(path string) (ancestor, next string) {
-	next = path
-	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			return d, next
-		}
-		if filepath.Dir(d) == d {
-			return d, next
-		}
-		next = d
-	}
 }
 
 // acquire watches path on behalf of r. It (re-)adds the fsnotify watch even
@@ -907,6 +998,8 @@ func (p *Provider) Close() error {
 	if p.w == nil {
 		return nil
 	}
+	close(p.pollStop)
+	<-p.pollDone
 	err := p.w.Close()
 	<-p.loopDone
 	if err != nil {

@@ -184,7 +184,10 @@ func TestInvalidFileZoo(t *testing.T) {
 		"legacy-1/SKILL.md":    {"---\nname: legacy-1\ndescription: d\ndisableModelInvocation: true\n---\n", "legacy key"},
 		"legacy-2/SKILL.md":    {"---\nname: legacy-2\ndescription: d\nmodelInvocable: true\n---\n", "legacy key"},
 		"legacy-3/SKILL.md":    {"---\nname: legacy-3\ndescription: d\nuserInvocable: true\n---\n", "legacy key"},
-		"flat-invalid.md":      {"no frontmatter here", "no frontmatter"},
+		"flat-invalid.md":      {"---\nname: flat-invalid\n", "unclosed frontmatter"},
+		// A flat file without frontmatter is not meant as a skill: neither
+		// a skill nor a diagnostic.
+		"README.md":            {"# Our skills\n\nSee each folder.\n", ""},
 		"zz-good/SKILL.md":     {skillText("good", "the only good one", "good body"), ""},
 		"aa-also-good-flat.md": {skillText("flat-good", "flat and fine", ""), ""},
 	}
@@ -214,17 +217,20 @@ func TestInvalidFileZoo(t *testing.T) {
 			t.Errorf("%s: diagnostic %q, want it to contain %q", rel, diags[path], f.reason)
 		}
 	}
-	if len(diags) != len(zoo)-2 {
-		t.Errorf("%d diagnostics, want %d: %v", len(diags), len(zoo)-2, diags)
+	if len(diags) != len(zoo)-3 {
+		t.Errorf("%d diagnostics, want %d: %v", len(diags), len(zoo)-3, diags)
 	}
 	// The same through the exported Scan, as a validate command uses it.
 	sums, sdiags, err := agentskills.Scan(context.Background(), root, true)
-	if err != nil || len(sums) != 2 || len(sdiags) != len(zoo)-2 {
+	if err != nil || len(sums) != 2 || len(sdiags) != len(zoo)-3 {
 		t.Errorf("Scan = %d skills, %d diagnostics, %v", len(sums), len(sdiags), err)
 	}
+	if l := agentskills.ScanFolder(context.Background(), root, true); !slices.Equal(l.Ignored, []string{filepath.Join(root, "README.md")}) {
+		t.Errorf("ScanFolder ignored %q, want the README.md", l.Ignored)
+	}
 	rep := r.Inspect(context.Background(), catalog.At(""))
-	if len(rep.Diagnostics) != len(zoo)-2 {
-		t.Errorf("Inspect diagnostics = %d, want %d", len(rep.Diagnostics), len(zoo)-2)
+	if len(rep.Diagnostics) != len(zoo)-3 {
+		t.Errorf("Inspect diagnostics = %d, want %d", len(rep.Diagnostics), len(zoo)-3)
 	}
 }
 

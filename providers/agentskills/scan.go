@@ -24,9 +24,10 @@ var errNotDir error = syscall.ENOTDIR
 // fileState is the parse cache of one skill file, valid while the file's
 // identity is unchanged.
 type fileState struct {
-	id     identity
-	sum    catalog.Summary // when reason is empty
-	reason string          // why the file is not a skill
+	id      identity
+	sum     catalog.Summary // when reason is empty and not ignored
+	reason  string          // why the file is not a skill
+	ignored bool            // a flat .md file without frontmatter: not a skill, not an error
 }
 
 // found is a skill found in a root.
@@ -37,10 +38,13 @@ type found struct {
 
 // listing is what one scan of one root found.
 type listing struct {
-	skills []found
-	diags  []providers.Diagnostic
-	err    error                // I/O errors: the answer is incomplete
-	files  map[string]fileState // parse cache for the next scan
+	skills  []found
+	diags   []providers.Diagnostic
+	err     error                // I/O errors: the answer is incomplete
+	files   map[string]fileState // parse cache for the next scan
+	ignored []string             // flat .md files without frontmatter
+	bare    []string             // directories without SKILL.md
+	needed  int                  // watches the skill folders and linked files need
 }
 
 // hooks let the provider watch what a scan visits, before it looks inside.
@@ -56,6 +60,7 @@ type counters struct {
 // scanner scans one root once.
 type scanner struct {
 	noFollow bool
+	base     string               // with noFollow, links from below base down to the root are refused
 	prev     map[string]fileState // may be nil
 	touched  map[string]struct{}  // files known to have changed
 	hooks    hooks                // may be nil
@@ -73,6 +78,10 @@ func (s *scanner) diag(path, reason string) {
 func (s *scanner) scan(ctx context.Context, dir string) listing {
 	s.out = listing{files: make(map[string]fileState)}
 	s.count.scans.Add(1)
+	if link := s.linkAbove(dir); link != "" {
+		s.diag(link, "symbolic link skipped: following links is disabled")
+		return s.out
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		switch {
@@ -134,11 +143,40 @@ func (s *scanner) entry(dir string, e fs.DirEntry) {
 				return
 			}
 		}
-		if linked && s.hooks != nil {
-			s.hooks.watchFile(path)
+		if linked {
+			s.out.needed++
+			if s.hooks != nil {
+				s.hooks.watchFile(path)
+			}
 		}
-		s.add(path, dir, fi)
+		s.add(path, dir, fi, true)
 	}
+}
+
+// linkAbove returns, when links are not followed, the first symbolic link
+// among the path elements of dir below s.base (dir included): a skills
+// folder that is a link, or lies in a linked folder of the project, is not
+// read then.
+func (s *scanner) linkAbove(dir string) string {
+	if !s.noFollow || s.base == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(s.base, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	d := s.base
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		d = filepath.Join(d, part)
+		fi, err := os.Lstat(d)
+		if err != nil {
+			return "" // missing: a confirmed absence, found by the scan
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return d
+		}
+	}
+	return ""
 }
 
 // follow stats a symbolic link's target; dangling links and loops are
@@ -159,6 +197,7 @@ func (s *scanner) follow(path string) (fs.FileInfo, bool) {
 }
 
 func (s *scanner) dirSkill(dir string) {
+	s.out.needed++
 	if s.hooks != nil {
 		s.hooks.watchDir(dir) // so a SKILL.md created later is seen
 	}
@@ -167,8 +206,10 @@ func (s *scanner) dirSkill(dir string) {
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			s.errs = append(s.errs, err)
+			return
 		}
-		return // a directory without SKILL.md is not a skill
+		s.out.bare = append(s.out.bare, dir) // a directory without SKILL.md is not a skill
+		return
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if s.noFollow {
@@ -179,6 +220,7 @@ func (s *scanner) dirSkill(dir string) {
 		if fi, ok = s.follow(file); !ok {
 			return
 		}
+		s.out.needed++
 		if s.hooks != nil {
 			s.hooks.watchFile(file)
 		}
@@ -191,13 +233,13 @@ func (s *scanner) dirSkill(dir string) {
 		s.diag(file, "not a regular file")
 		return
 	}
-	s.add(file, dir, fi)
+	s.add(file, dir, fi, false)
 }
 
 // add parses (or reuses the parse of) a skill file whose resource base is
-// base.
-func (s *scanner) add(path, base string, fi fs.FileInfo) {
-	st, err := s.read(path, fi)
+// base; flat tells a <folder>/<x>.md file from a SKILL.md.
+func (s *scanner) add(path, base string, fi fs.FileInfo, flat bool) {
+	st, err := s.read(path, fi, flat)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.errs = append(s.errs, err)
@@ -205,6 +247,10 @@ func (s *scanner) add(path, base string, fi fs.FileInfo) {
 		return
 	}
 	s.out.files[path] = st
+	if st.ignored {
+		s.out.ignored = append(s.out.ignored, path)
+		return
+	}
 	if st.reason != "" {
 		s.diag(path, st.reason)
 		return
@@ -214,7 +260,7 @@ func (s *scanner) add(path, base string, fi fs.FileInfo) {
 	s.out.skills = append(s.out.skills, found{path: path, sum: sum})
 }
 
-func (s *scanner) read(path string, fi fs.FileInfo) (fileState, error) {
+func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error) {
 	if st, ok := s.prev[path]; ok && st.id == identityOf(fi) {
 		if _, changed := s.touched[path]; !changed {
 			return st, nil
@@ -226,6 +272,10 @@ func (s *scanner) read(path string, fi fs.FileInfo) (fileState, error) {
 	}
 	if reason != "" {
 		return fileState{id: id, reason: reason}, nil
+	}
+	if flat && !hasFrontmatter(data) {
+		// A README.md or notes beside the skills: not meant as a skill.
+		return fileState{id: id, ignored: true}, nil
 	}
 	s.count.parses.Add(1)
 	sk, err := ParseFile(path, data)
@@ -273,20 +323,92 @@ func readFile(path string, noFollow bool, count *counters) (data []byte, id iden
 	return data, id, "", nil
 }
 
+// Found is a skill file found by a scan: the file and the skill's summary
+// (with its resource base; Source and Provider are left empty).
+type Found struct {
+	Path    string
+	Summary catalog.Summary
+}
+
+// Listing is what ScanFolder or ScanSkill found.
+type Listing struct {
+	// Skills are the valid skill files, in file name order.
+	Skills []Found
+	// Diagnostics name every file dropped, with the reason.
+	Diagnostics []providers.Diagnostic
+	// Ignored are flat .md files without frontmatter (a README.md beside
+	// the skills): not skills, and not errors.
+	Ignored []string
+	// NoSkillFile are directories without a SKILL.md: not skills.
+	NoSkillFile []string
+	// Err reports I/O failures; what was found despite them is above.
+	Err error
+}
+
+// ScanFolder lists one skills folder the way the provider does, with the
+// same guards (size limit, regular files only, no blocking on a FIFO,
+// links followed only when asked), without watching or caching. It is
+// what a `validate` command needs.
+func ScanFolder(ctx context.Context, dir string, followSymlinks bool) Listing {
+	s := &scanner{noFollow: !followSymlinks, base: filepath.Dir(filepath.Clean(dir)), count: new(counters)}
+	return s.scan(ctx, dir).public(dir)
+}
+
+// ScanSkill reads one skill the way the provider reads it inside a skills
+// folder: path is a skill folder (holding SKILL.md) or a skill file (a
+// SKILL.md or a flat <x>.md file).
+func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
+	s := &scanner{noFollow: !followSymlinks, count: new(counters)}
+	s.out = listing{files: make(map[string]fileState)}
+	fi, err := os.Lstat(path)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if s.noFollow {
+			s.diag(path, "symbolic link skipped: following links is disabled")
+			return s.out.public(path)
+		}
+		var ok bool
+		if fi, ok = s.follow(path); !ok {
+			s.out.err = errors.Join(s.errs...)
+			return s.out.public(path)
+		}
+	}
+	switch {
+	case err != nil:
+		s.errs = append(s.errs, err)
+	case fi.IsDir():
+		s.dirSkill(path)
+	case !fi.Mode().IsRegular():
+		s.diag(path, "not a regular file")
+	default:
+		s.add(path, filepath.Dir(path), fi, filepath.Base(path) != SkillFile)
+	}
+	s.out.err = errors.Join(s.errs...)
+	if ctx.Err() != nil && s.out.err == nil {
+		s.out.err = ctx.Err()
+	}
+	return s.out.public(path)
+}
+
+func (l listing) public(dir string) Listing {
+	out := Listing{Diagnostics: l.diags, Ignored: l.ignored, NoSkillFile: l.bare}
+	for _, f := range l.skills {
+		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum})
+	}
+	if l.err != nil {
+		out.Err = fmt.Errorf("scan %s: %w", dir, l.err)
+	}
+	return out
+}
+
 // Scan lists one skills folder the way the provider does, without watching
 // or caching: the skills it holds (with their resource base) and a
 // diagnostic for every file it skipped. The error reports I/O failures; the
-// skills and diagnostics found despite them are still returned. It is what
-// a `validate` command needs.
+// skills and diagnostics found despite them are still returned.
 func Scan(ctx context.Context, dir string, followSymlinks bool) ([]catalog.Summary, []providers.Diagnostic, error) {
-	s := &scanner{noFollow: !followSymlinks, count: new(counters)}
-	l := s.scan(ctx, dir)
-	sums := make([]catalog.Summary, len(l.skills))
-	for i, f := range l.skills {
-		sums[i] = f.sum
+	l := ScanFolder(ctx, dir, followSymlinks)
+	sums := make([]catalog.Summary, len(l.Skills))
+	for i, f := range l.Skills {
+		sums[i] = f.Summary
 	}
-	if l.err != nil {
-		return sums, l.diags, fmt.Errorf("scan %s: %w", dir, l.err)
-	}
-	return sums, l.diags, nil
+	return sums, l.Diagnostics, l.Err
 }
