@@ -22,8 +22,9 @@ a newline. An empty view prints nothing and exits 0: no catalog would be sent.
 On stderr, a summary for the operator: how many skills the catalog lists, its
 approximate size in tokens, the skills left out (model invocation disabled),
 the skills shadowed by a higher-ranked one of the same name and why, provider
-errors, and the diagnostics of skill files that were dropped. None of that
-reaches the model.
+errors, the diagnostics of skill files that were dropped, and the skills
+folders too large to watch file by file (see --max-watches-per-skills-dir).
+None of that reaches the model.
 
 It takes the same skills flags and SKILLSTREAM_* variables as serve, so the
 preview matches what serve sends byte for byte. Exit status 1 when a provider
@@ -55,6 +56,14 @@ failed (serve would send nothing until it recovers).`[1:], `
 			fmt.Fprintln(a.stdout, v.Text)
 		}
 		v.summary(a.stderr)
+		polled, err := p.fs.Polled(ctx, p.query(dir))
+		if err != nil {
+			return fmt.Errorf("inspect skills for %s: %w", dir, err)
+		}
+		for _, f := range polled {
+			fmt.Fprintf(a.stderr, "not watched file by file: %s needs %d watches for its skill folders, more than --max-watches-per-skills-dir %d; serve sees skills added or removed there at once, edits inside them within %s\n",
+				f.Path, f.Needed, f.Limit, f.Every)
+		}
 		if !v.Complete {
 			return errReported
 		}

@@ -287,12 +287,12 @@ func TestValidateZoo(t *testing.T) {
 		p("Bad_Name/SKILL.md") + `: error: name "Bad_Name" is invalid`,
 		p("long-name/SKILL.md") + `: error: name "` + long + `" is invalid`,
 		p("no-desc/SKILL.md") + ": error: description is missing",
-		p("long-desc/SKILL.md") + ": error: description is 1025 characters; the Agent Skills spec allows at most 1024",
+		p("long-desc/SKILL.md") + ": warning: description is 1025 characters; the Agent Skills spec allows at most 1024",
 		p("legacy/SKILL.md") + `: error: legacy key "modelInvocable"`,
 		p("bad-flag/SKILL.md") + ": error: disable-model-invocation must be true or false",
 		p("mismatch/SKILL.md") + `: warning: name "other-name" differs from its folder name "mismatch"`,
 		p("empty-folder") + ": warning: folder has no SKILL.md",
-		"12 files checked, 3 valid skills: 9 errors, 2 warnings",
+		"12 files checked, 4 valid skills: 8 errors, 4 warnings",
 	} {
 		if !strings.Contains(stdout, want+"") {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
@@ -318,9 +318,10 @@ func TestValidateSingleSkillAndFile(t *testing.T) {
 		t.Errorf("stdout = %q, want %q", stdout, want)
 	}
 
-	code, stdout, _ = runMain(t, "validate", filepath.Join(t.TempDir(), "missing"))
-	if code != exitFailure || !strings.Contains(stdout, "error: no such file or directory") {
-		t.Errorf("missing path: exit %d:\n%s", code, stdout)
+	missing := filepath.Join(t.TempDir(), "missing")
+	code, _, stderr := runMain(t, "validate", dir, missing)
+	if code != exitUsage || !strings.Contains(stderr, missing+": no such file or directory") {
+		t.Errorf("missing path: exit %d, stderr %q", code, stderr)
 	}
 
 	// A warning alone does not fail.

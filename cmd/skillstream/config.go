@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -22,6 +23,7 @@ type Config struct {
 	ProjectSkillsSubdirs []string // extra project subfolders besides .agents/skills
 	NoBundled            bool
 	NoFollowSymlinks     bool
+	MaxWatchesPerDir     int // file watches one skills folder may take (--max-watches-per-skills-dir)
 	DescriptionMaxLength int
 	CatalogMaxLength     int // code points between the catalog's tags; 0 = none
 	MaxSkillBytes        int // bytes of instructions in a tool result; 0 = none
@@ -84,7 +86,9 @@ func (c *Config) skillFlags(cmd *command) {
 	cmd.cfgList(&c.ProjectSkillsSubdirs, "project-skills-subdir",
 		"extra skills folder inside the project root, after .agents/skills (e.g. .claude/skills); repeatable")
 	cmd.cfgBool(&c.NoBundled, "no-bundled", false, "leave out the bundled starter skills")
-	cmd.cfgBool(&c.NoFollowSymlinks, "no-follow-symlinks", false, "skip symbolic links inside skills folders instead of following them")
+	cmd.cfgBool(&c.NoFollowSymlinks, "no-follow-symlinks", false, "skip symbolic links inside skills folders, and skills folders that are links, instead of following them")
+	cmd.cfgInt(&c.MaxWatchesPerDir, "max-watches-per-skills-dir", agentskills.DefaultMaxWatchesPerFolder,
+		"file watches one skills folder may take for its skill folders; a larger folder is re-checked every 5s instead")
 	cmd.cfgInt(&c.DescriptionMaxLength, "catalog-description-max-length", catalog.DefaultDescriptionMaxLength,
 		"cap on each catalog description, in code points; at least 3")
 	cmd.cfgInt(&c.CatalogMaxLength, "catalog-max-length", catalog.DefaultMaxLength,
@@ -204,6 +208,9 @@ func (c *Config) validateSkills() error {
 	}
 	if strings.TrimSpace(c.ToolOwner) == "" {
 		return usagef("--tool-owner must not be empty")
+	}
+	if c.MaxWatchesPerDir < 1 {
+		return usagef("--max-watches-per-skills-dir %d: must be at least 1", c.MaxWatchesPerDir)
 	}
 	for _, d := range c.SkillsDirs {
 		if d == "" {

@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -21,7 +24,8 @@ Print exactly the text the skill tool returns to the model when it calls
 skill(name=NAME) in a session whose working directory is DIR (the current
 directory by default), followed by a newline. Exit status 0 on success, 1 when
 the tool answers with an error (the "Error: ..." text is printed on stdout,
-as the model would see it).
+as the model would see it). When NAME is unknown because a skill file for it
+was dropped, stderr says which file and why (as catalog does).
 
 It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
   skillstream load commit-message
@@ -61,10 +65,33 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 				p.c.MaxSkillBytes, v.Truncated.Kept, v.Truncated.Total)
 		}
 		if res.Err != nil {
+			if res.Err.Code == catalog.CodeUnknown {
+				for _, d := range droppedFor(reg.Inspect(ctx, p.query(dir)).Diagnostics, args[0]) {
+					fmt.Fprintf(a.stderr, "dropped: %s\n", d.String())
+				}
+			}
 			return errReported
 		}
 		return nil
 	}
+}
+
+// droppedFor returns the diagnostics of files that were meant as skill
+// name: a <name>/SKILL.md or a <name>.md, or a file whose diagnostic
+// quotes the name.
+func droppedFor(diags []providers.Diagnostic, name string) []providers.Diagnostic {
+	var out []providers.Diagnostic
+	for _, d := range diags {
+		base := filepath.Base(d.Path)
+		switch {
+		case base == agentskills.SkillFile && filepath.Base(filepath.Dir(d.Path)) == name,
+			base == name+".md",
+			base == name, // a link or folder named after the skill
+			strings.Contains(d.Reason, strconv.Quote(name)):
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // loadJSON is the output of `load --json`, shaped like the wire ToolResult.
@@ -103,6 +130,7 @@ type preview struct {
 	project     string
 	resourceDir string
 	asJSON      bool
+	fs          *agentskills.Provider // set by open; owned by the registry
 }
 
 // query is the Query the preview asks about.
@@ -154,11 +182,12 @@ func (p *preview) open(ctx context.Context, a *app, name string) (*previewRegist
 	if err != nil {
 		return nil, "", err
 	}
-	reg, err := p.c.registryWith(ctx, nil, false, js)
+	reg, fs, err := p.c.skillSources(ctx, nil, false, js)
 	if err != nil {
 		closeNC()
 		return nil, "", err
 	}
+	p.fs = fs
 	return &previewRegistry{Registry: reg, closeNC: closeNC}, dir, nil
 }
 

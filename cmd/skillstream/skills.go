@@ -17,7 +17,8 @@ import (
 // registry composes the skill providers the configuration asks for: the
 // Agent Skills folders (project, custom, user), then the bundled starter
 // skills. watch turns on file watching, for long-running commands; one-shot
-// commands validate by stat instead. log may be nil.
+// commands validate by stat instead. log may be nil; with it, every
+// dropped skill file is logged as a warning, once per version of the file.
 func (c *Config) registry(log *slog.Logger, watch bool) (*providers.Registry, error) {
 	return c.registryWith(context.Background(), log, watch, nil)
 }
@@ -28,16 +29,29 @@ const storeOpenTimeout = 30 * time.Second
 // registryWith is registry with the skill store read through js (none
 // when js is nil or the store is turned off).
 func (c *Config) registryWith(ctx context.Context, log *slog.Logger, watch bool, js jetstream.JetStream) (*providers.Registry, error) {
+	reg, _, err := c.skillSources(ctx, log, watch, js)
+	return reg, err
+}
+
+// skillSources is registryWith that also returns the filesystem provider
+// it composed (owned by the registry), for the operator's reports.
+func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool, js jetstream.JetStream) (*providers.Registry, *agentskills.Provider, error) {
+	var fsLog *slog.Logger
+	if log != nil {
+		fsLog = log.With("component", "skills")
+	}
 	fs, err := agentskills.New(agentskills.Config{
-		ProjectDirs:      append(agentskills.DefaultProjectDirs(), c.ProjectSkillsSubdirs...),
-		CustomDirs:       c.SkillsDirs,
-		UserDir:          c.UserSkillsDir,
-		NoUserDir:        c.UserSkillsDir == "",
-		NoFollowSymlinks: c.NoFollowSymlinks,
-		NoWatch:          !watch,
+		ProjectDirs:         append(agentskills.DefaultProjectDirs(), c.ProjectSkillsSubdirs...),
+		CustomDirs:          c.SkillsDirs,
+		UserDir:             c.UserSkillsDir,
+		NoUserDir:           c.UserSkillsDir == "",
+		NoFollowSymlinks:    c.NoFollowSymlinks,
+		NoWatch:             !watch,
+		MaxWatchesPerFolder: c.MaxWatchesPerDir,
+		Logger:              fsLog,
 	})
 	if err != nil {
-		return nil, usageError{msg: err.Error()}
+		return nil, nil, usageError{msg: err.Error()}
 	}
 	if log != nil {
 		if werr := fs.WatchError(); werr != nil {
@@ -55,7 +69,7 @@ func (c *Config) registryWith(ctx context.Context, log *slog.Logger, watch bool,
 		cancel()
 		if err != nil {
 			fs.Close()
-			return nil, fmt.Errorf("skill store: %w", err)
+			return nil, nil, fmt.Errorf("skill store: %w", err)
 		}
 		ps = append(ps, st)
 	}
@@ -67,7 +81,7 @@ func (c *Config) registryWith(ctx context.Context, log *slog.Logger, watch bool,
 					c.Close()
 				}
 			}
-			return nil, fmt.Errorf("bundled skills: %w", err)
+			return nil, nil, fmt.Errorf("bundled skills: %w", err)
 		}
 		ps = append(ps, b)
 	}
@@ -75,5 +89,5 @@ func (c *Config) registryWith(ctx context.Context, log *slog.Logger, watch bool,
 	if log != nil {
 		opts = append(opts, providers.WithLogger(log.With("component", "skills")))
 	}
-	return providers.NewRegistry(ps, opts...), nil
+	return providers.NewRegistry(ps, opts...), fs, nil
 }

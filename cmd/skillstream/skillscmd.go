@@ -260,19 +260,22 @@ A scope is "global" (every session; the default) or "project/<id>"
 // readForPush validates and reads every skill under the paths; on any
 // problem it prints them all (as validate does) and nothing is published.
 func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, error) {
-	var l linter
+	l := linter{ctx: context.Background(), follow: true}
 	for _, p := range paths {
 		l.path(p)
 	}
 	var locals []store.Local
 	for _, p := range paths {
 		for _, s := range skillPaths(p) {
+			if l.isIgnored(s) {
+				continue // a README.md beside the skills, say
+			}
 			loc, err := store.ReadSkill(s, cfg)
 			if err != nil {
 				if l.hasError(s) {
 					continue // the linter said why already
 				}
-				l.errorf(s, "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), store.ErrInvalidSkill.Error()+": "), s+": "))
+				l.add(s, levelError, "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), store.ErrInvalidSkill.Error()+": "), s+": "))
 				continue
 			}
 			locals = append(locals, loc)
@@ -361,10 +364,21 @@ func parseNameRev(s string) (string, uint64, error) {
 	return name, rev, nil
 }
 
+// isIgnored reports whether the linter ignored the file at path (not meant
+// as a skill).
+func (l *linter) isIgnored(path string) bool {
+	for _, f := range l.findings {
+		if f.level == levelIgnored && f.path == path {
+			return true
+		}
+	}
+	return false
+}
+
 // hasError reports whether the linter found an error at or below path.
 func (l *linter) hasError(path string) bool {
 	for _, f := range l.findings {
-		if !f.warning && (f.path == path || strings.HasPrefix(f.path, path+string(filepath.Separator))) {
+		if f.level == levelError && (f.path == path || strings.HasPrefix(f.path, path+string(filepath.Separator))) {
 			return true
 		}
 	}

@@ -24,27 +24,33 @@ func (a *app) validateCommand() (*command, runFunc) {
 	cmd := newCommand("validate", "skillstream validate PATH...", `
 Lint skills. Each PATH is a skills root (a folder of skill folders and flat
 .md skills, like .agents/skills), a single skill folder (holding SKILL.md), or
-a single skill file. Every problem is printed as "<file>: <level>: <reason>":
+a single skill file. Files are read exactly as serve reads them, with the
+same limits (regular files only, at most 8 MiB, never blocking on a device
+or FIFO) and the same reasons. Every finding is printed as
+"<file>: <level>: <reason>":
 
-  error    the file is not a valid skill and serve would drop it: missing or
-           malformed frontmatter, invalid YAML, name outside the grammar
-           (lowercase letters, digits, single hyphens, 1 to 64 characters),
-           missing or empty description, description longer than 1024
-           characters, unsupported invocation values or legacy keys, file
-           too large or unreadable;
+  error    serve would drop the file: missing or malformed frontmatter,
+           invalid YAML, name outside the grammar (lowercase letters, digits,
+           single hyphens, 1 to 64 characters), missing or empty
+           description, unsupported invocation values or legacy keys, file
+           too large, not a regular file, dangling link, unreadable;
   warning  the skill works but is probably not what was meant: name differs
            from its folder (or file) name, two skills of one name in a root,
-           a folder without SKILL.md, a description the catalog would cut
-           (longer than --catalog-description-max-length once white space
-           is collapsed), instructions the skill tool would cut (longer
-           than --max-skill-bytes).
+           a folder without SKILL.md, a description longer than the 1024
+           characters the Agent Skills spec allows (serve serves it), a
+           description the catalog would cut (longer than
+           --catalog-description-max-length once white space is collapsed),
+           instructions the skill tool would cut (longer than
+           --max-skill-bytes);
+  ignored  a flat .md file without frontmatter (a README.md beside the
+           skills): not a skill, and not an error.
 
-A summary line follows. Exit status 1 when there is any error, 0 otherwise,
-so it fits a skill repository's CI.`[1:], `
+A summary line follows. Exit status 1 when there is any error, 2 when a PATH
+does not exist, 0 otherwise, so it fits a skill repository's CI.`[1:], `
   skillstream validate .agents/skills
   skillstream validate ~/.agents/skills/commit-message
   skillstream validate docs/skills/release-notes.md skills/`[1:])
-	cmd.pick(c.skillFlags, "catalog-description-max-length", "max-skill-bytes")
+	cmd.pick(c.skillFlags, "no-follow-symlinks", "catalog-description-max-length", "max-skill-bytes")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
 			return usagef("validate needs at least one skills root, skill folder or skill file")
@@ -52,7 +58,12 @@ so it fits a skill repository's CI.`[1:], `
 		if err := c.validateSkills(); err != nil {
 			return err
 		}
-		l := linter{descMax: c.DescriptionMaxLength, bodyMax: c.MaxSkillBytes}
+		for _, p := range args {
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+				return usagef("validate %s: no such file or directory", p)
+			}
+		}
+		l := linter{ctx: ctx, follow: !c.NoFollowSymlinks, descMax: c.DescriptionMaxLength, bodyMax: c.MaxSkillBytes}
 		for _, p := range args {
 			l.path(p)
 		}
@@ -64,167 +75,141 @@ so it fits a skill repository's CI.`[1:], `
 	}
 }
 
+// Levels of a finding.
+const (
+	levelError   = "error"
+	levelWarning = "warning"
+	levelIgnored = "ignored"
+)
+
 // finding is one diagnostic of validate.
 type finding struct {
-	path    string
-	warning bool
-	reason  string
+	path   string
+	level  string
+	reason string
 }
 
-// linter collects findings over the paths it is given.
+// linter collects findings over the paths it is given. It reads through
+// the filesystem provider's own scanning code.
 type linter struct {
-	descMax, bodyMax int // the catalog's description cap, the instruction size limit (0: none)
-	findings         []finding
-	skills, files    int
-	errors, warnings int
+	ctx                       context.Context
+	follow                    bool
+	descMax, bodyMax          int // the catalog's description cap, the instruction size limit (0: none)
+	findings                  []finding
+	skills, files             int
+	errors, warnings, ignored int
 }
 
-func (l *linter) errorf(path, format string, args ...any) {
-	l.findings = append(l.findings, finding{path: path, reason: fmt.Sprintf(format, args...)})
-	l.errors++
-}
-
-func (l *linter) warnf(path, format string, args ...any) {
-	l.findings = append(l.findings, finding{path: path, warning: true, reason: fmt.Sprintf(format, args...)})
-	l.warnings++
+func (l *linter) add(path, level, format string, args ...any) {
+	l.findings = append(l.findings, finding{path: path, level: level, reason: fmt.Sprintf(format, args...)})
+	switch level {
+	case levelError:
+		l.errors++
+	case levelWarning:
+		l.warnings++
+	case levelIgnored:
+		l.ignored++
+	}
 }
 
 // path lints one argument: a file, a skill folder or a root.
 func (l *linter) path(p string) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		l.errorf(p, "%v", pathErr(err))
-		return
-	}
-	if !fi.IsDir() {
-		name := filepath.Base(p)
-		if name == "SKILL.md" {
-			l.file(p, filepath.Base(filepath.Dir(absOr(p))), "folder")
-		} else {
-			l.file(p, strings.TrimSuffix(name, filepath.Ext(name)), "file")
+	fi, err := os.Stat(p) // never blocks, not even on a FIFO
+	if err == nil && fi.IsDir() {
+		if sfi, err := os.Stat(filepath.Join(p, agentskills.SkillFile)); err == nil && !sfi.IsDir() {
+			l.listing(p, agentskills.ScanSkill(l.ctx, p, l.follow), nil)
+			return
 		}
+		l.root(p)
 		return
 	}
-	skillFile := filepath.Join(p, "SKILL.md")
-	if sfi, err := os.Stat(skillFile); err == nil && !sfi.IsDir() {
-		l.file(skillFile, filepath.Base(absOr(p)), "folder")
-		return
-	}
-	l.root(p)
+	l.listing(p, agentskills.ScanSkill(l.ctx, p, l.follow), nil)
 }
 
-// root lints a skills root: one level deep, like the filesystem provider.
+// root lints a skills root: one level deep, as the provider reads it.
 func (l *linter) root(root string) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		l.errorf(root, "%v", pathErr(err))
-		return
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	ls := agentskills.ScanFolder(l.ctx, root, l.follow)
 	seen := map[string]string{} // skill name -> first file defining it
-	found := 0
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			continue // hidden entries are not skills, as in the provider
-		}
-		p := filepath.Join(root, e.Name())
-		fi, err := os.Stat(p) // follows symlinks, as the provider does
-		if err != nil {
-			if e.Type()&fs.ModeSymlink != 0 {
-				l.warnf(p, "dangling symbolic link; skipped")
-			}
-			continue
-		}
-		var name string
-		switch {
-		case fi.IsDir():
-			skillFile := filepath.Join(p, "SKILL.md")
-			sfi, err := os.Stat(skillFile)
-			if err != nil || sfi.IsDir() {
-				l.warnf(p, "folder has no SKILL.md; it is not a skill")
-				continue
-			}
-			found++
-			name = l.file(skillFile, e.Name(), "folder")
-			p = skillFile
-		case fi.Mode().IsRegular() && strings.HasSuffix(e.Name(), ".md"):
-			found++
-			name = l.file(p, strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())), "file")
-		default:
-			continue
-		}
-		if name == "" {
-			continue
-		}
-		if first, dup := seen[name]; dup {
-			l.warnf(p, "skill %q is also defined by %s, which wins; this one is shadowed", name, first)
-			continue
-		}
-		seen[name] = p
+	start := len(l.findings)
+	l.listing(root, ls, seen)
+	for _, d := range ls.NoSkillFile {
+		l.add(d, levelWarning, "folder has no SKILL.md; it is not a skill")
 	}
-	if found == 0 {
-		l.warnf(root, "no skills found: expected <name>/SKILL.md folders or <name>.md files")
+	own := l.findings[start:]
+	sort.SliceStable(own, func(i, j int) bool { return own[i].path < own[j].path })
+	if len(ls.Skills) == 0 && len(ls.Diagnostics) == 0 && ls.Err == nil {
+		l.add(root, levelWarning, "no skills found: expected <name>/SKILL.md folders or <name>.md files")
 	}
 }
 
-// file lints one skill file; want is the folder or file name its skill
-// name should match. It returns the skill name when the file is valid.
-func (l *linter) file(p, want, wantKind string) string {
-	l.files++
-	fi, err := os.Stat(p)
-	if err != nil {
-		l.errorf(p, "%v", pathErr(err))
-		return ""
+// listing reports what a scan of arg found; seen, when not nil, tracks
+// names within one root.
+func (l *linter) listing(arg string, ls agentskills.Listing, seen map[string]string) {
+	for _, d := range ls.Diagnostics {
+		l.files++
+		l.add(d.Path, levelError, "%s", d.Reason)
 	}
-	if fi.Size() > agentskills.MaxFileSize {
-		l.errorf(p, "file is %d bytes; skill files are read up to %d bytes", fi.Size(), agentskills.MaxFileSize)
-		return ""
+	for _, p := range ls.Ignored {
+		l.files++
+		l.add(p, levelIgnored, "no frontmatter: not a skill")
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		l.errorf(p, "%v", pathErr(err))
-		return ""
-	}
-	doc, err := agentskills.Parse(data)
-	if err != nil {
-		var pe *agentskills.ParseError
-		if errors.As(err, &pe) {
-			l.errorf(p, "%s", pe.Reason)
-		} else {
-			l.errorf(p, "%v", err)
+	for _, f := range ls.Skills {
+		l.files++
+		l.skills++
+		l.skill(f)
+		if seen == nil {
+			continue
 		}
-		return ""
+		if first, dup := seen[f.Summary.Name]; dup {
+			l.add(f.Path, levelWarning, "skill %q is also defined by %s, which wins; this one is shadowed", f.Summary.Name, first)
+			continue
+		}
+		seen[f.Summary.Name] = f.Path
 	}
-	if n := utf8.RuneCountInString(doc.Description); n > maxDescriptionLength {
-		l.errorf(p, "description is %d characters; the Agent Skills spec allows at most %d", n, maxDescriptionLength)
-		return ""
+	if ls.Err != nil {
+		where := errPath(ls.Err)
+		if where == "" {
+			where = arg
+		}
+		l.add(where, levelError, "%v", pathErr(ls.Err))
 	}
-	if n := utf8.RuneCountInString(catalog.Normalize(doc.Description, len(doc.Description)+catalog.MinDescriptionMaxLength)); n > l.descMax {
-		l.warnf(p, "description is %d characters once white space is collapsed; the catalog shows the first %d and \"...\" (--catalog-description-max-length %d)",
+}
+
+// skill checks what serve accepts but the Agent Skills spec advises
+// against.
+func (l *linter) skill(f agentskills.Found) {
+	want, kind := strings.TrimSuffix(filepath.Base(f.Path), ".md"), "file"
+	if filepath.Base(f.Path) == agentskills.SkillFile {
+		want, kind = filepath.Base(filepath.Dir(absOr(f.Path))), "folder"
+	}
+	if want != f.Summary.Name {
+		l.add(f.Path, levelWarning, "name %q differs from its %s name %q; the Agent Skills spec wants them equal", f.Summary.Name, kind, want)
+	}
+	desc := f.Summary.Description
+	if n := utf8.RuneCountInString(desc); n > maxDescriptionLength {
+		l.add(f.Path, levelWarning, "description is %d characters; the Agent Skills spec allows at most %d (serve serves it)", n, maxDescriptionLength)
+	}
+	if n := utf8.RuneCountInString(catalog.Normalize(desc, len(desc)+catalog.MinDescriptionMaxLength)); l.descMax > 0 && n > l.descMax {
+		l.add(f.Path, levelWarning, "description is %d characters once white space is collapsed; the catalog shows the first %d and \"...\" (--catalog-description-max-length %d)",
 			n, l.descMax-catalog.MinDescriptionMaxLength, l.descMax)
 	}
-	if n := len(strings.TrimSpace(doc.Body)); l.bodyMax > 0 && n > l.bodyMax {
-		l.warnf(p, "instructions are %d bytes; the skill tool shows about the first %d and a truncation notice (--max-skill-bytes %d)", n, l.bodyMax, l.bodyMax)
+	if n := f.BodyBytes; l.bodyMax > 0 && n > l.bodyMax {
+		l.add(f.Path, levelWarning, "instructions are %d bytes; the skill tool shows about the first %d and a truncation notice (--max-skill-bytes %d)", n, l.bodyMax, l.bodyMax)
 	}
-	if want != doc.Name {
-		l.warnf(p, "name %q differs from its %s name %q; the Agent Skills spec wants them equal", doc.Name, wantKind, want)
-	}
-	l.skills++
-	return doc.Name
 }
 
 // report prints every finding, then the summary line.
 func (l *linter) report(w io.Writer) {
 	for _, f := range l.findings {
-		level := "error"
-		if f.warning {
-			level = "warning"
-		}
-		fmt.Fprintf(w, "%s: %s: %s\n", f.path, level, f.reason)
+		fmt.Fprintf(w, "%s: %s: %s\n", f.path, f.level, f.reason)
 	}
-	fmt.Fprintf(w, "%d %s checked, %d valid %s: %d %s, %d %s\n",
+	fmt.Fprintf(w, "%d %s checked, %d valid %s: %d %s, %d %s",
 		l.files, plural(l.files, "file", "files"), l.skills, plural(l.skills, "skill", "skills"),
 		l.errors, plural(l.errors, "error", "errors"), l.warnings, plural(l.warnings, "warning", "warnings"))
+	if l.ignored > 0 {
+		fmt.Fprintf(w, ", %d ignored", l.ignored)
+	}
+	fmt.Fprintln(w)
 }
 
 // pathErr strips the path from a *PathError, which the finding already
@@ -235,6 +220,15 @@ func pathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// errPath is the path an I/O error names, "" when none.
+func errPath(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path
+	}
+	return ""
 }
 
 func absOr(p string) string {

@@ -28,12 +28,14 @@ type fileState struct {
 	sum     catalog.Summary // when reason is empty and not ignored
 	reason  string          // why the file is not a skill
 	ignored bool            // a flat .md file without frontmatter: not a skill, not an error
+	body    int             // bytes of the trimmed body (instructions)
 }
 
 // found is a skill found in a root.
 type found struct {
 	path string          // the file read
 	sum  catalog.Summary // ResourceBase set; Source, Provider left to the caller
+	body int             // bytes of its instructions
 }
 
 // listing is what one scan of one root found.
@@ -257,7 +259,7 @@ func (s *scanner) add(path, base string, fi fs.FileInfo, flat bool) {
 	}
 	sum := st.sum
 	sum.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: base}
-	s.out.skills = append(s.out.skills, found{path: path, sum: sum})
+	s.out.skills = append(s.out.skills, found{path: path, sum: sum, body: st.body})
 }
 
 func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error) {
@@ -286,7 +288,7 @@ func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error
 		}
 		return fileState{}, err
 	}
-	return fileState{id: id, sum: sk.Summary}, nil
+	return fileState{id: id, sum: sk.Summary, body: len(sk.Content)}, nil
 }
 
 // readFile reads a skill file. A file that is not a regular file or is too
@@ -326,8 +328,9 @@ func readFile(path string, noFollow bool, count *counters) (data []byte, id iden
 // Found is a skill file found by a scan: the file and the skill's summary
 // (with its resource base; Source and Provider are left empty).
 type Found struct {
-	Path    string
-	Summary catalog.Summary
+	Path      string
+	Summary   catalog.Summary
+	BodyBytes int // size of the instructions (the trimmed body)
 }
 
 // Listing is what ScanFolder or ScanSkill found.
@@ -392,7 +395,7 @@ func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
 func (l listing) public(dir string) Listing {
 	out := Listing{Diagnostics: l.diags, Ignored: l.ignored, NoSkillFile: l.bare}
 	for _, f := range l.skills {
-		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum})
+		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum, BodyBytes: f.body})
 	}
 	if l.err != nil {
 		out.Err = fmt.Errorf("scan %s: %w", dir, l.err)
