@@ -53,7 +53,7 @@ func TestManyProjectsNeverIncomplete(t *testing.T) {
 			const workers = 256
 			var next, incomplete, wrong atomic.Int64
 			var wg sync.WaitGroup
-			total := int64(2 * n) // every cwd twice
+			total := int64(n) // every cwd once
 			for range workers {
 				wg.Add(1)
 				go func() {
