@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -77,5 +78,53 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnwatchableAncestorIsTolerated: a folder above a skills folder that
+// cannot be watched (here: permission denied) does not stop the folder
+// itself from being watched and cached.
+func TestUnwatchableAncestorIsTolerated(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "locked", "skills")
+	file := filepath.Join(root, "a", SkillFile)
+	writeFile(t, file, "---\nname: a\ndescription: one\n---\n")
+	p, err := New(Config{CustomDirs: []string{root}, NoUserDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.w == nil {
+		t.Fatalf("watcher did not start: %v", p.watchErr)
+	}
+	add := p.addWatch
+	p.addWatch = func(path string) error {
+		if path == base {
+			return syscall.EACCES
+		}
+		return add(path)
+	}
+	ctx := context.Background()
+	if cs, err := p.List(ctx, catalog.Query{}); err != nil || len(cs) != 1 {
+		t.Fatalf("List = %v, %v", cs, err)
+	}
+	if isClosed(p.Changes(catalog.Query{})) {
+		t.Fatal("an unwatchable folder above the skills folder made it unwatched")
+	}
+	ch := p.Changes(catalog.Query{})
+	writeFile(t, file, "---\nname: a\ndescription: two\n---\n")
+	select { // the edit is still seen
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the edit was not announced within 10s")
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -696,20 +696,33 @@ func (h *rootHooks) add(path string, k watchKind) error {
 // created, removed or renamed moves or removes the root), then the root
 // itself. Top down, so a folder found missing is reported by its parent's
 // watch when it appears. With link set (a symbolic link on the way that
-// is not followed) it stops at the link's parent.
+// is not followed) it stops at the link's parent. A folder above that
+// cannot be watched (no read permission, say) only costs noticing its
+// child being renamed, unless it is the one that has to report the root
+// (or the link) appearing or changing: then the root counts as unwatched.
 func (h *rootHooks) watchRoot(link string) {
+	parentWatched := true
 	for _, a := range ancestors(h.r.path) {
-		if err := h.add(a.dir, watchKind{kind: kindAncestor, next: a.next}); err != nil {
-			if !missing(err) {
+		err := h.add(a.dir, watchKind{kind: kindAncestor, next: a.next})
+		switch {
+		case err == nil:
+			parentWatched = true
+		case missing(err):
+			if !parentWatched {
 				h.ok = false
 			}
-			return // missing: its parent reports it appearing
+			return // its watched parent reports it appearing
+		default:
+			parentWatched = false
 		}
 		if a.next == link {
+			if !parentWatched {
+				h.ok = false
+			}
 			return
 		}
 	}
-	if err := h.add(h.r.path, watchKind{kind: kindRoot}); err != nil && !missing(err) {
+	if err := h.add(h.r.path, watchKind{kind: kindRoot}); err != nil && (!missing(err) || !parentWatched) {
 		h.ok = false
 	}
 }
