@@ -621,14 +621,17 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 	l := s.scan(ctx, r.path)
 	watched, polled := false, false
 	if h != nil {
+		var shed []string
 		if h.over { // the skill folders are checked by polling instead
 			for path, k := range h.want {
 				if k.kind == kindDir || k.kind == kindFile {
 					delete(h.want, path)
+					shed = append(shed, path)
 				}
 			}
 		}
 		p.keepWatches(r, h.want)
+		p.releaseAll(r, shed)
 		watched, polled = h.ok, h.over
 	}
 	p.mu.Lock()
@@ -826,6 +829,19 @@ func (p *Provider) keepWatches(r *root, want map[string]watchKind) {
 		want = nil
 	}
 	r.want = want
+}
+
+// releaseAll releases r's watches of paths (those keepWatches did not
+// know of, taken by the scan that just ended).
+func (p *Provider) releaseAll(r *root, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	for _, path := range paths {
+		p.release(r, path)
+	}
 }
 
 // release drops r's interest in path and the watch when nobody else needs
