@@ -193,3 +193,18 @@ func TestServeLogsDroppedFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestPushSkipsIgnoredFiles: a README.md beside the skills is not a skill
+// for `skills push` either (validate lists it as ignored).
+func TestPushSkipsIgnoredFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "README.md", "# team skills\n")
+	writeFile(t, root, "one/SKILL.md", skillMD("ok", "name: one", "description: One."))
+	var stderr bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &stderr}
+	var c Config
+	locals, err := a.readForPush([]string{root}, c.storeConfig())
+	if err != nil || len(locals) != 1 {
+		t.Errorf("readForPush = %d skills, %v; stderr:\n%s", len(locals), err, stderr.String())
+	}
+}
