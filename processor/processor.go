@@ -34,6 +34,7 @@ type Processor struct {
 	recognised *recognitions // conclusions of recognise, by stream sequence
 	inflight   *budget       // Config.InflightBytes
 	limit      messageLimit  // the largest output; the stream's part is known once provisioned
+	cwds       cwdRoots      // Config.CwdRoots
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -80,6 +81,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		recognised: newRecognitions(recognitionMemoSize),
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
+		cwds:       newCwdRoots(cfg.CwdRoots),
 	}, nil
 }
 
@@ -300,8 +302,11 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	h := t.msg.Headers()
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
 	inbox := h.Get(events.HeaderReplyInbox)
-	if inbox != "" && !validInbox(inbox) {
-		return p.reject(t, reasonInbox, fmt.Errorf("header %s: %q is not a subject to publish to", events.HeaderReplyInbox, inbox))
+	if inbox != "" {
+		if err := p.cfg.checkInbox(inbox); err != nil {
+			// Answered nowhere: the subject is not one to answer on.
+			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
+		}
 	}
 	t.inbox = inbox
 	if err != nil {
@@ -384,26 +389,4 @@ func (h *heartbeats) run(stop <-chan struct{}, now func() time.Time) {
 		}
 		h.mu.Unlock()
 	}
-}
-
-// validInbox reports whether s is a literal subject one can publish to.
-func validInbox(s string) bool {
-	if len(s) > 1024 {
-		return false
-	}
-	prevDot := true
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			if prevDot {
-				return false
-			}
-			prevDot = true
-		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
-			return false
-		default:
-			prevDot = false
-		}
-	}
-	return !prevDot
 }

@@ -64,6 +64,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.skillFlags(cmd)
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
+	c.securityFlags(cmd)
 	c.opsFlags(cmd, true)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
