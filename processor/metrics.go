@@ -21,6 +21,7 @@ type metrics struct {
 	tooLarge      *prometheus.CounterVec   // kind: outputs that could not fit in one message
 	latency       *prometheus.HistogramVec // stage: read, decide, append, total
 	definitionReq prometheus.Counter       // tool definition requests served
+	handedBack    prometheus.Counter       // triggers received but not started at shutdown
 }
 
 // Latency stages.
@@ -83,6 +84,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "skillstream", Name: "tool_definition_requests_total",
 			Help: "Requests for the skill tool definition.",
 		}),
+		handedBack: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "handed_back_total",
+			Help: "Triggers received but not started when the processor stopped, handed back for redelivery.",
+		}),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -100,6 +105,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.tooLarge = register(reg, m.tooLarge, &err)
 	m.latency = register(reg, m.latency, &err)
 	m.definitionReq = register(reg, m.definitionReq, &err)
+	m.handedBack = register(reg, m.handedBack, &err)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,22 @@ func (p *Processor) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, p.cfg.Workers)
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		slots <- struct{}{} // blocks the pull loop while every worker is busy
+		// Blocks the pull loop while every worker is busy. A trigger not
+		// started when the processor stops is handed back at once, so
+		// that another member or the restarted one answers it without
+		// waiting for the ack wait.
+		select {
+		case <-ctx.Done():
+			p.handBack(msg)
+			return
+		default:
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			p.handBack(msg)
+			return
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -156,7 +171,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
 	<-ctx.Done()
-	// Stop pulling; triggers already buffered are still handed out. If the
+	// Stop pulling; triggers already buffered are handed back. If the
 	// server is unreachable the drain cannot complete: give up after
 	// AckWait, those triggers are redelivered to another instance.
 	cc.Drain()
@@ -170,6 +185,17 @@ func (p *Processor) Run(ctx context.Context) error {
 	wg.Wait()
 	p.log.Info("processor stopped")
 	return nil
+}
+
+// handBack returns a trigger the processor received but will not start
+// because it is stopping: negatively acknowledged after NakDelay (not at
+// once, so that it does not come straight back to this instance's pull
+// request, which is being withdrawn).
+func (p *Processor) handBack(msg jetstream.Msg) {
+	p.m.handedBack.Inc()
+	if err := msg.NakWithDelay(p.cfg.NakDelay); err != nil {
+		p.log.Warn("hand back trigger at shutdown", "subject", msg.Subject(), "err", err)
+	}
 }
 
 // Pull request timing; a missing heartbeat is noticed after 2×pullHeartbeat.
