@@ -257,14 +257,11 @@ func printStep(w io.Writer, s replay.Step) error {
 
 func printSummary(w io.Writer, asJSON bool, sum replay.Summary) error {
 	if asJSON {
-		b, err := json.Marshal(struct {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(struct {
 			Summary replay.Summary `json:"summary"`
 		}{sum})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
 	}
 	_, err := fmt.Fprintf(w, "%d triggers replayed: %d same, %d differ\n", sum.Triggers, sum.Same, sum.Differ)
 	return err
