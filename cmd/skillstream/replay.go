@@ -152,6 +152,25 @@ func openRecording(path string) (*replay.Reader, func(), error) {
 	return r, func() { f.Close() }, nil
 }
 
+// verifyRecording reads the recording at path to its end record, checking
+// every record, the event count and the checksum.
+func verifyRecording(path string) error {
+	r, closeFile, err := openRecording(path)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	for {
+		_, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return recordingError(path, err)
+		}
+	}
+}
+
 // recordingError marks a format error of a recording as bad input.
 func recordingError(path string, err error) error {
 	var fe *replay.FormatError
@@ -176,6 +195,12 @@ func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []s
 }
 
 func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {
+	// The end record's checksum is only known at the end: read the whole
+	// recording once before printing anything, so that a truncated or
+	// altered one is refused without a single diff.
+	if err := verifyRecording(path); err != nil {
+		return replay.Summary{}, err
+	}
 	r, closeFile, err := openRecording(path)
 	if err != nil {
 		return replay.Summary{}, err

@@ -267,6 +267,11 @@ func TestReplayBadInput(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(good), "\n")
 	corrupt := strings.Join(lines[:3], "") + "{\"type\":\"event\",\"seq\":\n" + strings.Join(lines[4:], "")
+	// Well-formed records whose bytes no longer match the end checksum.
+	altered := strings.Replace(string(good), `why \u0026 what.`, `why \u0026 WHAT.`, 1)
+	if altered == string(good) {
+		t.Fatal("the recording changed: nothing altered")
+	}
 	// hint: a flag error points at --help; bad input does not.
 	tests := []struct {
 		name string
@@ -278,6 +283,10 @@ func TestReplayBadInput(t *testing.T) {
 			[]string{"corrupt recording: record 4 (byte offset " + strconv.Itoa(len(lines[0])+len(lines[1])+len(lines[2])) + ")"}, false},
 		{"truncated", []string{"replay", write("truncated.jsonl", good[:len(good)-200])},
 			[]string{"truncated recording: record", "byte offset", "ends without a newline"}, false},
+		{"altered", []string{"replay", write("altered.jsonl", []byte(altered))},
+			[]string{"checksum mismatch: the bytes before the end record were altered"}, false},
+		{"history truncated", []string{"history", filepath.Join(dir, "truncated.jsonl")}, []string{"truncated recording"}, false},
+		{"history altered", []string{"history", filepath.Join(dir, "altered.jsonl")}, []string{"checksum mismatch"}, false},
 		{"newer version", []string{"replay", write("v9.jsonl", []byte(`{"format":"skillstream-recording","version":9,"session":"s"}`+"\n"))},
 			[]string{"format version 9 is newer than the newest this skillstream reads (1)"}, false},
 		{"not a recording", []string{"replay", write("x.json", []byte("{}\n"))}, []string{`format is ""`}, false},
@@ -306,6 +315,11 @@ func TestReplayBadInput(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q does not mention %q", stderr, w)
 				}
+			}
+			// Refused before anything is printed: no diff of a recording
+			// that cannot be trusted.
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
 			}
 			if hint := strings.Contains(stderr, "--help)"); hint != tt.hint {
 				t.Errorf("stderr %q: points at --help %v, want %v", stderr, hint, tt.hint)
