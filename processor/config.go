@@ -263,6 +263,7 @@ func validName(s string) bool {
 type Option func(*options)
 
 type options struct {
+	version    string
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	hooks      hooks
@@ -276,6 +277,12 @@ type hooks struct {
 	// afterAppend runs after a successful append; an error simulates a
 	// crash: the trigger is left unacknowledged and unanswered.
 	afterAppend func(sid string, seq uint64) error
+}
+
+// WithVersion sets the version of the running binary, reported by the
+// micro service (default: none, reported as 0.0.0-devel).
+func WithVersion(v string) Option {
+	return func(o *options) { o.version = v }
 }
 
 // WithLogger sets the logger (default: slog.Default()).

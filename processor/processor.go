@@ -19,16 +19,18 @@ import (
 // One Processor is one instance of the consumer group; run as many as you
 // like against one stream.
 type Processor struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	skills Skills
-	cfg    Config
-	log    *slog.Logger
-	m      *metrics
-	rd     *reader
-	hooks  hooks
-	now    func() time.Time
-	ready  chan struct{}
+	nc          *nats.Conn
+	js          jetstream.JetStream
+	skills      Skills
+	cfg         Config
+	log         *slog.Logger
+	m           *metrics
+	rd          *reader
+	hooks       hooks
+	now         func() time.Time
+	ready       chan struct{}
+	version     string        // of the binary, for the micro service
+	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
 
 	beats      *heartbeats   // progress heartbeats of the triggers in flight
 	recognised *recognitions // conclusions of recognise, by stream sequence
@@ -66,16 +68,18 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	return &Processor{
-		nc:     nc,
-		js:     js,
-		skills: skills,
-		cfg:    cfg,
-		log:    o.logger,
-		m:      m,
-		rd:     newReader(nc, cfg.Stream),
-		hooks:  o.hooks,
-		now:    time.Now,
-		ready:  make(chan struct{}),
+		nc:          nc,
+		js:          js,
+		skills:      skills,
+		cfg:         cfg,
+		log:         o.logger,
+		m:           m,
+		rd:          newReader(nc, cfg.Stream),
+		hooks:       o.hooks,
+		now:         time.Now,
+		ready:       make(chan struct{}),
+		version:     o.version,
+		statsPeriod: consumerStatsPeriod,
 
 		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
@@ -167,6 +171,16 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
 	}
+	sctx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		p.watchConsumer(sctx, cons)
+	}()
+	defer func() {
+		stopStats()
+		<-statsDone
+	}()
 	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
@@ -195,6 +209,34 @@ func (p *Processor) handBack(msg jetstream.Msg) {
 	p.m.handedBack.Inc()
 	if err := msg.NakWithDelay(p.cfg.NakDelay); err != nil {
 		p.log.Warn("hand back trigger at shutdown", "subject", msg.Subject(), "err", err)
+	}
+}
+
+// consumerStatsPeriod is how often the consumer's backlog gauges are read.
+const consumerStatsPeriod = 5 * time.Second
+
+// watchConsumer keeps the consumer_pending and consumer_ack_pending gauges
+// up to date, reading the consumer's info at once and then every
+// statsPeriod (consumerStatsPeriod), until ctx is done.
+func (p *Processor) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
+	tick := time.NewTicker(p.statsPeriod)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		info, err := cons.Info(rctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.log.Debug("read consumer info", "consumer", p.cfg.Consumer, "err", err)
+		case err == nil:
+			p.m.pending.Set(float64(info.NumPending))
+			p.m.ackPending.Set(float64(info.NumAckPending))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -233,6 +275,8 @@ func kindLabel(k events.Kind) string {
 // naks or terms the message, except when a test hook simulates a crash.
 func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	t := &trigger{msg: msg, start: p.now()}
+	p.m.inflight.Inc()
+	defer p.m.inflight.Dec()
 	defer func() {
 		// Last line of defence: a panic while answering a failure.
 		if r := recover(); r != nil {

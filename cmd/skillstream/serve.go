@@ -221,8 +221,9 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 
 	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics))
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics),
+		processor.WithVersion(thisBuild().version))
 	if err != nil {
 		return err
 	}
