@@ -357,17 +357,56 @@ func TestReaderCommandsTakeOnlyWhatTheyUse(t *testing.T) {
 	}
 }
 
-// TestExportRefusesRunningServer checks that export does not open a store a
-// server may be using.
-func TestExportRefusesRunningServer(t *testing.T) {
+// TestReadersGoThroughRunningServer runs export, history and replay --live
+// while serve runs on the store they would open: they read through it.
+func TestReadersGoThroughRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	playStore(t, dir, cwd, "s1")
+	srv := startServe(t, dir, t.TempDir())
+	store := []string{"--data", dir, "--listen", strings.TrimPrefix(srv.url, "nats://")}
+	through := "reading through the server running on --listen"
+
+	rec := filepath.Join(t.TempDir(), "s1.jsonl")
+	code, _, stderr := runMain(t, append([]string{"export", "--session", "s1", "--out", rec}, store...)...)
+	if code != exitOK || !strings.Contains(stderr, "exported 16 events of session s1") || !strings.Contains(stderr, through) {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr := runMain(t, append([]string{"history", "--session", "s1"}, store...)...)
+	if code != exitOK || !strings.HasPrefix(out, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries") || !strings.Contains(stderr, through) {
+		t.Errorf("history --session: exit %d\n%s%s", code, out, stderr)
+	}
+	code, live, stderr := runMain(t, append(append([]string{"replay", "--live", "--session", "s1"}, store...), onlyProject...)...)
+	_, fromFile, _ := runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitOK || live != fromFile || !strings.Contains(stderr, through) {
+		t.Errorf("replay --live: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
+	}
+
+	// --capture-skills says whose skills it records.
+	code, _, stderr = runMain(t, append([]string{"export", "--session", "s1", "--out", rec, "--capture-skills", "--no-bundled", "--user-skills-dir="}, store...)...)
+	if code != exitOK || !strings.Contains(stderr, "this export's own skill flags") || !strings.Contains(stderr, "not what the serving processors see") {
+		t.Errorf("export --capture-skills: exit %d\n%s", code, stderr)
+	}
+
+	// Something that is not a NATS server on --listen: a clear error, and
+	// the store is not opened.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	code, _, stderr := runMain(t, "export", "--session", "s", "--data", t.TempDir(), "--listen", ln.Addr().String())
-	if code != exitUsage || !strings.Contains(stderr, "read through it with --nats-url nats://"+ln.Addr().String()) {
-		t.Errorf("exit %d, stderr %s", code, stderr)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	code, _, stderr = runMain(t, "export", "--session", "s1", "--data", t.TempDir(), "--listen", ln.Addr().String())
+	if code != exitFailure || !strings.Contains(stderr, "answers on --listen "+ln.Addr().String()+" but reading through it failed") {
+		t.Errorf("not a NATS server: exit %d, stderr %s", code, stderr)
 	}
 }
 

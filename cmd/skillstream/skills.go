@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -44,4 +45,20 @@ func (c *Config) registry(log *slog.Logger, watch bool) (*providers.Registry, er
 		opts = append(opts, providers.WithLogger(log.With("component", "skills")))
 	}
 	return providers.NewRegistry(ps, opts...), nil
+}
+
+// skillSources describes in one phrase where the configuration takes
+// skills from, for messages.
+func (c *Config) skillSources() string {
+	parts := []string{"project folders " + strings.Join(append([]string{".agents/skills"}, c.ProjectSkillsSubdirs...), ", ")}
+	for _, d := range c.SkillsDirs {
+		parts = append(parts, "--skills-dir "+d)
+	}
+	if c.UserSkillsDir != "" {
+		parts = append(parts, "user folder "+c.UserSkillsDir)
+	}
+	if !c.NoBundled {
+		parts = append(parts, "bundled skills")
+	}
+	return strings.Join(parts, "; ")
 }
