@@ -16,9 +16,9 @@ type stuck struct {
 	release chan struct{}
 }
 
-func (s stuck) Snapshot(ctx context.Context, cwd string) (catalog.Snapshot, error) {
+func (s stuck) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
 	<-s.release
-	return s.Skills.Snapshot(ctx, cwd)
+	return s.Skills.Snapshot(ctx, q)
 }
 
 // A trigger received but not started when the processor stops is handed
