@@ -3,6 +3,7 @@ package natstest
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -165,30 +166,52 @@ func (c *Cluster) Connect(i int, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
-// WaitReady waits until the running nodes agree on a JetStream meta leader
-// and each of them is current with it.
+// WaitReady waits until the running nodes agree on a JetStream meta leader,
+// each of them is current with it, and the leader sees every running node
+// online with its JetStream statistics: the leader places new streams and
+// consumers only on peers it has heard from, so before that a stream of
+// several replicas fails with "no suitable peers for placement, peer
+// offline".
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
+	var why string
 	ok := waitFor(readyTimeout, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		leader := false
-		for _, s := range c.nodes {
-			if s == nil {
-				continue
-			}
-			if !s.JetStreamIsCurrent() {
-				return false
-			}
-			if s.JetStreamIsLeader() {
-				leader = true
-			}
-		}
-		return leader
+		why = c.notReady()
+		return why == ""
 	})
 	if !ok {
-		c.t.Fatalf("natstest: cluster has no JetStream meta leader within %v", readyTimeout)
+		c.t.Fatalf("natstest: cluster not ready within %v: %s", readyTimeout, why)
 	}
+}
+
+// notReady says what WaitReady still waits for, or "" when nothing.
+func (c *Cluster) notReady() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var leader *server.Server
+	var running []string
+	for i, s := range c.nodes {
+		if s == nil {
+			continue
+		}
+		running = append(running, c.opts[i].ServerName)
+		if !s.JetStreamIsCurrent() {
+			return fmt.Sprintf("node %d is not current with the meta leader", i)
+		}
+		if s.JetStreamIsLeader() {
+			leader = s
+		}
+	}
+	if leader == nil {
+		return "no JetStream meta leader"
+	}
+	online := leader.JetStreamClusterPeers()
+	for _, name := range running {
+		if !slices.Contains(online, name) {
+			return fmt.Sprintf("meta leader %s does not see %s online yet (online: %v)", leader.Name(), name, online)
+		}
+	}
+	return ""
 }
 
 // Leader returns the index of the node that is the JetStream meta leader, or

@@ -28,7 +28,8 @@ type Server struct {
 	// JS is a JetStream context over Conn.
 	JS jetstream.JetStream
 
-	t testing.TB
+	t    testing.TB
+	auth bool // started WithUsers: log in as adminUser by default
 }
 
 // Option changes how Start configures its server.
@@ -53,6 +54,25 @@ func WithMaxPayload(n int32) Option {
 func WithLogging() Option {
 	return func(o *server.Options) { o.NoLog = false }
 }
+
+// WithUsers makes the server require a user name and password and adds
+// users (with their permissions, if any) to its global account, where
+// JetStream runs. The connections of Start and Connect log in as an
+// unrestricted user of natstest's own unless Connect is given
+// nats.UserInfo for another one, so that a test can confine a client by
+// real NATS permissions.
+func WithUsers(users ...*server.User) Option {
+	return func(o *server.Options) {
+		o.Users = append(o.Users, &server.User{Username: adminUser, Password: adminPassword})
+		o.Users = append(o.Users, users...)
+	}
+}
+
+// The unrestricted user of a server started WithUsers.
+const (
+	adminUser     = "natstest"
+	adminPassword = "natstest"
+)
 
 // Start runs an in-process JetStream server whose store lives in t.TempDir()
 // and which, unless WithTCP is given, does not listen on any port. The
@@ -85,7 +105,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if !srv.ReadyForConnections(readyTimeout) {
 		t.Fatalf("natstest: server not ready within %v", readyTimeout)
 	}
-	s := &Server{Server: srv, t: t}
+	s := &Server{Server: srv, t: t, auth: len(o.Users) > 0}
 	s.Conn = s.Connect()
 	js, err := jetstream.New(s.Conn)
 	if err != nil {
@@ -98,7 +118,11 @@ func Start(t testing.TB, opts ...Option) *Server {
 // Connect opens another in-process client connection, closed at cleanup.
 func (s *Server) Connect(opts ...nats.Option) *nats.Conn {
 	s.t.Helper()
-	opts = append([]nats.Option{nats.InProcessServer(s.Server)}, opts...)
+	base := []nats.Option{nats.InProcessServer(s.Server)}
+	if s.auth {
+		base = append(base, nats.UserInfo(adminUser, adminPassword))
+	}
+	opts = append(base, opts...)
 	nc, err := nats.Connect("", opts...)
 	if err != nil {
 		s.t.Fatalf("natstest: connect: %v", err)

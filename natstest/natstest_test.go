@@ -135,3 +135,36 @@ func poll(t *testing.T, ctx context.Context, f func() error) {
 		}
 	}
 }
+
+// Right after StartCluster and Restart return, the meta leader sees every
+// running node online, so that placing a stream of three replicas cannot
+// fail with "peer offline".
+func TestClusterReadyMeansPeersOnline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test skipped in -short mode")
+	}
+	c := natstest.StartCluster(t, 3)
+	check := func(when string) {
+		t.Helper()
+		l := c.Leader()
+		if l < 0 {
+			t.Fatalf("%s: no meta leader", when)
+		}
+		if peers := c.Server(l).JetStreamClusterPeers(); len(peers) != c.Size() {
+			t.Fatalf("%s: meta leader sees %v online, want %d peers", when, peers, c.Size())
+		}
+	}
+	check("after StartCluster")
+	c.Stop(1)
+	c.Restart(1)
+	check("after Restart")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.New(c.Connect(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "R3", Subjects: []string{"r3.>"}, Replicas: 3}); err != nil {
+		t.Fatalf("create an R3 stream right after Restart: %v", err)
+	}
+}

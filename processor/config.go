@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,6 +117,21 @@ type Config struct {
 	// RequestTimeout bounds each read of and append to the stream.
 	RequestTimeout time.Duration
 
+	// ReplyPrefixes are the subjects answers may be published under: a
+	// trigger's Reply-Inbox must lie below one of them (default _INBOX,
+	// nats.go's inboxes; a trailing dot is optional). The session stream's
+	// subjects, subjects starting with '$' and the service's own subjects
+	// are refused whatever the prefixes say. A trigger with any other
+	// Reply-Inbox is rejected (reason inbox) and answered nowhere.
+	ReplyPrefixes []string
+
+	// CwdRoots, when set, confine the working directories triggers may
+	// name: a trigger whose cleaned cwd (and the same with its symbolic
+	// links resolved) is not one of these absolute folders or below one is
+	// rejected (reason cwd). A relative cwd is rejected whether or not
+	// roots are set; an absent cwd means no project skills and is fine.
+	CwdRoots []string
+
 	// NoProvision leaves stream and consumer to the infrastructure: the
 	// processor checks they exist and fails at start naming what is missing.
 	NoProvision bool
@@ -165,6 +181,15 @@ func (c Config) WithDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if len(c.ReplyPrefixes) == 0 {
+		c.ReplyPrefixes = []string{DefaultReplyPrefix}
+	} else {
+		ps := make([]string, len(c.ReplyPrefixes))
+		for i, p := range c.ReplyPrefixes {
+			ps[i] = normalPrefix(p)
+		}
+		c.ReplyPrefixes = ps
+	}
 	return c
 }
 
@@ -205,6 +230,14 @@ func (c Config) Validate() error {
 	case c.RequestTimeout <= 0:
 		return bad("request timeout %v: want a positive duration", c.RequestTimeout)
 	}
+	for _, d := range c.CwdRoots {
+		if !filepath.IsAbs(d) {
+			return bad("cwd root %q: want an absolute path", d)
+		}
+	}
+	if err := c.validateReplyPrefixes(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	if err := c.Catalog.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -230,6 +263,7 @@ func validName(s string) bool {
 type Option func(*options)
 
 type options struct {
+	version    string
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	hooks      hooks
@@ -243,6 +277,12 @@ type hooks struct {
 	// afterAppend runs after a successful append; an error simulates a
 	// crash: the trigger is left unacknowledged and unanswered.
 	afterAppend func(sid string, seq uint64) error
+}
+
+// WithVersion sets the version of the running binary, reported by the
+// micro service (default: none, reported as 0.0.0-devel).
+func WithVersion(v string) Option {
+	return func(o *options) { o.version = v }
 }
 
 // WithLogger sets the logger (default: slog.Default()).

@@ -29,13 +29,14 @@ const (
 	reasonEnvelope        = "envelope"         // delivery metadata unreadable
 	reasonSubject         = "subject"          // subject not <prefix>.<sid>.<kind> with a valid sid
 	reasonEncoding        = "encoding"         // unknown Content-Type
-	reasonInbox           = "inbox"            // Reply-Inbox not a publishable subject
+	reasonInbox           = "inbox"            // Reply-Inbox not a subject answers may go to
 	reasonTooLarge        = "too_large"        // payload over events.MaxPayloadSize
 	reasonVersion         = "version"          // v is not 1
 	reasonField           = "field"            // a field is missing or has the wrong type
 	reasonUndecodable     = "undecodable"      // not a payload at all
 	reasonSessionMismatch = "session_mismatch" // payload session differs from the subject's
 	reasonID              = "id"               // step or call id unusable in a header
+	reasonCwd             = "cwd"              // cwd relative, or outside Config.CwdRoots
 )
 
 // rejection is the error of a malformed trigger.

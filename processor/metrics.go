@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillstream/skillstream/events"
 )
 
 // metrics are the processor's Prometheus collectors.
@@ -21,6 +23,10 @@ type metrics struct {
 	tooLarge      *prometheus.CounterVec   // kind: outputs that could not fit in one message
 	latency       *prometheus.HistogramVec // stage: read, decide, append, total
 	definitionReq prometheus.Counter       // tool definition requests served
+	handedBack    prometheus.Counter       // triggers received but not started at shutdown
+	inflight      prometheus.Gauge         // triggers being handled by this process
+	pending       prometheus.Gauge         // consumer: triggers not yet delivered
+	ackPending    prometheus.Gauge         // consumer: triggers delivered, not yet acknowledged
 }
 
 // Latency stages.
@@ -83,6 +89,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "skillstream", Name: "tool_definition_requests_total",
 			Help: "Requests for the skill tool definition.",
 		}),
+		handedBack: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "handed_back_total",
+			Help: "Triggers received but not started when the processor stopped, handed back for redelivery.",
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "skillstream", Name: "triggers_in_flight",
+			Help: "Triggers being handled by this process right now.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "skillstream", Name: "consumer_pending",
+			Help: "Triggers in the stream not yet delivered to any member of the consumer group (the group's backlog), as last read.",
+		}),
+		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "skillstream", Name: "consumer_ack_pending",
+			Help: "Triggers delivered to members of the consumer group and not yet acknowledged, as last read.",
+		}),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -100,9 +122,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.tooLarge = register(reg, m.tooLarge, &err)
 	m.latency = register(reg, m.latency, &err)
 	m.definitionReq = register(reg, m.definitionReq, &err)
+	m.handedBack = register(reg, m.handedBack, &err)
+	m.inflight = register(reg, m.inflight, &err)
+	m.pending = register(reg, m.pending, &err)
+	m.ackPending = register(reg, m.ackPending, &err)
 	if err != nil {
 		return nil, err
 	}
+	m.zero()
 	return m, nil
 }
 
@@ -125,4 +152,41 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T, errp *erro
 	}
 	*errp = fmt.Errorf("register metrics: %w", err)
 	return c
+}
+
+// Label values known in advance, so that every series exists (at 0) from
+// the start: a rate over a counter that appears only at its first
+// increment misses that increment, and an absent series cannot be told
+// from a broken exporter.
+var (
+	kindLabels      = []string{"pre-step", "skill-call"}
+	preStepOutcomes = []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeEmpty,
+		events.OutcomeIncomplete, events.OutcomeExpired, events.OutcomeRejected}
+	skillCallOutcomes = []string{"ok", events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable,
+		events.CodeProvider, events.CodeBadRequest, events.CodeExpired}
+	rejectReasons = []string{reasonEnvelope, reasonSubject, reasonEncoding, reasonInbox, reasonTooLarge, reasonVersion,
+		reasonField, reasonUndecodable, reasonSessionMismatch, reasonID, reasonCwd}
+	stages = []string{stageRead, stageDecide, stageAppend, stageTotal}
+)
+
+// zero creates every labelled series at 0.
+func (m *metrics) zero() {
+	for _, o := range preStepOutcomes {
+		m.triggers.WithLabelValues("pre-step", o)
+	}
+	for _, o := range skillCallOutcomes {
+		m.triggers.WithLabelValues("skill-call", o)
+	}
+	for _, k := range kindLabels {
+		m.redeliveries.WithLabelValues(k)
+		m.duplicates.WithLabelValues(k)
+		m.deadLetters.WithLabelValues(k)
+		m.transient.WithLabelValues(k)
+	}
+	for _, r := range rejectReasons {
+		m.rejects.WithLabelValues(r)
+	}
+	for _, s := range stages {
+		m.latency.WithLabelValues(s)
+	}
 }

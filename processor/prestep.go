@@ -22,6 +22,9 @@ func (p *Processor) preStep(ctx context.Context, t *trigger) error {
 	if ps.Session != t.sid {
 		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
 	}
+	if ps.Cwd, err = p.cwds.check(ps.Cwd); err != nil {
+		return p.reject(t, reasonCwd, err)
+	}
 	d, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
 		return err

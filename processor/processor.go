@@ -19,21 +19,24 @@ import (
 // One Processor is one instance of the consumer group; run as many as you
 // like against one stream.
 type Processor struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	skills Skills
-	cfg    Config
-	log    *slog.Logger
-	m      *metrics
-	rd     *reader
-	hooks  hooks
-	now    func() time.Time
-	ready  chan struct{}
+	nc          *nats.Conn
+	js          jetstream.JetStream
+	skills      Skills
+	cfg         Config
+	log         *slog.Logger
+	m           *metrics
+	rd          *reader
+	hooks       hooks
+	now         func() time.Time
+	ready       chan struct{}
+	version     string        // of the binary, for the micro service
+	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
 
 	beats      *heartbeats   // progress heartbeats of the triggers in flight
 	recognised *recognitions // conclusions of recognise, by stream sequence
 	inflight   *budget       // Config.InflightBytes
 	limit      messageLimit  // the largest output; the stream's part is known once provisioned
+	cwds       cwdRoots      // Config.CwdRoots
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -65,21 +68,24 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
 	return &Processor{
-		nc:     nc,
-		js:     js,
-		skills: skills,
-		cfg:    cfg,
-		log:    o.logger,
-		m:      m,
-		rd:     newReader(nc, cfg.Stream),
-		hooks:  o.hooks,
-		now:    time.Now,
-		ready:  make(chan struct{}),
+		nc:          nc,
+		js:          js,
+		skills:      skills,
+		cfg:         cfg,
+		log:         o.logger,
+		m:           m,
+		rd:          newReader(nc, cfg.Stream),
+		hooks:       o.hooks,
+		now:         time.Now,
+		ready:       make(chan struct{}),
+		version:     o.version,
+		statsPeriod: consumerStatsPeriod,
 
 		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
+		cwds:       newCwdRoots(cfg.CwdRoots),
 	}, nil
 }
 
@@ -130,7 +136,22 @@ func (p *Processor) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, p.cfg.Workers)
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		slots <- struct{}{} // blocks the pull loop while every worker is busy
+		// Blocks the pull loop while every worker is busy. A trigger not
+		// started when the processor stops is handed back at once, so
+		// that another member or the restarted one answers it without
+		// waiting for the ack wait.
+		select {
+		case <-ctx.Done():
+			p.handBack(msg)
+			return
+		default:
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			p.handBack(msg)
+			return
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -150,11 +171,21 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
 	}
+	sctx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
+	statsDone := make(chan struct{})
+	go func() {
+		defer close(statsDone)
+		p.watchConsumer(sctx, cons)
+	}()
+	defer func() {
+		stopStats()
+		<-statsDone
+	}()
 	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
 	<-ctx.Done()
-	// Stop pulling; triggers already buffered are still handed out. If the
+	// Stop pulling; triggers already buffered are handed back. If the
 	// server is unreachable the drain cannot complete: give up after
 	// AckWait, those triggers are redelivered to another instance.
 	cc.Drain()
@@ -168,6 +199,45 @@ func (p *Processor) Run(ctx context.Context) error {
 	wg.Wait()
 	p.log.Info("processor stopped")
 	return nil
+}
+
+// handBack returns a trigger the processor received but will not start
+// because it is stopping: negatively acknowledged after NakDelay (not at
+// once, so that it does not come straight back to this instance's pull
+// request, which is being withdrawn).
+func (p *Processor) handBack(msg jetstream.Msg) {
+	p.m.handedBack.Inc()
+	if err := msg.NakWithDelay(p.cfg.NakDelay); err != nil {
+		p.log.Warn("hand back trigger at shutdown", "subject", msg.Subject(), "err", err)
+	}
+}
+
+// consumerStatsPeriod is how often the consumer's backlog gauges are read.
+const consumerStatsPeriod = 5 * time.Second
+
+// watchConsumer keeps the consumer_pending and consumer_ack_pending gauges
+// up to date, reading the consumer's info at once and then every
+// statsPeriod (consumerStatsPeriod), until ctx is done.
+func (p *Processor) watchConsumer(ctx context.Context, cons jetstream.Consumer) {
+	tick := time.NewTicker(p.statsPeriod)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		info, err := cons.Info(rctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.log.Debug("read consumer info", "consumer", p.cfg.Consumer, "err", err)
+		case err == nil:
+			p.m.pending.Set(float64(info.NumPending))
+			p.m.ackPending.Set(float64(info.NumAckPending))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Pull request timing; a missing heartbeat is noticed after 2×pullHeartbeat.
@@ -205,6 +275,8 @@ func kindLabel(k events.Kind) string {
 // naks or terms the message, except when a test hook simulates a crash.
 func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	t := &trigger{msg: msg, start: p.now()}
+	p.m.inflight.Inc()
+	defer p.m.inflight.Dec()
 	defer func() {
 		// Last line of defence: a panic while answering a failure.
 		if r := recover(); r != nil {
@@ -300,8 +372,11 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	h := t.msg.Headers()
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
 	inbox := h.Get(events.HeaderReplyInbox)
-	if inbox != "" && !validInbox(inbox) {
-		return p.reject(t, reasonInbox, fmt.Errorf("header %s: %q is not a subject to publish to", events.HeaderReplyInbox, inbox))
+	if inbox != "" {
+		if err := p.cfg.checkInbox(inbox); err != nil {
+			// Answered nowhere: the subject is not one to answer on.
+			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
+		}
 	}
 	t.inbox = inbox
 	if err != nil {
@@ -384,26 +459,4 @@ func (h *heartbeats) run(stop <-chan struct{}, now func() time.Time) {
 		}
 		h.mu.Unlock()
 	}
-}
-
-// validInbox reports whether s is a literal subject one can publish to.
-func validInbox(s string) bool {
-	if len(s) > 1024 {
-		return false
-	}
-	prevDot := true
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			if prevDot {
-				return false
-			}
-			prevDot = true
-		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
-			return false
-		default:
-			prevDot = false
-		}
-	}
-	return !prevDot
 }

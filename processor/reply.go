@@ -59,8 +59,12 @@ const codeUnavailable = "unavailable"
 // bad_request result could not be appended (fate: retry).
 func (p *Processor) reject(t *trigger, reason string, err error) error {
 	rej := &rejection{reason: reason, err: err}
+	what := "malformed skill call: "
+	if reason == reasonCwd {
+		what = "skill call refused: "
+	}
 	if t.kind == events.KindSkillCall && t.ref != "" && events.ValidSession(t.sid) {
-		res := p.toolError(t, events.CodeBadRequest, "malformed skill call: "+err.Error())
+		res := p.toolError(t, events.CodeBadRequest, what+err.Error())
 		var out *events.ToolResult
 		aerr := p.appendResult(context.Background(), context.Background(), t, 0, &out, func() (events.ToolResult, error) { return res, nil })
 		if aerr != nil {
@@ -76,7 +80,7 @@ func (p *Processor) reject(t *trigger, reason string, err error) error {
 		d.Error = &events.ErrorInfo{Code: events.CodeBadRequest, Message: err.Error()}
 		return errors.Join(rej, p.reply(t, d))
 	case events.KindSkillCall:
-		return errors.Join(rej, p.reply(t, p.toolError(t, events.CodeBadRequest, "malformed skill call: "+err.Error())))
+		return errors.Join(rej, p.reply(t, p.toolError(t, events.CodeBadRequest, what+err.Error())))
 	}
 	return rej
 }

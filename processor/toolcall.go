@@ -42,6 +42,9 @@ func (p *Processor) skillCall(ctx context.Context, t *trigger) error {
 	if sc.Session != t.sid {
 		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
 	}
+	if sc.Cwd, err = p.cwds.check(sc.Cwd); err != nil {
+		return p.reject(t, reasonCwd, err)
+	}
 	if p.expired(sc.DeadlineMs) {
 		return p.answerExpired(t)
 	}

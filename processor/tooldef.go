@@ -2,6 +2,8 @@ package processor
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/nats-io/nats.go/micro"
 
@@ -13,8 +15,24 @@ import (
 // definition is served (nats micro ls lists it).
 const ServiceName = "skillstream"
 
-// ServiceVersion is the micro service version: the protocol version.
-const ServiceVersion = "1.0.0"
+// ProtocolVersion is the wire protocol version, in the micro service's
+// metadata.
+const ProtocolVersion = "1"
+
+// serviceVersion is the micro service version for a binary version: the
+// version without its leading "v" when it is a semantic version (module
+// versions and pseudo-versions are), else 0.0.0-devel (a build outside a
+// module version, such as go run or a test binary).
+func serviceVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if semver.MatchString(v) {
+		return v
+	}
+	return "0.0.0-devel"
+}
+
+// semver is the form micro requires of a service version.
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 
 // Definition is the skill tool definition as served on the wire.
 func Definition() events.ToolDefinition {
@@ -40,9 +58,10 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 	}
 	svc, err := micro.AddService(p.nc, micro.Config{
 		Name:        ServiceName,
-		Version:     ServiceVersion,
+		Version:     serviceVersion(p.version),
 		Description: "skill catalog and skill tool for LLM agents",
-		Metadata:    map[string]string{"stream": p.cfg.Stream, "prefix": p.cfg.Prefix, "owner": p.cfg.ToolOwner},
+		Metadata: map[string]string{"stream": p.cfg.Stream, "prefix": p.cfg.Prefix, "owner": p.cfg.ToolOwner,
+			"protocol": ProtocolVersion, "build": p.version},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)

@@ -332,3 +332,27 @@ func TestValidateSingleSkillAndFile(t *testing.T) {
 		t.Errorf("mismatch only: exit %d:\n%s", code, stdout)
 	}
 }
+
+// --json prints <, > and & as they are: the model's text is full of them.
+func TestJSONDoesNotEscapeHTML(t *testing.T) {
+	root := spec4Skills(t) // a-skill's description holds <safely> & …
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"catalog", "--json"}, "<safely> &"},
+		{[]string{"load", "a-skill", "--json"}, `<skill_content name=\"a-skill\">`},
+	} {
+		args := c.args
+		code, stdout, stderr := runMain(t, append(args, skillsArgs(t, root)...)...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d:\n%s", args, code, stderr)
+		}
+		if strings.Contains(stdout, `\u003c`) || strings.Contains(stdout, `\u0026`) || strings.Contains(stdout, `\u003e`) {
+			t.Errorf("%v escapes HTML characters:\n%s", args, stdout)
+		}
+		if !strings.Contains(stdout, c.want) {
+			t.Errorf("%v does not show %s as written:\n%s", args, c.want, stdout)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type Config struct {
 	MaxDeliver      int
 	NoProvision     bool
 
+	// What workers may make serve do.
+	ReplyPrefixes []string
+	CwdRoots      []string
+
 	// Operations.
 	MetricsListen string
 	LogFormat     string
@@ -174,6 +178,16 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgBool(&c.NoProvision, "no-provision", false, "never create or update the stream and consumer; fail if they are missing")
 }
 
+// securityFlags registers the bounds on what a worker's triggers can make
+// the processor do: where it answers and which folders it reads.
+func (c *Config) securityFlags(cmd *command) {
+	cmd.group("Untrusted workers")
+	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",
+		"answer only on Reply-Inbox `subject`s under this prefix (default _INBOX.); the session stream, $-subjects and skillstream.* are always refused; repeatable")
+	cmd.cfgList(&c.CwdRoots, "cwd-root",
+		"accept only triggers whose cwd lies under this absolute folder (default: any absolute cwd); repeatable")
+}
+
 // opsFlags registers logging and metrics.
 func (c *Config) opsFlags(cmd *command, metrics bool) {
 	cmd.group("Operations")
@@ -215,6 +229,11 @@ func (c *Config) validateSkills() error {
 	for _, d := range c.SkillsDirs {
 		if d == "" {
 			return usagef("--skills-dir must not be empty")
+		}
+	}
+	for _, d := range c.CwdRoots {
+		if d == "" || !filepath.IsAbs(d) {
+			return usagef("--cwd-root %q: must be an absolute folder", d)
 		}
 	}
 	for _, d := range c.ProjectSkillsSubdirs {

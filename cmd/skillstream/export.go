@@ -26,13 +26,15 @@ recording file (stdout by default). The format is JSON lines, versioned and
 checksummed; see "Recordings" in the README. Large sessions are streamed,
 never loaded whole; on a terminal, progress is shown on stderr.
 
-The log is read from --nats-url when given, else from the --data store
-(while "skillstream serve" runs on that store, read through it instead:
---nats-url nats://127.0.0.1:4222). Nothing is published.
+The log is read from --nats-url when given, else through the server
+answering on --listen (a running "skillstream serve"), else from the --data
+store. Nothing is published.
 
 --capture-skills also records, for every working directory the session's
-triggers name, the skills (with bodies) the configured skill roots give now,
-so that "replay --recorded-skills" can run without them.`[1:], `
+triggers name, the skills (with bodies) that this command's skill flags give
+on this host now, so that "replay --recorded-skills" can run without them.
+These are not asked of the serving processors: give export the skill flags
+serve runs with.`[1:], `
   skillstream export --session 7f3a --out 7f3a.jsonl
   skillstream export --session 7f3a --nats-url nats://nats:4222 --capture-skills > 7f3a.jsonl`[1:])
 	cmd.group("Flags")
@@ -67,6 +69,9 @@ so that "replay --recorded-skills" can run without them.`[1:], `
 			}
 			defer reg.Close()
 			opts.Skills = reg
+			// The serving members may be configured otherwise: say whose
+			// skills these are.
+			fmt.Fprintf(a.stderr, "--capture-skills: capturing the skills this export's own skill flags give on this host (%s), not what the serving processors see; give export the same skill flags as serve\n", c.describeSources())
 		}
 		prog := newProgress(a.stderr, "exported")
 		opts.Progress = prog.update

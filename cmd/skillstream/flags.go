@@ -229,7 +229,7 @@ func (c *command) usage(w io.Writer) {
 		for _, name := range g.names {
 			f := c.fs.Lookup(name)
 			kind, text := flag.UnquoteUsage(f)
-			if _, isList := f.Value.(listValue); isList {
+			if _, isList := f.Value.(listValue); isList && kind == "value" {
 				kind = "DIR"
 			}
 			if kind != "" {

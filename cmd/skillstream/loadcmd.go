@@ -204,9 +204,11 @@ func (r *previewRegistry) Close() error {
 	return err
 }
 
-// printJSON writes v as indented JSON.
+// printJSON writes v as indented JSON, with <, > and & as they are (model
+// text is full of them; \u003c would only hide them from people).
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -24,5 +24,7 @@ func (c *Config) processorConfig() processor.Config {
 		AckWait:         c.AckWait,
 		MaxDeliver:      c.MaxDeliver,
 		NoProvision:     c.NoProvision,
+		ReplyPrefixes:   c.ReplyPrefixes,
+		CwdRoots:        c.CwdRoots,
 	}.WithDefaults()
 }

@@ -161,6 +161,25 @@ func openRecording(path string) (*replay.Reader, func(), error) {
 	return r, func() { f.Close() }, nil
 }
 
+// verifyRecording reads the recording at path to its end record, checking
+// every record, the event count and the checksum.
+func verifyRecording(path string) error {
+	r, closeFile, err := openRecording(path)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	for {
+		_, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return recordingError(path, err)
+		}
+	}
+}
+
 // recordingError marks a format error of a recording as bad input.
 func recordingError(path string, err error) error {
 	var fe *replay.FormatError
@@ -185,6 +204,12 @@ func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []s
 }
 
 func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {
+	// The end record's checksum is only known at the end: read the whole
+	// recording once before printing anything, so that a truncated or
+	// altered one is refused without a single diff.
+	if err := verifyRecording(path); err != nil {
+		return replay.Summary{}, err
+	}
 	r, closeFile, err := openRecording(path)
 	if err != nil {
 		return replay.Summary{}, err
@@ -266,14 +291,11 @@ func printStep(w io.Writer, s replay.Step) error {
 
 func printSummary(w io.Writer, asJSON bool, sum replay.Summary) error {
 	if asJSON {
-		b, err := json.Marshal(struct {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(struct {
 			Summary replay.Summary `json:"summary"`
 		}{sum})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
 	}
 	_, err := fmt.Fprintf(w, "%d triggers replayed: %d same, %d differ\n", sum.Triggers, sum.Same, sum.Differ)
 	return err

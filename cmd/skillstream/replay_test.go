@@ -274,6 +274,11 @@ func TestReplayBadInput(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(good), "\n")
 	corrupt := strings.Join(lines[:3], "") + "{\"type\":\"event\",\"seq\":\n" + strings.Join(lines[4:], "")
+	// Well-formed records whose bytes no longer match the end checksum.
+	altered := strings.Replace(string(good), `why \u0026 what.`, `why \u0026 WHAT.`, 1)
+	if altered == string(good) {
+		t.Fatal("the recording changed: nothing altered")
+	}
 	// hint: a flag error points at --help; bad input does not.
 	tests := []struct {
 		name string
@@ -285,6 +290,10 @@ func TestReplayBadInput(t *testing.T) {
 			[]string{"corrupt recording: record 4 (byte offset " + strconv.Itoa(len(lines[0])+len(lines[1])+len(lines[2])) + ")"}, false},
 		{"truncated", []string{"replay", write("truncated.jsonl", good[:len(good)-200])},
 			[]string{"truncated recording: record", "byte offset", "ends without a newline"}, false},
+		{"altered", []string{"replay", write("altered.jsonl", []byte(altered))},
+			[]string{"checksum mismatch: the bytes before the end record were altered"}, false},
+		{"history truncated", []string{"history", filepath.Join(dir, "truncated.jsonl")}, []string{"truncated recording"}, false},
+		{"history altered", []string{"history", filepath.Join(dir, "altered.jsonl")}, []string{"checksum mismatch"}, false},
 		{"newer version", []string{"replay", write("v9.jsonl", []byte(`{"format":"skillstream-recording","version":9,"session":"s"}`+"\n"))},
 			[]string{"format version 9 is newer than the newest this skillstream reads (1)"}, false},
 		{"not a recording", []string{"replay", write("x.json", []byte("{}\n"))}, []string{`format is ""`}, false},
@@ -313,6 +322,11 @@ func TestReplayBadInput(t *testing.T) {
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr %q does not mention %q", stderr, w)
 				}
+			}
+			// Refused before anything is printed: no diff of a recording
+			// that cannot be trusted.
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
 			}
 			if hint := strings.Contains(stderr, "--help)"); hint != tt.hint {
 				t.Errorf("stderr %q: points at --help %v, want %v", stderr, hint, tt.hint)
@@ -350,17 +364,56 @@ func TestReaderCommandsTakeOnlyWhatTheyUse(t *testing.T) {
 	}
 }
 
-// TestExportRefusesRunningServer checks that export does not open a store a
-// server may be using.
-func TestExportRefusesRunningServer(t *testing.T) {
+// TestReadersGoThroughRunningServer runs export, history and replay --live
+// while serve runs on the store they would open: they read through it.
+func TestReadersGoThroughRunningServer(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	playStore(t, dir, cwd, "s1")
+	srv := startServe(t, dir, t.TempDir())
+	store := []string{"--data", dir, "--listen", strings.TrimPrefix(srv.url, "nats://")}
+	through := "reading through the server running on --listen"
+
+	rec := filepath.Join(t.TempDir(), "s1.jsonl")
+	code, _, stderr := runMain(t, append([]string{"export", "--session", "s1", "--out", rec}, store...)...)
+	if code != exitOK || !strings.Contains(stderr, "exported 16 events of session s1") || !strings.Contains(stderr, through) {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr := runMain(t, append([]string{"history", "--session", "s1"}, store...)...)
+	if code != exitOK || !strings.HasPrefix(out, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries") || !strings.Contains(stderr, through) {
+		t.Errorf("history --session: exit %d\n%s%s", code, out, stderr)
+	}
+	code, live, stderr := runMain(t, append(append([]string{"replay", "--live", "--session", "s1"}, store...), onlyProject...)...)
+	_, fromFile, _ := runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitOK || live != fromFile || !strings.Contains(stderr, through) {
+		t.Errorf("replay --live: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
+	}
+
+	// --capture-skills says whose skills it records.
+	code, _, stderr = runMain(t, append([]string{"export", "--session", "s1", "--out", rec, "--capture-skills", "--no-bundled", "--user-skills-dir="}, store...)...)
+	if code != exitOK || !strings.Contains(stderr, "this export's own skill flags") || !strings.Contains(stderr, "not what the serving processors see") {
+		t.Errorf("export --capture-skills: exit %d\n%s", code, stderr)
+	}
+
+	// Something that is not a NATS server on --listen: a clear error, and
+	// the store is not opened.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	code, _, stderr := runMain(t, "export", "--session", "s", "--data", t.TempDir(), "--listen", ln.Addr().String())
-	if code != exitUsage || !strings.Contains(stderr, "read through it with --nats-url nats://"+ln.Addr().String()) {
-		t.Errorf("exit %d, stderr %s", code, stderr)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	code, _, stderr = runMain(t, "export", "--session", "s1", "--data", t.TempDir(), "--listen", ln.Addr().String())
+	if code != exitFailure || !strings.Contains(stderr, "answers on --listen "+ln.Addr().String()+" but reading through it failed") {
+		t.Errorf("not a NATS server: exit %d, stderr %s", code, stderr)
 	}
 }
 

@@ -65,6 +65,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.storeFlags(cmd)
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
+	c.securityFlags(cmd)
 	c.opsFlags(cmd, true)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
@@ -229,8 +230,9 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 
 	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics))
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics),
+		processor.WithVersion(thisBuild().version))
 	if err != nil {
 		return err
 	}

@@ -419,3 +419,42 @@ func streamOutputs(t testing.TB, js jetstream.JetStream) (map[string]int, jetstr
 	}
 	return out, info.State
 }
+
+// A fresh serve exports its build, every counter at 0 and the consumer's
+// gauges, and its micro service reports the binary's version.
+func TestServeMetricsFromTheStart(t *testing.T) {
+	s := startServe(t, t.TempDir(), spec4Skills(t))
+	_, body, err := s.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := thisBuild()
+	for _, want := range []string{
+		fmt.Sprintf(`skillstream_build_info{goversion=%q,revision=%q,version=%q} 1`, runtime.Version(), b.revision, b.version),
+		`skillstream_triggers_total{kind="pre-step",outcome="appended"} 0`,
+		`skillstream_triggers_total{kind="skill-call",outcome="ok"} 0`,
+		`skillstream_rejects_total{reason="inbox"} 0`,
+		`skillstream_dead_letters_total{kind="skill-call"} 0`,
+		"skillstream_triggers_in_flight 0",
+		"skillstream_consumer_pending 0",
+		"skillstream_consumer_ack_pending 0",
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	nc := s.connect(t)
+	msg, err := nc.Request("$SRV.INFO.skillstream", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(msg.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimPrefix(b.version, "v"); info.Version != want && !(b.version == "(devel)" && info.Version == "0.0.0-devel") {
+		t.Errorf("micro service version %q, binary %q", info.Version, b.version)
+	}
+}

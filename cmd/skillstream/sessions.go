@@ -110,10 +110,10 @@ func (c *Config) validateStream() error {
 
 // openSessions validates the reader configuration and connects to where
 // session logs live, to read them: --nats-url when given, else the --data
-// store, opened by an embedded server of our own that does not listen. A
-// server answering on --listen (a running serve, most likely on that very
-// store) is refused rather than risking two servers on one store. close
-// releases everything.
+// store, opened by an embedded server of our own that does not listen. When
+// a server answers on --listen (a running serve, most likely on that very
+// store) the logs are read through it instead, never by opening the store
+// a second time. close releases everything.
 func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err error) {
 	if err := c.validateReader(); err != nil {
 		return nil, nil, err
@@ -131,8 +131,14 @@ func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err
 		}
 		close = nc.Close
 	case serving(c.Listen):
-		// Two servers on one store would corrupt it.
-		return nil, nil, usagef("a server is running on --listen %s (skillstream serve?): read through it with --nats-url nats://%s, or stop it to open --data %s", c.Listen, c.Listen, c.Data)
+		// A running serve, most likely on --data itself: read through it
+		// (two servers on one store would corrupt it).
+		url := "nats://" + c.Listen
+		if nc, err = nats.Connect(url, nats.Name("skillstream reader"), nats.MaxReconnects(0)); err != nil {
+			return nil, nil, fmt.Errorf("something answers on --listen %s but reading through it failed (%w); stop it to open --data %s, or name the cluster with --nats-url", c.Listen, err, c.Data)
+		}
+		fmt.Fprintf(a.stderr, "reading through the server running on --listen %s (--data %s is not opened)\n", c.Listen, c.Data)
+		close = nc.Close
 	default:
 		fi, err := os.Stat(c.Data)
 		if err != nil || !fi.IsDir() {

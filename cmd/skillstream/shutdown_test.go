@@ -25,12 +25,14 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 	root := spec4Skills(t)
 	data, cwd := t.TempDir(), t.TempDir()
 	port := freePort(t)
-	// A trigger delivered to serve but still in transit when it stops
-	// (pulled, not yet received) stays unacknowledged until the ack wait
-	// ends; the protocol answers it after the restart, by redelivery. The
-	// ack wait is short enough for that to happen within the test's
-	// deadline. Known gap: such triggers wait a whole ack wait; handing them
-	// back at shutdown would answer them at once.
+	// Triggers serve received but had not started are handed back at
+	// shutdown (processor.TestStopHandsBackUnstartedTriggers proves it with
+	// an hour's ack wait). One case remains that only the ack wait
+	// answers: a trigger the server sent against the pull request just as
+	// serve withdrew its subscription never reaches serve, so it cannot be
+	// handed back (with a 1h ack wait this test failed about one run in
+	// fifteen, "0 pending, 1 awaiting ack"). The ack wait is short enough
+	// for that trigger to be redelivered within the test's deadline.
 	flags := []string{"--workers", "4", "--ack-wait", "10s"}
 	s := startServeAt(t, port, data, root, flags...)
 
@@ -132,9 +134,11 @@ func TestServeSIGTERMUnderLoad(t *testing.T) {
 
 	// Restart on the same store and port; the worker's connection comes back.
 	s = startServeAt(t, port, data, root, flags...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	eventually(t, 60*time.Second, "consumer drained after restart", func() error {
+		// Each look has its own deadline: a request lost while the
+		// connection comes back must not use up the whole wait.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		c, err := js.Consumer(ctx, "SESSIONS", "skillstream")
 		if err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"strings"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/providers"
@@ -90,4 +92,20 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 		opts = append(opts, providers.WithLogger(log.With("component", "skills")))
 	}
 	return providers.NewRegistry(ps, opts...), fs, nil
+}
+
+// describeSources describes in one phrase where the configuration takes
+// skills from, for messages.
+func (c *Config) describeSources() string {
+	parts := []string{"project folders " + strings.Join(append([]string{".agents/skills"}, c.ProjectSkillsSubdirs...), ", ")}
+	for _, d := range c.SkillsDirs {
+		parts = append(parts, "--skills-dir "+d)
+	}
+	if c.UserSkillsDir != "" {
+		parts = append(parts, "user folder "+c.UserSkillsDir)
+	}
+	if !c.NoBundled {
+		parts = append(parts, "bundled skills")
+	}
+	return strings.Join(parts, "; ")
 }

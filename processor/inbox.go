@@ -1,0 +1,115 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// DefaultReplyPrefix is where answers may go by default: the inboxes NATS
+// clients create (nats.go's NewInbox, request/reply).
+const DefaultReplyPrefix = "_INBOX"
+
+// errInbox is wrapped by every refusal of a Reply-Inbox.
+var errInbox = errors.New("reply inbox not allowed")
+
+// serviceToken is the first token of the service's own subjects (the tool
+// definition request subject).
+var serviceToken, _, _ = strings.Cut(events.ToolDefinitionSubject, ".")
+
+// The processor publishes its answers with its own NATS rights, which are
+// wider than a worker's: it appends to every session. A worker must not be
+// able to make it publish where the worker itself may not, so an answer
+// only goes to a subject under one of Config.ReplyPrefixes, and never to
+// the session stream, to the server's and JetStream's API subjects
+// ($JS., $KV., $O., $SYS. and everything else starting with '$') or to the
+// service's own subjects, whatever the prefixes say.
+
+// checkInbox returns nil when subject may receive an answer, else an error
+// wrapping errInbox that says why.
+func (c Config) checkInbox(subject string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: %q %s", errInbox, truncate(subject, 200), why)
+	}
+	if !validInbox(subject) {
+		return bad("is not a subject to publish to (wildcard, empty token, space or control character, or longer than 1024 bytes)")
+	}
+	if why := c.reserved(subject); why != "" {
+		return bad(why)
+	}
+	for _, p := range c.ReplyPrefixes {
+		if under(subject, p) {
+			return nil
+		}
+	}
+	return bad(fmt.Sprintf("is not under a reply prefix (%s)", strings.Join(c.ReplyPrefixes, ", ")))
+}
+
+// reserved says why answers may never be published on subject (or on any
+// subject under it), or "" when nothing forbids it.
+func (c Config) reserved(subject string) string {
+	switch {
+	case strings.HasPrefix(subject, "$"):
+		return "is a server or JetStream API subject"
+	case under(subject, c.Prefix) || under(c.Prefix, subject):
+		return fmt.Sprintf("overlaps the session stream's subjects %s.>", c.Prefix)
+	case under(subject, serviceToken) || under(serviceToken, subject):
+		return fmt.Sprintf("overlaps the service's own subjects %s.>", serviceToken)
+	}
+	return ""
+}
+
+// under reports whether subject is prefix itself or below it, token-wise:
+// "a.b" is under "a", "ab" is not.
+func under(subject, prefix string) bool {
+	return subject == prefix || (len(subject) > len(prefix) && subject[len(prefix)] == '.' && strings.HasPrefix(subject, prefix))
+}
+
+// normalPrefix is a reply prefix without its trailing dot, as it is
+// stored: "_INBOX." and "_INBOX" are the same prefix.
+func normalPrefix(p string) string { return strings.TrimSuffix(p, ".") }
+
+// validateReplyPrefixes checks c.ReplyPrefixes (normalised).
+func (c Config) validateReplyPrefixes() error {
+	for _, p := range c.ReplyPrefixes {
+		if !validInbox(p) {
+			return fmt.Errorf("reply prefix %q: want a literal subject prefix such as %s. (no wildcards, no empty tokens)", p, DefaultReplyPrefix)
+		}
+		if why := c.reserved(p); why != "" {
+			return fmt.Errorf("reply prefix %q %s", p, why)
+		}
+	}
+	return nil
+}
+
+// validInbox reports whether s is a literal subject one can publish to.
+func validInbox(s string) bool {
+	if len(s) > 1024 {
+		return false
+	}
+	prevDot := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if prevDot {
+				return false
+			}
+			prevDot = true
+		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
+			return false
+		default:
+			prevDot = false
+		}
+	}
+	return !prevDot
+}
+
+// truncate shortens s for a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,192 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
+)
+
+func TestCheckInbox(t *testing.T) {
+	cfg := Config{}.WithDefaults()
+	wide := Config{ReplyPrefixes: []string{"_INBOX.", "replies.team-a"}}.WithDefaults()
+	cases := []struct {
+		cfg     Config
+		subject string
+		ok      bool
+		why     string
+	}{
+		{cfg, "_INBOX.abc.def", true, ""},
+		{cfg, "_INBOX.x", true, ""},
+		{cfg, "_INBOX", true, ""},
+		{cfg, "_INBOXES.x", false, "reply prefix"},
+		{cfg, "reply", false, "reply prefix"},
+		{cfg, "ev.B.tool.result", false, "session stream"},
+		{cfg, "ev.B.catalog.append", false, "session stream"},
+		{cfg, "ev", false, "session stream"},
+		{cfg, "$JS.API.STREAM.DELETE.SESSIONS", false, "API"},
+		{cfg, "$KV.store.key", false, "API"},
+		{cfg, "$O.store.x", false, "API"},
+		{cfg, "$SYS.REQ.SERVER.PING", false, "API"},
+		{cfg, "$SRV.PING", false, "API"},
+		{cfg, "skillstream.tool.definition", false, "service"},
+		{cfg, "_INBOX.*", false, "wildcard"},
+		{cfg, "_INBOX.>", false, "wildcard"},
+		{cfg, "_INBOX..x", false, "empty token"},
+		{cfg, "_INBOX.x.", false, "empty token"},
+		{cfg, "_INBOX.a b", false, "space"},
+		{cfg, "_INBOX.\r\nPUB", false, "control"},
+		{cfg, "_INBOX." + strings.Repeat("x", 1100), false, "1024"},
+		{wide, "replies.team-a.42", true, ""},
+		{wide, "replies.team-b.42", false, "reply prefix"},
+		{wide, "_INBOX.y", true, ""},
+		{Config{Prefix: "tenant.ev"}.WithDefaults(), "tenant.ev.s.tool.result", false, "session stream"},
+	}
+	for _, c := range cases {
+		err := c.cfg.checkInbox(c.subject)
+		if (err == nil) != c.ok {
+			t.Errorf("checkInbox(%q) = %v, want ok %v", c.subject, err, c.ok)
+			continue
+		}
+		if err != nil && (!errors.Is(err, errInbox) || !strings.Contains(err.Error(), c.why)) {
+			t.Errorf("checkInbox(%q) = %v, want it to say %q", c.subject, err, c.why)
+		}
+	}
+}
+
+func TestReplyPrefixConfig(t *testing.T) {
+	for _, c := range []struct {
+		prefixes []string
+		prefix   string
+		why      string
+	}{
+		{[]string{"_INBOX.>"}, "", "literal"},
+		{[]string{""}, "", "literal"},
+		{[]string{"a..b"}, "", "literal"},
+		{[]string{"$JS"}, "", "API"},
+		{[]string{"ev"}, "", "session stream"},
+		{[]string{"ev.team"}, "", "session stream"},
+		{[]string{"tenant"}, "tenant.ev", "session stream"},
+		{[]string{"skillstream"}, "", "service"},
+	} {
+		cfg := Config{ReplyPrefixes: c.prefixes, Prefix: c.prefix}.WithDefaults()
+		err := cfg.Validate()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("reply prefixes %q: %v, want an error saying %q", c.prefixes, err, c.why)
+		}
+	}
+	if err := (Config{ReplyPrefixes: []string{"_INBOX.", "replies"}}).WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzCheckInbox(f *testing.F) {
+	for _, s := range []string{"_INBOX.x", "ev.B.tool.result", "$JS.API.x", "_INBOX.>", "_INBOX..x", "skillstream.tool.definition"} {
+		f.Add(s)
+	}
+	cfg := Config{}.WithDefaults()
+	f.Fuzz(func(t *testing.T, s string) {
+		if cfg.checkInbox(s) != nil {
+			return
+		}
+		if !strings.HasPrefix(s, "_INBOX") || strings.ContainsAny(s, "*> \t\r\n$") || strings.Contains(s, "..") ||
+			strings.HasSuffix(s, ".") || under(s, cfg.Prefix) || len(s) > 1024 {
+			t.Fatalf("accepted %q", s)
+		}
+	})
+}
+
+// A worker that NATS confines to its own session and to inboxes asks the
+// processor to answer on another session's subject: the processor, which
+// may append to every session, must not do it for the worker.
+func TestReplyInboxConfined(t *testing.T) {
+	const pw = "secret"
+	e := newEnv(t, natstest.WithUsers(&server.User{
+		Username: "worker-a", Password: pw,
+		Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{"ev.A.>", "_INBOX.>"}}},
+	}))
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	e.start()
+	m := e.mustMetrics(t)
+
+	violations := make(chan error, 16)
+	nc := e.srv.Connect(nats.UserInfo("worker-a", pw), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case violations <- err:
+		default:
+		}
+	}))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The permissions are real: the worker cannot write to session B itself.
+	if err := nc.Publish("ev.B.tool.result", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-violations:
+		if !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+			t.Fatalf("publish to ev.B: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("worker-a may publish to ev.B: the test confines nothing")
+	}
+
+	publish := func(inbox string) uint64 {
+		t.Helper()
+		data, err := events.Encode(events.Msgpack, events.PreStep{V: 1, Session: "A", Step: "s-" + inbox, Cwd: e.cwd, Tools: ourTool()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := &nats.Msg{Subject: events.Subject(events.DefaultPrefix, "A", events.KindPreStep), Header: nats.Header{}, Data: data}
+		msg.Header.Set(events.HeaderReplyInbox, inbox)
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		ack, err := js.PublishMsg(ctx, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	before := counter(t, m.rejects.WithLabelValues(reasonInbox))
+	for _, inbox := range []string{"ev.B.tool.result", "ev.B.catalog.append", "$JS.API.STREAM.PURGE.SESSIONS"} {
+		publish(inbox)
+	}
+	poll(t, func() error {
+		if got := counter(t, m.rejects.WithLabelValues(reasonInbox)); got != before+3 {
+			return errors.New("inbox rejections not counted yet")
+		}
+		return nil
+	})
+	e.waitSettled()
+	if log := e.sessionLog("B"); len(log) != 0 {
+		t.Fatalf("session B has %d events, first on %s: the processor answered where the worker may not write", len(log), log[0].Subject)
+	}
+	if n := len(e.outputs("A", events.KindCatalog)); n != 0 {
+		t.Fatalf("%d catalogs appended to A for rejected triggers", n)
+	}
+	// The stream is still whole, and the same worker is answered on its inbox.
+	sub, err := nc.SubscribeSync(nc.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := publish(sub.Subject)
+	reply, err := sub.NextMsg(waitTimeout)
+	if err != nil {
+		t.Fatalf("no answer on the worker's own inbox: %v", err)
+	}
+	d, err := events.DecodeDecision(events.Msgpack, reply.Data)
+	if err != nil || d.TriggerSeq != seq || d.Outcome != events.OutcomeAppended {
+		t.Fatalf("answer %+v, %v", d, err)
+	}
+}
