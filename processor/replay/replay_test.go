@@ -12,7 +12,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // fixedSkills is a registry answer that does not change: the skills of
@@ -130,7 +130,7 @@ func (s *session) call(id, cwd, name string) uint64 {
 }
 
 func (s *session) result(trigger uint64, id string, sk *fixedSkills, cwd, name string) uint64 {
-	res := catalog.Execute(context.Background(), processor.Lookup(sk, catalog.At(cwd)), name, catalog.DefaultOptions())
+	res := catalog.Execute(context.Background(), history.Lookup(sk, catalog.At(cwd)), name, catalog.DefaultOptions())
 	tr := events.ToolResult{V: 1, Session: s.sid, Call: id, TriggerSeq: trigger, IsError: res.Err != nil, Text: res.Text()}
 	if res.Err != nil {
 		tr.Error = &events.ErrorInfo{Code: string(res.Err.Code), Message: res.Err.Message}
