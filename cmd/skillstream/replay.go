@@ -72,9 +72,11 @@ the newest earlier result for that skill, else the captured skills). An
 unchanged processor then reproduces every recorded output, even when skills
 were added, edited or removed during the session: the regression check for
 a processor upgrade. It reads no skill roots.
---cwd-map OLD=NEW replays triggers whose working directory is OLD, or under
-it, in NEW instead (for a recording made on another machine); paths under
-NEW in replayed tool results are written back as OLD before comparing.
+
+With today's skills, --cwd-map OLD=NEW replays triggers whose working
+directory is OLD, or under it, in NEW instead (for a recording made on
+another machine); paths under NEW in replayed tool results are written back
+as OLD before comparing.
 
 --live --session SID replays a session straight from the stream (see export
 for where it is read from); nothing is published.

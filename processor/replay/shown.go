@@ -92,27 +92,21 @@ func skillOf(name string, res events.ToolResult) (catalog.Skill, error) {
 }
 
 // decodeResult decodes a recorded tool result.
-func decodeResult(e *Event) (events.ToolResult, bool) {
-	if e == nil {
-		return events.ToolResult{}, false
-	}
-	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
-	if err != nil {
-		return events.ToolResult{}, false
-	}
-	res, err := events.DecodeToolResult(enc, e.Data)
-	return res, err == nil
-}
+func decodeResult(e *Event) (events.ToolResult, bool) { return decode(e, events.DecodeToolResult) }
 
 // decodeCatalog decodes a recorded catalog.
-func decodeCatalog(e *Event) (events.Catalog, bool) {
+func decodeCatalog(e *Event) (events.Catalog, bool) { return decode(e, events.DecodeCatalog) }
+
+// decode decodes a recorded event (nil: nothing) in its declared encoding.
+func decode[T any](e *Event, dec func(events.Encoding, []byte) (T, error)) (T, bool) {
+	var zero T
 	if e == nil {
-		return events.Catalog{}, false
+		return zero, false
 	}
 	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
 	if err != nil {
-		return events.Catalog{}, false
+		return zero, false
 	}
-	c, err := events.DecodeCatalog(enc, e.Data)
-	return c, err == nil
+	v, err := dec(enc, e.Data)
+	return v, err == nil
 }
