@@ -38,8 +38,10 @@ type state struct {
 	rule      history.Session
 	bySubject map[string][]history.Record
 	last      uint64
-	// judged remembers what the rule concluded about each catalog record.
+	// judged remembers what the rule concluded about each catalog record,
+	// views the catalogs shown as seen.
 	judged map[uint64]judgement
+	views  map[uint64]CatalogView
 }
 
 type judgement struct {
@@ -48,7 +50,7 @@ type judgement struct {
 }
 
 func newState(prefix, sid, owner string) *state {
-	s := &state{bySubject: map[string][]history.Record{}, judged: map[uint64]judgement{}}
+	s := &state{bySubject: map[string][]history.Record{}, judged: map[uint64]judgement{}, views: map[uint64]CatalogView{}}
 	s.rule = history.Session{Prefix: prefix, ID: sid, Owner: owner, Recognise: s.recognise}
 	return s
 }
@@ -97,9 +99,12 @@ func (s *state) at(ctx context.Context, m mark) (history.State, *CatalogView, *h
 	if st.Seen == nil {
 		return st, nil, comp, nil
 	}
-	v, ok := viewOf(*st.Seen)
+	v, ok := s.views[st.Seen.Seq]
 	if !ok {
-		return st, nil, comp, nil
+		if v, ok = viewOf(*st.Seen); !ok {
+			return st, nil, comp, nil
+		}
+		s.views[st.Seen.Seq] = v
 	}
 	return st, &v, comp, nil
 }
