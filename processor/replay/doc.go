@@ -94,7 +94,12 @@
 //     processor upgrade, where any difference is the processor's. Store
 //     revisions a recording names (a catalog's source.view, a result's
 //     value.revision) are not consulted yet: what the recording shows
-//     stands for them.
+//     stands for them. A body the instruction size limit cut is stood in
+//     for by its kept prefix and filler up to its recorded total, so the
+//     limit cuts it again the same way. A catalog the catalog size limit
+//     shortened cannot be rebuilt from what it shows (the left-out skills
+//     and cut descriptions are not in the recording): such steps may
+//     differ.
 //
 // The same recording and skills always give the same steps.
 //

@@ -613,7 +613,7 @@ func idOf(e Event, kind events.Kind) string {
 // history (before its output) is h: for a pre-step, the entries of the
 // catalog it appended or else of the newest one before it.
 func (r *Replayer) shownAt(p *pending, h history.State) shown {
-	sh := shown{results: r.results, captured: recordedSkills(r.recorded)}
+	sh := shown{results: r.results, captured: recordedSkills(r.recorded), maxBytes: r.opts.Catalog.MaxSkillBytes}
 	if p.kind == events.KindSkillCall {
 		return sh // a call's own result is already the newest of its name
 	}

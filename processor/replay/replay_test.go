@@ -137,6 +137,9 @@ func (s *session) result(trigger uint64, id string, sk *fixedSkills, cwd, name s
 	}
 	if v := res.Value; v != nil {
 		tr.Value = &events.SkillValue{Name: v.Name, Provider: v.Provider, Content: v.Content}
+		if t := v.Truncated; t != nil {
+			tr.Value.Truncated = &events.Truncated{Kept: int64(t.Kept), Total: int64(t.Total)}
+		}
 		if rb := v.ResourceBase; rb != nil {
 			tr.Value.ResourceBase = &events.ResourceBase{Kind: string(rb.Kind), Path: rb.Path, URL: rb.URL, Description: rb.Description}
 		}
@@ -483,7 +486,10 @@ func TestReplayAsRecorded(t *testing.T) {
 	after.skills[1].Content = "New body of b-skill."
 	hidden := skill(after.root, "hidden", "Not for the model.")
 	hidden.Invocation.ModelInvocable = false
-	after.skills = append(after.skills, hidden)
+	// A body the size limit cuts where a code point straddles it.
+	big := skill(after.root, "big", "Long instructions.")
+	big.Content = strings.Repeat("a", catalog.DefaultMaxSkillBytes-1) + "€ and more"
+	after.skills = append(after.skills, hidden, big)
 	s := newSession(t, "sess-1")
 	cwd := before.root + "/sub"
 	p1 := s.preStep("1", cwd, ours(s.owner))
@@ -502,17 +508,20 @@ func TestReplayAsRecorded(t *testing.T) {
 	c5 := s.call("c5", cwd, "a-skill")
 	s.add(events.KindToolResult, events.ToolResult{V: 1, Session: s.sid, Call: "c5", TriggerSeq: c5, IsError: true, Text: "Error: disk on fire",
 		Error: &events.ErrorInfo{Code: events.CodeProvider, Message: "disk on fire"}}, map[string][]string{events.HeaderCausationSeq: {strconv.FormatUint(c5, 10)}})
+	c6 := s.call("c6", cwd, "big")
+	s.result(c6, "c6", after, cwd, "big")
 	s.preStep("4", cwd, []events.Tool{{Name: "read"}}) // hidden: a tombstone...
 	s.catalogFor(s.seq, "4", catalog.UpdateReplacement, nil)
 	rec := s.recording()
 
 	steps, sum := replayBytes(t, rec, Options{AsRecorded: true})
-	if sum != (Summary{Triggers: 9, Same: 9}) {
+	if sum != (Summary{Triggers: 10, Same: 10}) {
 		t.Errorf("as recorded: %+v\n%s", sum, outcomes(steps))
 	}
 	// The skills of the session's start: the triggers after the change
 	// differ (the catalog, the new body, the not-invocable skill, the
-	// provider error); step 3 now sees another catalog than the visible one.
+	// provider error, the truncated body); step 3 now sees another catalog
+	// than the visible one.
 	steps, _ = replayBytes(t, rec, Options{Skills: before})
 	var differ []string
 	for _, st := range steps {
@@ -520,7 +529,7 @@ func TestReplayAsRecorded(t *testing.T) {
 			differ = append(differ, st.ID)
 		}
 	}
-	if want := []string{"2", "3", "c2", "c3", "c5"}; !slices.Equal(differ, want) {
+	if want := []string{"2", "3", "c2", "c3", "c5", "c6"}; !slices.Equal(differ, want) {
 		t.Errorf("against the start's skills: differing %v, want %v\n%s", differ, want, outcomes(steps))
 	}
 	if _, err := NewReplayer(Header{Session: "s"}, Options{ToolOwner: "x", Catalog: catalog.DefaultOptions(), AsRecorded: true, Recorded: true}); err == nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -26,6 +28,7 @@ type shown struct {
 	entries  []events.Entry
 	results  map[string]events.ToolResult // by skill name
 	captured recordedSkills
+	maxBytes int // the instruction size limit
 }
 
 func (s shown) Snapshot(context.Context, catalog.Query) (catalog.Snapshot, error) {
@@ -46,7 +49,7 @@ func (s shown) Resolve(ctx context.Context, name string, q catalog.Query) (catal
 // one the session got, whether Execute asks for the summary or the skill.
 func (s shown) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	if res, ok := s.results[name]; ok {
-		return skillOf(name, res)
+		return skillOf(name, res, s.maxBytes)
 	}
 	if s.captured[q.Cwd] != nil {
 		return s.captured.Load(ctx, name, q)
@@ -71,11 +74,16 @@ func telling(res events.ToolResult) bool {
 	return false
 }
 
-// skillOf is the skill a telling tool result shows.
-func skillOf(name string, res events.ToolResult) (catalog.Skill, error) {
+// skillOf is the skill a telling tool result shows, under the instruction
+// size limit maxBytes.
+func skillOf(name string, res events.ToolResult, maxBytes int) (catalog.Skill, error) {
 	if !res.IsError {
 		v := res.Value
-		sk := catalog.Skill{Content: v.Content, Summary: catalog.Summary{Name: name, Provider: v.Provider,
+		content := v.Content
+		if v.Truncated != nil {
+			content = untruncated(content, *v.Truncated, maxBytes)
+		}
+		sk := catalog.Skill{Content: content, Summary: catalog.Summary{Name: name, Provider: v.Provider,
 			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}}
 		if rb := v.ResourceBase; rb != nil {
 			sk.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceKind(rb.Kind), Path: rb.Path, URL: rb.URL, Description: rb.Description}
@@ -89,6 +97,28 @@ func skillOf(name string, res events.ToolResult) (catalog.Skill, error) {
 		return catalog.Skill{}, errors.New(res.Error.Message)
 	}
 	return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+}
+
+// untruncated stands in for the body a truncated result was cut from: the
+// kept prefix, then filler up to the recorded total, so that the size
+// limit cuts it again where it cut the original. Where a code point
+// straddled the limit, one of the same length is put back first.
+func untruncated(shown string, t events.Truncated, maxBytes int) string {
+	kept, total := int(t.Kept), int(t.Total)
+	if kept < 0 || kept > len(shown) || total < kept {
+		return shown
+	}
+	var b strings.Builder
+	b.Grow(total)
+	b.WriteString(shown[:kept])
+	rest := total - kept
+	if gap := maxBytes - kept; gap > 0 && gap < utf8.UTFMax && rest > gap {
+		straddler := [...]string{2: "é", 3: "€", 4: "😀"}[gap+1]
+		b.WriteString(straddler)
+		rest -= len(straddler)
+	}
+	b.WriteString(strings.Repeat("x", rest))
+	return b.String()
 }
 
 // decodeResult decodes a recorded tool result.
