@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,30 +11,17 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // Skills is what the processor needs from the skill registry; a
-// *providers.Registry satisfies it.
-type Skills interface {
-	// Snapshot lists the skills available for q; its error is only for
-	// context cancellation, provider failures make the snapshot incomplete.
-	Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error)
-	// Resolve finds the winning candidate for name, wrapping
-	// catalog.ErrNotFound when there is none.
-	Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error)
-	// Load loads the winning skill's body, wrapping catalog.ErrNotFound when
-	// it is gone.
-	Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error)
-}
+// *providers.Registry satisfies it. It is history.Skills: replay decides
+// against the same interface.
+type Skills = history.Skills
 
 // Preparer is optionally implemented by a Skills (a *providers.Registry
-// does): it returns catalog.Prepare of q's snapshot under opts, kept
-// while that snapshot stays current, so that a pre-step in a known working
-// directory neither copies the snapshot nor builds its entries and digest
-// again. The processor prepares Snapshot's answer itself otherwise.
-type Preparer interface {
-	Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error)
-}
+// does): see history.Preparer.
+type Preparer = history.Preparer
 
 // Defaults of Config.
 const (

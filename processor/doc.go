@@ -77,17 +77,23 @@
 //     foreign or malformed record is skipped by reading the previous message
 //     of the catalog subject only (multi-last with up_to_seq), never by
 //     scanning the session. Likewise for the newest readable compaction.
+//     What each catalog record is judged to be is remembered by sequence,
+//     so the newest catalog every pre-step reads again is decoded once.
 //  5. Visibility: a catalog at sequence s is visible unless the newest
 //     compaction (at c) masks it: visible iff s >= retainFrom, s is in keep,
 //     or s >= c. When the newest recognisable catalog is masked, only a
 //     catalog listed in keep can still be visible; those are read by
-//     sequence. HistoryOf is this rule as a pure function (replay uses it).
+//     sequence. Steps 4 and 5 are package history's rule
+//     (history.Session.Read), which replay runs too, over a recording: the
+//     processor gives it the session's log as a history.Log whose newest
+//     records come from the read of step 3 and whose other records are one
+//     Direct Get each.
 //  6. If the newest recognisable catalog answers this trigger already
 //     (Causation-Seq is this trigger's sequence, or it was appended for the
 //     same step), answer with it and append nothing: this covers redelivery
 //     after a crash and a worker publishing the same step again.
-//  7. Decide with catalog.DecideView on the skills of step 2 (the tool
-//     not visible: complete and empty).
+//  7. Decide (history.Decide: catalog.DecideView) on the skills of step 2
+//     (the tool not visible: complete and empty).
 //  8. If the decision appends: publish catalog.append with the headers
 //     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
 //     Nats-Expected-Last-Subject-Sequence (the last sequence read) and
@@ -101,7 +107,8 @@
 // A skill call (tool.call.skill) follows the same steps: decode, validate,
 // deadline, read the session, answer from the newest tool.result if it is
 // for this trigger or this call id, otherwise run the skill tool
-// (catalog.Execute, with the registry bound to the call's cwd) once and
+// (catalog.Execute, with the registry bound to the call's query by
+// history.Lookup) once and
 // append the tool.result with Msg-Id "<sid>:<call>:tool.result" under the
 // same optimistic concurrency, then answer with the events.ToolResult.
 // Outputs are stored as msgpack, whatever the request's encoding.

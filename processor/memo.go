@@ -5,9 +5,8 @@ import (
 	"hash/maphash"
 	"sync"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // lru is a bounded, least-recently-used map safe for concurrent use. A
@@ -109,7 +108,7 @@ const hdrTimeStamp = "Nats-Time-Stamp"
 // fingerprint hashes the declared encoding of s and its store time, or its
 // bytes when it has none (hashing a large catalog's bytes at every
 // pre-step costs more than the store time's few bytes).
-func (r *recognitions) fingerprint(s Stored) uint64 {
+func (r *recognitions) fingerprint(s record) uint64 {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
 	h.WriteString(contentType(s.Header))
@@ -125,7 +124,7 @@ func (r *recognitions) fingerprint(s Stored) uint64 {
 
 // lookup returns the remembered conclusion about s, if any, and the
 // fingerprint to store a new one under.
-func (r *recognitions) lookup(s Stored) (recognition, uint64, bool) {
+func (r *recognitions) lookup(s record) (recognition, uint64, bool) {
 	fp := r.fingerprint(s)
 	rc, ok := r.cache.get(s.Seq)
 	if !ok || rc.subject != s.Subject || rc.size != len(s.Data) || rc.fp != fp {
@@ -134,11 +133,11 @@ func (r *recognitions) lookup(s Stored) (recognition, uint64, bool) {
 	return rc, fp, true
 }
 
-func (r *recognitions) store(s Stored, fp uint64, rc recognition) {
+func (r *recognitions) store(s record, fp uint64, rc recognition) {
 	rc.subject, rc.size, rc.fp = s.Subject, len(s.Data), fp
 	r.cache.put(s.Seq, rc)
 }
 
-func contentType(h nats.Header) string {
+func contentType(h history.Header) string {
 	return h.Get(events.HeaderContentType)
 }

@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 func TestLRUBound(t *testing.T) {
@@ -41,7 +40,7 @@ func TestLRUBound(t *testing.T) {
 }
 
 // storedCatalog is a catalog record as a session read returns it.
-func storedCatalog(t testing.TB, seq uint64, sid, step, producer string, entries ...catalog.Entry) Stored {
+func storedCatalog(t testing.TB, seq uint64, sid, step, producer string, entries ...catalog.Entry) record {
 	t.Helper()
 	if entries == nil {
 		entries = []catalog.Entry{}
@@ -55,10 +54,10 @@ func storedCatalog(t testing.TB, seq uint64, sid, step, producer string, entries
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Stored{
+	return record{
 		Subject: events.Subject(events.DefaultPrefix, sid, events.KindCatalog),
 		Seq:     seq,
-		Header:  nats.Header{events.HeaderContentType: []string{events.ContentTypeMsgpack}},
+		Header:  history.Header{events.HeaderContentType: []string{events.ContentTypeMsgpack}},
 		Data:    data,
 	}
 }
@@ -71,7 +70,7 @@ func TestRecogniseMemo(t *testing.T) {
 	first := storedCatalog(t, 7, "s1", "1", "me", a...)
 	for range 2 { // a miss, then a hit: the same conclusion
 		o, ok := p.recognise("s1", first)
-		if !ok || o.digest != catalog.Digest(a) || o.step != "1" || o.Seq != 7 {
+		if !ok || o.Digest != catalog.Digest(a) || o.Step != "1" || o.Seq != 7 {
 			t.Fatalf("recognise: %+v %v", o, ok)
 		}
 	}
@@ -86,7 +85,7 @@ func TestRecogniseMemo(t *testing.T) {
 		t.Fatal("no hit for a remembered record")
 	}
 	p.recognised.store(first, fp, recognition{ok: true, digest: "planted", step: "x"})
-	if o, _ := p.recognise("s1", first); o.digest != "planted" {
+	if o, _ := p.recognise("s1", first); o.Digest != "planted" {
 		t.Fatalf("hit decoded again: %+v", o)
 	}
 
@@ -94,33 +93,33 @@ func TestRecogniseMemo(t *testing.T) {
 	// under the same name) is judged on its own bytes.
 	cases := []struct {
 		name   string
-		s      Stored
+		s      record
 		sid    string
 		ok     bool
 		digest string
 		step   string
 	}{
 		{"another catalog", storedCatalog(t, 7, "s1", "2", "me", b...), "s1", true, catalog.Digest(b), "2"},
-		{"same bytes, other encoding", func() Stored {
+		{"same bytes, other encoding", func() record {
 			s := storedCatalog(t, 7, "s1", "1", "me", a...)
-			s.Header = nats.Header{events.HeaderContentType: []string{events.ContentTypeJSON}}
+			s.Header = history.Header{events.HeaderContentType: []string{events.ContentTypeJSON}}
 			return s
 		}(), "s1", false, "", ""},
 		{"foreign producer", storedCatalog(t, 7, "s1", "1", "them", a...), "s1", false, "", ""},
 		{"other session", storedCatalog(t, 7, "s2", "1", "me", a...), "s2", true, catalog.Digest(a), "1"},
-		{"not a catalog", Stored{Subject: first.Subject, Seq: 7, Header: first.Header, Data: []byte{0xc1}}, "s1", false, "", ""},
+		{"not a catalog", record{Subject: first.Subject, Seq: 7, Header: first.Header, Data: []byte{0xc1}}, "s1", false, "", ""},
 		{"a new sequence", storedCatalog(t, 8, "s1", "3", "me", b...), "s1", true, catalog.Digest(b), "3"},
 	}
 	for _, c := range cases {
 		for range 2 {
 			o, ok := p.recognise(c.sid, c.s)
-			if ok != c.ok || o.digest != c.digest || o.step != c.step {
+			if ok != c.ok || o.Digest != c.digest || o.Step != c.step {
 				t.Errorf("%s: %+v %v, want ok %v digest %q step %q", c.name, o, ok, c.ok, c.digest, c.step)
 			}
 		}
 	}
 	// The record a foreign one replaced is judged again when it comes back.
-	if o, ok := p.recognise("s1", first); !ok || o.digest != catalog.Digest(a) {
+	if o, ok := p.recognise("s1", first); !ok || o.Digest != catalog.Digest(a) {
 		t.Fatalf("original record: %+v %v", o, ok)
 	}
 }
@@ -131,12 +130,12 @@ func TestRecogniseMemoStoreTime(t *testing.T) {
 	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
 	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
 	b := []catalog.Entry{{Name: "b-skill", Description: "B."}}
-	at := func(s Stored, ts string) Stored {
-		s.Header = nats.Header{events.HeaderContentType: s.Header[events.HeaderContentType], hdrTimeStamp: []string{ts}}
+	at := func(s record, ts string) record {
+		s.Header = history.Header{events.HeaderContentType: s.Header[events.HeaderContentType], hdrTimeStamp: []string{ts}}
 		return s
 	}
 	first := at(storedCatalog(t, 7, "s1", "1", "me", a...), "2026-12-02T20:00:00.000000001Z")
-	if o, ok := p.recognise("s1", first); !ok || o.digest != catalog.Digest(a) {
+	if o, ok := p.recognise("s1", first); !ok || o.Digest != catalog.Digest(a) {
 		t.Fatalf("recognise: %+v %v", o, ok)
 	}
 	_, fp, hit := p.recognised.lookup(first)
@@ -144,7 +143,7 @@ func TestRecogniseMemoStoreTime(t *testing.T) {
 		t.Fatal("no hit for a remembered record")
 	}
 	p.recognised.store(first, fp, recognition{ok: true, digest: "planted", step: "1"})
-	if o, _ := p.recognise("s1", first); o.digest != "planted" {
+	if o, _ := p.recognise("s1", first); o.Digest != "planted" {
 		t.Fatalf("hit decoded again: %+v", o)
 	}
 	// Another stream's message at the same sequence, same size even: its
@@ -153,7 +152,7 @@ func TestRecogniseMemoStoreTime(t *testing.T) {
 	if len(other.Data) != len(first.Data) {
 		t.Fatalf("test records differ in size: %d, %d", len(other.Data), len(first.Data))
 	}
-	if o, ok := p.recognise("s1", other); !ok || o.digest != catalog.Digest(b) || o.step != "2" {
+	if o, ok := p.recognise("s1", other); !ok || o.Digest != catalog.Digest(b) || o.Step != "2" {
 		t.Fatalf("other message at the same sequence: %+v %v", o, ok)
 	}
 }
@@ -166,7 +165,7 @@ func TestOursCatalog(t *testing.T) {
 	if !ok {
 		t.Fatal("not recognised")
 	}
-	c, err := o.catalog()
+	c, err := o.Decode()
 	if err != nil {
 		t.Fatal(err)
 	}

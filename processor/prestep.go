@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // preStep handles an agent.pre-step trigger: decide whether the session's
@@ -61,14 +62,10 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	// once started, runs to its result so that the answer tells the truth.
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
-	tools := make([]catalog.Tool, len(ps.Tools))
-	for i, tl := range ps.Tools {
-		tools[i] = catalog.Tool{Name: tl.Name, Owner: tl.Owner}
-	}
-	visible := catalog.Visible(tools, p.cfg.ToolOwner)
+	visible := history.Visible(ps.Tools, p.cfg.ToolOwner)
 	var prepared *catalog.View // the skills, taken once; nil when the tool is not visible
 	if visible {
-		cv, err := p.prepare(dctx, catalog.Query{Cwd: ps.Cwd, Project: ps.Project, ResourceDir: ps.ResourceDir})
+		cv, err := history.Prepare(dctx, p.skills, history.PreStepQuery(ps), p.cfg.Catalog)
 		if err != nil {
 			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
 		}
@@ -88,24 +85,20 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			return p.expiredOr(t, ps.DeadlineMs, err)
 		}
 		start := p.now()
-		hist, newest, err := p.catalogHistory(dctx, t.sid, v)
+		hist, err := p.catalogHistory(dctx, t.sid, v)
 		if err != nil {
 			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
 		}
-		if newest != nil && (causedBy(newest.Stored, t.seq) || newest.step == ps.Step) {
+		if hist.Answers(t.seq, ps.Step) {
 			// Redelivery or worker retry: the answer is already in the log.
 			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
-			cat, err := newest.catalog()
+			cat, err := hist.Newest.Decode()
 			if err != nil {
-				return events.Decision{}, err
+				return events.Decision{}, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
 			}
 			return p.decision(t, events.OutcomeAppended, &cat), nil
 		}
-		var skills catalog.View // not consulted when the tool is not visible
-		if prepared != nil {
-			skills = *prepared
-		}
-		d := catalog.DecideView(visible, skills, hist)
+		d := history.Decide(prepared, hist)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		reason := emptyReason(ps.Tools, p.cfg.ToolOwner, visible, d)
 		if d.Outcome != catalog.OutcomeAppended {
@@ -181,19 +174,6 @@ func emptyReason(tools []events.Tool, owner string, visible bool, d catalog.Deci
 		return events.ReasonNoSkills
 	}
 	return ""
-}
-
-// prepare returns the skills of q prepared for deciding, from the
-// registry's kept view when it offers one.
-func (p *Processor) prepare(ctx context.Context, q catalog.Query) (catalog.View, error) {
-	if pr, ok := p.skills.(Preparer); ok {
-		return pr.Prepared(ctx, q, p.cfg.Catalog)
-	}
-	snap, err := p.skills.Snapshot(ctx, q)
-	if err != nil {
-		return catalog.View{}, err
-	}
-	return catalog.Prepare(snap, p.cfg.Catalog), nil
 }
 
 // expiredOr turns a failure caused by the trigger's own deadline into the

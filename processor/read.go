@@ -9,15 +9,13 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/skillstream/skillstream/processor/history"
 )
 
-// Stored is one message read back from the stream.
-type Stored struct {
-	Subject string
-	Seq     uint64
-	Header  nats.Header
-	Data    []byte
-}
+// record is one message read back from the stream: what the history rule
+// reads (history.Log). Its store time is left zero.
+type record = history.Record
 
 // errNoMessage reports that a direct read found nothing.
 var errNoMessage = errors.New("no message")
@@ -125,7 +123,7 @@ type directRequest struct {
 // lastOf returns the newest message of every subject matching filters whose
 // sequence is <= upTo (0: no bound), in ascending sequence order. The server
 // answers from one consistent state of one replica.
-func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]Stored, error) {
+func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]record, error) {
 	body, err := json.Marshal(directRequest{MultiLast: filters, UpToSeq: upTo})
 	if err != nil {
 		return nil, err
@@ -138,7 +136,7 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]S
 	if err := r.nc.PublishRequest(r.api, reply, body); err != nil {
 		return nil, err
 	}
-	var out []Stored
+	var out []record
 	for {
 		a.mu.Lock()
 		msgs := a.msgs
@@ -149,7 +147,7 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]S
 			// replies without a sequence are status replies.
 			switch code := m.Header.Get(hdrStatus); {
 			case m.Header.Get(hdrSequence) != "" || code == "":
-				s, err := stored(m)
+				s, err := recordOf(m)
 				if err != nil {
 					return nil, err
 				}
@@ -174,43 +172,43 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]S
 
 // last returns the newest message on subject with a sequence <= upTo (0: no
 // bound), or errNoMessage.
-func (r *reader) last(ctx context.Context, subject string, upTo uint64) (Stored, error) {
+func (r *reader) last(ctx context.Context, subject string, upTo uint64) (record, error) {
 	ms, err := r.lastOf(ctx, []string{subject}, upTo)
 	if err != nil {
-		return Stored{}, err
+		return record{}, err
 	}
 	if len(ms) == 0 {
-		return Stored{}, errNoMessage
+		return record{}, errNoMessage
 	}
 	return ms[len(ms)-1], nil
 }
 
 // bySeq returns the message at seq, or errNoMessage.
-func (r *reader) bySeq(ctx context.Context, seq uint64) (Stored, error) {
+func (r *reader) bySeq(ctx context.Context, seq uint64) (record, error) {
 	body, err := json.Marshal(directRequest{Seq: seq})
 	if err != nil {
-		return Stored{}, err
+		return record{}, err
 	}
 	m, err := r.nc.RequestWithContext(ctx, r.api, body)
 	if err != nil {
-		return Stored{}, err
+		return record{}, err
 	}
 	switch code := m.Header.Get(hdrStatus); {
 	case m.Header.Get(hdrSequence) != "" || code == "":
-		return stored(m)
+		return recordOf(m)
 	case code == "404":
-		return Stored{}, errNoMessage
+		return record{}, errNoMessage
 	default:
-		return Stored{}, statusError(m)
+		return record{}, statusError(m)
 	}
 }
 
-func stored(m *nats.Msg) (Stored, error) {
+func recordOf(m *nats.Msg) (record, error) {
 	seq, err := strconv.ParseUint(m.Header.Get(hdrSequence), 10, 64)
 	if err != nil || seq == 0 {
-		return Stored{}, fmt.Errorf("direct get reply without a sequence header")
+		return record{}, fmt.Errorf("direct get reply without a sequence header")
 	}
-	return Stored{Subject: m.Header.Get(hdrSubject), Seq: seq, Header: m.Header, Data: m.Data}, nil
+	return record{Subject: m.Header.Get(hdrSubject), Seq: seq, Header: history.Header(m.Header), Data: m.Data}, nil
 }
 
 func statusError(m *nats.Msg) error {

@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // view is what one read of a session returns: the newest event of every
@@ -23,11 +22,11 @@ type view struct {
 	// last is the sequence of the session's newest event: the expected last
 	// sequence of an append.
 	last   uint64
-	newest map[string]Stored // by subject
+	newest map[string]record // by subject
 }
 
 // of returns the newest event of kind k, or nil.
-func (v view) of(prefix, sid string, k events.Kind) *Stored {
+func (v view) of(prefix, sid string, k events.Kind) *record {
 	s, ok := v.newest[events.Subject(prefix, sid, k)]
 	if !ok {
 		return nil
@@ -50,7 +49,7 @@ func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64)
 		if err != nil {
 			return view{}, fmt.Errorf("read session %s: %w", sid, err)
 		}
-		v := view{newest: make(map[string]Stored, len(ms))}
+		v := view{newest: make(map[string]record, len(ms))}
 		for _, m := range ms {
 			v.newest[m.Subject] = m
 			v.last = max(v.last, m.Seq)
@@ -82,73 +81,29 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // encodingOfStored is the encoding a stored event declares; an unknown one
 // makes the event unreadable.
-func encodingOfStored(s Stored) (events.Encoding, error) {
+func encodingOfStored(s record) (events.Encoding, error) {
 	return events.EncodingOf(s.Header.Get(events.HeaderContentType))
 }
 
-// ours is a recognisable catalog of this processor.
-type ours struct {
-	Stored
-	step   string // the step it answered
-	digest string // recomputed from its text
+// sessionLog is the history.Log of one pre-step: the newest record of each
+// kind comes from the view already read (no further request); the rare
+// walk back past a foreign or malformed record, and the catalogs a
+// compaction keeps, are one indexed read each.
+type sessionLog struct {
+	p    *Processor
+	sid  string
+	view view
 }
 
-// catalog decodes the whole record: only needed to answer with it.
-func (o *ours) catalog() (events.Catalog, error) {
-	enc, err := encodingOfStored(o.Stored)
-	if err != nil {
-		return events.Catalog{}, fmt.Errorf("decode catalog %d: %w", o.Seq, err)
-	}
-	c, err := events.DecodeCatalog(enc, o.Data)
-	if err != nil {
-		return events.Catalog{}, fmt.Errorf("decode catalog %d: %w", o.Seq, err)
-	}
-	return c, nil
+func (l sessionLog) Newest(_ context.Context, k events.Kind) (*record, error) {
+	return l.view.of(l.p.cfg.Prefix, l.sid, k), nil
 }
 
-// recognise reports whether s is a catalog this processor published for
-// sid. The conclusion about each record is remembered (see recognition),
-// so the newest catalog that every pre-step of a session reads again is
-// decoded and hashed once.
-func (p *Processor) recognise(sid string, s Stored) (ours, bool) {
-	rc, fp, hit := p.recognised.lookup(s)
-	if !hit {
-		rc = p.recogniseRecord(sid, s)
-		p.recognised.store(s, fp, rc)
-	}
-	if !rc.ok {
-		return ours{}, false
-	}
-	return ours{Stored: s, step: rc.step, digest: rc.digest}, true
-}
-
-// recogniseRecord decodes s and judges it. The conclusion depends only on
-// s and on the session of its subject, which is sid for every read of this
-// processor (session reads are filtered by the session's subjects).
-func (p *Processor) recogniseRecord(sid string, s Stored) recognition {
-	enc, err := encodingOfStored(s)
-	if err != nil {
-		return recognition{}
-	}
-	c, err := events.DecodeCatalog(enc, s.Data)
-	if err != nil || c.Session != sid || c.Source.Producer != p.cfg.ToolOwner {
-		return recognition{}
-	}
-	digest, ok := catalog.Recognize(c.Text)
-	if !ok {
-		return recognition{}
-	}
-	return recognition{ok: true, digest: digest, step: c.Step}
-}
-
-// before returns the newest event on subject older than seq, or nil.
-func (p *Processor) before(ctx context.Context, subject string, seq uint64) (*Stored, error) {
-	if seq <= 1 {
-		return nil, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+// Before returns the newest event on subject older than seq, or nil.
+func (l sessionLog) Before(ctx context.Context, subject string, seq uint64) (*record, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.p.cfg.RequestTimeout)
 	defer cancel()
-	s, err := p.rd.last(rctx, subject, seq-1)
+	s, err := l.p.rd.last(rctx, subject, seq-1)
 	if errors.Is(err, errNoMessage) {
 		return nil, nil
 	}
@@ -158,99 +113,45 @@ func (p *Processor) before(ctx context.Context, subject string, seq uint64) (*St
 	return &s, nil
 }
 
-// newestOurs finds the newest recognisable catalog of ours at or before
-// first, walking back over the catalog subject only, past foreign and
-// malformed records.
-func (p *Processor) newestOurs(ctx context.Context, sid string, first *Stored) (*ours, error) {
-	subject := events.Subject(p.cfg.Prefix, sid, events.KindCatalog)
-	for cur := first; cur != nil; {
-		if o, ok := p.recognise(sid, *cur); ok {
-			return &o, nil
-		}
-		prev, err := p.before(ctx, subject, cur.Seq)
-		if err != nil {
-			return nil, err
-		}
-		cur = prev
+// At returns the event at seq, or nil.
+func (l sessionLog) At(ctx context.Context, seq uint64) (*record, error) {
+	rctx, cancel := context.WithTimeout(ctx, l.p.cfg.RequestTimeout)
+	defer cancel()
+	m, err := l.p.rd.bySeq(rctx, seq)
+	if errors.Is(err, errNoMessage) {
+		return nil, nil
 	}
-	return nil, nil
-}
-
-// surface finds the newest readable compaction of the session at or before
-// first (unreadable ones are skipped like unrecognisable catalogs); nil when
-// there is none.
-func (p *Processor) surface(ctx context.Context, sid string, first *Stored) (*Surface, error) {
-	subject := events.Subject(p.cfg.Prefix, sid, events.KindCompaction)
-	for cur := first; cur != nil; {
-		if enc, err := encodingOfStored(*cur); err == nil {
-			if c, err := events.DecodeCompaction(enc, cur.Data); err == nil && c.Session == sid {
-				return &Surface{Seq: cur.Seq, RetainFrom: c.RetainFrom, Keep: c.Keep}, nil
-			}
-		}
-		prev, err := p.before(ctx, subject, cur.Seq)
-		if err != nil {
-			return nil, err
-		}
-		cur = prev
-	}
-	return nil, nil
-}
-
-// catalogHistory reads what Decide needs to know about earlier catalogs:
-// the newest recognisable one of ours and, when the newest compaction masks
-// it, the newest one of ours the compaction keeps.
-func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (catalog.History, *ours, error) {
-	newest, err := p.newestOurs(ctx, sid, v.of(p.cfg.Prefix, sid, events.KindCatalog))
-	if err != nil || newest == nil {
-		return catalog.History{}, nil, err
-	}
-	marks := []Mark{{Seq: newest.Seq, Digest: newest.digest}}
-	surf, err := p.surface(ctx, sid, v.of(p.cfg.Prefix, sid, events.KindCompaction))
 	if err != nil {
-		return catalog.History{}, nil, err
+		return nil, fmt.Errorf("read kept event %d: %w", seq, err)
 	}
-	if surf.Masks(newest.Seq) {
-		kept, err := p.keptCatalog(ctx, sid, surf, newest.Seq)
-		if err != nil {
-			return catalog.History{}, nil, err
-		}
-		if kept != nil {
-			marks = append(marks, Mark{Seq: kept.Seq, Digest: kept.digest})
-		}
-	}
-	return HistoryOf(marks, surf), newest, nil
+	return &m, nil
 }
 
-// keptCatalog returns the newest recognisable catalog of ours among the
-// sequences a compaction keeps below the masked catalog at below, or nil.
-// Every other older catalog is masked too.
-func (p *Processor) keptCatalog(ctx context.Context, sid string, s *Surface, below uint64) (*ours, error) {
-	subject := events.Subject(p.cfg.Prefix, sid, events.KindCatalog)
-	keep := slices.Clone(s.Keep)
-	slices.Sort(keep)
-	keep = slices.Compact(keep)
-	for i := len(keep) - 1; i >= 0; i-- {
-		k := keep[i]
-		if k >= below || k == 0 {
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-		m, err := p.rd.bySeq(rctx, k)
-		cancel()
-		if errors.Is(err, errNoMessage) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read kept event %d: %w", k, err)
-		}
-		if m.Subject != subject {
-			continue
-		}
-		if o, ok := p.recognise(sid, m); ok {
-			return &o, nil
-		}
+// catalogHistory reads what Decide needs to know about earlier catalogs of
+// session sid from the view v (history.Session.Read: the newest
+// recognisable catalog of ours and, when the newest compaction masks it,
+// the newest one of ours the compaction keeps).
+func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (history.State, error) {
+	h := history.Session{Prefix: p.cfg.Prefix, ID: sid, Owner: p.cfg.ToolOwner,
+		Recognise: func(s record) (history.Catalog, bool) { return p.recognise(sid, s) }}
+	return h.Read(ctx, sessionLog{p: p, sid: sid, view: v})
+}
+
+// recognise reports whether s is a catalog this processor published for
+// sid (history.Recognise). The conclusion about each record is remembered
+// (see recognition), so the newest catalog that every pre-step of a
+// session reads again is decoded and hashed once.
+func (p *Processor) recognise(sid string, s record) (history.Catalog, bool) {
+	rc, fp, hit := p.recognised.lookup(s)
+	if !hit {
+		c, ok := history.Recognise(sid, p.cfg.ToolOwner, s)
+		rc = recognition{ok: ok, digest: c.Digest, step: c.Step}
+		p.recognised.store(s, fp, rc)
 	}
-	return nil, nil
+	if !rc.ok {
+		return history.Catalog{}, false
+	}
+	return history.Catalog{Record: s, Step: rc.step, Digest: rc.digest}, true
 }
 
 // outputID is the Nats-Msg-Id of the output answering step or call ref of
@@ -341,21 +242,16 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 const errCodeWrongLastSequenceConstant jetstream.ErrorCode = 10164
 
 // readOutput reads back the output at seq (the original of a duplicate).
-func (p *Processor) readOutput(ctx context.Context, seq uint64) (Stored, events.Encoding, error) {
+func (p *Processor) readOutput(ctx context.Context, seq uint64) (record, events.Encoding, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	s, err := p.rd.bySeq(rctx, seq)
 	if err != nil {
-		return Stored{}, 0, fmt.Errorf("read output %d: %w", seq, err)
+		return record{}, 0, fmt.Errorf("read output %d: %w", seq, err)
 	}
 	enc, err := encodingOfStored(s)
 	if err != nil {
-		return Stored{}, 0, fmt.Errorf("read output %d: %w", seq, err)
+		return record{}, 0, fmt.Errorf("read output %d: %w", seq, err)
 	}
 	return s, enc, nil
-}
-
-// causedBy reports whether a stored output answers the trigger at seq.
-func causedBy(s Stored, seq uint64) bool {
-	return s.Header.Get(events.HeaderCausationSeq) == strconv.FormatUint(seq, 10)
 }

@@ -7,26 +7,8 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
-
-// Lookup binds the registry to a trigger's query (working directory, store
-// project, resource directory), as
-// catalog.Execute needs it.
-func Lookup(s Skills, q catalog.Query) catalog.Lookup { return lookup{s, q} }
-
-// lookup is Lookup's adapter.
-type lookup struct {
-	skills Skills
-	q      catalog.Query
-}
-
-func (l lookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
-	return l.skills.Resolve(ctx, name, l.q)
-}
-
-func (l lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
-	return l.skills.Load(ctx, name, l.q)
-}
 
 // expiredText is what the model reads for a call handled after its deadline.
 const expiredText = "skill call expired before it could be handled"
@@ -87,7 +69,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	var res *events.ToolResult
 	make := func() (events.ToolResult, error) {
 		start := p.now()
-		r := catalog.Execute(dctx, Lookup(p.skills, catalog.Query{Cwd: sc.Cwd, Project: sc.Project, ResourceDir: sc.ResourceDir}), sc.Args.Name, p.cfg.Catalog)
+		r := catalog.Execute(dctx, history.Lookup(p.skills, history.CallQuery(sc)), sc.Args.Name, p.cfg.Catalog)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if p.expired(sc.DeadlineMs) {
 			return events.ToolResult{}, context.DeadlineExceeded
@@ -163,7 +145,7 @@ func (p *Processor) appendResult(ctx, dctx context.Context, t *trigger, deadline
 
 // resultFor reads a stored tool.result back as the answer to t when it
 // answers the same trigger or the same call.
-func (p *Processor) resultFor(t *trigger, s Stored) (events.ToolResult, bool) {
+func (p *Processor) resultFor(t *trigger, s record) (events.ToolResult, bool) {
 	enc, err := encodingOfStored(s)
 	if err != nil {
 		return events.ToolResult{}, false
@@ -172,7 +154,7 @@ func (p *Processor) resultFor(t *trigger, s Stored) (events.ToolResult, bool) {
 	if err != nil || r.Session != t.sid {
 		return events.ToolResult{}, false
 	}
-	if !causedBy(s, t.seq) && r.Call != t.ref {
+	if !history.CausedBy(s, t.seq) && r.Call != t.ref {
 		return events.ToolResult{}, false
 	}
 	r.TriggerSeq = t.seq

@@ -55,35 +55,6 @@ func TestDecodeReason(t *testing.T) {
 	}
 }
 
-func TestSurfaceAndHistory(t *testing.T) {
-	// Catalogs of ours at 5 and 10; compactions at 20.
-	newest, older := Mark{Seq: 10, Digest: "new"}, Mark{Seq: 5, Digest: "old"}
-	cases := []struct {
-		name  string
-		marks []Mark
-		comp  *Surface
-		want  catalog.History
-	}{
-		{"nothing published", nil, nil, catalog.History{}},
-		{"no compaction", []Mark{newest}, nil, catalog.History{Published: true, Visible: true, Digest: "new"}},
-		{"retained", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 10}, catalog.History{Published: true, Visible: true, Digest: "new"}},
-		{"masked", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 11}, catalog.History{Published: true}},
-		{"masked but kept", []Mark{newest}, &Surface{Seq: 20, RetainFrom: 15, Keep: []uint64{3, 10}}, catalog.History{Published: true, Visible: true, Digest: "new"}},
-		{"newest masked, older kept", []Mark{newest, older}, &Surface{Seq: 20, RetainFrom: 15, Keep: []uint64{5}}, catalog.History{Published: true, Visible: true, Digest: "old"}},
-		{"after the compaction", []Mark{{Seq: 25, Digest: "later"}}, &Surface{Seq: 20, RetainFrom: 30}, catalog.History{Published: true, Visible: true, Digest: "later"}},
-		{"compaction itself", []Mark{{Seq: 20, Digest: "x"}}, &Surface{Seq: 20, RetainFrom: 30}, catalog.History{Published: true, Visible: true, Digest: "x"}},
-	}
-	for _, c := range cases {
-		if got := HistoryOf(c.marks, c.comp); got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
-		}
-	}
-	var none *Surface
-	if none.Masks(1) {
-		t.Error("no compaction masks nothing")
-	}
-}
-
 func TestConfig(t *testing.T) {
 	c := Config{}.WithDefaults()
 	if err := c.Validate(); err != nil {

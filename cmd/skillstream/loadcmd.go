@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
@@ -41,7 +41,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, processor.Lookup(reg, p.query(dir)), args[0], p.c.catalogOptions())
+		res := catalog.Execute(ctx, history.Lookup(reg, p.query(dir)), args[0], p.c.catalogOptions())
 		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {

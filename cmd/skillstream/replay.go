@@ -44,10 +44,11 @@ func (a *app) replayCommand() (*command, runFunc) {
 		live     bool
 		sid      string
 		recorded bool
+		asRec    bool
 		asJSON   bool
 		maps     cwdMaps
 	)
-	cmd := newCommand("replay", "skillstream replay FILE | --live --session SID [--recorded-skills] [--cwd-map OLD=NEW] [--json] [flags]", `
+	cmd := newCommand("replay", "skillstream replay FILE | --live --session SID [--as-recorded | --recorded-skills] [--cwd-map OLD=NEW] [--json] [flags]", `
 Re-run the processor's decisions at every trigger of a recorded session and
 compare them with what the recording holds. For each pre-step and skill call,
 in stream order, it prints the step or call id, the recorded outcome, the
@@ -57,12 +58,25 @@ recorded to the replayed text.
 Each trigger is decided against the session as it was recorded up to that
 point (the catalogs and compactions before the processor answered it), not
 against the replay's own earlier answers: a change shows at the steps it
-really affects. Skills are the ones the configured skill roots give now (the
-same flags and SKILLSTREAM_* variables as serve), or with --recorded-skills
-the skills captured in the recording by "export --capture-skills".
---cwd-map OLD=NEW replays triggers whose working directory is OLD, or under
-it, in NEW instead (for a recording made on another machine); paths under
-NEW in replayed tool results are written back as OLD before comparing.
+really affects. By default skills are the ones the configured skill roots
+give now (the same flags and SKILLSTREAM_* variables as serve): does today's
+processor, with today's skills, still say what was said? With
+--recorded-skills they are the skills captured in the recording by "export
+--capture-skills".
+
+With --as-recorded every trigger is decided against the skills the session
+saw at that point, as the recording shows them: a pre-step against the
+entries of the catalog it appended (or, when it appended none, of the
+newest catalog before it), a skill call against the tool result it got (or
+the newest earlier result for that skill, else the captured skills). An
+unchanged processor then reproduces every recorded output, even when skills
+were added, edited or removed during the session: the regression check for
+a processor upgrade. It reads no skill roots.
+
+With today's skills, --cwd-map OLD=NEW replays triggers whose working
+directory is OLD, or under it, in NEW instead (for a recording made on
+another machine); paths under NEW in replayed tool results are written back
+as OLD before comparing.
 
 --live --session SID replays a session straight from the stream (see export
 for where it is read from); nothing is published.
@@ -73,11 +87,13 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
   skillstream replay 7f3a.jsonl
   skillstream replay 7f3a.jsonl --skills-dir ./skills --cwd-map /srv/app=$HOME/src/app
   skillstream replay 7f3a.jsonl --recorded-skills --json | jq 'select(.differs)'
+  skillstream replay 7f3a.jsonl --as-recorded
   skillstream replay --live --session 7f3a --nats-url nats://nats:4222`[1:])
 	cmd.group("Flags")
 	cmd.localBool(&live, "live", false, "replay a session from the stream instead of a file (needs --session)")
 	cmd.localString(&sid, "session", "", "`id` of the session to replay with --live")
 	cmd.localBool(&recorded, "recorded-skills", false, "replay against the skills captured in the recording instead of the skill roots")
+	cmd.localBool(&asRec, "as-recorded", false, "replay each trigger against the skills the session saw at that point, as the recording shows them")
 	cmd.fs.Var(&maps, "cwd-map", "replay working directory `OLD=NEW`; repeatable")
 	cmd.add("cwd-map", false)
 	cmd.localBool(&asJSON, "json", false, "print one JSON object per trigger, then a summary object")
@@ -100,19 +116,26 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		case sid != "":
 			return usagef("--session applies to --live only")
 		}
+		if asRec && recorded {
+			return usagef("--as-recorded and --recorded-skills exclude each other")
+		}
+		if asRec && len(maps) > 0 {
+			return usagef("--cwd-map applies to today's skills, not to --as-recorded")
+		}
 		if err := c.validateSkills(); err != nil {
 			return err
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
 		defer out.Flush()
 		opts := replay.Options{
-			ToolOwner: c.ToolOwner,
-			Catalog:   c.catalogOptions(),
-			Recorded:  recorded,
-			CwdMap:    maps,
-			Emit:      stepPrinter(out, asJSON, false),
+			ToolOwner:  c.ToolOwner,
+			Catalog:    c.catalogOptions(),
+			Recorded:   recorded,
+			AsRecorded: asRec,
+			CwdMap:     maps,
+			Emit:       stepPrinter(out, asJSON, false),
 		}
-		if !recorded {
+		if !recorded && !asRec {
 			if err := c.validateStore(); err != nil {
 				return err
 			}

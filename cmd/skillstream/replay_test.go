@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
@@ -40,52 +43,76 @@ func replayProject(t testing.TB) string {
 	return cwd
 }
 
+// rig is a real processor over project folders on an embedded server
+// whose store is a directory.
+type rig struct {
+	ctx  context.Context
+	nc   *nats.Conn
+	reg  *providers.Registry
+	stop func()
+}
+
+// startRig starts the processor on an embedded server storing in dir; stop
+// shuts everything down and leaves the store closed.
+func startRig(t *testing.T, dir string) *rig {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	srv, err := startEmbedded(embeddedOptions{name: "replay-test", storeDir: dir}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stops = append(stops, func() { srv.Shutdown(); srv.WaitForShutdown() })
+	nc, err := inProcess(srv, "replay-test")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	stops = append(stops, nc.Close)
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, NoWatch: true})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	reg := providers.NewRegistry([]providers.Provider{fs})
+	stops = append(stops, func() { reg.Close() })
+	p, err := processor.New(nc, reg, processor.Config{}, processor.WithLogger(quiet))
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	pctx, cancelRun := context.WithTimeout(context.Background(), 60*time.Second)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(pctx) }()
+	stops = append(stops, func() {
+		cancelRun()
+		if err := <-done; err != nil {
+			t.Errorf("processor: %v", err)
+		}
+	})
+	// The recorded triggers carry no deadline (the recording must not
+	// depend on the clock): the worker's context is bounded by a timer
+	// instead of a deadline.
+	ctx, cancelPlay := context.WithCancel(context.Background())
+	bound := time.AfterFunc(60*time.Second, cancelPlay)
+	stops = append(stops, func() { bound.Stop(); cancelPlay() })
+	return &rig{ctx: ctx, nc: nc, reg: reg, stop: stop}
+}
+
 // playStore runs the real processor on an embedded server whose store is
 // dir, plays session sid (initial catalog, unchanged, two calls, compaction,
 // re-established catalog, tombstone when another owner's tool shadows ours,
 // replacement, unchanged) and stops everything, leaving the store closed.
 func playStore(t *testing.T, dir, cwd, sid string) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := startEmbedded(embeddedOptions{name: "replay-test", storeDir: dir}, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := inProcess(srv, "replay-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, NoWatch: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := providers.NewRegistry([]providers.Provider{fs})
-	defer reg.Close()
-	p, err := processor.New(nc, reg, processor.Config{}, processor.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(pctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	}()
-
-	// The recorded triggers carry no deadline (the recording must not
-	// depend on the clock): the worker's context is bounded by a timer
-	// instead of a deadline.
-	ctx, cancelPlay := context.WithCancel(context.Background())
-	defer cancelPlay()
-	bound := time.AfterFunc(60*time.Second, cancelPlay)
-	defer bound.Stop()
+	rig := startRig(t, dir)
+	defer rig.stop()
+	ctx, nc := rig.ctx, rig.nc
 	w, err := newWorker(nc, events.DefaultPrefix, sid, processor.DefaultToolOwner)
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +328,8 @@ func TestReplayBadInput(t *testing.T) {
 		{"no file", []string{"replay"}, []string{"replay needs one recording file"}, true},
 		{"live without session", []string{"replay", "--live"}, []string{"--session is required"}, true},
 		{"bad cwd map", []string{"replay", "x", "--cwd-map", "nope"}, []string{`cwd mapping "nope": want OLD=NEW`}, true},
+		{"as recorded and recorded skills", []string{"replay", "x", "--as-recorded", "--recorded-skills"}, []string{"--as-recorded and --recorded-skills exclude each other"}, true},
+		{"as recorded with a cwd map", []string{"replay", "x", "--as-recorded", "--cwd-map", "/a=/b"}, []string{"--cwd-map applies to today's skills"}, true},
 		{"recorded skills missing", append([]string{"replay", "testdata/replay/plain.jsonl", "--recorded-skills"}, onlyProject...),
 			[]string{"holds no captured skills"}, false},
 		{"history corrupt", []string{"history", filepath.Join(dir, "corrupt.jsonl")}, []string{"byte offset"}, false},
@@ -533,4 +562,124 @@ func TestMakeLargeSession(t *testing.T) {
 		cancel()
 	}
 	t.Logf("session big: %d events in %v, store %s, cwd %s", last, time.Since(start).Round(time.Millisecond), filepath.Join(dir, "store"), cwd)
+}
+
+// waitSkills polls the registry until check accepts what it gives for cwd.
+func waitSkills(t *testing.T, r *rig, cwd, what string, check func(catalog.Snapshot, string) bool) {
+	t.Helper()
+	q := catalog.At(cwd)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		snap, err := r.reg.Snapshot(r.ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := ""
+		if sk, err := r.reg.Load(r.ctx, "b-skill", q); err == nil {
+			body = sk.Content
+		}
+		if snap.Complete && check(snap, body) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the registry never showed %s: %+v", what, snap)
+		}
+	}
+}
+
+// describes reports whether snap lists name with description desc ("" for
+// absent).
+func describes(snap catalog.Snapshot, name, desc string) bool {
+	for _, s := range snap.Skills {
+		if s.Name == name {
+			return s.Description == desc
+		}
+	}
+	return desc == ""
+}
+
+// TestReplayAsRecorded plays a session whose skills change while it runs
+// (a skill added, a description edited, a body edited, a skill removed),
+// then replays it: against today's skills the early triggers differ; with
+// --as-recorded every trigger is decided against the skills the session
+// saw at that point, and an unchanged processor reproduces every output.
+func TestReplayAsRecorded(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	skills := filepath.Join(filepath.Dir(cwd), ".agents/skills")
+	rig := startRig(t, dir)
+	w, err := newWorker(rig.nc, events.DefaultPrefix, "s3", processor.DefaultToolOwner)
+	if err != nil {
+		rig.stop()
+		t.Fatal(err)
+	}
+	step := func(id, want string) {
+		t.Helper()
+		d, err := w.preStep(rig.ctx, id, cwd)
+		if err != nil || d.Outcome != want {
+			t.Fatalf("step %s: %+v %v, want %s", id, d, err, want)
+		}
+	}
+	call := func(id, name, want string) {
+		t.Helper()
+		r, err := w.call(rig.ctx, id, cwd, name)
+		if err != nil || !strings.Contains(r.Text, want) {
+			t.Fatalf("call %s: %q %v, want %q in it", id, r.Text, err, want)
+		}
+	}
+	step("1", events.OutcomeAppended)
+	call("c1", "b-skill", "Read the whole diff.")
+	writeFile(t, skills, "c-skill/SKILL.md", skillMD("Check the build.", "name: c-skill", "description: Added while the session ran."))
+	waitSkills(t, rig, cwd, "c-skill", func(s catalog.Snapshot, _ string) bool {
+		return describes(s, "c-skill", "Added while the session ran.")
+	})
+	step("2", events.OutcomeAppended)
+	writeFile(t, skills, "a-skill/SKILL.md", skillMD("Imperative subject line.", "name: a-skill", "description: Write commit messages, edited."))
+	waitSkills(t, rig, cwd, "a-skill's new description", func(s catalog.Snapshot, _ string) bool {
+		return describes(s, "a-skill", "Write commit messages, edited.")
+	})
+	step("3", events.OutcomeAppended)
+	writeFile(t, skills, "b-skill/SKILL.md", skillMD("Read the whole diff, then the tests.", "name: b-skill", "description: Review a pull request."))
+	waitSkills(t, rig, cwd, "b-skill's new body", func(_ catalog.Snapshot, body string) bool { return body == "Read the whole diff, then the tests." })
+	step("4", events.OutcomeUnchanged)
+	call("c2", "b-skill", "Read the whole diff, then the tests.")
+	if err := os.Remove(filepath.Join(skills, "release-notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	waitSkills(t, rig, cwd, "release-notes removed", func(s catalog.Snapshot, _ string) bool { return describes(s, "release-notes", "") })
+	step("5", events.OutcomeAppended)
+	call("c3", "release-notes", `skill "release-notes" is unknown or no longer available`)
+	call("c4", "c-skill", "Check the build.")
+	w.Close()
+	rig.stop()
+
+	store := []string{"--data", dir, "--listen", quietAddr(t)}
+	rec := filepath.Join(t.TempDir(), "s3.jsonl")
+	if code, _, stderr := runMain(t, append([]string{"export", "--session", "s3", "--out", rec}, store...)...); code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	// Today's skills are the last ones: every trigger before the last
+	// change differs.
+	code, out, stderr := runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitFailure || !strings.HasSuffix(out, "9 triggers replayed: 4 same, 5 differ\n") {
+		t.Errorf("replay against today's skills: exit %d\n%s%s", code, out, stderr)
+	}
+	var differ []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "seq ") && strings.HasSuffix(line, ": DIFFERS") {
+			differ = append(differ, strings.SplitN(line, ":", 2)[0])
+		}
+	}
+	if got := strings.Join(differ, ", "); got != "seq 1 step 1, seq 3 call c1 (b-skill), seq 5 step 2, seq 7 step 3, seq 9 step 4" {
+		t.Errorf("replay against today's skills: differing triggers %s\n%s", got, out)
+	}
+	// As recorded: every trigger the same, exit 0, from the file and live.
+	code, out, stderr = runMain(t, "replay", rec, "--as-recorded")
+	if code != exitOK || !strings.HasSuffix(out, "9 triggers replayed: 9 same, 0 differ\n") {
+		t.Errorf("replay --as-recorded: exit %d\n%s%s", code, out, stderr)
+	}
+	code, live, stderr := runMain(t, append([]string{"replay", "--live", "--session", "s3", "--as-recorded"}, store...)...)
+	if code != exitOK || live != out {
+		t.Errorf("replay --live --as-recorded: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
+	}
 }

@@ -39,9 +39,8 @@
 // triggers name (CaptureSkills). Record is the short form for tests: play a
 // session through the processor, Record it into testdata, replay it in a
 // regression test (see TestRoundTripThroughProcessor and
-// TestGoldenRecording). The processor's own tests can use it from an
-// external test package (package processor_test): this package imports
-// processor.
+// TestGoldenRecording). This package does not import processor: the
+// processor's own tests may use it.
 //
 // # Replay
 //
@@ -50,14 +49,16 @@
 // recorded output (by Causation-Seq, else by step or call id) and re-runs
 // the decision the processor made:
 //
-//   - a pre-step is decided with catalog.Decide on the tool view of the
-//     trigger, the skills, and the history the processor saw: the
-//     recognisable catalogs and newest compaction recorded before the
-//     output (with optimistic concurrency, everything before the output is
-//     exactly what the processor read); for a pre-step without output,
-//     everything before the trigger. The history verdict is the
-//     processor's own processor.HistoryOf;
-//   - a skill call is run with catalog.Execute for the call's cwd.
+//   - a pre-step is decided by the processor's own code (package history:
+//     Visible, Prepare, Session.Read, Decide) on the tool view of the
+//     trigger, the skills, and the log the processor saw: the recording up
+//     to the output (with optimistic concurrency, everything before the
+//     output is exactly what the processor read); for a pre-step without
+//     output, up to the trigger. The recording is the history.Log: it
+//     keeps the session's catalog and compaction records, the only ones
+//     the rule reads;
+//   - a skill call is run with catalog.Execute for the call's query
+//     (history.Lookup).
 //
 // The history always comes from the recording, never from the replay's own
 // earlier answers, so a change shows at the steps it really affects. A
@@ -70,11 +71,37 @@
 // expired. A worker's retry answered with an existing output is reported
 // as a retry, not compared.
 //
-// Skills are either Options.Skills (the registry as it is now, asked once
-// per working directory and name per replay, so the output is deterministic
-// even while files change) or, with Options.Recorded, the skills captured
-// in the recording. Options.CwdMap replays recordings made under other
-// paths. The same recording and skills always give the same steps.
+// Skills are one of three:
+//
+//   - Options.Skills, the default: the registry as it is now, asked once
+//     per working directory and name per replay, so the output is
+//     deterministic even while files change. Does today's processor, with
+//     today's skills, still say what was said? Options.CwdMap replays
+//     recordings made under other paths.
+//   - Options.Recorded: the skills captured in the recording (one snapshot
+//     per working directory, taken at export).
+//   - Options.AsRecorded: every trigger against the skills the session saw
+//     at that point, as the recording shows them. A pre-step gets the
+//     entries (names and descriptions) of the catalog it appended, or,
+//     when it appended none, of the newest catalog of ours before it (the
+//     processor found that view unchanged), or none when nothing was ever
+//     listed. A skill call gets the tool result it got (the loaded body,
+//     provider and resource base, or the unknown, not-invocable or
+//     provider error), else the newest earlier result for that skill, else
+//     the captured skills, else unknown. An unchanged processor then
+//     reproduces every recorded output even when skills were added,
+//     edited or removed during the session: the regression check for a
+//     processor upgrade, where any difference is the processor's. Store
+//     revisions a recording names (a catalog's source.view, a result's
+//     value.revision) are not consulted yet: what the recording shows
+//     stands for them. A body the instruction size limit cut is stood in
+//     for by its kept prefix and filler up to its recorded total, so the
+//     limit cuts it again the same way. A catalog the catalog size limit
+//     shortened cannot be rebuilt from what it shows (the left-out skills
+//     and cut descriptions are not in the recording): such steps may
+//     differ.
+//
+// The same recording and skills always give the same steps.
 //
 // # History
 //

@@ -12,7 +12,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // ErrEmptySession reports a session without any event in the stream.
@@ -123,7 +123,7 @@ type ExportOptions struct {
 	// Skills, when set, is asked for the skills of every working directory
 	// a trigger of the session names, and the answers (with bodies) go into
 	// the recording, each before the first trigger that uses it.
-	Skills processor.Skills
+	Skills history.Skills
 	// Progress, when set, is called after each event with the number of
 	// events written and the number still to read.
 	Progress func(written int, remaining uint64)
@@ -185,7 +185,7 @@ func Record(ctx context.Context, js jetstream.JetStream, stream, prefix, sid str
 
 // CaptureSkills asks skills for the snapshot of cwd and loads every skill
 // in it. A skill whose body fails to load is kept with its LoadError.
-func CaptureSkills(ctx context.Context, skills processor.Skills, cwd string) (SkillSet, error) {
+func CaptureSkills(ctx context.Context, skills history.Skills, cwd string) (SkillSet, error) {
 	q := catalog.At(cwd)
 	snap, err := skills.Snapshot(ctx, q)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // Trigger kinds a Step reports.
@@ -122,9 +122,15 @@ type Options struct {
 	// asked once per working directory and skill name, so that every
 	// trigger of one replay sees the same skills. Ignored when Recorded is
 	// set.
-	Skills processor.Skills
+	Skills history.Skills
 	// Recorded replays against the skills captured in the recording.
 	Recorded bool
+	// AsRecorded replays every trigger against the skills the session saw
+	// at that point, as the recording shows them (see shown): an unchanged
+	// processor reproduces every recorded output, even when the skills
+	// changed during the session. Skills are not asked; captured skills
+	// serve calls the recording shows nothing about.
+	AsRecorded bool
 	// CwdMap rewrites trigger working directories before asking Skills;
 	// paths under New in replayed tool results are written back under Old
 	// before comparing. The first matching mapping applies.
@@ -174,11 +180,12 @@ type Replayer struct {
 	opts     Options
 	prefix   string
 	sid      string
-	st       state
+	st       *state
 	queue    []*pending // triggers in stream order, unsettled or not yet emitted
 	bySeq    map[uint64]*pending
 	answered map[string]uint64 // "<kind>/<id>" → seq of the trigger that got an output
 	recorded map[string]*SkillSet
+	results  map[string]events.ToolResult // by skill name: the newest telling result (AsRecorded)
 	sum      Summary
 	lastSeq  uint64
 }
@@ -192,7 +199,10 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 		if err := opts.Catalog.Validate(); err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
-		if !opts.Recorded && opts.Skills == nil {
+		if opts.Recorded && opts.AsRecorded {
+			return nil, errors.New("replay: recorded skills and skills as recorded exclude each other")
+		}
+		if !opts.Recorded && !opts.AsRecorded && opts.Skills == nil {
 			return nil, errors.New("replay: no skills to replay against")
 		}
 	}
@@ -206,10 +216,11 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 		opts:     opts,
 		prefix:   h.Prefix,
 		sid:      h.Session,
-		st:       state{sid: h.Session, owner: opts.ToolOwner},
+		st:       newState(h.Prefix, h.Session, opts.ToolOwner),
 		bySeq:    map[uint64]*pending{},
 		answered: map[string]uint64{},
 		recorded: map[string]*SkillSet{},
+		results:  map[string]events.ToolResult{},
 	}, nil
 }
 
@@ -360,10 +371,13 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 	if p.kind == events.KindPreStep {
 		s.Kind = TriggerPreStep
 		s.Recorded = recordedCatalog(p.output)
-		h, seen := r.st.at(p.seen)
+		h, seen, comp, herr := r.st.at(ctx, p.seen)
+		if herr != nil {
+			return herr
+		}
 		s.Seen, s.Published = seen, h.Published
-		if c := p.seen.compaction; c != nil {
-			s.MaskedBy = c.Seq
+		if comp != nil {
+			s.MaskedBy = comp.Seq
 		}
 		if !r.opts.HistoryOnly {
 			err = r.replayPreStep(ctx, p, hist, &s)
@@ -401,11 +415,15 @@ func (r *Replayer) mapCwd(cwd string) (string, *CwdMapping) {
 	return cwd, nil
 }
 
-// skillsFor returns the skills to ask about q and the query to ask with
-// (its working directory mapped by CwdMap).
-func (r *Replayer) skillsFor(q catalog.Query) (processor.Skills, catalog.Query, *CwdMapping) {
+// skillsFor returns the skills to ask about q for trigger p, decided on
+// the history h, and the query to ask with (its working directory mapped
+// by CwdMap).
+func (r *Replayer) skillsFor(p *pending, h history.State, q catalog.Query) (history.Skills, catalog.Query, *CwdMapping) {
 	if r.opts.Recorded {
 		return recordedSkills(r.recorded), q, nil
+	}
+	if r.opts.AsRecorded {
+		return r.shownAt(p, h), q, nil
 	}
 	var m *CwdMapping
 	q.Cwd, m = r.mapCwd(q.Cwd)
@@ -433,21 +451,20 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		r.verdict(s)
 		return nil
 	}
-	tools := make([]catalog.Tool, len(ps.Tools))
-	for i, t := range ps.Tools {
-		tools[i] = catalog.Tool{Name: t.Name, Owner: t.Owner}
+	h, _, _, err := r.st.at(ctx, hist)
+	if err != nil {
+		return err
 	}
-	visible := catalog.Visible(tools, r.opts.ToolOwner)
-	var snap catalog.Snapshot
-	if visible {
-		skills, q, _ := r.skillsFor(catalog.Query{Cwd: ps.Cwd, Project: ps.Project, ResourceDir: ps.ResourceDir})
-		snap, err = skills.Snapshot(ctx, q)
+	var prepared *catalog.View // nil when the tool is not visible
+	if history.Visible(ps.Tools, r.opts.ToolOwner) {
+		skills, q, _ := r.skillsFor(p, h, history.PreStepQuery(ps))
+		cv, err := history.Prepare(ctx, skills, q, r.opts.Catalog)
 		if err != nil {
 			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, q.Cwd, err)
 		}
+		prepared = &cv
 	}
-	h, _ := r.st.at(hist)
-	d := catalog.Decide(visible, snap, h, r.opts.Catalog)
+	d := history.Decide(prepared, h)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
@@ -483,8 +500,12 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 		r.verdict(s)
 		return nil
 	}
-	skills, q, m := r.skillsFor(catalog.Query{Cwd: call.Cwd, Project: call.Project, ResourceDir: call.ResourceDir})
-	res := catalog.Execute(ctx, processor.Lookup(skills, q), call.Args.Name, r.opts.Catalog)
+	if out, ok := decodeResult(p.output); ok && telling(out) {
+		// The newest result for this name is now the call's own.
+		r.results[call.Args.Name] = out
+	}
+	skills, q, m := r.skillsFor(p, history.State{}, history.CallQuery(call))
+	res := catalog.Execute(ctx, history.Lookup(skills, q), call.Args.Name, r.opts.Catalog)
 	if ctx.Err() != nil {
 		return fmt.Errorf("replay call %s: %w", call.Call, ctx.Err())
 	}
@@ -525,12 +546,8 @@ func recordedCatalog(out *Event) Outcome {
 		return Outcome{Outcome: OutcomeNone}
 	}
 	o := Outcome{Outcome: string(catalog.OutcomeAppended), Seq: out.Seq}
-	enc, err := events.EncodingOf(out.Header(events.HeaderContentType))
-	if err != nil {
-		return o
-	}
-	c, err := events.DecodeCatalog(enc, out.Data)
-	if err != nil {
+	c, ok := decodeCatalog(out)
+	if !ok {
 		return o
 	}
 	o.Update = updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted)
@@ -544,12 +561,8 @@ func recordedResult(out *Event) Outcome {
 		return Outcome{Outcome: OutcomeNone}
 	}
 	o := Outcome{Outcome: OutcomeOK, Seq: out.Seq}
-	enc, err := events.EncodingOf(out.Header(events.HeaderContentType))
-	if err != nil {
-		return o
-	}
-	res, err := events.DecodeToolResult(enc, out.Data)
-	if err != nil {
+	res, ok := decodeResult(out)
+	if !ok {
 		return o
 	}
 	o.Text = res.Text
@@ -594,6 +607,24 @@ func idOf(e Event, kind events.Kind) string {
 		}
 	}
 	return ""
+}
+
+// shownAt is what the recording shows of the skills at trigger p, whose
+// history (before its output) is h: for a pre-step, the entries of the
+// catalog it appended or else of the newest one before it.
+func (r *Replayer) shownAt(p *pending, h history.State) shown {
+	sh := shown{results: r.results, captured: recordedSkills(r.recorded), maxBytes: r.opts.Catalog.MaxSkillBytes}
+	if p.kind == events.KindSkillCall {
+		return sh // a call's own result is already the newest of its name
+	}
+	if c, ok := decodeCatalog(p.output); ok {
+		sh.entries = c.Source.Entries
+	} else if h.Newest != nil {
+		if c, err := h.Newest.Decode(); err == nil {
+			sh.entries = c.Source.Entries
+		}
+	}
+	return sh
 }
 
 // recordedSkills serves the skills captured in a recording.
@@ -671,7 +702,7 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 // and whatever changes on disk meanwhile, and a long session costs one
 // snapshot per directory instead of one per trigger.
 type memo struct {
-	skills    processor.Skills
+	skills    history.Skills
 	snapshots map[catalog.Query]catalog.Snapshot
 	resolved  map[named]answer[catalog.Summary]
 	loaded    map[named]answer[catalog.Skill]
@@ -689,7 +720,7 @@ type answer[T any] struct {
 	err error
 }
 
-func newMemo(s processor.Skills) *memo {
+func newMemo(s history.Skills) *memo {
 	return &memo{skills: s, snapshots: map[catalog.Query]catalog.Snapshot{},
 		resolved: map[named]answer[catalog.Summary]{}, loaded: map[named]answer[catalog.Skill]{}}
 }

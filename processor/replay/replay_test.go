@@ -12,7 +12,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // fixedSkills is a registry answer that does not change: the skills of
@@ -130,10 +130,19 @@ func (s *session) call(id, cwd, name string) uint64 {
 }
 
 func (s *session) result(trigger uint64, id string, sk *fixedSkills, cwd, name string) uint64 {
-	res := catalog.Execute(context.Background(), processor.Lookup(sk, catalog.At(cwd)), name, catalog.DefaultOptions())
+	res := catalog.Execute(context.Background(), history.Lookup(sk, catalog.At(cwd)), name, catalog.DefaultOptions())
 	tr := events.ToolResult{V: 1, Session: s.sid, Call: id, TriggerSeq: trigger, IsError: res.Err != nil, Text: res.Text()}
 	if res.Err != nil {
 		tr.Error = &events.ErrorInfo{Code: string(res.Err.Code), Message: res.Err.Message}
+	}
+	if v := res.Value; v != nil {
+		tr.Value = &events.SkillValue{Name: v.Name, Provider: v.Provider, Content: v.Content}
+		if t := v.Truncated; t != nil {
+			tr.Value.Truncated = &events.Truncated{Kept: int64(t.Kept), Total: int64(t.Total)}
+		}
+		if rb := v.ResourceBase; rb != nil {
+			tr.Value.ResourceBase = &events.ResourceBase{Kind: string(rb.Kind), Path: rb.Path, URL: rb.URL, Description: rb.Description}
+		}
 	}
 	return s.add(events.KindToolResult, tr, map[string][]string{events.HeaderCausationSeq: {strconv.FormatUint(trigger, 10)}})
 }
@@ -254,6 +263,11 @@ func TestReplayIdentical(t *testing.T) {
 			}
 			if sum != (Summary{Triggers: 8, Same: 8}) {
 				t.Errorf("summary = %+v", sum)
+			}
+			// As recorded, through compaction, keep list and tombstone.
+			steps, sum = replayBytes(t, s.recording(), Options{AsRecorded: true})
+			if got := outcomes(steps); got != want || sum != (Summary{Triggers: 8, Same: 8}) {
+				t.Errorf("as recorded: %+v\n%s\nwant:\n%s", sum, got, want)
 			}
 		})
 	}
@@ -459,4 +473,66 @@ func FuzzReplay(f *testing.F) {
 			t.Fatalf("steps %d, summary %+v", len(steps), sum)
 		}
 	})
+}
+
+// TestReplayAsRecorded replays a session whose skills changed while it
+// ran: against the skills of its start the later steps differ; as
+// recorded, every trigger gets the skills the session saw then, whatever
+// today's skills are (none are given).
+func TestReplayAsRecorded(t *testing.T) {
+	before := testSkills()
+	after := testSkills()
+	after.skills[1].Description = "Does b, better."
+	after.skills[1].Content = "New body of b-skill."
+	hidden := skill(after.root, "hidden", "Not for the model.")
+	hidden.Invocation.ModelInvocable = false
+	// A body the size limit cuts where a code point straddles it.
+	big := skill(after.root, "big", "Long instructions.")
+	big.Content = strings.Repeat("a", catalog.DefaultMaxSkillBytes-1) + "€ and more"
+	after.skills = append(after.skills, hidden, big)
+	s := newSession(t, "sess-1")
+	cwd := before.root + "/sub"
+	p1 := s.preStep("1", cwd, ours(s.owner))
+	s.catalogFor(p1, "1", catalog.UpdateInitial, before.skills)
+	c1 := s.call("c1", cwd, "b-skill")
+	s.result(c1, "c1", before, cwd, "b-skill")
+	p2 := s.preStep("2", cwd, ours(s.owner))
+	s.catalogFor(p2, "2", catalog.UpdateReplacement, after.skills[:2])
+	s.preStep("3", cwd, ours(s.owner)) // unchanged: no output
+	c2 := s.call("c2", cwd, "b-skill")
+	s.result(c2, "c2", after, cwd, "b-skill")
+	c3 := s.call("c3", cwd, "hidden")
+	s.result(c3, "c3", after, cwd, "hidden")
+	c4 := s.call("c4", cwd, "gone")
+	s.result(c4, "c4", after, cwd, "gone")
+	c5 := s.call("c5", cwd, "a-skill")
+	s.add(events.KindToolResult, events.ToolResult{V: 1, Session: s.sid, Call: "c5", TriggerSeq: c5, IsError: true, Text: "Error: disk on fire",
+		Error: &events.ErrorInfo{Code: events.CodeProvider, Message: "disk on fire"}}, map[string][]string{events.HeaderCausationSeq: {strconv.FormatUint(c5, 10)}})
+	c6 := s.call("c6", cwd, "big")
+	s.result(c6, "c6", after, cwd, "big")
+	s.preStep("4", cwd, []events.Tool{{Name: "read"}}) // hidden: a tombstone...
+	s.catalogFor(s.seq, "4", catalog.UpdateReplacement, nil)
+	rec := s.recording()
+
+	steps, sum := replayBytes(t, rec, Options{AsRecorded: true})
+	if sum != (Summary{Triggers: 10, Same: 10}) {
+		t.Errorf("as recorded: %+v\n%s", sum, outcomes(steps))
+	}
+	// The skills of the session's start: the triggers after the change
+	// differ (the catalog, the new body, the not-invocable skill, the
+	// provider error, the truncated body); step 3 now sees another catalog
+	// than the visible one.
+	steps, _ = replayBytes(t, rec, Options{Skills: before})
+	var differ []string
+	for _, st := range steps {
+		if st.Differs {
+			differ = append(differ, st.ID)
+		}
+	}
+	if want := []string{"2", "3", "c2", "c3", "c5", "c6"}; !slices.Equal(differ, want) {
+		t.Errorf("against the start's skills: differing %v, want %v\n%s", differ, want, outcomes(steps))
+	}
+	if _, err := NewReplayer(Header{Session: "s"}, Options{ToolOwner: "x", Catalog: catalog.DefaultOptions(), AsRecorded: true, Recorded: true}); err == nil {
+		t.Error("as recorded and recorded skills together: no error")
+	}
 }

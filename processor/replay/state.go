@@ -1,12 +1,11 @@
 package replay
 
 import (
-	"cmp"
-	"slices"
+	"context"
+	"sort"
 
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // Update kinds a CatalogView reports: the two templates, and the tombstone
@@ -27,62 +26,96 @@ type CatalogView struct {
 	Text    string         `json:"text"`
 }
 
-// state is what the recorded log says about a session's catalogs at some
-// point: every recognisable catalog so far and the newest compaction. It
-// grows by one entry per catalog; marks are cheap views of earlier points.
+// mark is a point of the recorded log: the sequence of the last event
+// observed there.
+type mark uint64
+
+// state is the recorded log as the history rule reads it: the session's
+// catalog and compaction records (the only kinds the rule reads), by
+// subject in stream order. The processor's own rule (history.Session)
+// reads it at any earlier point through a recordingLog.
 type state struct {
-	sid, owner string
-	catalogs   []CatalogView
-	compaction *processor.Surface
+	rule      history.Session
+	bySubject map[string][]history.Record
+	last      uint64
+	// judged remembers what the rule concluded about each catalog record,
+	// views the catalogs shown as seen.
+	judged map[uint64]judgement
+	views  map[uint64]CatalogView
 }
 
-// mark is the state as it was at one point of the log.
-type mark struct {
-	catalogs   int
-	compaction *processor.Surface
+type judgement struct {
+	c  history.Catalog
+	ok bool
 }
 
-func (s *state) mark() mark { return mark{len(s.catalogs), s.compaction} }
+func newState(prefix, sid, owner string) *state {
+	s := &state{bySubject: map[string][]history.Record{}, judged: map[uint64]judgement{}, views: map[uint64]CatalogView{}}
+	s.rule = history.Session{Prefix: prefix, ID: sid, Owner: owner, Recognise: s.recognise}
+	return s
+}
 
-// observe updates the state with a recorded event. Catalogs that are not
-// ours or not recognisable, and compactions that do not decode, are
-// skipped, as the processor skips them.
+func (s *state) mark() mark { return mark(s.last) }
+
+// observe adds a recorded event of the session; only catalogs and
+// compactions are kept.
 func (s *state) observe(e Event, kind events.Kind) {
-	switch kind {
-	case events.KindCatalog:
-		if v, ok := s.recognise(e); ok {
-			s.catalogs = append(s.catalogs, v)
-		}
-	case events.KindCompaction:
-		enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
-		if err != nil {
-			return
-		}
-		c, err := events.DecodeCompaction(enc, e.Data)
-		if err != nil || c.Session != s.sid {
-			return
-		}
-		s.compaction = &processor.Surface{Seq: e.Seq, RetainFrom: c.RetainFrom, Keep: c.Keep}
+	s.last = max(s.last, e.Seq)
+	if kind != events.KindCatalog && kind != events.KindCompaction {
+		return
 	}
+	s.bySubject[e.Subject] = append(s.bySubject[e.Subject], record(e))
 }
 
-// recognise decodes a catalog.append event and reports whether it is a
-// recognisable catalog of ours: our producer, and a text holding the
-// <available_skills> block.
-func (s *state) recognise(e Event) (CatalogView, bool) {
-	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
+// record is e as the history rule reads it.
+func record(e Event) history.Record {
+	return history.Record{Seq: e.Seq, Subject: e.Subject, Time: e.Time, Header: e.Headers, Data: e.Data}
+}
+
+func (s *state) recognise(r history.Record) (history.Catalog, bool) {
+	j, ok := s.judged[r.Seq]
+	if !ok {
+		j.c, j.ok = history.Recognise(s.rule.ID, s.rule.Owner, r)
+		s.judged[r.Seq] = j
+	}
+	return j.c, j.ok
+}
+
+// at reads the history at mark m with the processor's own rule: what the
+// processor's read finds there, the newest catalog still visible (nil when
+// none is) and the compaction in force (nil when none).
+func (s *state) at(ctx context.Context, m mark) (history.State, *CatalogView, *history.Surface, error) {
+	log := recordingLog{s: s, upTo: uint64(m)}
+	st, err := s.rule.Read(ctx, log)
+	if err != nil {
+		return history.State{}, nil, nil, err
+	}
+	comp := st.Compaction
+	if st.Newest == nil {
+		if comp, err = s.rule.Compaction(ctx, log); err != nil {
+			return history.State{}, nil, nil, err
+		}
+	}
+	if st.Seen == nil {
+		return st, nil, comp, nil
+	}
+	v, ok := s.views[st.Seen.Seq]
+	if !ok {
+		if v, ok = viewOf(*st.Seen); !ok {
+			return st, nil, comp, nil
+		}
+		s.views[st.Seen.Seq] = v
+	}
+	return st, &v, comp, nil
+}
+
+// viewOf decodes a recognised catalog for showing.
+func viewOf(c history.Catalog) (CatalogView, bool) {
+	d, err := c.Decode()
 	if err != nil {
 		return CatalogView{}, false
 	}
-	c, err := events.DecodeCatalog(enc, e.Data)
-	if err != nil || c.Session != s.sid || c.Source.Producer != s.owner {
-		return CatalogView{}, false
-	}
-	digest, ok := catalog.Recognize(c.Text)
-	if !ok {
-		return CatalogView{}, false
-	}
-	return CatalogView{Seq: e.Seq, Step: c.Step, Update: updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted), Entries: c.Source.Entries, Digest: digest, Text: c.Text}, true
+	return CatalogView{Seq: c.Seq, Step: c.Step, Update: updateKind(d.Source.Update, len(d.Source.Entries)+d.Source.Omitted), Entries: d.Source.Entries, Digest: c.Digest, Text: d.Text}, true
 }
 
 func updateKind(update string, entries int) string {
@@ -92,40 +125,46 @@ func updateKind(update string, entries int) string {
 	return update
 }
 
-// at returns what the processor's history read finds at mark m, decided by
-// the processor's own processor.HistoryOf: the newest recognisable catalog
-// and, when the compaction masks it, the newest one the compaction keeps.
-// It also returns the newest catalog still visible (nil when none is).
-func (s *state) at(m mark) (catalog.History, *CatalogView) {
-	if m.catalogs == 0 {
-		return processor.HistoryOf(nil, m.compaction), nil
-	}
-	newest := &s.catalogs[m.catalogs-1]
-	marks := []processor.Mark{{Seq: newest.Seq, Digest: newest.Digest}}
-	seen := newest
-	if m.compaction.Masks(newest.Seq) {
-		seen = nil
-		if kept := s.kept(m); kept != nil {
-			marks = append(marks, processor.Mark{Seq: kept.Seq, Digest: kept.Digest})
-			seen = kept
-		}
-	}
-	return processor.HistoryOf(marks, m.compaction), seen
+// recordingLog is the history.Log of the recording as it was at sequence
+// upTo.
+type recordingLog struct {
+	s    *state
+	upTo uint64
 }
 
-// kept returns the newest catalog before mark m that m's compaction keeps.
-func (s *state) kept(m mark) *CatalogView {
-	var best *CatalogView
-	for _, k := range m.compaction.Keep {
-		if best != nil && k <= best.Seq {
-			continue
-		}
-		// Catalogs are in sequence order: binary search.
-		cs := s.catalogs[:m.catalogs]
-		i, found := slices.BinarySearchFunc(cs, k, func(c CatalogView, seq uint64) int { return cmp.Compare(c.Seq, seq) })
-		if found && !m.compaction.Masks(cs[i].Seq) {
-			best = &cs[i]
+// upTo returns the records of rs with a sequence <= seq.
+func upTo(rs []history.Record, seq uint64) []history.Record {
+	return rs[:sort.Search(len(rs), func(i int) bool { return rs[i].Seq > seq })]
+}
+
+func newestOf(rs []history.Record) *history.Record {
+	if len(rs) == 0 {
+		return nil
+	}
+	r := rs[len(rs)-1]
+	return &r
+}
+
+func (l recordingLog) Newest(_ context.Context, k events.Kind) (*history.Record, error) {
+	subject := events.Subject(l.s.rule.Prefix, l.s.rule.ID, k)
+	return newestOf(upTo(l.s.bySubject[subject], l.upTo)), nil
+}
+
+func (l recordingLog) Before(_ context.Context, subject string, seq uint64) (*history.Record, error) {
+	return newestOf(upTo(l.s.bySubject[subject], min(seq-1, l.upTo))), nil
+}
+
+// At finds seq among the kept records; any other kind is of no interest to
+// the rule, which reads catalogs by sequence only.
+func (l recordingLog) At(_ context.Context, seq uint64) (*history.Record, error) {
+	if seq > l.upTo {
+		return nil, nil
+	}
+	for _, rs := range l.s.bySubject {
+		rs = upTo(rs, seq)
+		if r := newestOf(rs); r != nil && r.Seq == seq {
+			return r, nil
 		}
 	}
-	return best
+	return nil, nil
 }
