@@ -16,10 +16,10 @@ import (
 
 // The README's recipe for workers in other languages, with the nats CLI:
 //
-//	nats sub --raw --count 1 worker.inbox.s1
-//	nats pub --jetstream ev.s1.agent.pre-step -H Content-Type:application/json -H Reply-Inbox:worker.inbox.s1 '<pre-step JSON>'
+//	nats sub --raw --count 1 _INBOX.worker.s1
+//	nats pub --jetstream ev.s1.agent.pre-step -H Content-Type:application/json -H Reply-Inbox:_INBOX.worker.s1 '<pre-step JSON>'
 const (
-	recipeInbox   = "worker.inbox.s1"
+	recipeInbox   = "_INBOX.worker.s1"
 	recipeSubject = "ev.s1.agent.pre-step"
 	recipeSub     = "nats sub --raw --count 1 " + recipeInbox
 	recipePub     = "nats pub --jetstream " + recipeSubject + " \\\n  -H Content-Type:application/json -H Reply-Inbox:" + recipeInbox
