@@ -1,0 +1,296 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// Caching: a view per query, kept while every provider's change channel
+// taken before collecting it is still open and still current; concurrent
+// misses for one query share one collection.
+
+// flight is a collection in progress that callers for the same q share
+// (see shared).
+type flight struct {
+	tokens []<-chan struct{} // the providers' change channels when it began
+	done   chan struct{}     // closed once v and err are set
+	v      *view
+	err    error
+	joined atomic.Int32 // callers waiting on it besides the one collecting
+}
+
+type cacheEntry struct {
+	tokens []<-chan struct{}
+	view   *view
+}
+
+// view is one collected answer for a working directory.
+type view struct {
+	skills   []catalog.Summary // winners, by name
+	owner    []int             // provider index of each winner
+	complete bool
+	revision uint64 // the providers' revision, read before listing
+	shadowed []Shadowed
+	rejected []Rejected
+	errs     []ProviderError
+
+	mu       sync.Mutex
+	prepared map[catalog.Options]*preparedView // see Prepared
+}
+
+// preparedView is a view's snapshot prepared under one catalog.Options,
+// built once however many callers ask at the same time.
+type preparedView struct {
+	once sync.Once
+	v    catalog.View
+}
+
+// maxPrepared bounds the option sets a view keeps prepared views for; a
+// processor uses one.
+const maxPrepared = 8
+
+// prepare returns the view's snapshot prepared under opts, building it at
+// the first call.
+func (v *view) prepare(opts catalog.Options) catalog.View {
+	v.mu.Lock()
+	pv, ok := v.prepared[opts]
+	if !ok {
+		if v.prepared == nil || len(v.prepared) >= maxPrepared {
+			v.prepared = make(map[catalog.Options]*preparedView)
+		}
+		pv = &preparedView{}
+		v.prepared[opts] = pv
+	}
+	v.mu.Unlock()
+	pv.once.Do(func() {
+		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}, opts)
+	})
+	return pv.v
+}
+
+// viewAt is view with the revision the answer reflects: for a cached view
+// still current, the revision read before the check (a Revisioned provider
+// announces a change before it counts its revision as applied); for a
+// collected one, the revision read before listing.
+func (r *Registry) viewAt(ctx context.Context, q catalog.Query) (*view, uint64, error) {
+	rev := r.Revision()
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, 0, err
+	}
+	if v := r.cached(q); v != nil {
+		return v, max(rev, v.revision), nil
+	}
+	v, err := r.shared(ctx, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, v.revision, nil
+}
+
+// view returns the cached view for q when every provider confirms it is
+// still current, and collects a fresh one otherwise.
+func (r *Registry) view(ctx context.Context, q catalog.Query) (*view, error) {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
+	if v := r.cached(q); v != nil {
+		return v, nil
+	}
+	return r.shared(ctx, q)
+}
+
+// shared collects a view of q, or joins the collection already under way
+// for q when no provider announced a change since it began: many callers
+// missing the cache at once (a processor's workers, after a change or at
+// start) then cost one collection, not one each. A joiner whose shared
+// collection failed or came back incomplete (the collecting caller's
+// deadline, say) collects for itself; one whose own ctx is cancelled while
+// waiting returns its error.
+func (r *Registry) shared(ctx context.Context, q catalog.Query) (*view, error) {
+	r.mu.Lock()
+	f := r.flights[q]
+	r.mu.Unlock()
+	if f != nil && r.current(q, f.tokens) {
+		f.joined.Add(1)
+		select {
+		case <-f.done:
+			if f.err == nil && f.v.complete {
+				return f.v, nil
+			}
+		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, ctx.Err()
+			}
+			// Past the deadline: collect, which reports what answered in
+			// time as an incomplete view.
+		}
+		return r.collect(ctx, q)
+	}
+	tokens, cacheable := r.tokens(q)
+	if !cacheable {
+		return r.collect(ctx, q) // nobody could join: current() fails
+	}
+	f = &flight{tokens: tokens, done: make(chan struct{})}
+	r.mu.Lock()
+	r.flights[q] = f
+	r.mu.Unlock()
+	f.v, f.err = r.collect(ctx, q)
+	r.mu.Lock()
+	if r.flights[q] == f {
+		delete(r.flights, q)
+	}
+	r.mu.Unlock()
+	close(f.done)
+	return f.v, f.err
+}
+
+func (r *Registry) cached(q catalog.Query) *view {
+	if r.cache == nil {
+		return nil
+	}
+	r.mu.Lock()
+	e, _ := r.cache.Get(q) // marks q recently used
+	r.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	if !r.current(q, e.tokens) {
+		r.mu.Lock()
+		if cur, ok := r.cache.Peek(q); ok && cur == e {
+			r.cache.Remove(q)
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	return e.view
+}
+
+// tokens captures each provider's change channel before a collection.
+// cacheable is false when some provider cannot announce changes.
+func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable bool) {
+	tokens = make([]<-chan struct{}, len(r.ps))
+	cacheable = true
+	for i, p := range r.ps {
+		n, ok := p.(Notifier)
+		if !ok {
+			cacheable = false
+			continue
+		}
+		ch := n.Changes(q)
+		tokens[i] = ch
+		if ch != nil && isClosed(ch) {
+			cacheable = false
+		}
+	}
+	return tokens, cacheable
+}
+
+// current reports whether a cached entry's tokens are all still open and
+// still the providers' current channels.
+func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
+	for i, p := range r.ps {
+		n, ok := p.(Notifier)
+		if !ok {
+			return false
+		}
+		tok := tokens[i]
+		if tok != nil && isClosed(tok) {
+			return false
+		}
+		if n.Changes(q) != tok {
+			return false
+		}
+	}
+	return true
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// collect asks every provider for its candidates and merges them. When a
+// provider announces a change during collection, or hands out another
+// change channel, it tries once more; a second announced change makes the
+// view incomplete, a second new channel only keeps it out of the cache.
+func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
+	for attempt := 0; ; attempt++ {
+		rev := r.Revision()
+		tokens, cacheable := r.tokens(q)
+		open := make([]bool, len(tokens))
+		for i, t := range tokens {
+			open[i] = t != nil && !isClosed(t)
+		}
+		results, err := r.listAll(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		v := r.merge(results)
+		v.revision = rev
+		changed, replaced := r.since(q, tokens, open)
+		if changed || replaced {
+			if attempt == 0 {
+				continue
+			}
+			if changed {
+				v.complete = false
+				v.errs = append(v.errs, ProviderError{Err: ErrChanging})
+			}
+		}
+		r.logView(q, v)
+		if v.complete && cacheable && !changed && !replaced {
+			r.store(q, tokens, v)
+		}
+		return v, nil
+	}
+}
+
+// since tells what became of the open change channels taken before a
+// collection: changed when one was closed (a provider announced a
+// change), replaced when a provider now hands out another channel while
+// the old one is still open. The latter is no change: the provider
+// stopped watching cwd (it bounds what it watches) or found cwd's sources
+// elsewhere, so the answer stands but may not be cached.
+func (r *Registry) since(q catalog.Query, tokens []<-chan struct{}, open []bool) (changed, replaced bool) {
+	for i, p := range r.ps {
+		if !open[i] {
+			continue
+		}
+		cur := p.(Notifier).Changes(q)
+		// Closed is checked after taking cur: a channel closed and
+		// replaced meanwhile then counts as the change it is.
+		if isClosed(tokens[i]) {
+			return true, false
+		}
+		if cur != tokens[i] {
+			replaced = true
+		}
+	}
+	return false, replaced
+}
+
+func (r *Registry) store(q catalog.Query, tokens []<-chan struct{}, v *view) {
+	if r.cache == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.cache.Add(q, &cacheEntry{tokens: tokens, view: v}) // evicts the least recently used past the bound
+}
+
+func (v *view) find(name string) (int, bool) {
+	i := sort.Search(len(v.skills), func(i int) bool { return v.skills[i].Name >= name })
+	return i, i < len(v.skills) && v.skills[i].Name == name
+}

@@ -1,0 +1,156 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// Reporting: what the registry knows about a query for operators
+// (Inspect and Report) and the log of each distinct shadowing, rejection
+// and provider error.
+
+// ProviderError is a provider failure kept for operators.
+type ProviderError struct {
+	Provider string
+	Err      error
+}
+
+func (e *ProviderError) Error() string { return fmt.Sprintf("provider %q: %v", e.Provider, e.Err) }
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Shadowed records a candidate that lost its name to another one.
+type Shadowed struct {
+	Candidate Candidate // the losing candidate (Provider, Source, ResourceBase tell where from)
+	By        Candidate // the winner
+}
+
+// Rejected records a candidate the registry refused.
+type Rejected struct {
+	Candidate Candidate
+	Err       error // wraps ErrInvalidCandidate and names the provider
+}
+
+// Report is what the registry knows about one working directory, for
+// operators: winners, shadowed and rejected candidates, provider errors and
+// provider diagnostics.
+type Report struct {
+	Query       catalog.Query
+	Snapshot    catalog.Snapshot
+	Shadowed    []Shadowed
+	Rejected    []Rejected
+	Errors      []ProviderError
+	Diagnostics []Diagnostic
+	// Err is set when ctx was cancelled before the report was complete.
+	Err error
+}
+
+// Inspect collects a fresh view of q (bypassing the cache) with
+// everything operators need: winners, shadowed and rejected candidates,
+// provider errors and provider diagnostics.
+func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
+	rep := Report{Query: q}
+	v, err := r.collect(ctx, q)
+	if err != nil {
+		rep.Err = err
+		return rep
+	}
+	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}
+	rep.Shadowed, rep.Rejected, rep.Errors = v.shadowed, v.rejected, v.errs
+	for i, p := range r.ps {
+		d, ok := p.(Diagnoser)
+		if !ok {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, r.timeout)
+		c := r.start(wctx, i, func(ctx context.Context, c *call) {
+			c.diags, c.err = d.Diagnostics(ctx, q)
+		})
+		err := r.wait(wctx, i, c)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				rep.Err = ctx.Err()
+				return rep
+			}
+			rep.Errors = append(rep.Errors, ProviderError{Provider: r.names[i], Err: err})
+			continue
+		}
+		if c.err != nil {
+			rep.Errors = append(rep.Errors, ProviderError{Provider: r.names[i], Err: fmt.Errorf("diagnostics: %w", c.err)})
+		}
+		for _, dg := range c.diags {
+			if dg.Provider == "" {
+				dg.Provider = r.names[i]
+			}
+			rep.Diagnostics = append(rep.Diagnostics, dg)
+		}
+	}
+	return rep
+}
+
+const maxLogged = 4096
+
+// logView logs each distinct shadowing, rejection and provider error once.
+func (r *Registry) logView(q catalog.Query, v *view) {
+	if r.log == nil {
+		return
+	}
+	for _, s := range v.shadowed {
+		key := fmt.Sprintf("shadow\x00%s\x00%s\x00%s\x00%v", s.Candidate.Name, where(s.Candidate), where(s.By), q)
+		if r.once(key) {
+			r.log.Info("skill shadowed", append(queryAttrs(q), "skill", s.Candidate.Name,
+				"shadowed", where(s.Candidate), "by", where(s.By))...)
+		}
+	}
+	for _, rj := range v.rejected {
+		if r.once("reject\x00" + rj.Err.Error()) {
+			r.log.Warn("skill candidate rejected", append(queryAttrs(q), "err", rj.Err)...)
+		}
+	}
+	for _, pe := range v.errs {
+		if r.once(fmt.Sprintf("error\x00%s\x00%v\x00%s", pe.Provider, q, pe.Err)) {
+			r.log.Warn("skill snapshot incomplete", append(queryAttrs(q), "provider", pe.Provider, "err", pe.Err)...)
+		}
+	}
+}
+
+// queryAttrs are the log attributes naming a query: its cwd, and its store
+// project when it has one.
+func queryAttrs(q catalog.Query) []any {
+	attrs := []any{"cwd", q.Cwd}
+	if q.Project != "" {
+		attrs = append(attrs, "project", q.Project)
+	}
+	return attrs
+}
+
+func (r *Registry) once(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.logged[key]; ok {
+		return false
+	}
+	if len(r.logged) >= maxLogged {
+		clear(r.logged)
+	}
+	r.logged[key] = struct{}{}
+	return true
+}
+
+// where describes a candidate's origin for logs.
+func where(c Candidate) string {
+	s := c.Provider + "/" + c.Source
+	if rb := c.ResourceBase; rb != nil {
+		switch rb.Kind {
+		case catalog.ResourceDirectory:
+			s += " " + rb.Path
+		case catalog.ResourceURL:
+			s += " " + rb.URL
+		}
+	}
+	return s
+}
