@@ -1,7 +1,6 @@
 package agentskills
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -9,13 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers"
@@ -129,8 +128,7 @@ type Provider struct {
 	mu       sync.Mutex
 	closed   bool
 	watches  map[string]*watchEntry
-	projects map[string]*list.Element // of *project
-	lru      *list.List
+	projects *simplelru.LRU[string, *project] // tracked projects by root (projects.go)
 	pending  map[*root]struct{}
 	timer    *time.Timer
 	// polledRoots are the roots over the watch limit (see Config.MaxWatchesPerFolder).
@@ -139,70 +137,9 @@ type Provider struct {
 	dropLogged map[dropKey]struct{}
 
 	// Remembered project roots (rootmemo.go).
-	cwdRoots  map[string]*cwdRoot
-	cwdLRU    *list.List                       // of *cwdRoot, most recently used first
+	cwdRoots  *simplelru.LRU[string, *cwdRoot] // by working directory
 	chainDirs map[string]map[*cwdRoot]struct{} // folder -> answers whose way it is on
 	stale     []*cwdRoot                       // forgotten by events, watches not yet released
-}
-
-// project is a project root and its skills folders.
-type project struct {
-	key     string // project root; "" for "no working directory"
-	roots   []*root
-	ch      chan struct{} // closed on change, then replaced
-	evicted bool
-	cwds    map[*cwdRoot]struct{} // remembered working directories with this root
-}
-
-// root is one skills folder.
-type root struct {
-	path   string
-	base   string // links at or below it (down to path) are refused under NoFollowSymlinks
-	rank   int
-	source string
-	proj   *project // nil for custom and user folders
-	gen    atomic.Uint64
-
-	scanMu sync.Mutex
-	last   *rootScan // guarded by scanMu
-
-	// guarded by Provider.mu
-	touched    map[string]struct{}
-	touchedAll bool
-	unwatched  bool
-	dropped    bool
-	polled     bool // more watches needed than allowed: skill files checked every PollInterval
-
-	want map[string]watchKind // guarded by Provider.watchMu
-}
-
-// rootScan is the cached answer of one root.
-type rootScan struct {
-	gen    uint64
-	fresh  bool // reusable while gen is unchanged
-	cands  []providers.Candidate
-	skills []found
-	diags  []providers.Diagnostic
-	err    error
-	files  map[string]fileState
-	needed int // watches its skill folders and linked files need
-}
-
-type watchKind struct {
-	kind int
-	next string // for kindAncestor: the child leading to the root
-}
-
-const (
-	kindRoot     = iota + 1 // the skills folder itself
-	kindDir                 // a skill directory: only SKILL.md matters
-	kindFile                // a linked skill file
-	kindAncestor            // a folder above the root: only its child leading to the root matters
-)
-
-type watchEntry struct {
-	owners map[*root]watchKind
-	chains int // remembered project roots watching this folder (rootmemo.go)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -222,11 +159,7 @@ func New(cfg Config) (*Provider, error) {
 		polledRoots: make(map[*root]struct{}),
 		dropLogged:  make(map[dropKey]struct{}),
 		watches:     make(map[string]*watchEntry),
-		projects:    make(map[string]*list.Element),
-		lru:         list.New(),
 		pending:     make(map[*root]struct{}),
-		cwdRoots:    make(map[string]*cwdRoot),
-		cwdLRU:      list.New(),
 		chainDirs:   make(map[string]map[*cwdRoot]struct{}),
 		loads:       newLoadCache(),
 	}
@@ -236,6 +169,12 @@ func New(cfg Config) (*Provider, error) {
 	if p.maxProjects <= 0 {
 		p.maxProjects = DefaultMaxProjects
 	}
+	// Both LRUs are guarded by p.mu with the watch bookkeeping an
+	// eviction changes, so the variant without a lock of its own fits.
+	// Evictions are made explicitly before adding (see project and
+	// rememberRoot), never by the LRU itself.
+	p.projects, _ = simplelru.NewLRU[string, *project](p.maxProjects, nil)
+	p.cwdRoots, _ = simplelru.NewLRU[string, *cwdRoot](cwdsPerProject*p.maxProjects, nil)
 	if p.debounce <= 0 {
 		p.debounce = DefaultDebounce
 	}
@@ -317,7 +256,7 @@ func (p *Provider) WatchError() error { return p.watchErr }
 // Stats returns the work counters.
 func (p *Provider) Stats() Stats {
 	p.mu.Lock()
-	watches, projects := len(p.watches), len(p.projects)
+	watches, projects := len(p.watches), p.projects.Len()
 	p.mu.Unlock()
 	return Stats{
 		Reads:         p.count.reads.Load(),
@@ -340,99 +279,6 @@ func (p *Provider) Stats() Stats {
 func ProjectRoot(cwd string) (string, error) {
 	root, _, err := findRoot(cwd)
 	return root, err
-}
-
-// roots returns the skills folders for cwd in rank order.
-func (p *Provider) roots(cwd string) ([]*root, *project, error) {
-	key, err := p.projectRoot(cwd)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, nil, ErrClosed
-	}
-	proj, evicted := p.project(key)
-	roots := make([]*root, 0, len(proj.roots)+len(p.shared))
-	roots = append(roots, proj.roots...)
-	roots = append(roots, p.shared...)
-	p.mu.Unlock()
-	p.drop(evicted)
-	return roots, proj, nil
-}
-
-// project returns the tracked project for key, creating it and evicting the
-// least recently used one when over the bound. p.mu must be held.
-func (p *Provider) project(key string) (*project, []*project) {
-	if el, ok := p.projects[key]; ok {
-		p.lru.MoveToFront(el)
-		return el.Value.(*project), nil
-	}
-	proj := &project{key: key, ch: make(chan struct{})}
-	if key != "" {
-		for i, d := range p.projectDirs {
-			proj.roots = append(proj.roots, &root{
-				path:   filepath.Join(key, d),
-				base:   key,
-				rank:   providers.RankProject + i,
-				source: catalog.SourceProject,
-				proj:   proj,
-			})
-		}
-	}
-	p.projects[key] = p.lru.PushFront(proj)
-	var evicted []*project
-	for p.lru.Len() > p.maxProjects {
-		el := p.lru.Back()
-		old := el.Value.(*project)
-		p.lru.Remove(el)
-		delete(p.projects, old.key)
-		old.evicted = true
-		for e := range old.cwds {
-			p.forget(e, false) // drop releases their watches
-		}
-		pending := false
-		for _, r := range old.roots {
-			if _, ok := p.pending[r]; ok {
-				pending = true
-			}
-			r.dropped = true
-			delete(p.pending, r)
-			delete(p.polledRoots, r)
-		}
-		// Forgetting a project is not a change: its channel stays open
-		// (the next Changes for it hands out another one, which tells
-		// the registry not to cache). Only a change seen but not yet
-		// announced closes it, as the announcement would have.
-		if pending {
-			close(old.ch)
-		}
-		evicted = append(evicted, old)
-	}
-	return proj, evicted
-}
-
-// drop releases the watches of evicted projects.
-func (p *Provider) drop(evicted []*project) {
-	if len(evicted) == 0 {
-		return
-	}
-	var cwds []*cwdRoot
-	p.watchMu.Lock()
-	for _, proj := range evicted {
-		for _, r := range proj.roots {
-			for path := range r.want {
-				p.release(r, path)
-			}
-			r.want = nil
-		}
-		for e := range proj.cwds {
-			cwds = append(cwds, e)
-		}
-	}
-	p.watchMu.Unlock()
-	p.unwatchChains(cwds)
 }
 
 // Changes implements providers.Notifier: the returned channel is closed
@@ -593,416 +439,6 @@ func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]provider
 	return out, errors.Join(errs...)
 }
 
-// scan returns r's current answer: the cached one when no event touched r
-// since, else a new scan that reuses the parses of unchanged files.
-func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
-	r.scanMu.Lock()
-	defer r.scanMu.Unlock()
-	g := r.gen.Load()
-	if r.last != nil && r.last.fresh && r.last.gen == g {
-		return r.last
-	}
-	p.mu.Lock()
-	touched, all := r.touched, r.touchedAll
-	r.touched, r.touchedAll = nil, false
-	p.mu.Unlock()
-
-	var prev map[string]fileState
-	if r.last != nil && !all {
-		prev = r.last.files
-	}
-	s := &scanner{noFollow: p.noFollow, base: r.base, prev: prev, touched: touched, count: &p.count}
-	var h *rootHooks
-	if p.w != nil {
-		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true, limit: p.maxWatches}
-		h.watchRoot(s.linkAbove(r.path))
-		s.hooks = h
-	}
-	l := s.scan(ctx, r.path)
-	watched, polled := false, false
-	if h != nil {
-		var shed []string
-		if h.over { // the skill folders are checked by polling instead
-			for path, k := range h.want {
-				if k.kind == kindDir || k.kind == kindFile {
-					delete(h.want, path)
-					shed = append(shed, path)
-				}
-			}
-		}
-		p.keepWatches(r, h.want)
-		p.releaseAll(r, shed)
-		watched, polled = h.ok, h.over
-	}
-	p.mu.Lock()
-	r.unwatched = !watched
-	was := r.polled
-	r.polled = polled && !r.dropped
-	if r.polled {
-		p.polledRoots[r] = struct{}{}
-	} else {
-		delete(p.polledRoots, r)
-	}
-	p.mu.Unlock()
-	if p.log != nil && polled != was {
-		if polled {
-			p.log.Warn("skills folder needs more file watches than allowed: its skill files are checked periodically instead",
-				"folder", r.path, "watches_needed", l.needed, "max_watches", p.maxWatches, "every", p.pollEvery)
-		} else {
-			p.log.Info("skills folder is watched again", "folder", r.path)
-		}
-	}
-
-	rs := &rootScan{
-		gen:    g,
-		fresh:  watched && l.err == nil, // errors are retried, never cached
-		skills: l.skills,
-		diags:  l.diags,
-		err:    l.err,
-		files:  l.files,
-		needed: l.needed,
-	}
-	rs.cands = make([]providers.Candidate, len(l.skills))
-	for i, f := range l.skills {
-		sum := f.sum
-		sum.Source, sum.Provider = r.source, p.name
-		rs.cands[i] = providers.Candidate{Summary: sum, Rank: r.rank}
-	}
-	p.logDropped(r, l)
-	if ctx.Err() == nil {
-		r.last = rs
-	}
-	return rs
-}
-
-// rootHooks watches what a scan of one root visits.
-type rootHooks struct {
-	p     *Provider
-	r     *root
-	want  map[string]watchKind
-	ok    bool // every needed watch is in place
-	limit int  // watches allowed for skill folders and linked files
-	n     int  // of those, taken
-	over  bool // the root needs more than limit: poll it
-}
-
-func (h *rootHooks) add(path string, k watchKind) error {
-	err := h.p.acquire(h.r, path, k)
-	if err == nil {
-		h.want[path] = k
-	}
-	return err
-}
-
-// watchRoot watches every existing folder from the file system root down
-// to the root's parent, each for its child on the way (that child being
-// created, removed or renamed moves or removes the root), then the root
-// itself. Top down, so a folder found missing is reported by its parent's
-// watch when it appears. With link set (a symbolic link on the way that
-// is not followed) it stops at the link's parent. A folder above that
-// cannot be watched (no read permission, say) only costs noticing its
-// child being renamed, unless it is the one that has to report the root
-// (or the link) appearing or changing: then the root counts as unwatched.
-func (h *rootHooks) watchRoot(link string) {
-	parentWatched := true
-	for _, a := range ancestors(h.r.path) {
-		err := h.add(a.dir, watchKind{kind: kindAncestor, next: a.next})
-		switch {
-		case err == nil:
-			parentWatched = true
-		case missing(err):
-			if !parentWatched {
-				h.ok = false
-			}
-			return // its watched parent reports it appearing
-		default:
-			parentWatched = false
-		}
-		if a.next == link {
-			if !parentWatched {
-				h.ok = false
-			}
-			return
-		}
-	}
-	if err := h.add(h.r.path, watchKind{kind: kindRoot}); err != nil && (!missing(err) || !parentWatched) {
-		h.ok = false
-	}
-}
-
-// ancestor is a folder above a root and its child on the way to the root.
-type ancestor struct{ dir, next string }
-
-// ancestors lists the folders above path, from the file system root down.
-func ancestors(path string) []ancestor {
-	var out []ancestor
-	for next := path; ; {
-		d := filepath.Dir(next)
-		if d == next {
-			break
-		}
-		out = append(out, ancestor{dir: d, next: next})
-		next = d
-	}
-	slices.Reverse(out)
-	return out
-}
-
-func (h *rootHooks) watchDir(path string) {
-	if h.take() {
-		if err := h.add(path, watchKind{kind: kindDir}); err != nil && !missing(err) {
-			h.ok = false
-		}
-	}
-}
-
-func (h *rootHooks) watchFile(path string) {
-	if h.take() {
-		if err := h.add(path, watchKind{kind: kindFile}); err != nil && !missing(err) {
-			h.ok = false
-		}
-	}
-}
-
-// take reports whether one more skill folder or linked file may be
-// watched; past the limit the root is polled instead.
-func (h *rootHooks) take() bool {
-	if h.over {
-		return false
-	}
-	if h.n >= h.limit {
-		h.over = true
-		return false
-	}
-	h.n++
-	return true
-}
-
-func missing(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)
-}
-
-// acquire watches path on behalf of r. It (re-)adds the fsnotify watch even
-// when one exists, which also restores a watch the kernel dropped when the
-// path was deleted.
-func (p *Provider) acquire(r *root, path string, k watchKind) error {
-	p.watchMu.Lock()
-	defer p.watchMu.Unlock()
-	p.mu.Lock()
-	if p.closed || r.dropped {
-		p.mu.Unlock()
-		return ErrClosed
-	}
-	e := p.watches[path]
-	if e == nil {
-		e = &watchEntry{owners: make(map[*root]watchKind)}
-		p.watches[path] = e
-	}
-	_, had := e.owners[r]
-	e.owners[r] = k
-	p.mu.Unlock()
-	if err := p.addWatch(path); err != nil {
-		if !had {
-			p.release(r, path)
-		}
-		return err
-	}
-	return nil
-}
-
-// keepWatches releases r's watches that its last scan no longer needs.
-func (p *Provider) keepWatches(r *root, want map[string]watchKind) {
-	p.watchMu.Lock()
-	defer p.watchMu.Unlock()
-	p.mu.Lock()
-	dropped := r.dropped
-	p.mu.Unlock()
-	for path := range r.want {
-		if _, ok := want[path]; !ok || dropped {
-			p.release(r, path)
-		}
-	}
-	if dropped {
-		for path := range want {
-			p.release(r, path)
-		}
-		want = nil
-	}
-	r.want = want
-}
-
-// releaseAll releases r's watches of paths (those keepWatches did not
-// know of, taken by the scan that just ended).
-func (p *Provider) releaseAll(r *root, paths []string) {
-	if len(paths) == 0 {
-		return
-	}
-	p.watchMu.Lock()
-	defer p.watchMu.Unlock()
-	for _, path := range paths {
-		p.release(r, path)
-	}
-}
-
-// release drops r's interest in path and the watch when nobody else needs
-// it. p.watchMu must be held.
-func (p *Provider) release(r *root, path string) {
-	p.mu.Lock()
-	e := p.watches[path]
-	last := false
-	if e != nil {
-		delete(e.owners, r)
-		if len(e.owners) == 0 && e.chains == 0 {
-			delete(p.watches, path)
-			last = true
-		}
-	}
-	closed := p.closed
-	p.mu.Unlock()
-	if last && !closed {
-		_ = p.w.Remove(path) // the kernel may have dropped it already
-	}
-}
-
-// loop turns fsnotify events into root invalidations. It ends when the
-// watcher is closed.
-func (p *Provider) loop() {
-	defer close(p.loopDone)
-	for {
-		select {
-		case ev, ok := <-p.w.Events:
-			if !ok {
-				return
-			}
-			if p.dispatch(ev) {
-				p.releaseStale()
-			}
-		case _, ok := <-p.w.Errors:
-			if !ok {
-				return
-			}
-			// Events may have been lost (queue overflow): distrust every
-			// cached answer.
-			p.touchAll()
-			p.releaseStale()
-		}
-	}
-}
-
-// dispatch marks what an event changes; it reports whether remembered
-// project roots were forgotten (their watches are then to be released).
-func (p *Provider) dispatch(ev fsnotify.Event) (stale bool) {
-	name := filepath.Clean(ev.Name)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.chainEvent(name)
-	stale = len(p.stale) > 0
-	if e := p.watches[name]; e != nil {
-		for r := range e.owners {
-			p.touch(r, name)
-		}
-	}
-	dir := filepath.Dir(name)
-	if dir == name {
-		return stale
-	}
-	e := p.watches[dir]
-	if e == nil {
-		return stale
-	}
-	for r, k := range e.owners {
-		switch k.kind {
-		case kindRoot:
-			p.touch(r, name)
-		case kindDir:
-			if filepath.Base(name) == SkillFile {
-				p.touch(r, name)
-			}
-		case kindAncestor:
-			if name == k.next {
-				p.touch(r, name)
-			}
-		}
-	}
-	return stale
-}
-
-const maxTouched = 4096
-
-// touch marks r as changed at path and schedules a notification. p.mu must
-// be held.
-func (p *Provider) touch(r *root, path string) {
-	if r.dropped || p.closed {
-		return
-	}
-	r.gen.Add(1)
-	if !r.touchedAll {
-		if r.touched == nil {
-			r.touched = make(map[string]struct{})
-		}
-		r.touched[path] = struct{}{}
-		if len(r.touched) > maxTouched {
-			r.touched, r.touchedAll = nil, true
-		}
-	}
-	p.pending[r] = struct{}{}
-	if p.timer == nil {
-		p.timer = time.AfterFunc(p.debounce, p.flush)
-	}
-}
-
-func (p *Provider) touchAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, e := range p.cwdRoots {
-		p.stale = append(p.stale, p.forget(e, true))
-	}
-	for _, r := range p.shared {
-		r.touchedAll = true
-		p.touch(r, r.path)
-	}
-	for _, el := range p.projects {
-		for _, r := range el.Value.(*project).roots {
-			r.touchedAll = true
-			p.touch(r, r.path)
-		}
-	}
-}
-
-// flush sends one change notification for a burst of events: it closes the
-// channels of the projects whose folders changed (all of them when a custom
-// or user folder changed).
-func (p *Provider) flush() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.timer = nil
-	if p.closed || len(p.pending) == 0 {
-		return
-	}
-	all := false
-	projs := make(map[*project]struct{})
-	for r := range p.pending {
-		if r.proj == nil {
-			all = true
-		} else {
-			projs[r.proj] = struct{}{}
-		}
-	}
-	clear(p.pending)
-	if all {
-		for _, el := range p.projects {
-			projs[el.Value.(*project)] = struct{}{}
-		}
-	}
-	for proj := range projs {
-		if !proj.evicted {
-			close(proj.ch)
-			proj.ch = make(chan struct{})
-		}
-	}
-	p.invalidations.Add(1)
-}
-
 // Close stops watching. Channels handed out by Changes are closed, so
 // callers drop what they cached.
 func (p *Provider) Close() error {
@@ -1016,8 +452,7 @@ func (p *Provider) Close() error {
 		p.timer.Stop()
 		p.timer = nil
 	}
-	for _, el := range p.projects {
-		proj := el.Value.(*project)
+	for _, proj := range p.projects.Values() {
 		if !proj.evicted {
 			proj.evicted = true
 			close(proj.ch)

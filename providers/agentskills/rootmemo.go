@@ -1,7 +1,6 @@
 package agentskills
 
 import (
-	"container/list"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,9 +43,9 @@ type cwdRoot struct {
 	chain []string // the folders from cwd up to root, or to "/" when no .git was found
 
 	// guarded by Provider.mu
-	proj  *project      // set once remembered
-	valid bool          // no event on the chain since it was registered
-	el    *list.Element // in Provider.cwdLRU once remembered (then cwdRoots[cwd] == this)
+	proj       *project // set once remembered
+	valid      bool     // no event on the chain since it was registered
+	remembered bool     // in Provider.cwdRoots (then cwdRoots[cwd] == this)
 
 	watched []string // folders watched for it; guarded by Provider.watchMu
 }
@@ -92,8 +91,7 @@ func (p *Provider) projectRoot(cwd string) (string, error) {
 		return ProjectRoot(cwd)
 	}
 	p.mu.Lock()
-	if e := p.cwdRoots[cwd]; e != nil {
-		p.cwdLRU.MoveToFront(e.el)
+	if e, ok := p.cwdRoots.Get(cwd); ok { // marks it recently used
 		root := e.root
 		p.mu.Unlock()
 		return root, nil
@@ -142,7 +140,7 @@ func (p *Provider) rememberRoot(cwd string) (string, error) {
 	if ok && e.valid && !p.closed {
 		proj, ev := p.project(root)
 		evicted = ev
-		if old := p.cwdRoots[cwd]; old != nil { // remembered meanwhile by another call
+		if old, ok := p.cwdRoots.Peek(cwd); ok { // remembered meanwhile by another call
 			forgotten = append(forgotten, p.forget(old, true))
 		}
 		e.proj = proj
@@ -150,11 +148,12 @@ func (p *Provider) rememberRoot(cwd string) (string, error) {
 			proj.cwds = make(map[*cwdRoot]struct{})
 		}
 		proj.cwds[e] = struct{}{}
-		p.cwdRoots[cwd] = e
-		e.el = p.cwdLRU.PushFront(e)
-		for p.cwdLRU.Len() > cwdsPerProject*p.maxProjects {
-			forgotten = append(forgotten, p.forget(p.cwdLRU.Back().Value.(*cwdRoot), true))
+		for p.cwdRoots.Len() >= cwdsPerProject*p.maxProjects {
+			_, oldest, _ := p.cwdRoots.GetOldest()
+			forgotten = append(forgotten, p.forget(oldest, true))
 		}
+		p.cwdRoots.Add(cwd, e)
+		e.remembered = true
 	} else {
 		forgotten = append(forgotten, p.forget(e, true))
 	}
@@ -238,11 +237,10 @@ func (p *Provider) releaseChain(d string) {
 // when e's project is being evicted (which drops its set as a whole).
 func (p *Provider) forget(e *cwdRoot, fromProject bool) *cwdRoot {
 	e.valid = false
-	if e.el != nil {
-		p.cwdLRU.Remove(e.el)
-		e.el = nil
-		if p.cwdRoots[e.cwd] == e {
-			delete(p.cwdRoots, e.cwd)
+	if e.remembered {
+		e.remembered = false
+		if cur, ok := p.cwdRoots.Peek(e.cwd); ok && cur == e {
+			p.cwdRoots.Remove(e.cwd)
 		}
 	}
 	for _, d := range e.chain {
