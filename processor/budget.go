@@ -2,7 +2,8 @@ package processor
 
 import (
 	"context"
-	"sync"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -12,73 +13,27 @@ import (
 // not: each pre-step holds its session's newest catalog (read back at
 // every pre-step) and, when it appends, the new one twice encoded, so a
 // trigger of a 1,000-skill catalog holds a megabyte where one of 50 skills
-// holds tens of kilobytes.
+// holds tens of kilobytes. The semaphore is golang.org/x/sync's Weighted,
+// which serves waiters in order: a large request is not starved by small
+// ones arriving after it.
 type budget struct {
-	mu      sync.Mutex
-	size    int64
-	free    int64
-	waiting []*budgetWaiter // FIFO
+	size int64
+	sem  *semaphore.Weighted
 }
 
-type budgetWaiter struct {
-	n     int64
-	ready chan struct{} // closed once the bytes are granted
+func newBudget(size int64) *budget {
+	return &budget{size: size, sem: semaphore.NewWeighted(size)}
 }
-
-func newBudget(size int64) *budget { return &budget{size: size, free: size} }
 
 // acquire waits until n bytes are free (n is capped at the whole budget, so
 // a trigger larger than the budget runs alone) or ctx ends. The returned
 // function gives the bytes back.
 func (b *budget) acquire(ctx context.Context, n int64) (func(), error) {
 	n = min(max(n, 1), b.size)
-	b.mu.Lock()
-	if len(b.waiting) == 0 && b.free >= n {
-		b.free -= n
-		b.mu.Unlock()
-		return func() { b.release(n) }, nil
+	if err := b.sem.Acquire(ctx, n); err != nil {
+		return nil, err
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
-	b.waiting = append(b.waiting, w)
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return func() { b.release(n) }, nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		select {
-		case <-w.ready: // granted meanwhile: give it back
-			b.mu.Unlock()
-			b.release(n)
-		default:
-			for i, o := range b.waiting {
-				if o == w {
-					b.waiting = append(b.waiting[:i], b.waiting[i+1:]...)
-					break
-				}
-			}
-			b.grant() // the head may have been waiting behind w
-			b.mu.Unlock()
-		}
-		return nil, ctx.Err()
-	}
-}
-
-func (b *budget) release(n int64) {
-	b.mu.Lock()
-	b.free += n
-	b.grant()
-	b.mu.Unlock()
-}
-
-// grant hands free bytes to waiters in order. b.mu must be held.
-func (b *budget) grant() {
-	for len(b.waiting) > 0 && b.free >= b.waiting[0].n {
-		w := b.waiting[0]
-		b.waiting = b.waiting[1:]
-		b.free -= w.n
-		close(w.ready)
-	}
+	return func() { b.sem.Release(n) }, nil
 }
 
 // preStepBytes estimates what a pre-step holds in memory: the session's

@@ -54,10 +54,10 @@ func TestBudget(t *testing.T) {
 	}()
 	// First come, first served: a small request queued behind the big one
 	// waits although it would fit.
+	// Queued once a probe of 1 byte is refused although 10 are free.
 	poll(t, func() error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if len(b.waiting) != 1 {
+		if b.sem.TryAcquire(1) {
+			b.sem.Release(1)
 			return errors.New("big request not queued yet")
 		}
 		return nil
@@ -68,12 +68,14 @@ func TestBudget(t *testing.T) {
 	r60()
 	r30()
 	rBig := <-big
-	if b.free != 0 {
-		t.Fatalf("free %d while the capped request holds everything", b.free)
+	if b.sem.TryAcquire(1) {
+		t.Fatal("bytes free while the capped request holds everything")
 	}
 	rBig()
-	if b.free != 100 || len(b.waiting) != 0 {
-		t.Fatalf("free %d, %d waiting after every release", b.free, len(b.waiting))
+	// All 100 free and nobody waiting: only then is the whole budget
+	// granted at once.
+	if !b.sem.TryAcquire(100) {
+		t.Fatal("the budget is not whole and idle after every release")
 	}
 }
 
@@ -100,8 +102,11 @@ func TestBudgetConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if peak > 10 || b.free != 10 {
-		t.Fatalf("held at most %d of 10; %d free at the end", peak, b.free)
+	if peak > 10 {
+		t.Fatalf("held %d of 10 at once", peak)
+	}
+	if !b.sem.TryAcquire(10) {
+		t.Fatal("the budget is not whole and idle at the end")
 	}
 }
 

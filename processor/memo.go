@@ -1,68 +1,13 @@
 package processor
 
 import (
-	"container/list"
 	"hash/maphash"
-	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/history"
 )
-
-// lru is a bounded, least-recently-used map safe for concurrent use. A
-// capacity of 0 or less stores nothing: every get misses.
-type lru[K comparable, V any] struct {
-	mu    sync.Mutex
-	size  int
-	items map[K]*list.Element // of *lruItem[K, V]
-	order *list.List          // front: most recently used
-}
-
-type lruItem[K comparable, V any] struct {
-	key K
-	val V
-}
-
-func newLRU[K comparable, V any](size int) *lru[K, V] {
-	return &lru[K, V]{size: size, items: make(map[K]*list.Element), order: list.New()}
-}
-
-func (c *lru[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[k]
-	if !ok {
-		var zero V
-		return zero, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*lruItem[K, V]).val, true
-}
-
-func (c *lru[K, V]) put(k K, v V) {
-	if c.size <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[k]; ok {
-		el.Value.(*lruItem[K, V]).val = v
-		c.order.MoveToFront(el)
-		return
-	}
-	c.items[k] = c.order.PushFront(&lruItem[K, V]{key: k, val: v})
-	for c.order.Len() > c.size {
-		old := c.order.Back()
-		c.order.Remove(old)
-		delete(c.items, old.Value.(*lruItem[K, V]).key)
-	}
-}
-
-func (c *lru[K, V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}
 
 // recognitionMemoSize bounds the remembered catalog records: about 200
 // bytes each (the text is not kept), so well under a megabyte, and enough
@@ -91,14 +36,21 @@ type recognition struct {
 	step   string
 }
 
-// recognitions remembers recognise's conclusions by stream sequence.
+// recognitions remembers recognise's conclusions by stream sequence, the
+// least recently used forgotten past its size. The processor's workers
+// share it without a lock of their own, so it is golang-lru's Cache, which
+// locks. A size of 0 or less remembers nothing: every lookup misses.
 type recognitions struct {
 	seed  maphash.Seed
-	cache *lru[uint64, recognition]
+	cache *lru.Cache[uint64, recognition] // nil: remember nothing
 }
 
 func newRecognitions(size int) *recognitions {
-	return &recognitions{seed: maphash.MakeSeed(), cache: newLRU[uint64, recognition](size)}
+	r := &recognitions{seed: maphash.MakeSeed()}
+	if size > 0 {
+		r.cache, _ = lru.New[uint64, recognition](size)
+	}
+	return r
 }
 
 // hdrTimeStamp is the header of a Direct Get answer holding the message's
@@ -126,7 +78,10 @@ func (r *recognitions) fingerprint(s record) uint64 {
 // fingerprint to store a new one under.
 func (r *recognitions) lookup(s record) (recognition, uint64, bool) {
 	fp := r.fingerprint(s)
-	rc, ok := r.cache.get(s.Seq)
+	if r.cache == nil {
+		return recognition{}, fp, false
+	}
+	rc, ok := r.cache.Get(s.Seq)
 	if !ok || rc.subject != s.Subject || rc.size != len(s.Data) || rc.fp != fp {
 		return recognition{}, fp, false
 	}
@@ -134,8 +89,11 @@ func (r *recognitions) lookup(s record) (recognition, uint64, bool) {
 }
 
 func (r *recognitions) store(s record, fp uint64, rc recognition) {
+	if r.cache == nil {
+		return
+	}
 	rc.subject, rc.size, rc.fp = s.Subject, len(s.Data), fp
-	r.cache.put(s.Seq, rc)
+	r.cache.Add(s.Seq, rc)
 }
 
 func contentType(h history.Header) string {

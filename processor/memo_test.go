@@ -11,30 +11,41 @@ import (
 	"github.com/skillstream/skillstream/processor/history"
 )
 
-func TestLRUBound(t *testing.T) {
-	c := newLRU[int, string](3)
-	for i := range 5 {
-		c.put(i, strconv.Itoa(i))
+// The memo is bounded, forgets the least recently used conclusion first,
+// and remembers nothing at size 0.
+func TestRecognitionsBound(t *testing.T) {
+	rec := func(seq uint64) record { return record{Subject: "s", Seq: seq, Data: []byte{byte(seq)}} }
+	remember := func(r *recognitions, seq uint64) {
+		_, fp, _ := r.lookup(rec(seq))
+		r.store(rec(seq), fp, recognition{ok: true, step: strconv.FormatUint(seq, 10)})
 	}
-	if n := c.len(); n != 3 {
+	known := func(r *recognitions, seq uint64) bool {
+		_, _, ok := r.lookup(rec(seq))
+		return ok
+	}
+	r := newRecognitions(3)
+	for i := range uint64(5) {
+		remember(r, i)
+	}
+	if n := r.cache.Len(); n != 3 {
 		t.Fatalf("len %d, want 3", n)
 	}
-	for i := range 2 {
-		if _, ok := c.get(i); ok {
+	for i := range uint64(2) {
+		if known(r, i) {
 			t.Errorf("%d kept past the bound", i)
 		}
 	}
-	c.get(2)     // 2 is now the most recently used
-	c.put(5, "") // evicts 3
-	if _, ok := c.get(3); ok {
+	known(r, 2)    // 2 is now the most recently used
+	remember(r, 5) // evicts 3
+	if known(r, 3) {
 		t.Error("least recently used entry kept")
 	}
-	if v, ok := c.get(2); !ok || v != "2" {
-		t.Errorf("recently used entry: %q %v", v, ok)
+	if rc, _, ok := r.lookup(rec(2)); !ok || rc.step != "2" {
+		t.Errorf("recently used entry: %+v %v", rc, ok)
 	}
-	none := newLRU[int, int](0)
-	none.put(1, 1)
-	if _, ok := none.get(1); ok || none.len() != 0 {
+	none := newRecognitions(0)
+	remember(none, 1)
+	if known(none, 1) {
 		t.Error("a zero-size memo stores")
 	}
 }
@@ -74,7 +85,7 @@ func TestRecogniseMemo(t *testing.T) {
 			t.Fatalf("recognise: %+v %v", o, ok)
 		}
 	}
-	if n := p.recognised.cache.len(); n != 1 {
+	if n := p.recognised.cache.Len(); n != 1 {
 		t.Fatalf("%d conclusions remembered, want 1", n)
 	}
 
