@@ -8,3 +8,6 @@ func SetBeforeWrite(pb *Publisher, f func()) {
 		f()
 	}
 }
+
+// MaxChans is how many projects' change channels a provider keeps.
+const MaxChans = maxChans

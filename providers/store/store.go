@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -170,17 +171,18 @@ type Provider struct {
 
 	mu        sync.Mutex
 	healthy   bool
-	wasBroken bool                        // the watch broke once: log when it is back
-	why       error                       // why not healthy
-	scopes    map[string]map[string]entry // project id ("" global) -> name -> entry
-	chans     map[string]chan struct{}    // project id -> change channel
-	advanced  chan struct{}               // closed when revision advances or health changes
-	skipped   map[string]struct{}         // malformed entries logged
+	wasBroken bool                                  // the watch broke once: log when it is back
+	why       error                                 // why not healthy
+	scopes    map[string]map[string]entry           // project id ("" global) -> name -> entry
+	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
+	advanced  chan struct{}                         // closed when revision advances or health changes
+	skipped   map[string]struct{}                   // malformed entries logged
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// maxChans bounds the change channels kept (one per project asked about).
+// maxChans bounds the change channels kept (one per project asked about);
+// past it the least recently asked about is forgotten.
 const maxChans = 4096
 
 // Open opens (creating when missing) the store's buckets, starts following
@@ -200,13 +202,15 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		done:     make(chan struct{}),
 		why:      fmt.Errorf("%w: index not loaded yet", ErrUnavailable),
 		scopes:   make(map[string]map[string]entry),
-		chans:    make(map[string]chan struct{}),
 		advanced: make(chan struct{}),
 		skipped:  make(map[string]struct{}),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
+	// Guarded by p.mu with the scopes, so the LRU without a lock of its
+	// own fits. An evicted channel is left open: see Changes.
+	p.chans, _ = simplelru.NewLRU[string, chan struct{}](maxChans, nil)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.run()
 	for {
@@ -258,30 +262,29 @@ func (p *Provider) CatchUp(ctx context.Context, rev uint64) error {
 // Changes implements providers.Notifier. The channel of a query closes
 // when a skill of the global scope or of the query's project changes, and
 // when the store becomes unavailable; while it is unavailable, the channel
-// is already closed.
+// is already closed. Past maxChans projects the least recently asked about
+// is forgotten, which is no change: its channel stays open and the next
+// Changes for it hands out another one (see providers.Notifier).
 func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.healthy {
 		return closedChan
 	}
-	ch, ok := p.chans[q.Project]
+	ch, ok := p.chans.Get(q.Project)
 	if !ok {
-		if len(p.chans) >= maxChans {
-			p.closeAll()
-		}
 		ch = make(chan struct{})
-		p.chans[q.Project] = ch
+		p.chans.Add(q.Project, ch) // may forget the least recently used, left open
 	}
 	return ch
 }
 
 // closeAll closes every change channel. p.mu must be held.
 func (p *Provider) closeAll() {
-	for k, ch := range p.chans {
+	for _, ch := range p.chans.Values() {
 		close(ch)
-		delete(p.chans, k)
 	}
+	p.chans.Purge()
 }
 
 // closeScope closes the channels a change of scope project affects. p.mu
@@ -291,9 +294,9 @@ func (p *Provider) closeScope(project string) {
 		p.closeAll()
 		return
 	}
-	if ch, ok := p.chans[project]; ok {
+	if ch, ok := p.chans.Peek(project); ok {
 		close(ch)
-		delete(p.chans, project)
+		p.chans.Remove(project)
 	}
 }
 
