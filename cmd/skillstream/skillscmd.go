@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -261,25 +259,21 @@ A scope is "global" (every session; the default) or "project/<id>"
 // problem it prints them all (as validate does) and nothing is published.
 func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, error) {
 	l := linter{ctx: context.Background(), follow: true}
+	var skills []string // as the provider's scan found them
 	for _, p := range paths {
-		l.path(p)
+		skills = append(skills, l.path(p)...)
 	}
 	var locals []store.Local
-	for _, p := range paths {
-		for _, s := range skillPaths(p) {
-			if l.isIgnored(s) {
-				continue // a README.md beside the skills, say
+	for _, s := range skills {
+		loc, err := store.ReadSkill(s, cfg)
+		if err != nil {
+			if l.hasError(s) {
+				continue // the linter said why already
 			}
-			loc, err := store.ReadSkill(s, cfg)
-			if err != nil {
-				if l.hasError(s) {
-					continue // the linter said why already
-				}
-				l.add(s, levelError, "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), store.ErrInvalidSkill.Error()+": "), s+": "))
-				continue
-			}
-			locals = append(locals, loc)
+			l.add(s, levelError, "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), store.ErrInvalidSkill.Error()+": "), s+": "))
+			continue
 		}
+		locals = append(locals, loc)
 	}
 	if l.errors > 0 {
 		l.report(a.stderr)
@@ -287,48 +281,6 @@ func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, erro
 		return nil, errReported
 	}
 	return locals, nil
-}
-
-// skillPaths lists the skills a push path holds: itself when it is a skill
-// folder or a file, else the skill folders and flat .md files of the root
-// (hidden entries are not skills, as in the filesystem provider).
-func skillPaths(p string) []string {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil // the linter reported it
-	}
-	if !fi.IsDir() {
-		return []string{p}
-	}
-	if sfi, err := os.Stat(filepath.Join(p, "SKILL.md")); err == nil && !sfi.IsDir() {
-		return []string{p}
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		full := filepath.Join(p, name)
-		fi, err := os.Stat(full)
-		if err != nil {
-			continue
-		}
-		switch {
-		case fi.IsDir():
-			if sfi, err := os.Stat(filepath.Join(full, "SKILL.md")); err == nil && !sfi.IsDir() {
-				out = append(out, full)
-			}
-		case fi.Mode().IsRegular() && strings.HasSuffix(name, ".md"):
-			out = append(out, full)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func printChange(w io.Writer, ch store.Change) {
@@ -362,17 +314,6 @@ func parseNameRev(s string) (string, uint64, error) {
 		return "", 0, usagef("revision %q: want a positive integer", revText)
 	}
 	return name, rev, nil
-}
-
-// isIgnored reports whether the linter ignored the file at path (not meant
-// as a skill).
-func (l *linter) isIgnored(path string) bool {
-	for _, f := range l.findings {
-		if f.level == levelIgnored && f.path == path {
-			return true
-		}
-	}
-	return false
 }
 
 // hasError reports whether the linter found an error at or below path.

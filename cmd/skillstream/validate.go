@@ -112,22 +112,33 @@ func (l *linter) add(path, level, format string, args ...any) {
 	}
 }
 
-// path lints one argument: a file, a skill folder or a root.
-func (l *linter) path(p string) {
+// path lints one argument: a file, a skill folder or a root. It returns
+// the valid skills found, each as a skill folder or a flat file (what
+// skills push reads).
+func (l *linter) path(p string) []string {
 	fi, err := os.Stat(p) // never blocks, not even on a FIFO
 	if err == nil && fi.IsDir() {
 		if sfi, err := os.Stat(filepath.Join(p, agentskills.SkillFile)); err == nil && !sfi.IsDir() {
-			l.listing(p, agentskills.ScanSkill(l.ctx, p, l.follow), nil)
-			return
+			return l.skillArg(p)
 		}
-		l.root(p)
-		return
+		return l.root(p)
 	}
-	l.listing(p, agentskills.ScanSkill(l.ctx, p, l.follow), nil)
+	return l.skillArg(p)
+}
+
+// skillArg lints one skill folder or file, as the provider reads it
+// inside a skills folder.
+func (l *linter) skillArg(p string) []string {
+	ls := agentskills.ScanSkill(l.ctx, p, l.follow)
+	l.listing(p, ls, nil)
+	if len(ls.Skills) == 0 {
+		return nil
+	}
+	return []string{p}
 }
 
 // root lints a skills root: one level deep, as the provider reads it.
-func (l *linter) root(root string) {
+func (l *linter) root(root string) []string {
 	ls := agentskills.ScanFolder(l.ctx, root, l.follow)
 	seen := map[string]string{} // skill name -> first file defining it
 	start := len(l.findings)
@@ -140,6 +151,15 @@ func (l *linter) root(root string) {
 	if len(ls.Skills) == 0 && len(ls.Diagnostics) == 0 && ls.Err == nil {
 		l.add(root, levelWarning, "no skills found: expected <name>/SKILL.md folders or <name>.md files")
 	}
+	var skills []string
+	for _, f := range ls.Skills {
+		if filepath.Base(f.Path) == agentskills.SkillFile {
+			skills = append(skills, filepath.Dir(f.Path)) // a skill folder
+		} else {
+			skills = append(skills, f.Path)
+		}
+	}
+	return skills
 }
 
 // listing reports what a scan of arg found; seen, when not nil, tracks
