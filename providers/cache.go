@@ -183,7 +183,7 @@ func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable 
 		}
 		ch := n.Changes(q)
 		tokens[i] = ch
-		if ch != nil && isClosed(ch) {
+		if ch != nil && Closed(ch) {
 			cacheable = false
 		}
 	}
@@ -199,7 +199,7 @@ func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 			return false
 		}
 		tok := tokens[i]
-		if tok != nil && isClosed(tok) {
+		if tok != nil && Closed(tok) {
 			return false
 		}
 		if n.Changes(q) != tok {
@@ -207,15 +207,6 @@ func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 		}
 	}
 	return true
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // collect asks every provider for its candidates and merges them. When a
@@ -228,7 +219,7 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 		tokens, cacheable := r.tokens(q)
 		open := make([]bool, len(tokens))
 		for i, t := range tokens {
-			open[i] = t != nil && !isClosed(t)
+			open[i] = t != nil && !Closed(t)
 		}
 		results, err := r.listAll(ctx, q)
 		if err != nil {
@@ -268,7 +259,7 @@ func (r *Registry) since(q catalog.Query, tokens []<-chan struct{}, open []bool)
 		cur := p.(Notifier).Changes(q)
 		// Closed is checked after taking cur: a channel closed and
 		// replaced meanwhile then counts as the change it is.
-		if isClosed(tokens[i]) {
+		if Closed(tokens[i]) {
 			return true, false
 		}
 		if cur != tokens[i] {

@@ -65,6 +65,17 @@ type Notifier interface {
 	Changes(q catalog.Query) <-chan struct{}
 }
 
+// Closed reports whether a change channel is closed: a change announced,
+// or a provider that cannot tell.
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Diagnoser is implemented by providers that can explain what they skipped
 // (invalid files, dangling links) for operators. Diagnostics never reach the
 // model.

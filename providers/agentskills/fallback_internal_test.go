@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 )
 
 // TestWatchFailureFallsBackToStat: when a watch cannot be added (here: the
@@ -108,7 +109,7 @@ func TestUnwatchableAncestorIsTolerated(t *testing.T) {
 	if cs, err := p.List(ctx, catalog.Query{}); err != nil || len(cs) != 1 {
 		t.Fatalf("List = %v, %v", cs, err)
 	}
-	if isClosed(p.Changes(catalog.Query{})) {
+	if providers.Closed(p.Changes(catalog.Query{})) {
 		t.Fatal("an unwatchable folder above the skills folder made it unwatched")
 	}
 	ch := p.Changes(catalog.Query{})
@@ -117,14 +118,5 @@ func TestUnwatchableAncestorIsTolerated(t *testing.T) {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the edit was not announced within 10s")
-	}
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

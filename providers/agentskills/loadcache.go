@@ -86,24 +86,19 @@ func (c *loadCache) digest(file string, flat bool) string {
 		if !ok {
 			return ""
 		}
-		key := "file\x00" + file
-		files := []File{{Path: SkillFile, Size: id.size, Source: file, id: id}}
-		if d, ok := c.cachedDigest(key, files); ok {
-			return d
-		}
-		d, err := DigestFiles(files)
-		if err != nil {
-			return ""
-		}
-		c.putDigest(key, files, d)
-		return d
+		return c.digestOf("file\x00"+file, []File{{Path: SkillFile, Size: id.size, Source: file, id: id}})
 	}
 	dir := filepath.Dir(file)
 	files, err := Files(dir, Limits{})
 	if err != nil {
 		return ""
 	}
-	key := "dir\x00" + dir
+	return c.digestOf("dir\x00"+dir, files)
+}
+
+// digestOf returns the digest of files, cached under key while the files
+// keep their paths and identities; "" when they cannot be digested.
+func (c *loadCache) digestOf(key string, files []File) string {
 	if d, ok := c.cachedDigest(key, files); ok {
 		return d
 	}

@@ -178,12 +178,7 @@ func (p *Provider) watchChain(e *cwdRoot) bool {
 			p.mu.Unlock()
 			return false
 		}
-		w := p.watches[d]
-		if w == nil {
-			w = &watchEntry{owners: make(map[*root]watchKind)}
-			p.watches[d] = w
-		}
-		w.chains++
+		p.watchEntry(d).chains++
 		p.mu.Unlock()
 		e.watched = append(e.watched, d)
 		if err := p.addWatch(d); err != nil {
@@ -215,21 +210,7 @@ func (p *Provider) unwatchChains(es []*cwdRoot) {
 // releaseChain drops one remembered answer's interest in the folder d.
 // p.watchMu must be held.
 func (p *Provider) releaseChain(d string) {
-	p.mu.Lock()
-	w := p.watches[d]
-	last := false
-	if w != nil {
-		w.chains--
-		if w.chains <= 0 && len(w.owners) == 0 {
-			delete(p.watches, d)
-			last = true
-		}
-	}
-	closed := p.closed
-	p.mu.Unlock()
-	if last && !closed {
-		_ = p.w.Remove(d)
-	}
+	p.unwatch(d, func(e *watchEntry) { e.chains-- })
 }
 
 // forget drops e from the remembered answers and the chain index and

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -21,7 +22,7 @@ func TestProjectRootRemembered(t *testing.T) {
 	snapshotIs(t, r, sub, "r=repo")
 	walks := p.Stats().RootWalks
 	for range 20 {
-		if isClosed(p.Changes(catalog.At(sub))) {
+		if providers.Closed(p.Changes(catalog.At(sub))) {
 			t.Fatal("Changes returned a closed channel while watching")
 		}
 		snapshotIs(t, r, sub, "r=repo")
@@ -173,7 +174,7 @@ func BenchmarkChanges(b *testing.B) {
 	p := newProvider(b, agentskills.Config{NoUserDir: true})
 	b.ReportAllocs()
 	for b.Loop() {
-		if isClosed(p.Changes(catalog.At(cwd))) {
+		if providers.Closed(p.Changes(catalog.At(cwd))) {
 			b.Fatal("closed channel")
 		}
 	}

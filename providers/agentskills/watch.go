@@ -150,11 +150,7 @@ func (p *Provider) acquire(r *root, path string, k watchKind) error {
 		p.mu.Unlock()
 		return ErrClosed
 	}
-	e := p.watches[path]
-	if e == nil {
-		e = &watchEntry{owners: make(map[*root]watchKind)}
-		p.watches[path] = e
-	}
+	e := p.watchEntry(path)
 	_, had := e.owners[r]
 	e.owners[r] = k
 	p.mu.Unlock()
@@ -204,12 +200,29 @@ func (p *Provider) releaseAll(r *root, paths []string) {
 // release drops r's interest in path and the watch when nobody else needs
 // it. p.watchMu must be held.
 func (p *Provider) release(r *root, path string) {
+	p.unwatch(path, func(e *watchEntry) { delete(e.owners, r) })
+}
+
+// watchEntry returns the entry of path, creating it. p.mu must be held.
+func (p *Provider) watchEntry(path string) *watchEntry {
+	e := p.watches[path]
+	if e == nil {
+		e = &watchEntry{owners: make(map[*root]watchKind)}
+		p.watches[path] = e
+	}
+	return e
+}
+
+// unwatch applies let (which drops one interest) to path's entry, and
+// removes the entry and its watch when no folder and no remembered
+// project root needs it any more. p.watchMu must be held.
+func (p *Provider) unwatch(path string, let func(*watchEntry)) {
 	p.mu.Lock()
 	e := p.watches[path]
 	last := false
 	if e != nil {
-		delete(e.owners, r)
-		if len(e.owners) == 0 && e.chains == 0 {
+		let(e)
+		if len(e.owners) == 0 && e.chains <= 0 {
 			delete(p.watches, path)
 			last = true
 		}

@@ -36,7 +36,7 @@ func TestWatchWalkThrough(t *testing.T) {
 
 	t.Log("empty")
 	snapshotIs(t, r, repo)
-	if ch := p.Changes(catalog.At(repo)); isClosed(ch) {
+	if ch := p.Changes(catalog.At(repo)); providers.Closed(ch) {
 		t.Fatal("Changes returned a closed channel while watching")
 	}
 
@@ -91,7 +91,7 @@ func TestWatchWalkThrough(t *testing.T) {
 	snapshotIs(t, r, repo, "delta=new")
 	write(t, filepath.Join(root, "epsilon/SKILL.md"), skillText("epsilon", "late file", ""))
 	snapshotIs(t, r, repo, "delta=new", "epsilon=late file")
-	if isClosed(p.Changes(catalog.At(repo))) {
+	if providers.Closed(p.Changes(catalog.At(repo))) {
 		t.Error("the provider fell back to stat validation; every step above must have come from watching")
 	}
 }
@@ -142,7 +142,7 @@ func TestStatFallbackWithoutWatcher(t *testing.T) {
 	root := t.TempDir()
 	write(t, filepath.Join(root, "a/SKILL.md"), skillText("a", "one", ""))
 	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true, NoWatch: true})
-	if !isClosed(p.Changes(catalog.At(""))) {
+	if !providers.Closed(p.Changes(catalog.At(""))) {
 		t.Fatal("Changes without a watcher must be a closed channel (do not cache)")
 	}
 	r := providers.NewRegistry([]providers.Provider{p})
@@ -249,13 +249,4 @@ func TestWatchedProjectsAreBounded(t *testing.T) {
 	snapshotIs(t, r, repos[0], "s=repo0")
 	write(t, filepath.Join(repos[0], ".agents/skills/s/SKILL.md"), skillText("s", "edited", ""))
 	snapshotIs(t, r, repos[0], "s=edited")
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

@@ -217,7 +217,7 @@ func changes(t *testing.T, f Factory) {
 		return slices.Contains(names(list(t, h)), added.Name)
 	})
 	if notifies && ch != nil {
-		eventually(t, "the change channel to close", func() bool { return isClosed(ch) })
+		eventually(t, "the change channel to close", func() bool { return providers.Closed(ch) })
 	}
 	sk, err := h.Provider.Load(context.Background(), added.Name, h.Query)
 	if err != nil || sk.Content != added.Body {
@@ -232,7 +232,7 @@ func changes(t *testing.T, f Factory) {
 		return !slices.Contains(names(list(t, h)), "alpha")
 	})
 	if notifies && ch != nil {
-		eventually(t, "the change channel to close", func() bool { return isClosed(ch) })
+		eventually(t, "the change channel to close", func() bool { return providers.Closed(ch) })
 	}
 	if _, err := h.Provider.Load(context.Background(), "alpha", h.Query); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("Load of removed skill: %v, want catalog.ErrNotFound", err)
@@ -268,15 +268,6 @@ func inRegistry(t *testing.T, f Factory) {
 	again, err := r.Snapshot(ctx, h.Query)
 	if err != nil || !reflect.DeepEqual(again, s) {
 		t.Fatalf("second Snapshot differs: %v", err)
-	}
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -131,11 +131,7 @@ type Publisher struct {
 
 // NewPublisher opens (creating when missing) the store's buckets.
 func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Publisher, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg = cfg.withDefaults()
-	kv, obs, err := buckets(ctx, js, cfg)
+	cfg, kv, obs, err := buckets(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}

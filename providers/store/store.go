@@ -110,9 +110,14 @@ func (c Config) limits() agentskills.Limits {
 	return agentskills.Limits{MaxFiles: c.MaxFiles, MaxBytes: c.MaxBytes}
 }
 
-// buckets opens the index and the object store, creating them with the
-// configured replicas and history when missing.
-func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.KeyValue, jetstream.ObjectStore, error) {
+// buckets validates cfg, applies its defaults and opens the index and the
+// object store, creating them with the configured replicas and history
+// when missing. It returns cfg with its defaults.
+func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (Config, jetstream.KeyValue, jetstream.ObjectStore, error) {
+	if err := cfg.Validate(); err != nil {
+		return cfg, nil, nil, err
+	}
+	cfg = cfg.withDefaults()
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
@@ -124,7 +129,7 @@ func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("skill index bucket %s: %w", cfg.Bucket, err)
+		return cfg, nil, nil, fmt.Errorf("skill index bucket %s: %w", cfg.Bucket, err)
 	}
 	obs, err := js.ObjectStore(ctx, cfg.Objects)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -136,9 +141,9 @@ func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("skill object store %s: %w", cfg.Objects, err)
+		return cfg, nil, nil, fmt.Errorf("skill object store %s: %w", cfg.Objects, err)
 	}
-	return kv, obs, nil
+	return cfg, kv, obs, nil
 }
 
 // entry is one live index entry.
@@ -188,11 +193,7 @@ const maxChans = 4096
 // Open opens (creating when missing) the store's buckets, starts following
 // the index and waits until the index is loaded or ctx ends.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	cfg = cfg.withDefaults()
-	kv, obs, err := buckets(ctx, js, cfg)
+	cfg, kv, obs, err := buckets(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}

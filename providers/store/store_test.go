@@ -473,15 +473,6 @@ func TestMaterialize(t *testing.T) {
 	}
 }
 
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // Past MaxChans projects the provider forgets the least recently asked
 // about. Forgetting is no change: the forgotten channel stays open (a
 // registry holding it would otherwise drop its cache and collect again for
@@ -492,13 +483,13 @@ func TestForgottenChangeChannelStaysOpen(t *testing.T) {
 	srv := natstest.Start(t)
 	p := open(t, srv.JS, store.Config{})
 	first := p.Changes(catalog.Query{Project: "first"})
-	if isClosed(first) {
+	if providers.Closed(first) {
 		t.Fatal("a healthy store hands out a closed channel")
 	}
 	for i := range store.MaxChans {
 		p.Changes(catalog.Query{Project: fmt.Sprintf("p%d", i)})
 	}
-	if isClosed(first) {
+	if providers.Closed(first) {
 		t.Fatal("forgetting a project closed its channel: callers take it for a change")
 	}
 	again := p.Changes(catalog.Query{Project: "first"})
@@ -506,13 +497,13 @@ func TestForgottenChangeChannelStaysOpen(t *testing.T) {
 		t.Fatal("a forgotten project still has its channel")
 	}
 	recent := p.Changes(catalog.Query{Project: fmt.Sprintf("p%d", store.MaxChans-1)})
-	if isClosed(recent) {
+	if providers.Closed(recent) {
 		t.Fatal("a recently used channel closed without a change")
 	}
 
 	pb := publisher(t, srv.JS, store.Config{})
 	push(t, pb, store.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body.", nil))
 	eventually(t, "a global change to close the current channels", func() bool {
-		return isClosed(again) && isClosed(recent)
+		return providers.Closed(again) && providers.Closed(recent)
 	})
 }
