@@ -76,6 +76,20 @@ type ResourceBase struct {
 	Description string       `json:"description,omitempty"`
 }
 
+// Where names the resource base for people: the folder's path, the URL,
+// or the description in parentheses ("" for an unknown kind).
+func (rb ResourceBase) Where() string {
+	switch rb.Kind {
+	case ResourceDirectory:
+		return rb.Path
+	case ResourceURL:
+		return rb.URL
+	case ResourceOpaque:
+		return "(" + rb.Description + ")"
+	}
+	return ""
+}
+
 // Summary is what a provider tells about a skill without loading its body.
 type Summary struct {
 	Name         string        `json:"name"`

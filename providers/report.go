@@ -144,13 +144,8 @@ func (r *Registry) once(key string) bool {
 // where describes a candidate's origin for logs.
 func where(c Candidate) string {
 	s := c.Provider + "/" + c.Source
-	if rb := c.ResourceBase; rb != nil {
-		switch rb.Kind {
-		case catalog.ResourceDirectory:
-			s += " " + rb.Path
-		case catalog.ResourceURL:
-			s += " " + rb.URL
-		}
+	if rb := c.ResourceBase; rb != nil && rb.Where() != "" {
+		s += " " + rb.Where()
 	}
 	return s
 }

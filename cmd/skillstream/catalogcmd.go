@@ -215,15 +215,8 @@ func describe(o originJSON) string {
 	if s == "" {
 		s = o.Provider
 	}
-	if rb := o.ResourceBase; rb != nil {
-		switch rb.Kind {
-		case catalog.ResourceDirectory:
-			s += " " + rb.Path
-		case catalog.ResourceURL:
-			s += " " + rb.URL
-		case catalog.ResourceOpaque:
-			s += " (" + rb.Description + ")"
-		}
+	if rb := o.ResourceBase; rb != nil && rb.Where() != "" {
+		s += " " + rb.Where()
 	}
 	return s
 }
