@@ -78,4 +78,16 @@
 // error wrapping catalog.ErrNotFound when no provider offers the name any
 // more, and otherwise the provider's failure as `read skill "<name>":
 // <cause>`, which the skill tool shows as `Error: <message>`.
+//
+// # Where the code lives
+//
+// The registry is one type in files along its seams: registry.go holds the
+// public API (options, Snapshot, Prepared, Resolve, Load, Close, the
+// revision calls); merge.go the ranking and merging of the providers'
+// answers; cache.go the cached views, their change channels and the shared
+// collections; calls.go the supervised provider calls (timeouts, stuck
+// providers); report.go Inspect, Report and the log. The snapshot cache is
+// an LRU from github.com/hashicorp/golang-lru/v2 (simplelru: the
+// registry's mutex guards it with the rest of its state). provider.go
+// declares what a provider implements, and Closed reads a change channel.
 package providers

@@ -92,4 +92,19 @@
 //
 // Load finds the winning file through the cached listing and reads it
 // again, so body edits are seen at once.
+//
+// # Where the code lives
+//
+// provider.go holds the API (Config, New, Changes, List, Load,
+// Diagnostics, Close); projects.go the tracked projects, their skills
+// folders and change channels; rootmemo.go the remembered project roots
+// of working directories; folder.go the cached answer of one skills
+// folder and the scan renewing it; scan.go the folder walk itself, shared
+// with ScanFolder and ScanSkill; watch.go the fsnotify watches, the event
+// loop and the debounced notification; poll.go the folders over the watch
+// bound; loadcache.go the parsed bodies and digests Load reuses. The
+// bounded sets (tracked projects, remembered roots, loaded bodies and
+// digests) are LRUs from github.com/hashicorp/golang-lru/v2, in the
+// simplelru form: the provider's own locks guard them with the state an
+// eviction changes.
 package agentskills
