@@ -135,42 +135,18 @@ func (p *Processor) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, p.cfg.Workers)
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		// Blocks the pull loop while every worker is busy. A trigger not
-		// started when the processor stops is handed back at once, so
-		// that another member or the restarted one answers it without
-		// waiting for the ack wait.
-		select {
-		case <-ctx.Done():
-			p.handBack(msg)
-			return
-		default:
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			p.handBack(msg)
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			p.handle(work, msg)
-		}()
-	},
-		jetstream.PullMaxMessages(p.cfg.Workers),
-		// Short pulls with frequent idle heartbeats: after a consumer leader
-		// change or a lost pull request, pulling resumes within seconds.
-		jetstream.PullExpiry(pullExpiry),
-		jetstream.PullHeartbeat(pullHeartbeat),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			p.log.Debug("consume", "err", err)
-		}),
-	)
-	if err != nil {
-		return fmt.Errorf("consume %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
-	}
+	pulled := make(chan struct{})
+	go func() {
+		defer close(pulled)
+		p.pull(ctx, cons, slots, func(msg jetstream.Msg) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				p.handle(work, msg)
+			}()
+		})
+	}()
 	sctx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
 	statsDone := make(chan struct{})
 	go func() {
@@ -185,20 +161,83 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
 	<-ctx.Done()
-	// Stop pulling; triggers already buffered are handed back. If the
-	// server is unreachable the drain cannot complete: give up after
-	// AckWait, those triggers are redelivered to another instance.
-	cc.Drain()
-	drained := time.NewTimer(p.cfg.AckWait)
-	select {
-	case <-cc.Closed():
-	case <-drained.C:
-		cc.Stop()
-	}
-	drained.Stop()
+	// The pull loop issues no new pull request, hands back whatever the
+	// open one still delivers, and returns when it has ended (at most
+	// pullExpiry later): nothing is left in transit.
+	<-pulled
 	wg.Wait()
 	p.log.Info("processor stopped")
 	return nil
+}
+
+// pull is the consumer loop: one pull request at a time, for as many
+// triggers as there are free workers, each started with start once it holds
+// a slot. Unlike a subscription withdrawn at shutdown, whose pull request
+// may still be delivering to it, pull keeps reading the open request until
+// the server ends it: every trigger delivered to this instance is either
+// started or handed back, none is left waiting for the ack wait.
+func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots chan struct{}, start func(jetstream.Msg)) {
+	for ctx.Err() == nil {
+		// Wait for one free worker, then ask for as many triggers as are
+		// free: each delivered trigger finds its slot at once.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1 + cap(slots) - len(slots)
+		<-slots
+		// No idle heartbeat: a fetch that gave up on missed heartbeats
+		// would withdraw its inbox while the server may still deliver to
+		// it. A lost pull request costs at most pullExpiry.
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(pullExpiry))
+		if err != nil {
+			p.log.Debug("pull", "err", err)
+			if pause(ctx, pullRetry) != nil {
+				return
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			if ctx.Err() != nil {
+				p.handBack(msg)
+				continue
+			}
+			select {
+			case slots <- struct{}{}:
+				start(msg)
+			case <-ctx.Done():
+				p.handBack(msg)
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			p.log.Debug("pull", "err", err)
+			if pause(ctx, pullRetry) != nil {
+				return
+			}
+		}
+	}
+}
+
+// settle sends an acknowledgement (ack, nak or term) for msg and waits
+// until the server confirms it has applied it to the consumer. A plain
+// acknowledgement is only queued by the server: one still queued when the
+// server stops (an embedded server stopping with serve) is lost, and its
+// trigger then waits a whole ack wait for redelivery. Confirmed, it is part
+// of the consumer's state before the processor reports the trigger done.
+func (p *Processor) settle(msg jetstream.Msg, ack []byte) error {
+	reply := msg.Reply()
+	if reply == "" {
+		return jetstream.ErrMsgNoReply
+	}
+	_, err := p.nc.Request(reply, ack, p.cfg.RequestTimeout)
+	return err
+}
+
+// nakWithDelay is the body of a negative acknowledgement asking for
+// redelivery after d.
+func nakWithDelay(d time.Duration) []byte {
+	return fmt.Appendf(nil, `-NAK {"delay": %d}`, d.Nanoseconds())
 }
 
 // handBack returns a trigger the processor received but will not start
@@ -207,7 +246,7 @@ func (p *Processor) Run(ctx context.Context) error {
 // request, which is being withdrawn).
 func (p *Processor) handBack(msg jetstream.Msg) {
 	p.m.handedBack.Inc()
-	if err := msg.NakWithDelay(p.cfg.NakDelay); err != nil {
+	if err := p.settle(msg, nakWithDelay(p.cfg.NakDelay)); err != nil {
 		p.log.Warn("hand back trigger at shutdown", "subject", msg.Subject(), "err", err)
 	}
 }
@@ -240,10 +279,13 @@ func (p *Processor) watchConsumer(ctx context.Context, cons jetstream.Consumer) 
 	}
 }
 
-// Pull request timing; a missing heartbeat is noticed after 2×pullHeartbeat.
+// Pull request timing: a pull request lives at most pullExpiry (so a lost
+// one, or one held by a consumer leader that went away, is replaced within
+// seconds, and shutdown waits at most that long); after a failed pull the
+// next one waits pullRetry.
 const (
-	pullExpiry    = 5 * time.Second
-	pullHeartbeat = time.Second
+	pullExpiry = 5 * time.Second
+	pullRetry  = 250 * time.Millisecond
 )
 
 // trigger is one delivery being handled.
@@ -316,11 +358,11 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	var ackErr error
 	switch f {
 	case fateAck:
-		ackErr = msg.Ack()
+		ackErr = p.settle(msg, []byte("+ACK"))
 	case fateTerm:
-		ackErr = msg.TermWithReason(termReason(err))
+		ackErr = p.settle(msg, []byte("+TERM "+termReason(err)))
 	case fateRetry:
-		ackErr = msg.NakWithDelay(p.nakDelay(t.delivered))
+		ackErr = p.settle(msg, nakWithDelay(p.nakDelay(t.delivered)))
 	}
 	if ackErr != nil {
 		// The server redelivers after AckWait; the answer is idempotent.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 )
@@ -21,15 +22,15 @@ func (s stuck) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot,
 	return s.Skills.Snapshot(ctx, q)
 }
 
-// A trigger received but not started when the processor stops is handed
-// back at once: the next processor answers it although the ack wait is an
-// hour.
+// A trigger delivered to a stopping processor (its last pull request is
+// still open) is handed back at once, not started: the next processor
+// answers it although the ack wait is an hour.
 func TestStopHandsBackUnstartedTriggers(t *testing.T) {
 	e := newEnv(t)
 	e.writeSkill("a-skill", "A skill.")
 	e.waitSkills("a-skill")
 	cfg := e.cfg
-	cfg.Workers, cfg.AckWait = 1, time.Hour
+	cfg.Workers, cfg.AckWait = 2, time.Hour
 	release := make(chan struct{})
 	p, err := New(e.srv.Connect(), stuck{e.registry, release}, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg))
 	if err != nil {
@@ -43,26 +44,30 @@ func TestStopHandsBackUnstartedTriggers(t *testing.T) {
 
 	w := e.worker()
 	first := w.publish("s1", events.KindPreStep, events.PreStep{V: 1, Session: "s1", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil)
-	second := w.publish("s2", events.KindPreStep, events.PreStep{V: 1, Session: "s2", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil)
-	// The only worker is stuck on the first trigger; the second was
-	// delivered and waits for it.
-	poll(t, func() error {
+	// One worker is stuck on the first trigger; the processor waits for
+	// more on an open pull request for the other.
+	consumer := func() (*jetstream.ConsumerInfo, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		c, err := e.js.Consumer(ctx, DefaultStream, DefaultConsumer)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		info, err := c.Info(ctx)
+		return c.Info(ctx)
+	}
+	poll(t, func() error {
+		info, err := consumer()
 		if err != nil {
 			return err
 		}
-		if info.NumAckPending != 2 {
-			return fmt.Errorf("%d triggers delivered, want 2", info.NumAckPending)
+		if info.NumAckPending != 1 || info.NumWaiting == 0 {
+			return fmt.Errorf("%d delivered, %d pull requests waiting; want 1 and one", info.NumAckPending, info.NumWaiting)
 		}
 		return nil
 	})
 	cancel()
+	// Sent to the stopping processor's open pull request: handed back.
+	second := w.publish("s2", events.KindPreStep, events.PreStep{V: 1, Session: "s2", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil)
 	poll(t, func() error {
 		if got := counter(t, m.handedBack); got != 1 {
 			return fmt.Errorf("handed back %v, want 1", got)
