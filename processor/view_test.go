@@ -22,6 +22,7 @@ import (
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 // These tests run several members of one consumer group on one server,
@@ -339,4 +340,309 @@ func TestViewsDivergeBetweenLocalFolders(t *testing.T) {
 		}
 	}
 	checkCatalogs(t, e, sid, dA, dB)
+}
+
+// storeRegistry is a member's registry over the skill store, on its own
+// connection (its own watch); gate, when not nil, holds the watch back.
+func storeRegistry(t *testing.T, e *env, gate <-chan struct{}) *providers.Registry {
+	t.Helper()
+	js, err := jetstream.New(e.srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := store.Open(context.Background(), js, store.Config{WatchGate: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := providers.NewRegistry([]providers.Provider{sp}, providers.WithLogger(quietLogger()))
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// pushSkill publishes one global store skill and returns the revision.
+func pushSkill(t *testing.T, e *env, name, desc string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	pb, err := store.NewPublisher(ctx, e.js, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.ReadSkill(storeSkill(t, t.TempDir(), name, desc, "Body of "+name+"."), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, err := pb.Push(ctx, store.Global, []store.Local{l}, false)
+	if err != nil || len(changes) != 1 {
+		t.Fatalf("push %s: %v %+v", name, err, changes)
+	}
+	return changes[0].Revision
+}
+
+// storeDigest waits until registry has applied rev and returns its
+// catalog digest for q.
+func storeDigest(t *testing.T, registry *providers.Registry, q catalog.Query, rev uint64) string {
+	t.Helper()
+	var digest string
+	poll(t, func() error {
+		v, err := registry.Prepared(context.Background(), q, catalog.DefaultOptions())
+		if err != nil {
+			return err
+		}
+		if !v.Complete || v.Revision < rev {
+			return fmt.Errorf("complete %v at revision %d, want %d", v.Complete, v.Revision, rev)
+		}
+		digest = v.Digest
+		return nil
+	})
+	return digest
+}
+
+// A member whose store watch is held back never replaces a catalog that
+// reflects a newer revision: it answers "behind" and appends nothing; once
+// released it catches up and agrees.
+func TestViewHeldBackMemberNeverGoesBack(t *testing.T) {
+	e := newEnv(t)
+	r0 := pushSkill(t, e, "s-one", "First version.")
+	gate := make(chan struct{})
+	regA, regB := storeRegistry(t, e, gate), storeRegistry(t, e, nil)
+	q := catalog.Query{}
+	d0 := storeDigest(t, regA, q, r0)
+	storeDigest(t, regB, q, r0)
+	tu := newTurns(2)
+	startMember(t, e.srv, regA, viewConfig("member-a"), hooks{take: tu.hook(0)})
+	startMember(t, e.srv, regB, viewConfig("member-b"), hooks{take: tu.hook(1)})
+	w := e.worker()
+	const sid = "held"
+	step := func(n int, want string) events.Decision {
+		t.Helper()
+		d := askStep(t, w, events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()})
+		if d.Outcome != want {
+			t.Fatalf("step %d: %+v, want %s", n, d, want)
+		}
+		return d
+	}
+	step(1, events.OutcomeAppended) // B: initial
+	step(2, events.OutcomeUnchanged)
+
+	r1 := pushSkill(t, e, "s-one", "Second version.")
+	d1 := storeDigest(t, regB, q, r1)
+	if regA.Revision() >= r1 {
+		t.Fatal("the gate did not hold A's watch back")
+	}
+	if d := step(3, events.OutcomeAppended); d.Catalog.Source.View == nil || d.Catalog.Source.View.Revision < r1 ||
+		d.Catalog.Source.View.Instance != "member-b" {
+		t.Fatalf("B's replacement: view %+v", d.Catalog.Source.View)
+	}
+	for n := 4; n < 12; n++ {
+		if n%2 == 0 {
+			if d := step(n, events.OutcomeBehind); d.Reason != events.ReasonStoreRevisionAhead {
+				t.Fatalf("step %d: reason %q", n, d.Reason)
+			}
+		} else {
+			step(n, events.OutcomeUnchanged)
+		}
+	}
+	checkCatalogs(t, e, sid, d0, d1)
+
+	close(gate)
+	storeDigest(t, regA, q, r1)
+	for n := 12; n < 16; n++ {
+		step(n, events.OutcomeUnchanged)
+	}
+	checkCatalogs(t, e, sid, d0, d1)
+}
+
+// Two store members, 50 concurrent sessions of 20 steps, a publish during
+// the run that reaches one member late, crashes between append and ack,
+// and a member replaced by a new instance: every session shows the
+// published catalogs in publish order, each at most once, and every step
+// is answered and appears at most once.
+func TestViewStoreGroupPublishDuringRun(t *testing.T) {
+	sessions, steps := 50, 20
+	if testing.Short() {
+		sessions, steps = 10, 10
+	}
+	e := newEnv(t)
+	r0 := pushSkill(t, e, "s-one", "First version.")
+	pushSkill(t, e, "s-two", "Another skill.")
+	gateB := make(chan struct{})
+	regA, regB := storeRegistry(t, e, nil), storeRegistry(t, e, gateB)
+	q := catalog.Query{}
+	d0 := storeDigest(t, regA, q, r0+1)
+	storeDigest(t, regB, q, r0+1)
+
+	// B crashes after its append for the first few sessions it appends to.
+	var crashes atomic.Int32
+	crashed := sync.Map{}
+	crash := func(sid string, _ uint64) error {
+		if _, seen := crashed.LoadOrStore(sid, true); !seen && crashes.Add(1) <= 4 {
+			return errCrash
+		}
+		return nil
+	}
+	a := startMember(t, e.srv, regA, viewConfig("member-a"), hooks{})
+	b := startMember(t, e.srv, regB, viewConfig("member-b"), hooks{afterAppend: crash})
+	w := e.worker()
+
+	var answered atomic.Int64
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	errs := make(chan error, sessions)
+	var wg sync.WaitGroup
+	for s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var retries atomic.Int32
+			sid := fmt.Sprintf("pub-%d", s)
+			for n := 1; n <= steps; n++ {
+				ds, err := w.ask(events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()}, false, &retries)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				outcomes[ds[0].Outcome]++
+				mu.Unlock()
+				answered.Add(1)
+			}
+		}()
+	}
+	waitAnswered := func(n int64) {
+		t.Helper()
+		poll(t, func() error {
+			if got := answered.Load(); got < n {
+				return fmt.Errorf("%d of %d steps answered", got, n)
+			}
+			return nil
+		})
+	}
+	total := int64(sessions * steps)
+	waitAnswered(total * 3 / 10)
+	r1 := pushSkill(t, e, "s-one", "Second version.")
+	d1 := storeDigest(t, regA, q, r1)
+	// B stays behind while more steps run, then catches up...
+	waitAnswered(total * 5 / 10)
+	poll(t, func() error { // B met a newer catalog than its view at least once
+		if n := testutil.ToFloat64(b.p.m.viewChecks.WithLabelValues(checkBehind)); n < 1 {
+			return fmt.Errorf("B answered behind %v times", n)
+		}
+		return nil
+	})
+	close(gateB)
+	// ...and is replaced by a new instance (a restart) while sessions run.
+	waitAnswered(total * 7 / 10)
+	b.stop()
+	startMember(t, e.srv, regB, viewConfig("member-b2"), hooks{})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// One more step each: every session ends on the published catalog.
+	for s := range sessions {
+		sid := fmt.Sprintf("pub-%d", s)
+		d := askStep(t, w, events.PreStep{V: 1, Session: sid, Step: "final", Tools: ourTool()})
+		if d.Outcome != events.OutcomeUnchanged && d.Outcome != events.OutcomeAppended {
+			t.Fatalf("%s final step: %+v", sid, d)
+		}
+		checkCatalogs(t, e, sid, d0, d1)
+	}
+	if crashes.Load() < 1 {
+		t.Fatal("no crash happened")
+	}
+	if outcomes[events.OutcomeDiverged] != 0 || outcomes[events.OutcomeRejected] != 0 || outcomes[events.OutcomeIncomplete] != 0 {
+		t.Fatalf("outcomes %v", outcomes)
+	}
+	t.Logf("outcomes %v, %d crashes; view checks: A %s, B %s", outcomes, min(crashes.Load(), 4), viewChecks(a), viewChecks(b))
+}
+
+// A rolling update of local folders: member A gets a new skill, B some
+// steps later. Each session gets exactly one replacement for the change,
+// also when a member crashes between an append and its ack.
+func TestViewRollingUpdate(t *testing.T) {
+	const sessions = 10
+	e := newEnv(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	writeLocal(t, dirA, "a-skill", "Everywhere.")
+	writeLocal(t, dirB, "a-skill", "Everywhere.")
+	regA, regB := localRegistry(t, dirA), localRegistry(t, dirB)
+	q := catalog.Query{}
+	d0 := digestOf(t, regA, q, "a-skill")
+	digestOf(t, regB, q, "a-skill")
+	var appends sync.Map // sid -> *atomic.Int32, B's appends
+	var crashes atomic.Int32
+	crash := func(sid string, _ uint64) error {
+		c, _ := appends.LoadOrStore(sid, new(atomic.Int32))
+		n := c.(*atomic.Int32).Add(1)
+		if (sid == "roll-3" && n == 1) || (sid == "roll-4" && n == 2) {
+			crashes.Add(1)
+			return errCrash
+		}
+		return nil
+	}
+	tu := newTurns(2)
+	a := startMember(t, e.srv, regA, viewConfig("member-a"), hooks{take: tu.hook(0)})
+	b := startMember(t, e.srv, regB, viewConfig("member-b"), hooks{take: tu.hook(1), afterAppend: crash})
+	w := e.worker()
+	phase := func(from, to int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, sessions)
+		for s := range sessions {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var retries atomic.Int32
+				for n := from; n < to; n++ {
+					sid := fmt.Sprintf("roll-%d", s)
+					ds, err := w.ask(events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()}, false, &retries)
+					if err == nil && ds[0].Outcome != events.OutcomeAppended && ds[0].Outcome != events.OutcomeUnchanged &&
+						ds[0].Outcome != events.OutcomeDiverged {
+						err = fmt.Errorf("%s step %d: %+v", sid, n, ds[0])
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	phase(1, 5)
+	writeLocal(t, dirA, "c-skill", "New.")
+	d1 := digestOf(t, regA, q, "a-skill", "c-skill")
+	phase(5, 11) // A sees the new skill, B not yet
+	writeLocal(t, dirB, "c-skill", "New.")
+	digestOf(t, regB, q, "a-skill", "c-skill")
+	phase(11, 17)
+	for s := range sessions {
+		checkCatalogs(t, e, fmt.Sprintf("roll-%d", s), d0, d1)
+	}
+	if crashes.Load() != 2 {
+		t.Fatalf("%d crashes, want 2", crashes.Load())
+	}
+	// The divergence seen while the update rolled resolves.
+	poll(t, func() error {
+		if n := len(a.p.Divergences()) + len(b.p.Divergences()); n != 0 {
+			return fmt.Errorf("%d divergences", n)
+		}
+		return nil
+	})
+}
+
+// viewChecks describes a member's view check counts.
+func viewChecks(m *member) string {
+	var out []string
+	for _, r := range viewCheckResults {
+		if n := testutil.ToFloat64(m.p.m.viewChecks.WithLabelValues(r)); n > 0 {
+			out = append(out, fmt.Sprintf("%s=%v", r, n))
+		}
+	}
+	return strings.Join(out, " ")
 }
