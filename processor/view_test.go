@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -645,4 +646,70 @@ func viewChecks(m *member) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// The view endpoint holds a request to a trigger's rules: a relative cwd,
+// a cwd outside the cwd roots, a bad project or resourceDir, and bytes
+// that do not decode are refused with a reason, and nothing is read for
+// them; a good request is answered with what a pre-step would decide on.
+func TestViewEndpointBounds(t *testing.T) {
+	e := newEnv(t)
+	e.withoutFlaky()
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	p := e.start(func(c *Config, _ *options) {
+		c.Instance = "bounded"
+		c.CwdRoots = []string{e.cwd}
+	})
+	nc := e.srv.Connect()
+	ask := func(body string) events.ViewReply {
+		t.Helper()
+		m, err := nc.RequestMsg(&nats.Msg{Subject: events.ViewSubject("bounded"), Data: []byte(body),
+			Header: nats.Header{events.HeaderContentType: []string{events.ContentTypeJSON}}}, waitTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := events.DecodeViewReply(events.JSON, m.Data)
+		if err != nil {
+			t.Fatalf("reply %s: %v", m.Data, err)
+		}
+		if r.Instance != "bounded" {
+			t.Fatalf("reply from %q", r.Instance)
+		}
+		return r
+	}
+	for body, want := range map[string]string{
+		`{"v":1,"cwd":"relative/dir"}`:            "not an absolute path",
+		`{"v":1,"cwd":"/etc"}`:                    "outside the allowed cwd roots",
+		`{"v":1,"cwd":"` + e.cwd + `/../../etc"}`: "outside the allowed cwd roots",
+		`{"v":1,"project":"a.b"}`:                 "project",
+		`{"v":1,"resourceDir":"res"}`:             "resourceDir",
+		`{"v":2}`:                                 "bad view request",
+		`not json`:                                "bad view request",
+	} {
+		if r := ask(body); r.Complete || r.Digest != "" || !strings.Contains(r.Error, want) {
+			t.Errorf("%s: %+v, want an error containing %q", body, r, want)
+		}
+	}
+	v, err := e.registry.Prepared(context.Background(), catalog.Query{Cwd: e.cwd}, p.Config().Catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := ask(`{"v":1,"cwd":"` + e.cwd + `"}`); !r.Complete || r.Digest != v.Digest || r.Error != "" {
+		t.Fatalf("good request: %+v, want digest %s", r, v.Digest)
+	}
+}
+
+func TestInstanceConfig(t *testing.T) {
+	id := DefaultInstance()
+	if !events.ValidInstance(id) {
+		t.Fatalf("default instance %q is not a subject token", id)
+	}
+	if DefaultInstance() == id {
+		t.Fatal("two default instances are equal")
+	}
+	err := Config{Instance: "a.b"}.WithDefaults().Validate()
+	if err == nil || !strings.Contains(err.Error(), `instance "a.b"`) {
+		t.Fatalf("bad instance: %v", err)
+	}
 }
