@@ -21,32 +21,9 @@ import (
 	"github.com/skillstream/skillstream/processor/history"
 )
 
-// One view per session. Members of a consumer group may see different
-// skills for a while: a skill store publish reaches each member's watch at
-// its own moment, a restarted member starts cold, and a misconfigured
-// member reads local folders the others do not have. A session's catalog
-// must not follow these differences from one step to the next, so every
-// catalog records what it was decided on (source.view: the store revision
-// its snapshot reflects and the producing instance), and a member about
-// to REPLACE a catalog whose digest differs from its own first compares
-// views (the unchanged path compares nothing):
-//
-//   - the catalog reflects a newer store revision than our snapshot: we
-//     are behind. Wait for our store to catch up (bounded by the trigger's
-//     deadline and CatchUpWait), take a fresh snapshot and decide again.
-//     When that fails, append nothing and answer "behind": an older view
-//     never replaces a newer one.
-//   - same revision, produced by another instance: the store cannot order
-//     the two views (local folders differ, a cwd that exists on one host
-//     only). Ask that instance over the micro service which catalog it
-//     sees now for the same query. If it answers with our digest (the
-//     change reached it too), or it does not answer (gone), replace. If it
-//     still sees other skills, the views diverge: append nothing, answer
-//     "diverged", and say so (log at error once per cause, the gauge
-//     skillstream_view_divergence, the /readyz body). Unresolved
-//     divergences are asked again every divergenceRecheck, so that they
-//     resolve even when no session meets them again.
-//   - an older revision, or our own catalog: a real change; replace.
+// The view rule (package documentation, "One view per session"): a
+// replacement of a catalog with another digest is checked against the
+// view that catalog was decided on (its store revision and instance).
 
 // DefaultInstance derives an instance id for this process: the host name
 // (characters outside a subject token replaced) and a random suffix, so
