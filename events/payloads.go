@@ -40,6 +40,17 @@ const (
 	OutcomeIncomplete = "incomplete"
 	OutcomeExpired    = "expired"
 	OutcomeRejected   = "rejected"
+	// OutcomeBehind: the session's visible catalog reflects a newer skill
+	// store revision than this member has applied, and it could not catch
+	// up within the trigger's deadline (or a bounded wait). Nothing was
+	// appended; the next pre-step decides again.
+	OutcomeBehind = "behind"
+	// OutcomeDiverged: the member that produced the session's visible
+	// catalog still sees other skills than this one for the same query,
+	// at the same store revision (their local folders differ). Nothing was
+	// appended, so that the members do not replace each other's catalog
+	// at every step; the divergence is reported to operators.
+	OutcomeDiverged = "diverged"
 )
 
 // Reasons a Decision may give (Decision.Reason) for an empty view: the
@@ -55,6 +66,12 @@ const (
 	// ReasonNoSkills: the skill tool is visible but no skill the model may
 	// invoke is available for the session's cwd and project.
 	ReasonNoSkills = "no_skills"
+	// ReasonStoreRevisionAhead (outcome behind): the visible catalog
+	// reflects a skill store revision this member has not applied yet.
+	ReasonStoreRevisionAhead = "store_revision_ahead"
+	// ReasonMemberSeesOtherSkills (outcome diverged): the member that
+	// produced the visible catalog sees other skills for this query.
+	ReasonMemberSeesOtherSkills = "member_sees_other_skills"
 )
 
 // Tool result error codes.
@@ -110,8 +127,10 @@ type Decision struct {
 	Error      *ErrorInfo `msgpack:"error,omitempty" json:"error,omitempty"`
 	// Reason says why the catalog is empty when it is (outcome "empty", a
 	// tombstone, or an unchanged tombstone): one of ReasonNoSkillTool,
-	// ReasonSkillToolOfOtherOwner, ReasonNoSkills. Optional; absent
-	// otherwise.
+	// ReasonSkillToolOfOtherOwner, ReasonNoSkills; or why nothing was
+	// appended although the skills differ from the visible catalog
+	// (outcomes "behind" and "diverged"): ReasonStoreRevisionAhead,
+	// ReasonMemberSeesOtherSkills. Optional; absent otherwise.
 	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -36,6 +37,8 @@ const (
 	DefaultAppendRetries   = 8
 	DefaultRequestTimeout  = 5 * time.Second
 	DefaultInflightBytes   = 16 << 20
+	DefaultCatchUpWait     = 2 * time.Second
+	DefaultViewTimeout     = 500 * time.Millisecond
 )
 
 // MinDuplicateWindow is the shortest duplicate window the protocol allows:
@@ -60,6 +63,21 @@ type Config struct {
 	ToolOwner string
 	// Catalog holds the rendering options (zero value: catalog defaults).
 	Catalog catalog.Options
+	// Instance names this member of the consumer group in the catalogs it
+	// appends (source.view.instance) and on the subject where it tells
+	// other members which skills it sees (events.ViewSubject). One NATS
+	// subject token (events.ValidInstance), unique in the group; New
+	// derives one from the host name and a random suffix when empty.
+	Instance string
+	// CatchUpWait bounds how long a pre-step waits for this member's skill
+	// store to apply the revision a session's visible catalog reflects,
+	// within the trigger's deadline (default 2s). Past it, the pre-step is
+	// answered "behind" without appending.
+	CatchUpWait time.Duration
+	// ViewTimeout bounds the request asking another member which skills it
+	// sees, within the trigger's deadline (default 500ms). A member that
+	// does not answer in time counts as gone.
+	ViewTimeout time.Duration
 
 	// Replicas of the stream when it is created (default 1).
 	Replicas int
@@ -167,6 +185,12 @@ func (c Config) WithDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.CatchUpWait == 0 {
+		c.CatchUpWait = DefaultCatchUpWait
+	}
+	if c.ViewTimeout == 0 {
+		c.ViewTimeout = DefaultViewTimeout
+	}
 	if len(c.ReplyPrefixes) == 0 {
 		c.ReplyPrefixes = []string{DefaultReplyPrefix}
 	} else {
@@ -215,6 +239,12 @@ func (c Config) Validate() error {
 		return bad("append retries %d: want at least 1", c.AppendRetries)
 	case c.RequestTimeout <= 0:
 		return bad("request timeout %v: want a positive duration", c.RequestTimeout)
+	case c.Instance != "" && !events.ValidInstance(c.Instance):
+		return bad("instance %q: want 1 to %d letters, digits, '-' or '_'", c.Instance, events.MaxInstanceLength)
+	case c.CatchUpWait < 0:
+		return bad("catch-up wait %v is negative", c.CatchUpWait)
+	case c.ViewTimeout <= 0:
+		return bad("view timeout %v: want a positive duration", c.ViewTimeout)
 	}
 	for _, d := range c.CwdRoots {
 		if !filepath.IsAbs(d) {
@@ -263,6 +293,9 @@ type hooks struct {
 	// afterAppend runs after a successful append; an error simulates a
 	// crash: the trigger is left unacknowledged and unanswered.
 	afterAppend func(sid string, seq uint64) error
+	// take, when set, decides whether this member handles a delivery; one
+	// it refuses is handed back at once for another member.
+	take func(msg jetstream.Msg) bool
 }
 
 // WithVersion sets the version of the running binary, reported by the

@@ -41,7 +41,9 @@
 // Run also registers the NATS micro service "skillstream" (nats micro ls
 // lists it) answering on skillstream.tool.definition with the skill tool's
 // definition: JSON, or msgpack when the request says
-// Content-Type: application/msgpack.
+// Content-Type: application/msgpack; and, for the other members of the
+// group, on skillstream.view.<Config.Instance> with the catalog digest
+// this instance sees for a query (see One view per session).
 //
 // # Flow of a trigger
 //
@@ -93,8 +95,14 @@
 //     same step), answer with it and append nothing: this covers redelivery
 //     after a crash and a worker publishing the same step again.
 //  7. Decide (history.Decide: catalog.DecideView) on the skills of step 2
-//     (the tool not visible: complete and empty).
-//  8. If the decision appends: publish catalog.append with the headers
+//     (the tool not visible: complete and empty). When the decision is to
+//     replace a catalog whose digest differs from ours, first apply the
+//     view rule (see One view per session): it may catch up and decide
+//     again, or answer "behind" or "diverged" without appending.
+//  8. If the decision appends: publish catalog.append, its source.view
+//     naming the store revision the skills of step 2 reflect (0 without a
+//     store, or when the tool is not visible) and Config.Instance, with the
+//     headers
 //     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
 //     Nats-Expected-Last-Subject-Sequence (the last sequence read) and
 //     Nats-Expected-Last-Subject-Sequence-Subject <prefix>.<sid>.>. If the
@@ -190,6 +198,57 @@
 // value.content, or without the decision's catalog, or as a too_large
 // error pointing at the session log.
 //
+// # One view per session
+//
+// The members of a consumer group do not always see the same skills: a
+// skill store publish reaches each member's watch at its own moment, a
+// restarted member starts from a cold cache, and a member may be
+// misconfigured with local folders the others lack. Left alone, two such
+// members would replace each other's catalog at every step of a session
+// they share. So every catalog records the view it was decided on
+// (source.view: the store revision its snapshot reflects, read before the
+// skills were listed, and the instance that produced it), and before a
+// member replaces a catalog with one of another digest it compares views.
+// The unchanged path compares nothing and costs nothing more.
+//
+//   - The catalog reflects a newer store revision than our snapshot: we are
+//     behind. Wait until our store has applied that revision (the trigger's
+//     deadline and Config.CatchUpWait bound the wait), take a fresh snapshot
+//     and decide again: usually the catalog is then unchanged. If we cannot
+//     catch up in time, append nothing and answer "behind" (reason
+//     store_revision_ahead); the next pre-step decides again. A view that
+//     is older in store order never replaces a newer one.
+//   - The catalog reflects an older revision, or it is our own: a real
+//     change, replace it.
+//   - Same revision, produced by another instance: the store cannot say
+//     which view is newer (local folders, a cwd that exists on one host
+//     only). Ask that instance, on its subject skillstream.view.<instance>
+//     of the micro service and within Config.ViewTimeout, which catalog it
+//     would decide now for the same cwd, project and resourceDir. It
+//     answers with our digest (the change reached it too): replace. It does
+//     not answer (gone, or too slow): replace. It is at a newer revision:
+//     catch up as above. It still sees another digest at the same revision:
+//     the views diverge. Append nothing, answer "diverged" (reason
+//     member_sees_other_skills), and report it: one error log per cause
+//     (both instances and digests, cwd and project), the gauge
+//     skillstream_view_divergence at 1 while any divergence is unresolved,
+//     and Divergences (serve lists them in its /readyz body). The session
+//     keeps the catalog it has, so the model sees no alternation; the
+//     operator makes the members' folders equal, or moves the skills to the
+//     store.
+//
+// A divergence is resolved when a later replacement for the same instance
+// and query finds agreement or no answer, and every 10 seconds each
+// unresolved one is asked again, so the gauge returns to 0 without
+// traffic. During a rolling update of local folders, the members that
+// already changed see a divergence until the last one changed; each
+// session then gets exactly one replacement.
+//
+// The view endpoint holds a request to a trigger's rules (cwd checked
+// against Config.CwdRoots and required absolute, project and resourceDir
+// validated), so it makes the processor read nothing a trigger could not;
+// at most 16 requests are answered at once, more are answered "busy".
+//
 // # Metrics
 //
 // Registered on the Registerer given WithRegisterer (several instances in
@@ -200,7 +259,9 @@
 // skillstream_panics_total, skillstream_dead_letters_total{kind},
 // skillstream_transient_failures_total{kind},
 // skillstream_outputs_too_large_total{kind},
-// skillstream_tool_definition_requests_total and the histogram
+// skillstream_tool_definition_requests_total,
+// skillstream_view_checks_total{result}, the gauge
+// skillstream_view_divergence and the histogram
 // skillstream_stage_seconds{stage=read|decide|append|total}.
 //
 // # Left to the worker

@@ -27,6 +27,8 @@ type metrics struct {
 	inflight      prometheus.Gauge         // triggers being handled by this process
 	pending       prometheus.Gauge         // consumer: triggers not yet delivered
 	ackPending    prometheus.Gauge         // consumer: triggers delivered, not yet acknowledged
+	divergence    prometheus.Gauge         // 1 while a view divergence is unresolved
+	viewChecks    *prometheus.CounterVec   // result: replacements checked against the replaced catalog's view
 }
 
 // Latency stages.
@@ -105,6 +107,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "skillstream", Name: "consumer_ack_pending",
 			Help: "Triggers delivered to members of the consumer group and not yet acknowledged, as last read.",
 		}),
+		divergence: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "skillstream", Name: "view_divergence",
+			Help: "1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), 0 when none is unresolved.",
+		}),
+		viewChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "skillstream", Name: "view_checks_total",
+			Help: "Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.",
+		}, []string{"result"}),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -126,6 +136,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.inflight = register(reg, m.inflight, &err)
 	m.pending = register(reg, m.pending, &err)
 	m.ackPending = register(reg, m.ackPending, &err)
+	m.divergence = register(reg, m.divergence, &err)
+	m.viewChecks = register(reg, m.viewChecks, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +173,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T, errp *erro
 var (
 	kindLabels      = []string{"pre-step", "skill-call"}
 	preStepOutcomes = []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeEmpty,
-		events.OutcomeIncomplete, events.OutcomeExpired, events.OutcomeRejected}
+		events.OutcomeIncomplete, events.OutcomeExpired, events.OutcomeRejected, events.OutcomeBehind, events.OutcomeDiverged}
 	skillCallOutcomes = []string{"ok", events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable,
 		events.CodeProvider, events.CodeBadRequest, events.CodeExpired}
 	rejectReasons = []string{reasonEnvelope, reasonSubject, reasonEncoding, reasonInbox, reasonTooLarge, reasonVersion,
@@ -188,5 +200,8 @@ func (m *metrics) zero() {
 	}
 	for _, s := range stages {
 		m.latency.WithLabelValues(s)
+	}
+	for _, r := range viewCheckResults {
+		m.viewChecks.WithLabelValues(r)
 	}
 }

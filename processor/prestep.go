@@ -63,9 +63,10 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
 	visible := history.Visible(ps.Tools, p.cfg.ToolOwner)
+	q := history.PreStepQuery(ps)
 	var prepared *catalog.View // the skills, taken once; nil when the tool is not visible
 	if visible {
-		cv, err := history.Prepare(dctx, p.skills, history.PreStepQuery(ps), p.cfg.Catalog)
+		cv, err := history.Prepare(dctx, p.skills, q, p.cfg.Catalog)
 		if err != nil {
 			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
 		}
@@ -79,6 +80,8 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	}
 	defer release()
 	id := outputID(t.sid, ps.Step, events.KindCatalog)
+	caughtUp := false  // this pre-step waited for the store once (view.go)
+	var checked uint64 // the catalog the view rule last allowed to replace
 	for attempt := 1; ; attempt++ {
 		v, err := p.readSession(dctx, t.sid, t.seq)
 		if err != nil {
@@ -106,8 +109,34 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			dec.Reason = reason
 			return dec, nil
 		}
+		if ref := replacedCatalog(prepared, hist, d); ref != nil && ref.Seq != checked {
+			// A replacement of a catalog with another digest: the one
+			// place where members' views may disagree (view.go).
+			switch p.checkView(dctx, t.sid, q, prepared, ref, &caughtUp) {
+			case viewAgain:
+				cv, err := history.Prepare(dctx, p.skills, q, p.cfg.Catalog)
+				if err != nil {
+					return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
+				}
+				prepared = &cv
+				continue
+			case viewBehind:
+				dec := p.decision(t, events.OutcomeBehind, nil)
+				dec.Reason = events.ReasonStoreRevisionAhead
+				return dec, nil
+			case viewDiverged:
+				dec := p.decision(t, events.OutcomeDiverged, nil)
+				dec.Reason = events.ReasonMemberSeesOtherSkills
+				return dec, nil
+			}
+			checked = ref.Seq
+		}
 		if p.expired(ps.DeadlineMs) {
 			return p.decision(t, events.OutcomeExpired, nil), nil
+		}
+		var rev uint64
+		if prepared != nil {
+			rev = prepared.Revision
 		}
 		cat := events.Catalog{
 			V:       events.Version,
@@ -123,6 +152,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 				Entries:  wireEntries(d.Entries),
 				Digest:   d.Digest,
 				Omitted:  d.Omitted,
+				View:     &events.View{Revision: rev, Instance: p.cfg.Instance},
 			},
 		}
 		a, err := p.appendOutput(ctx, t, events.KindCatalog, id, cat, v.last, attempt)

@@ -37,6 +37,9 @@ type Processor struct {
 	inflight   *budget       // Config.InflightBytes
 	limit      messageLimit  // the largest output; the stream's part is known once provisioned
 	cwds       cwdRoots      // Config.CwdRoots
+
+	divergences   *divergences  // view divergences found and not resolved (view.go)
+	recheckPeriod time.Duration // divergenceRecheck; shorter in tests
 }
 
 // New checks cfg (after WithDefaults) and builds a Processor. Nothing
@@ -49,6 +52,9 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		return nil, fmt.Errorf("%w: no skill registry", ErrInvalidConfig)
 	}
 	cfg = cfg.WithDefaults()
+	if cfg.Instance == "" {
+		cfg.Instance = DefaultInstance()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,7 +73,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)
 	}
-	return &Processor{
+	p := &Processor{
 		nc:          nc,
 		js:          js,
 		skills:      skills,
@@ -86,7 +92,11 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
 		cwds:       newCwdRoots(cfg.CwdRoots),
-	}, nil
+
+		recheckPeriod: divergenceRecheck,
+	}
+	p.divergences = newDivergences(p)
+	return p, nil
 }
 
 // Config returns the processor's defaulted configuration.
@@ -153,13 +163,20 @@ func (p *Processor) Run(ctx context.Context) error {
 		defer close(statsDone)
 		p.watchConsumer(sctx, cons)
 	}()
+	recheckDone := make(chan struct{})
+	go func() {
+		defer close(recheckDone)
+		p.recheckDivergences(sctx, p.recheckPeriod)
+	}()
 	defer func() {
 		stopStats()
 		<-statsDone
+		<-recheckDone
+		p.divergences.clear()
 	}()
 	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
-		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner)
+		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
 	<-ctx.Done()
 	// The pull loop issues no new pull request, hands back whatever the
 	// open one still delivers, and returns when it has ended (at most
@@ -316,6 +333,10 @@ func kindLabel(k events.Kind) string {
 // handle runs one delivery to its fate: it never panics and always acks,
 // naks or terms the message, except when a test hook simulates a crash.
 func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
+	if p.hooks.take != nil && !p.hooks.take(msg) {
+		_ = msg.Nak()
+		return
+	}
 	t := &trigger{msg: msg, start: p.now()}
 	p.m.inflight.Inc()
 	defer p.m.inflight.Dec()

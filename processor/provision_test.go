@@ -127,7 +127,7 @@ func TestNoProvision(t *testing.T) {
 
 func TestToolDefinitionService(t *testing.T) {
 	e := newEnv(t)
-	e.start()
+	p := e.start()
 	nc := e.srv.Connect()
 
 	// JSON by default.
@@ -166,7 +166,10 @@ func TestToolDefinitionService(t *testing.T) {
 	if err := json.Unmarshal(ping.Data, &info); err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != ServiceName || len(info.Endpoints) != 1 || info.Endpoints[0].Subject != events.ToolDefinitionSubject {
+	// Two endpoints: the tool definition (shared by every member) and this
+	// member's view (view.go).
+	if info.Name != ServiceName || len(info.Endpoints) != 2 || info.Endpoints[0].Subject != events.ToolDefinitionSubject ||
+		info.Endpoints[1].Subject != events.ViewSubject(p.Config().Instance) || info.Metadata["instance"] != p.Config().Instance {
 		t.Fatalf("service info %+v", info)
 	}
 	stats, err := nc.Request("$SRV.STATS."+ServiceName, nil, waitTimeout)
@@ -177,7 +180,7 @@ func TestToolDefinitionService(t *testing.T) {
 	if err := json.Unmarshal(stats.Data, &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Endpoints) != 1 || st.Endpoints[0].NumRequests != 2 {
+	if len(st.Endpoints) != 2 || st.Endpoints[0].NumRequests != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 }

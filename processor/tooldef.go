@@ -61,7 +61,7 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		Version:     serviceVersion(p.version),
 		Description: "skill catalog and skill tool for LLM agents",
 		Metadata: map[string]string{"stream": p.cfg.Stream, "prefix": p.cfg.Prefix, "owner": p.cfg.ToolOwner,
-			"protocol": ProtocolVersion, "build": p.version},
+			"protocol": ProtocolVersion, "build": p.version, "instance": p.cfg.Instance},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)
@@ -79,6 +79,10 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 	if err != nil {
 		svc.Stop()
 		return nil, fmt.Errorf("add tool definition endpoint: %w", err)
+	}
+	if err := p.serveView(svc); err != nil {
+		svc.Stop()
+		return nil, fmt.Errorf("add view endpoint: %w", err)
 	}
 	// Make sure the server knows the subscriptions before anyone is told
 	// the processor is ready.

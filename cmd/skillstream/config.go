@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -53,6 +54,7 @@ type Config struct {
 	Stream          string
 	Prefix          string
 	Consumer        string
+	Instance        string
 	Replicas        int
 	MaxAge          time.Duration
 	DuplicateWindow time.Duration
@@ -169,6 +171,7 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgString(&c.Stream, "stream", d.Stream, "JetStream stream `name` holding the session logs")
 	cmd.cfgString(&c.Prefix, "prefix", d.Prefix, "subject `prefix`: sessions live under <prefix>.<session>.<kind>")
 	cmd.cfgString(&c.Consumer, "consumer", d.Consumer, "durable consumer `name` shared by every instance (the consumer group)")
+	cmd.cfgString(&c.Instance, "instance", "", "this instance's `id` in the consumer group, unique in it: named in the catalogs it appends and in view divergence reports (default: host name and a random suffix)")
 	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas; set when serve provisions the stream")
 	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this (0 keeps them); set when serve provisions the stream")
 	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window, at least 2m; a shorter one is raised when serve provisions the stream")
@@ -280,6 +283,9 @@ func (c *Config) validateServe() error {
 		if err := checkAddr("--metrics-listen", c.MetricsListen); err != nil {
 			return err
 		}
+	}
+	if c.Instance != "" && !events.ValidInstance(c.Instance) {
+		return usagef("--instance %q: must be 1 to %d letters, digits, '-' or '_'", c.Instance, events.MaxInstanceLength)
 	}
 	if err := c.processorConfig().Validate(); err != nil {
 		return usageError{msg: err.Error()}

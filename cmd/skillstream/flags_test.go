@@ -140,6 +140,7 @@ func TestMainUsageErrors(t *testing.T) {
 		{"bad listen", []string{"serve", "--listen", "nowhere"}, `--listen "nowhere": want host:port`},
 		{"credentials without url", []string{"serve", "--nats-token", "s3cret"}, "--nats-token applies to --nats-url only"},
 		{"two auth methods", []string{"serve", "--nats-url", "nats://127.0.0.1:1", "--nats-token", "a", "--nats-user", "u"}, "choose one of"},
+		{"instance not a subject token", []string{"serve", "--instance", "host.example"}, `--instance "host.example": must be 1 to 128 letters, digits, '-' or '_'`},
 		{"relative cwd root", []string{"serve", "--cwd-root", "srv/projects"}, `--cwd-root "srv/projects": must be an absolute folder`},
 		{"wildcard reply prefix", []string{"serve", "--reply-prefix", "_INBOX.>"}, `reply prefix "_INBOX.>": want a literal subject prefix`},
 		{"reply prefix on the stream", []string{"serve", "--reply-prefix", "ev.replies"}, `reply prefix "ev.replies" overlaps the session stream`},

@@ -15,6 +15,7 @@ func (c *Config) processorConfig() processor.Config {
 		Stream:          c.Stream,
 		Prefix:          c.Prefix,
 		Consumer:        c.Consumer,
+		Instance:        c.Instance,
 		ToolOwner:       c.ToolOwner,
 		Catalog:         c.catalogOptions(),
 		Replicas:        c.Replicas,

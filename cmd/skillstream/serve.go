@@ -248,7 +248,7 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 
 	log.Info("skillstream serving", append(where,
 		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
-		"tool_owner", pcfg.ToolOwner, "workers", pcfg.Workers, "gc", gc)...)
+		"tool_owner", pcfg.ToolOwner, "instance", p.Config().Instance, "workers", pcfg.Workers, "gc", gc)...)
 
 	var g run.Group
 
@@ -301,7 +301,7 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			return fmt.Errorf("jetstream context: %w", err)
 		}
 		hs := &http.Server{
-			Handler:           opsHandler(metrics, nc, js, pcfg, pdone),
+			Handler:           opsHandler(metrics, nc, js, pcfg, pdone, p.Divergences),
 			ReadHeaderTimeout: 10 * time.Second,
 		}
 		g.Add(func() error {
@@ -355,8 +355,13 @@ func loopback(addr string) bool {
 }
 
 // opsHandler serves /metrics, /healthz (the process is up) and /readyz (the
-// processor is running, NATS is connected and the consumer exists).
-func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, pdone <-chan struct{}) http.Handler {
+// processor is running, NATS is connected and the consumer exists). A
+// ready member with unresolved view divergences stays ready (it answers
+// every trigger; the divergence is a configuration problem of the group,
+// which a restart of this member would not fix) and lists them after
+// "ready", one a line.
+func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, pdone <-chan struct{},
+	divergences func() []processor.Divergence) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -383,6 +388,9 @@ func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream,
 			return
 		}
 		fmt.Fprintln(w, "ready")
+		for _, d := range divergences() {
+			fmt.Fprintln(w, d.String())
+		}
 	})
 	return mux
 }

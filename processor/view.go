@@ -1,0 +1,417 @@
+package processor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
+)
+
+// The view rule (package documentation, "One view per session"): a
+// replacement of a catalog with another digest is checked against the
+// view that catalog was decided on (its store revision and instance).
+
+// DefaultInstance derives an instance id for this process: the host name
+// (characters outside a subject token replaced) and a random suffix, so
+// that two processes on one host differ.
+func DefaultInstance() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "skillstream"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return events.InstanceToken(host, events.MaxInstanceLength-9) + "-" + hex.EncodeToString(b[:])
+}
+
+// catchUpper is implemented by skills that follow an ordered log (a
+// *providers.Registry with the skill store): CatchUp waits until the
+// snapshots reflect revision rev at least.
+type catchUpper interface {
+	CatchUp(ctx context.Context, rev uint64) error
+}
+
+// viewVerdict is what comparing views decided about a replacement.
+type viewVerdict int
+
+const (
+	viewReplace  viewVerdict = iota // append the replacement
+	viewAgain                       // caught up: take a fresh snapshot and decide again
+	viewBehind                      // could not catch up: append nothing
+	viewDiverged                    // another member sees other skills: append nothing
+)
+
+// Results of view checks (the view_checks_total label).
+const (
+	checkOwn      = "own"       // the visible catalog is ours: a change on our side
+	checkOlder    = "older"     // it reflects an older store revision
+	checkCaughtUp = "caught_up" // it reflected a newer one; we caught up
+	checkBehind   = "behind"    // it reflected a newer one; we could not catch up
+	checkAgrees   = "agrees"    // its producer now sees what we see
+	checkGone     = "gone"      // its producer did not answer
+	checkUnsure   = "unsure"    // its producer could not tell (incomplete snapshot, error)
+	checkLagging  = "lagging"   // its producer is at an older revision than we are
+	checkDiverged = "diverged"  // its producer still sees other skills
+)
+
+var viewCheckResults = []string{checkOwn, checkOlder, checkCaughtUp, checkBehind, checkAgrees, checkGone,
+	checkUnsure, checkLagging, checkDiverged}
+
+// replacedCatalog returns the catalog a decision would replace when the
+// view rule must be consulted: a replacement decided on the skills (not on
+// a hidden tool), of a catalog whose digest differs from ours. It is nil
+// otherwise.
+func replacedCatalog(prepared *catalog.View, st history.State, d catalog.Decision) *history.Catalog {
+	if prepared == nil || d.Outcome != catalog.OutcomeAppended || d.Update != catalog.UpdateReplacement {
+		return nil
+	}
+	ref := st.Seen
+	if ref == nil {
+		ref = st.Newest // masked by compaction: about to be re-established
+	}
+	if ref == nil || ref.Digest == d.Digest {
+		return nil
+	}
+	return ref
+}
+
+// viewOf reads the view a catalog records; a catalog without one (written
+// before views were recorded) counts as revision 0 of no known instance.
+func viewOf(c *history.Catalog) events.View {
+	cat, err := c.Decode()
+	if err != nil || cat.Source.View == nil {
+		return events.View{}
+	}
+	return *cat.Source.View
+}
+
+// checkView compares our view (ours, for q) with the one the catalog ref
+// was decided on; see the rule above. caughtUp is set once this pre-step
+// caught up, so that it does not wait twice.
+func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, ours *catalog.View, ref *history.Catalog, caughtUp *bool) viewVerdict {
+	theirs := viewOf(ref)
+	switch {
+	case theirs.Revision > ours.Revision:
+		return p.catchUp(ctx, sid, theirs.Revision, caughtUp)
+	case theirs.Revision < ours.Revision:
+		p.m.viewChecks.WithLabelValues(checkOlder).Inc()
+		return viewReplace
+	case theirs.Instance == "" || theirs.Instance == p.cfg.Instance:
+		p.m.viewChecks.WithLabelValues(checkOwn).Inc()
+		return viewReplace
+	}
+	key := divergenceKey{peer: theirs.Instance, cwd: q.Cwd, project: q.Project}
+	r, err := p.askView(ctx, theirs.Instance, q)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		p.m.viewChecks.WithLabelValues(checkGone).Inc()
+		p.divergences.resolve(key, "the other member does not answer")
+		return viewReplace
+	case err != nil || !r.Complete:
+		p.m.viewChecks.WithLabelValues(checkUnsure).Inc()
+		p.log.Debug("view request", "instance", theirs.Instance, "err", err, "reply_error", r.Error)
+		return viewReplace
+	case r.Revision > ours.Revision:
+		// The other member moved on since: catch up with it.
+		return p.catchUp(ctx, sid, r.Revision, caughtUp)
+	case r.Revision < ours.Revision:
+		p.m.viewChecks.WithLabelValues(checkLagging).Inc()
+		return viewReplace
+	case r.Digest == ours.Digest:
+		p.m.viewChecks.WithLabelValues(checkAgrees).Inc()
+		p.divergences.resolve(key, "the other member now sees the same skills")
+		return viewReplace
+	}
+	p.m.viewChecks.WithLabelValues(checkDiverged).Inc()
+	p.divergences.report(Divergence{
+		Instance: p.cfg.Instance, Digest: ours.Digest,
+		Peer: theirs.Instance, PeerDigest: r.Digest,
+		Cwd: q.Cwd, Project: q.Project, Revision: ours.Revision, Session: sid, Since: p.now(),
+	})
+	return viewDiverged
+}
+
+// catchUp waits until our skills reflect rev, within ctx and CatchUpWait.
+func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtUp *bool) viewVerdict {
+	cu, ok := p.skills.(catchUpper)
+	if *caughtUp || !ok || p.cfg.CatchUpWait == 0 {
+		p.m.viewChecks.WithLabelValues(checkBehind).Inc()
+		return viewBehind
+	}
+	*caughtUp = true
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CatchUpWait)
+	defer cancel()
+	if err := cu.CatchUp(cctx, rev); err != nil {
+		p.m.viewChecks.WithLabelValues(checkBehind).Inc()
+		p.log.Warn("session's catalog reflects a newer skill store revision; could not catch up in time, appending nothing",
+			"session", sid, "revision", rev, "err", err)
+		return viewBehind
+	}
+	p.m.viewChecks.WithLabelValues(checkCaughtUp).Inc()
+	return viewAgain
+}
+
+// askView asks instance which catalog it sees for q, within ctx and
+// ViewTimeout.
+func (p *Processor) askView(ctx context.Context, instance string, q catalog.Query) (events.ViewReply, error) {
+	body, err := events.Encode(events.JSON, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir})
+	if err != nil {
+		return events.ViewReply{}, fmt.Errorf("encode view request: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
+	defer cancel()
+	m, err := p.nc.RequestMsgWithContext(rctx, &nats.Msg{
+		Subject: events.ViewSubject(instance),
+		Header:  nats.Header{events.HeaderContentType: []string{events.ContentTypeJSON}},
+		Data:    body,
+	})
+	if err != nil {
+		return events.ViewReply{}, fmt.Errorf("ask %s for its view: %w", instance, err)
+	}
+	r, err := events.DecodeViewReply(events.JSON, m.Data)
+	if err != nil {
+		return events.ViewReply{}, fmt.Errorf("view reply of %s: %w", instance, err)
+	}
+	if r.Instance != instance {
+		return events.ViewReply{}, fmt.Errorf("view reply of %s: answered by %s", instance, r.Instance)
+	}
+	return r, nil
+}
+
+// maxViewAnswers bounds the view requests answered at once; more are
+// refused (the asker then replaces as if we were gone).
+const maxViewAnswers = 16
+
+// serveView answers view requests on events.ViewSubject(our instance):
+// which catalog we would decide for the request's query now. The request
+// is held to a trigger's rules (cwd checked as a trigger's, project and
+// resourceDir validated), so it makes the processor read nothing a trigger
+// could not.
+func (p *Processor) serveView(svc micro.Service) error {
+	slots := make(chan struct{}, maxViewAnswers)
+	return svc.AddEndpoint("view", micro.HandlerFunc(func(req micro.Request) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			p.respondView(req, events.ViewReply{Error: "busy"})
+			return
+		}
+		go func() {
+			defer func() { <-slots }()
+			p.respondView(req, p.answerView(req.Data(), req.Headers().Get(events.HeaderContentType)))
+		}()
+	}), micro.WithEndpointSubject(events.ViewSubject(p.cfg.Instance)))
+}
+
+// answerView computes the reply to one view request.
+func (p *Processor) answerView(data []byte, contentType string) events.ViewReply {
+	enc, err := events.EncodingOf(contentType)
+	if err != nil {
+		return events.ViewReply{Error: err.Error()}
+	}
+	req, err := events.DecodeViewRequest(enc, data)
+	if err != nil {
+		return events.ViewReply{Error: "bad view request: " + err.Error()}
+	}
+	cwd, err := p.cwds.check(req.Cwd)
+	if err != nil {
+		return events.ViewReply{Error: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ViewTimeout)
+	defer cancel()
+	v, err := history.Prepare(ctx, p.skills, catalog.Query{Cwd: cwd, Project: req.Project, ResourceDir: req.ResourceDir}, p.cfg.Catalog)
+	if err != nil {
+		return events.ViewReply{Error: err.Error()}
+	}
+	return events.ViewReply{Complete: v.Complete, Digest: v.Digest, Revision: v.Revision}
+}
+
+func (p *Processor) respondView(req micro.Request, r events.ViewReply) {
+	r.V, r.Instance = events.Version, p.cfg.Instance
+	body, err := events.Encode(events.JSON, r)
+	if err == nil {
+		err = req.Respond(body, micro.WithHeaders(micro.Headers{events.HeaderContentType: []string{events.ContentTypeJSON}}))
+	}
+	if err != nil {
+		p.log.Warn("answer view request", "err", err)
+	}
+}
+
+// Divergence is one unresolved disagreement between this member and
+// another about the skills of one query: at the same store revision, the
+// two see catalogs with different digests.
+type Divergence struct {
+	// Instance and Digest: this member and the digest it sees.
+	Instance, Digest string
+	// Peer and PeerDigest: the other member and the digest it sees.
+	Peer, PeerDigest string
+	// Cwd and Project: the query they disagree about.
+	Cwd, Project string
+	// Revision is the store revision both views reflect (0 without one).
+	Revision uint64
+	// Session is the session where it was found.
+	Session string
+	// Since is when it was found.
+	Since time.Time
+}
+
+// String describes d on one line (the /readyz body).
+func (d Divergence) String() string {
+	return fmt.Sprintf("view divergence: this member %s sees catalog %s, member %s sees %s, for cwd %q project %q (store revision %d, since %s, found in session %s)",
+		d.Instance, short(d.Digest), d.Peer, short(d.PeerDigest), d.Cwd, d.Project, d.Revision, d.Since.UTC().Format(time.RFC3339), d.Session)
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}
+
+// divergenceKey is the cause of a divergence: which member, about which
+// query.
+type divergenceKey struct{ peer, cwd, project string }
+
+// divergences holds the unresolved divergences this member found.
+type divergences struct {
+	gauge prometheus.Gauge
+	log   func(msg string, args ...any)
+	info  func(msg string, args ...any)
+
+	mu sync.Mutex
+	m  map[divergenceKey]Divergence
+}
+
+func newDivergences(p *Processor) *divergences {
+	return &divergences{gauge: p.m.divergence, log: p.log.Error, info: p.log.Info, m: make(map[divergenceKey]Divergence)}
+}
+
+// report records d, logging it when its cause is new (or the digests
+// changed since it was recorded).
+func (ds *divergences) report(d Divergence) {
+	k := divergenceKey{peer: d.Peer, cwd: d.Cwd, project: d.Project}
+	ds.mu.Lock()
+	old, known := ds.m[k]
+	same := known && old.Digest == d.Digest && old.PeerDigest == d.PeerDigest
+	if same {
+		ds.mu.Unlock()
+		return
+	}
+	if known {
+		d.Since = old.Since
+	}
+	ds.m[k] = d
+	if len(ds.m) == 1 && !known {
+		ds.gauge.Add(1) // Add, not Set: processors sharing a registry each count once
+	}
+	ds.mu.Unlock()
+	ds.log("members see different skills for one query: not replacing the session's catalog; make their skill folders equal or serve these skills from the skill store",
+		"instance", d.Instance, "digest", d.Digest, "other_instance", d.Peer, "other_digest", d.PeerDigest,
+		"cwd", d.Cwd, "project", d.Project, "store_revision", d.Revision, "session", d.Session)
+}
+
+// resolve forgets the divergence with key k, if any.
+func (ds *divergences) resolve(k divergenceKey, why string) {
+	ds.mu.Lock()
+	d, ok := ds.m[k]
+	if ok {
+		delete(ds.m, k)
+		if len(ds.m) == 0 {
+			ds.gauge.Add(-1)
+		}
+	}
+	ds.mu.Unlock()
+	if ok {
+		ds.info("view divergence resolved: "+why, "instance", d.Instance, "other_instance", d.Peer,
+			"cwd", d.Cwd, "project", d.Project, "lasted", time.Since(d.Since).Round(time.Millisecond))
+	}
+}
+
+// list returns the unresolved divergences, oldest first.
+func (ds *divergences) list() []Divergence {
+	ds.mu.Lock()
+	out := make([]Divergence, 0, len(ds.m))
+	for _, d := range ds.m {
+		out = append(out, d)
+	}
+	ds.mu.Unlock()
+	slices.SortFunc(out, func(a, b Divergence) int {
+		if c := a.Since.Compare(b.Since); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Peer+a.Cwd+a.Project, b.Peer+b.Cwd+b.Project)
+	})
+	return out
+}
+
+// clear forgets every divergence (the processor stopped).
+func (ds *divergences) clear() {
+	ds.mu.Lock()
+	if len(ds.m) > 0 {
+		ds.gauge.Add(-1)
+	}
+	ds.m = make(map[divergenceKey]Divergence)
+	ds.mu.Unlock()
+}
+
+// Divergences returns the view divergences this member found and that are
+// not resolved yet, oldest first.
+func (p *Processor) Divergences() []Divergence { return p.divergences.list() }
+
+// divergenceRecheck is how often unresolved divergences are asked again.
+const divergenceRecheck = 10 * time.Second
+
+// recheckDivergences asks again, every period until ctx ends, about each
+// unresolved divergence: it is resolved when the other member is gone or
+// now sees what we see, and reported anew when either side changed.
+func (p *Processor) recheckDivergences(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, d := range p.divergences.list() {
+			p.recheck(ctx, d)
+		}
+	}
+}
+
+func (p *Processor) recheck(ctx context.Context, d Divergence) {
+	key := divergenceKey{peer: d.Peer, cwd: d.Cwd, project: d.Project}
+	q := catalog.Query{Cwd: d.Cwd, Project: d.Project}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	ours, err := history.Prepare(rctx, p.skills, q, p.cfg.Catalog)
+	if err != nil || !ours.Complete {
+		return
+	}
+	r, err := p.askView(rctx, d.Peer, q)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		p.divergences.resolve(key, "the other member does not answer")
+	case err != nil || !r.Complete || r.Revision != ours.Revision:
+		// cannot tell now
+	case r.Digest == ours.Digest:
+		p.divergences.resolve(key, "the members now see the same skills")
+	default:
+		d.Digest, d.PeerDigest, d.Revision = ours.Digest, r.Digest, ours.Revision
+		p.divergences.report(d)
+	}
+}
