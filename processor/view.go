@@ -168,13 +168,21 @@ func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtU
 // askView asks instance which catalog it sees for q, within ctx and
 // ViewTimeout.
 func (p *Processor) askView(ctx context.Context, instance string, q catalog.Query) (events.ViewReply, error) {
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
+	defer cancel()
+	return AskView(rctx, p.nc, instance, q)
+}
+
+// AskView asks the processor instance which catalog it would decide for q
+// now (see ViewRequest in package events), within ctx. Members ask each
+// other before replacing a catalog; operators' tools ask to compare what a
+// command sees with what the serving members see.
+func AskView(ctx context.Context, nc *nats.Conn, instance string, q catalog.Query) (events.ViewReply, error) {
 	body, err := events.Encode(events.JSON, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir})
 	if err != nil {
 		return events.ViewReply{}, fmt.Errorf("encode view request: %w", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
-	defer cancel()
-	m, err := p.nc.RequestMsgWithContext(rctx, &nats.Msg{
+	m, err := nc.RequestMsgWithContext(ctx, &nats.Msg{
 		Subject: events.ViewSubject(instance),
 		Header:  nats.Header{events.HeaderContentType: []string{events.ContentTypeJSON}},
 		Data:    body,

@@ -33,8 +33,10 @@ store. Nothing is published.
 --capture-skills also records, for every working directory the session's
 triggers name, the skills (with bodies) that this command's skill flags give
 on this host now, so that "replay --recorded-skills" can run without them.
-These are not asked of the serving processors: give export the skill flags
-serve runs with.`[1:], `
+Give export the skill flags serve runs with: afterwards it asks every
+serving processor which catalog it decides for each of those directories now,
+and says on stderr whether the captured skills give the same one (or names
+the member and both digests where they differ).`[1:], `
   skillstream export --session 7f3a --out 7f3a.jsonl
   skillstream export --session 7f3a --nats-url nats://nats:4222 --capture-skills > 7f3a.jsonl`[1:])
 	cmd.group("Flags")
@@ -62,16 +64,18 @@ serve runs with.`[1:], `
 		}
 		defer closeJS()
 		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Session: sid}
+		var captured *capturing
 		if capture {
 			reg, err := c.registry(nil, false)
 			if err != nil {
 				return err
 			}
 			defer reg.Close()
-			opts.Skills = reg
+			captured = &capturing{Skills: reg}
+			opts.Skills = captured
 			// The serving members may be configured otherwise: say whose
-			// skills these are.
-			fmt.Fprintf(a.stderr, "--capture-skills: capturing the skills this export's own skill flags give on this host (%s), not what the serving processors see; give export the same skill flags as serve\n", c.describeSources())
+			// skills these are, and compare them with the members' below.
+			fmt.Fprintf(a.stderr, "--capture-skills: capturing the skills this export's own skill flags give on this host (%s)\n", c.describeSources())
 		}
 		prog := newProgress(a.stderr, "exported")
 		opts.Progress = prog.update
@@ -87,6 +91,9 @@ serve runs with.`[1:], `
 		}
 		if out != "" {
 			fmt.Fprintf(a.stderr, "exported %d events of session %s to %s\n", n, sid, out)
+		}
+		if captured != nil {
+			compareCaptured(ctx, js.Conn(), a.stderr, captured, c.catalogOptions())
 		}
 		return nil
 	}

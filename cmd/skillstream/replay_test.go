@@ -418,10 +418,18 @@ func TestReadersGoThroughRunningServer(t *testing.T) {
 		t.Errorf("replay --live: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
 	}
 
-	// --capture-skills says whose skills it records.
+	// --capture-skills says whose skills it records, and compares them
+	// with what the serving member sees: the same flags give its catalog.
 	code, _, stderr = runMain(t, append([]string{"export", "--session", "s1", "--out", rec, "--capture-skills", "--no-bundled", "--user-skills-dir="}, store...)...)
-	if code != exitOK || !strings.Contains(stderr, "this export's own skill flags") || !strings.Contains(stderr, "not what the serving processors see") {
+	if code != exitOK || !strings.Contains(stderr, "this export's own skill flags") || !strings.Contains(stderr, "give the catalog each of the 1 serving members decides") {
 		t.Errorf("export --capture-skills: exit %d\n%s", code, stderr)
+	}
+	// An extra skills folder the member does not have: said clearly.
+	extra := t.TempDir()
+	writeFile(t, extra, "extra-skill/SKILL.md", "---\nname: extra-skill\ndescription: Only here.\n---\nBody.\n")
+	code, _, stderr = runMain(t, append([]string{"export", "--session", "s1", "--out", rec, "--capture-skills", "--no-bundled", "--user-skills-dir=", "--skills-dir", extra}, store...)...)
+	if code != exitOK || !strings.Contains(stderr, "DIFFERS: for "+cwd+" member ") {
+		t.Errorf("export --capture-skills with other skills than the member's: exit %d\n%s", code, stderr)
 	}
 
 	// Something that is not a NATS server on --listen: a clear error, and
