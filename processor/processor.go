@@ -296,12 +296,12 @@ func (p *Processor) watchConsumer(ctx context.Context, cons jetstream.Consumer) 
 	}
 }
 
-// Pull request timing: a pull request lives at most pullExpiry (so a lost
-// one, or one held by a consumer leader that went away, is replaced within
-// seconds, and shutdown waits at most that long); after a failed pull the
-// next one waits pullRetry.
+// Pull request timing: a pull request lives at most pullExpiry, so a lost
+// one (or one held by a consumer leader that went away) is replaced within
+// a second, and shutdown waits at most that long for the last one to end;
+// after a failed pull the next one waits pullRetry.
 const (
-	pullExpiry = 5 * time.Second
+	pullExpiry = time.Second
 	pullRetry  = 250 * time.Millisecond
 )
 
