@@ -493,7 +493,13 @@ func (p *Provider) broken(err error) {
 	defer p.mu.Unlock()
 	if p.healthy {
 		p.wasBroken = true
-		p.log.Warn("skill store watch broken; snapshots are incomplete until it is back", "bucket", p.cfg.Bucket, "err", err)
+		if p.nc.IsClosed() {
+			// The connection was closed on purpose (the process is
+			// stopping): nothing to warn about.
+			p.log.Info("skill store no longer followed: NATS connection closed", "bucket", p.cfg.Bucket)
+		} else {
+			p.log.Warn("skill store watch broken; snapshots are incomplete until it is back", "bucket", p.cfg.Bucket, "err", err)
+		}
 	}
 	p.healthy = false
 	p.why = fmt.Errorf("%w: %v", ErrUnavailable, err)
