@@ -39,82 +39,62 @@ const (
 	stageTotal  = "total"
 )
 
+// newCounter, newCounterVec and newGauge declare the processor's collectors, all in
+// the skillstream namespace.
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "skillstream", Name: name, Help: help})
+}
+
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: name, Help: help}, labels)
+}
+
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "skillstream", Name: name, Help: help})
+}
+
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	m := &metrics{
-		triggers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "triggers_total",
-			Help: "Triggers handled, by kind (pre-step, skill-call) and outcome.",
-		}, []string{"kind", "outcome"}),
-		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "append_conflicts_total",
-			Help: "Appends refused because the session moved on; each leads to a re-read and re-decision.",
-		}),
-		redeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "redeliveries_total",
-			Help: "Triggers received more than once.",
-		}, []string{"kind"}),
-		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "duplicate_triggers_total",
-			Help: "Triggers answered with an output appended earlier for the same trigger, step or call.",
-		}, []string{"kind"}),
-		providerErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "provider_errors_total",
-			Help: "Skill tool calls answered with a provider failure.",
-		}),
-		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "rejects_total",
-			Help: "Malformed triggers terminated, by reason.",
-		}, []string{"reason"}),
-		panics: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "panics_total",
-			Help: "Panics recovered while handling a trigger; the trigger is terminated.",
-		}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "dead_letters_total",
-			Help: "Triggers terminated at their last delivery after transient failures.",
-		}, []string{"kind"}),
-		transient: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "transient_failures_total",
-			Help: "Deliveries that failed transiently and were negatively acknowledged for a later retry.",
-		}, []string{"kind"}),
-		tooLarge: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "outputs_too_large_total",
-			Help: "Outputs that could not be encoded within the largest message the stream takes; answered with a too_large error, never retried.",
-		}, []string{"kind"}),
+		triggers: newCounterVec("triggers_total",
+			"Triggers handled, by kind (pre-step, skill-call) and outcome.", "kind", "outcome"),
+		conflicts: newCounter("append_conflicts_total",
+			"Appends refused because the session moved on; each leads to a re-read and re-decision."),
+		redeliveries: newCounterVec("redeliveries_total",
+			"Triggers received more than once.", "kind"),
+		duplicates: newCounterVec("duplicate_triggers_total",
+			"Triggers answered with an output appended earlier for the same trigger, step or call.", "kind"),
+		providerErrs: newCounter("provider_errors_total",
+			"Skill tool calls answered with a provider failure."),
+		rejects: newCounterVec("rejects_total",
+			"Malformed triggers terminated, by reason.", "reason"),
+		panics: newCounter("panics_total",
+			"Panics recovered while handling a trigger; the trigger is terminated."),
+		deadLetters: newCounterVec("dead_letters_total",
+			"Triggers terminated at their last delivery after transient failures.", "kind"),
+		transient: newCounterVec("transient_failures_total",
+			"Deliveries that failed transiently and were negatively acknowledged for a later retry.", "kind"),
+		tooLarge: newCounterVec("outputs_too_large_total",
+			"Outputs that could not be encoded within the largest message the stream takes; answered with a too_large error, never retried.", "kind"),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "skillstream", Name: "stage_seconds",
 			Help:    "Latency of handling stages: read (session log), decide, append, total (receipt to ack).",
 			Buckets: buckets,
 		}, []string{"stage"}),
-		definitionReq: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "tool_definition_requests_total",
-			Help: "Requests for the skill tool definition.",
-		}),
-		handedBack: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "handed_back_total",
-			Help: "Triggers received but not started when the processor stopped, handed back for redelivery.",
-		}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "skillstream", Name: "triggers_in_flight",
-			Help: "Triggers being handled by this process right now.",
-		}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "skillstream", Name: "consumer_pending",
-			Help: "Triggers in the stream not yet delivered to any member of the consumer group (the group's backlog), as last read.",
-		}),
-		ackPending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "skillstream", Name: "consumer_ack_pending",
-			Help: "Triggers delivered to members of the consumer group and not yet acknowledged, as last read.",
-		}),
-		divergence: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "skillstream", Name: "view_divergence",
-			Help: "1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), 0 when none is unresolved.",
-		}),
-		viewChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "skillstream", Name: "view_checks_total",
-			Help: "Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.",
-		}, []string{"result"}),
+		definitionReq: newCounter("tool_definition_requests_total",
+			"Requests for the skill tool definition."),
+		handedBack: newCounter("handed_back_total",
+			"Triggers received but not started when the processor stopped, handed back for redelivery."),
+		inflight: newGauge("triggers_in_flight",
+			"Triggers being handled by this process right now."),
+		pending: newGauge("consumer_pending",
+			"Triggers in the stream not yet delivered to any member of the consumer group (the group's backlog), as last read."),
+		ackPending: newGauge("consumer_ack_pending",
+			"Triggers delivered to members of the consumer group and not yet acknowledged, as last read."),
+		divergence: newGauge("view_divergence",
+			"1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), 0 when none is unresolved."),
+		viewChecks: newCounterVec("view_checks_total",
+			"Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.", "result"),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
