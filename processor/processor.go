@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ type Processor struct {
 	hooks       hooks
 	now         func() time.Time
 	ready       chan struct{}
+	stopping    atomic.Bool   // set once Run's ctx is done: acknowledgements are then confirmed
 	version     string        // of the binary, for the micro service
 	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
 
@@ -178,6 +180,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
 	<-ctx.Done()
+	p.stopping.Store(true)
 	// The pull loop issues no new pull request, hands back whatever the
 	// open one still delivers, and returns when it has ended (at most
 	// pullExpiry later): nothing is left in transit.
@@ -236,16 +239,19 @@ func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots cha
 	}
 }
 
-// settle sends an acknowledgement (ack, nak or term) for msg and waits
-// until the server confirms it has applied it to the consumer. A plain
-// acknowledgement is only queued by the server: one still queued when the
-// server stops (an embedded server stopping with serve) is lost, and its
-// trigger then waits a whole ack wait for redelivery. Confirmed, it is part
-// of the consumer's state before the processor reports the trigger done.
+// settle sends an acknowledgement (ack, nak or term) for msg. While the
+// processor runs it is one publication. Once it is stopping, settle waits
+// until the server confirms it has applied the acknowledgement to the
+// consumer: the server only queues a plain one, and one still queued when
+// the server stops (an embedded server stopping with serve) is lost, its
+// trigger then waiting a whole ack wait for redelivery.
 func (p *Processor) settle(msg jetstream.Msg, ack []byte) error {
 	reply := msg.Reply()
 	if reply == "" {
 		return jetstream.ErrMsgNoReply
+	}
+	if !p.stopping.Load() {
+		return p.nc.Publish(reply, ack)
 	}
 	_, err := p.nc.Request(reply, ack, p.cfg.RequestTimeout)
 	return err
