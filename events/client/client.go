@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 // Defaults of the options.
@@ -37,6 +38,7 @@ type Client struct {
 	retry       time.Duration
 	maxAttempts int
 	materialize Materializer
+	objects     string // the skill store's object store, for the default materializer
 	nonce       string // tells this client's Msg-Ids apart from another process's
 
 	sub  *nats.Subscription
@@ -130,12 +132,32 @@ func WithMaxPending(n int) Option {
 // WithMaterializer sets the function that materialises store skills' files.
 // CallSkill calls it when the call named a ResourceDir and the result is a
 // store skill (provider "store" with a digest) whose resource base is a
-// directory, before it returns the result.
+// directory, before it returns the result. The default fetches the files
+// from the skill store's object store on the client's own connection
+// (WithSkillObjects names it) with store.Materialize.
 func WithMaterializer(m Materializer) Option {
 	return func(c *Client) error {
 		c.materialize = m
 		return nil
 	}
+}
+
+// WithSkillObjects names the skill store's object store the default
+// materializer reads (default "SKILLS", as serve's --skill-store-objects).
+func WithSkillObjects(name string) Option {
+	return func(c *Client) error {
+		if name == "" {
+			return errors.New("client: empty skill object store name")
+		}
+		c.objects = name
+		return nil
+	}
+}
+
+// storeMaterializer fetches a store skill's files by digest from the object
+// store and writes them into dir (atomically, read-only, once per digest).
+func (c *Client) storeMaterializer(ctx context.Context, res events.ToolResult, dir string) error {
+	return store.Materialize(ctx, c.js, store.Config{Objects: c.objects}, res.Value.Digest, dir)
 }
 
 // New returns a client on an open connection. Close does not close nc.
@@ -157,6 +179,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		if err := o(c); err != nil {
 			return nil, err
 		}
+	}
+	if c.materialize == nil {
+		c.materialize = c.storeMaterializer
 	}
 	c.base = nc.NewInbox() + "."
 	sub, err := nc.Subscribe(c.base+"*", c.route)
@@ -314,9 +339,6 @@ func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r e
 		return nil
 	}
 	dir := r.Value.ResourceBase.Path
-	if c.materialize == nil {
-		return fmt.Errorf("client: skill %q: %w: no materializer configured for %s", r.Value.Name, ErrMaterialize, dir)
-	}
 	if err := c.materialize(ctx, r, dir); err != nil {
 		return fmt.Errorf("client: skill %q into %s: %w: %w", r.Value.Name, dir, ErrMaterialize, err)
 	}

@@ -485,7 +485,7 @@ func TestMaterializer(t *testing.T) {
 	}
 	bare := w.client()
 	if _, err := bare.CallSkill(ctx, events.SkillCall{Session: "m", Call: "x", Args: events.SkillArgs{Name: "pdf"}, ResourceDir: resDir}); !errors.Is(err, ErrMaterialize) {
-		t.Fatalf("no materializer: %v, want ErrMaterialize", err)
+		t.Fatalf("default materializer without a skill store: %v, want ErrMaterialize", err)
 	}
 }
 

@@ -51,7 +51,10 @@
 //
 // A call that names a ResourceDir gets, for a skill of the skill store, a
 // resource base directory <resourceDir>/<name>/<first 16 hex of digest>.
-// Before returning such a result the client calls the Materializer
-// (WithMaterializer) to write the skill's files there, so that the
-// instructions and every file the model reads later come from one version.
+// Before returning such a result the client writes the skill's files there,
+// so that the instructions and every file the model reads later come from
+// one version: by default it fetches them by digest from the skill store's
+// object store (WithSkillObjects) and writes them atomically and read-only
+// (store.Materialize; a second call for the same digest does nothing).
+// WithMaterializer replaces that step.
 package client
