@@ -192,19 +192,7 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 // last error after waitTimeout.
 func poll(t testing.TB, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v: %v", waitTimeout, err)
-		}
-		<-tick.C
-	}
+	natstest.Eventually(t, waitTimeout, "gave up", f)
 }
 
 // writeSkill writes <skillDir>/<name>/SKILL.md.

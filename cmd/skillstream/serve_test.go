@@ -24,6 +24,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -58,19 +59,7 @@ func freePort(t testing.TB) int {
 // eventually polls cond until it returns nil or the deadline passes.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
+	natstest.Eventually(t, timeout, what, cond)
 }
 
 // served is a `skillstream serve` running in-process.

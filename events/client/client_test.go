@@ -492,17 +492,5 @@ func TestMaterializer(t *testing.T) {
 // poll calls f every 10ms until it returns nil, failing after waitTimeout.
 func poll(t *testing.T, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v: %v", waitTimeout, err)
-		}
-		<-tick.C
-	}
+	natstest.Eventually(t, waitTimeout, "gave up", f)
 }
