@@ -34,6 +34,11 @@ type recognition struct {
 	ok     bool
 	digest string
 	step   string
+
+	// byBytes: fp hashes the bytes, not the store time. A conclusion the
+	// processor records about its own append (remember) is of this kind: the
+	// store time is not known until the record is read back.
+	byBytes bool
 }
 
 // recognitions remembers recognise's conclusions by stream sequence, the
@@ -61,31 +66,68 @@ const hdrTimeStamp = "Nats-Time-Stamp"
 // bytes when it has none (hashing a large catalog's bytes at every
 // pre-step costs more than the store time's few bytes).
 func (r *recognitions) fingerprint(s record) uint64 {
+	if ts := s.Header.Get(hdrTimeStamp); ts != "" {
+		return r.hash(contentType(s.Header), ts, nil)
+	}
+	return r.bytesFingerprint(contentType(s.Header), s.Data)
+}
+
+// bytesFingerprint hashes a declared encoding and the bytes of a record.
+func (r *recognitions) bytesFingerprint(ct string, data []byte) uint64 {
+	return r.hash(ct, "", data)
+}
+
+func (r *recognitions) hash(ct, ts string, data []byte) uint64 {
 	var h maphash.Hash
 	h.SetSeed(r.seed)
-	h.WriteString(contentType(s.Header))
+	h.WriteString(ct)
 	h.WriteByte(0)
-	if ts := s.Header.Get(hdrTimeStamp); ts != "" {
+	if data == nil {
 		h.WriteString(ts)
 	} else {
 		h.WriteByte(1)
-		h.Write(s.Data)
+		h.Write(data)
 	}
 	return h.Sum64()
 }
 
 // lookup returns the remembered conclusion about s, if any, and the
-// fingerprint to store a new one under.
+// fingerprint to store a new one under. A conclusion seeded from the
+// processor's own append is checked against the bytes once, then
+// remembered under the store time like any other.
 func (r *recognitions) lookup(s record) (recognition, uint64, bool) {
 	fp := r.fingerprint(s)
 	if r.cache == nil {
 		return recognition{}, fp, false
 	}
 	rc, ok := r.cache.Get(s.Seq)
-	if !ok || rc.subject != s.Subject || rc.size != len(s.Data) || rc.fp != fp {
+	if !ok || rc.subject != s.Subject || rc.size != len(s.Data) {
+		return recognition{}, fp, false
+	}
+	if rc.byBytes {
+		if rc.fp != r.bytesFingerprint(contentType(s.Header), s.Data) {
+			return recognition{}, fp, false
+		}
+		rc.byBytes = false
+		r.store(s, fp, rc)
+		return rc, fp, true
+	}
+	if rc.fp != fp {
 		return recognition{}, fp, false
 	}
 	return rc, fp, true
+}
+
+// remember records the conclusion about a catalog the processor has just
+// appended at seq (msgpack bytes data on subject), so that the pre-step
+// reading it back next does not decode it again.
+func (r *recognitions) remember(seq uint64, subject string, data []byte, rc recognition) {
+	if r.cache == nil {
+		return
+	}
+	rc.subject, rc.size, rc.byBytes = subject, len(data), true
+	rc.fp = r.bytesFingerprint(events.ContentTypeMsgpack, data)
+	r.cache.Add(seq, rc)
 }
 
 func (r *recognitions) store(s record, fp uint64, rc recognition) {

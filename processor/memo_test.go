@@ -277,3 +277,35 @@ func TestKeptViewFollowsSkillEdits(t *testing.T) {
 		t.Fatalf("catalog after an addition lists %d skills, want 2", n)
 	}
 }
+
+// A conclusion remembered from the processor's own append is used for the
+// record read back only when its bytes are the ones appended; it then
+// counts under the store time like any other.
+func TestRecogniseMemoOwnAppend(t *testing.T) {
+	p := &Processor{cfg: Config{ToolOwner: "me"}.WithDefaults(), recognised: newRecognitions(16)}
+	a := []catalog.Entry{{Name: "a-skill", Description: "A."}}
+	b := []catalog.Entry{{Name: "b-skill", Description: "B."}}
+	stamped := func(s record) record {
+		s.Header = history.Header{events.HeaderContentType: s.Header[events.HeaderContentType], hdrTimeStamp: []string{"2026-12-03T10:00:00Z"}}
+		return s
+	}
+	mine := storedCatalog(t, 9, "s1", "1", "me", a...)
+	p.recognised.remember(9, mine.Subject, mine.Data, recognition{ok: true, digest: "planted", step: "1"})
+	if o, ok := p.recognise("s1", stamped(mine)); !ok || o.Digest != "planted" {
+		t.Fatalf("own append decoded again: %+v %v", o, ok)
+	}
+	if o, _ := p.recognise("s1", stamped(mine)); o.Digest != "planted" {
+		t.Fatalf("second read of own append decoded again: %+v", o)
+	}
+
+	// Other bytes of the same size at that sequence (a stream made anew):
+	// decoded, not taken from memory.
+	p.recognised.remember(10, mine.Subject, mine.Data, recognition{ok: true, digest: "planted", step: "1"})
+	other := storedCatalog(t, 10, "s1", "2", "me", b...)
+	if len(other.Data) != len(mine.Data) {
+		t.Fatalf("test records differ in size: %d, %d", len(other.Data), len(mine.Data))
+	}
+	if o, ok := p.recognise("s1", stamped(other)); !ok || o.Digest != catalog.Digest(b) || o.Step != "2" {
+		t.Fatalf("other bytes at a remembered sequence: %+v %v", o, ok)
+	}
+}

@@ -175,6 +175,10 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 			}
 			return p.decision(t, events.OutcomeAppended, &orig), nil
 		}
+		if digest, ok := history.RecogniseDecoded(t.sid, p.cfg.ToolOwner, cat); ok {
+			p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data,
+				recognition{ok: true, digest: digest, step: cat.Step})
+		}
 		dec := p.decision(t, events.OutcomeAppended, &cat)
 		dec.Reason = reason
 		return dec, nil

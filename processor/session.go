@@ -183,6 +183,7 @@ func headerSafe(s string) bool {
 type appended struct {
 	seq       uint64
 	duplicate bool
+	data      []byte // the bytes appended (msgpack)
 }
 
 // appendOutput appends an output of kind k to session sid, answering the
@@ -233,7 +234,7 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 			return appended{}, err
 		}
 	}
-	return appended{seq: ack.Sequence, duplicate: ack.Duplicate}, nil
+	return appended{seq: ack.Sequence, duplicate: ack.Duplicate, data: data}, nil
 }
 
 // errCodeWrongLastSequenceConstant is the JetStream API error code of a

@@ -90,14 +90,24 @@ func (s Session) recognise(r Record) (Catalog, bool) {
 // text without the block) is not ours and is skipped, never fatal.
 func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	c, err := decodeCatalog(r)
-	if err != nil || c.Session != sid || c.Source.Producer != owner {
+	if err != nil {
 		return Catalog{}, false
 	}
-	digest, ok := catalog.Recognize(c.Text)
+	digest, ok := RecogniseDecoded(sid, owner, c)
 	if !ok {
 		return Catalog{}, false
 	}
 	return Catalog{Record: r, Step: c.Step, Digest: digest}, true
+}
+
+// RecogniseDecoded is Recognise for a catalog already decoded (or about to
+// be appended): whether it is owner's for session sid with the
+// <available_skills> block in its text, and that block's digest.
+func RecogniseDecoded(sid, owner string, c events.Catalog) (digest string, ok bool) {
+	if c.Session != sid || c.Source.Producer != owner {
+		return "", false
+	}
+	return catalog.Recognize(c.Text)
 }
 
 func decodeCatalog(r Record) (events.Catalog, error) {
