@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -146,6 +147,13 @@ func (p *Processor) appendResult(ctx, dctx context.Context, t *trigger, deadline
 // resultFor reads a stored tool.result back as the answer to t when it
 // answers the same trigger or the same call.
 func (p *Processor) resultFor(t *trigger, s record) (events.ToolResult, bool) {
+	if id := s.Header.Get(events.HeaderMsgID); id != "" && !history.CausedBy(s, t.seq) &&
+		id != outputID(t.sid, t.ref, events.KindToolResult) &&
+		strings.HasPrefix(id, t.sid+":") && strings.HasSuffix(id, ":"+string(events.KindToolResult)) {
+		// A result this processor appended for another call (its Msg-Id
+		// names the call): not the answer, and not worth decoding.
+		return events.ToolResult{}, false
+	}
 	enc, err := encodingOfStored(s)
 	if err != nil {
 		return events.ToolResult{}, false
