@@ -145,19 +145,27 @@ func (p *Processor) Run(ctx context.Context) error {
 		close(beatsDone) // after every trigger finished (wg.Wait below)
 		<-p.beats.closed
 	}()
+	// A fixed pool of workers, each holding a slot while it handles one
+	// trigger: a worker's goroutine lives as long as the processor, so the
+	// stack a trigger grew is there for the next one.
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, p.cfg.Workers)
+	jobs := make(chan jetstream.Msg)
+	for range p.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for msg := range jobs {
+				p.handle(work, msg)
+				<-slots
+			}
+		}()
+	}
 	pulled := make(chan struct{})
 	go func() {
 		defer close(pulled)
-		p.pull(ctx, cons, slots, func(msg jetstream.Msg) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				p.handle(work, msg)
-			}()
-		})
+		defer close(jobs)
+		p.pull(ctx, cons, slots, func(msg jetstream.Msg) { jobs <- msg })
 	}()
 	sctx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
 	statsDone := make(chan struct{})
