@@ -24,7 +24,11 @@ type ranked struct {
 // merge applies the ranking rules to the providers' answers.
 func (r *Registry) merge(results []listResult) *view {
 	v := &view{complete: true}
-	var all []ranked
+	n := 0
+	for _, res := range results {
+		n += len(res.cands)
+	}
+	all := make([]ranked, 0, n)
 	for i, res := range results {
 		if res.err != nil {
 			// Whatever the provider could still list stays available
