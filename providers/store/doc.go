@@ -24,6 +24,8 @@
 // Publisher is the publishing side (`skillstream skills`): Push writes only
 // skills whose digest changed, each write conditional on the revision it
 // read, so racing publishers never overwrite each other silently.
+// Collect (`skills gc`) removes the objects no revision the index still
+// holds names, which nothing else ever deletes.
 // Materialize writes a skill's files to a directory atomically and
 // read-only, for workers and `skills get`.
 package store

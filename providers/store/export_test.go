@@ -1,5 +1,7 @@
 package store
 
+import "time"
+
 // SetBeforeWrite installs a hook that runs once between a push's read of a
 // key and its write, to stage a concurrent publisher.
 func SetBeforeWrite(pb *Publisher, f func()) {
@@ -8,6 +10,13 @@ func SetBeforeWrite(pb *Publisher, f func()) {
 		f()
 	}
 }
+
+// SetBeforeDelete installs a hook that runs before Collect removes each
+// object, to stage a concurrent publisher.
+func SetBeforeDelete(pb *Publisher, f func()) { pb.beforeDelete = f }
+
+// SetNow sets the clock a publisher reads.
+func SetNow(pb *Publisher, now func() time.Time) { pb.now = now }
 
 // MaxChans is how many projects' change channels a provider keeps.
 const MaxChans = maxChans

@@ -126,7 +126,8 @@ type Publisher struct {
 	obs jetstream.ObjectStore
 	now func() time.Time
 
-	beforeWrite func() // test hook: runs between the read and the write of a key
+	beforeWrite  func() // test hook: runs between the read and the write of a key
+	beforeDelete func() // test hook: runs before Collect removes each object
 }
 
 // NewPublisher opens (creating when missing) the store's buckets.
