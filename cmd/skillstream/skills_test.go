@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -129,5 +130,77 @@ func TestSkillsPushRefusesEveryProblem(t *testing.T) {
 	code, stdout, _ = runMain(t, "skills", "ls", "--nats-url", srv.URL())
 	if code != 0 || stdout != "" {
 		t.Fatalf("something was published: exit %d\n%s", code, stdout)
+	}
+}
+
+// TestSkillsGC runs skills gc the way an operator does: the old version
+// of an updated skill is kept while it is young, listed by a dry run,
+// removed by gc, and the current version is still fetched.
+func TestSkillsGC(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	nats := []string{"--nats-url", srv.URL(), "--skill-store-history", "1"}
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), nats...)...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	root := t.TempDir()
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version one.", "name: a-skill", "description: A skill."))
+	writeFile(t, root, "b-skill.md", skillMD("Flat.", "name: b-skill", "description: B skill."))
+	run(0, "push", root)
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version two.", "name: a-skill", "description: A skill."))
+	run(0, "push", root)
+
+	var transcript strings.Builder
+	for _, args := range [][]string{
+		{"gc"},                                // v1's object is unreferenced but young
+		{"gc", "--dry-run", "--min-age", "0"}, // listed, not removed
+		{"gc", "--min-age", "0"},              // removed
+		{"gc", "--min-age", "0"},              // nothing left to remove
+	} {
+		stdout, stderr := run(0, args...)
+		fmt.Fprintf(&transcript, "$ skillstream skills %s\n%s%s", strings.Join(args, " "), stdout, stderr)
+	}
+	golden(t, "skills_gc.golden", transcript.String())
+
+	dest := t.TempDir()
+	t.Cleanup(func() { makeWritable(dest) })
+	run(0, "get", "a-skill", "--out", dest)
+	if data, err := os.ReadFile(filepath.Join(dest, "a-skill", "SKILL.md")); err != nil || !strings.Contains(string(data), "Version two.") {
+		t.Fatalf("get a-skill after gc: %q, %v", data, err)
+	}
+
+	// An index entry gc cannot read stops it: nothing removed, exit 1.
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version three.", "name: a-skill", "description: A skill."))
+	run(0, "push", root)
+	kv, err := srv.JS.KeyValue(context.Background(), "SKILLS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), "global.odd-skill", []byte(`{"name":"odd-skill"}`)); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := run(1, "gc", "--min-age", "0")
+	if stdout != "" || !strings.Contains(stderr, "cannot read global.odd-skill rev ") || !strings.Contains(stderr, "nothing was removed") {
+		t.Fatalf("gc with a malformed entry:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	if err := kv.Purge(context.Background(), "global.odd-skill"); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, _ := run(0, "gc", "--min-age", "0"); !strings.HasPrefix(stdout, "removed ") || !strings.Contains(stdout, ", removed 1 (") {
+		t.Fatalf("gc once the entry is purged:\n%s", stdout)
+	}
+
+	for _, args := range [][]string{
+		{"gc", "extra"}, {"gc", "--scope", "global"}, {"gc", "--min-age", "-1s"}, {"ls", "--dry-run"}, {"ls", "--min-age", "0"},
+	} {
+		run(2, args...)
+	}
+	code, stdout, stderr := runMain(t, "skills", "gc", "--nats-url", "nats://"+quietAddr(t))
+	if code != exitFailure || stdout != "" || !strings.Contains(stderr, "skillstream skills: connect to nats://") {
+		t.Fatalf("gc without a server: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -68,12 +69,14 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 
 func (a *app) skillsCommand() (*command, runFunc) {
 	var (
-		c     Config
-		scope string
-		prune bool
-		out   string
+		c      Config
+		scope  string
+		prune  bool
+		out    string
+		dryRun bool
+		minAge time.Duration
 	)
-	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get [arguments] [flags]", `
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|gc [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in the README).
@@ -98,6 +101,19 @@ files, see "Running a fleet" in the README).
   get NAME[@REVISION] --out DIR [--scope S]
       write a skill's files (the current revision, or REVISION) to
       DIR/NAME, read-only, verified against the skill's digest.
+  gc [--dry-run] [--min-age DURATION]
+      remove the stored files (objects) of skill versions that no revision
+      kept by the index names any more: updates and rm keep the old files,
+      and nothing else ever deletes them. Every revision that history
+      lists stays fetchable, removed skills' included. An object younger
+      than --min-age (default 1h) is kept even when nothing names it: a
+      push stores a skill's files before its index entry, and gc must not
+      take the files of a push still in flight; --min-age 0 is safe when
+      no push runs. One line per object, "removed <digest12> <size>
+      bytes" ("would remove" with --dry-run, which removes nothing), then
+      a summary of the objects kept and removed. When a revision of the
+      index cannot be read (written by something else), gc removes
+      nothing, names it and exits 1.
 
 A scope is "global" (every session; the default) or "project/<id>"
 (sessions whose triggers carry project "<id>").`[1:], `
@@ -106,18 +122,21 @@ A scope is "global" (every session; the default) or "project/<id>"
   skillstream skills push team-skills/ --scope project/payments
   skillstream skills ls
   skillstream skills history commit-message
-  skillstream skills get commit-message@12 --out /tmp/skills`[1:])
+  skillstream skills get commit-message@12 --out /tmp/skills
+  skillstream skills gc --dry-run`[1:])
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
 	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
+	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
+	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
 	c.storeFlags(cmd)
 	cmd.pick(c.streamFlags, "replicas")
 	cmd.fs.Lookup("replicas").Usage = "replicas of the skill store's buckets when they are created"
 	c.storeNATSFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
-			return usagef("skills needs an action: push, ls, history, rm or get")
+			return usagef("skills needs an action: push, ls, history, rm, get or gc")
 		}
 		action, args := args[0], args[1:]
 		if err := c.validateNATS(); err != nil {
@@ -141,6 +160,11 @@ A scope is "global" (every session; the default) or "project/<id>"
 		}
 		if out != "" && action != "get" {
 			return usagef("--out applies to get only")
+		}
+		gcOnly := false
+		cmd.fs.Visit(func(f *flag.Flag) { gcOnly = gcOnly || f.Name == "dry-run" || f.Name == "min-age" })
+		if gcOnly && action != "gc" {
+			return usagef("--dry-run and --min-age apply to gc only")
 		}
 		var run func(context.Context, *store.Publisher) error
 		switch action {
@@ -235,8 +259,21 @@ A scope is "global" (every session; the default) or "project/<id>"
 				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, shortDigest(p.Record.Digest), dir)
 				return nil
 			}
+		case "gc":
+			if len(args) > 0 {
+				return usagef("skills gc takes no arguments, got %q", args[0])
+			}
+			if scope != "" {
+				return usagef("skills gc covers every scope: --scope does not apply")
+			}
+			if minAge < 0 {
+				return usagef("--min-age %v: must not be negative", minAge)
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				return a.collect(ctx, pb, store.CollectOptions{MinAge: minAge, DryRun: dryRun})
+			}
 		default:
-			return usagef("unknown skills action %q: want push, ls, history, rm or get", action)
+			return usagef("unknown skills action %q: want push, ls, history, rm, get or gc", action)
 		}
 		js, closeNC, err := a.dialStore(&c, "skills", true)
 		if err != nil {
@@ -253,6 +290,42 @@ A scope is "global" (every session; the default) or "project/<id>"
 		}
 		return err
 	}
+}
+
+// collect runs skills gc: a line per object removed (or that would be),
+// then a summary; unreadable index revisions are listed on stderr.
+func (a *app) collect(ctx context.Context, pb *store.Publisher, opts store.CollectOptions) error {
+	c, err := pb.Collect(ctx, opts)
+	verb := "removed"
+	if opts.DryRun {
+		verb = "would remove"
+	}
+	for _, o := range c.Removed {
+		fmt.Fprintf(a.stdout, "%s %s %d bytes\n", verb, shortDigest(o.Digest), o.Size)
+	}
+	var ue *store.UnreadableError
+	if errors.As(err, &ue) {
+		for _, e := range ue.Entries {
+			fmt.Fprintf(a.stderr, "skillstream skills gc: cannot read %s rev %d: %v\n", e.Key, e.Revision, e.Err)
+		}
+		fmt.Fprintf(a.stderr, "skillstream skills gc: nothing was removed, since these revisions may name any object; "+
+			"remove them from the index (`nats kv purge <bucket> <key>` drops every revision of a key) "+
+			"or let newer revisions push them out of its history, then run gc again\n")
+		return errReported
+	}
+	if err != nil {
+		return err
+	}
+	kept := fmt.Sprintf("kept %d %s", c.Kept, plural(c.Kept, "object", "objects"))
+	if c.Young > 0 {
+		kept += fmt.Sprintf(" (%d unreferenced but younger than --min-age %v)", c.Young, opts.MinAge)
+	}
+	if opts.DryRun {
+		fmt.Fprintf(a.stdout, "%s, would remove %d (%d bytes)\n", kept, len(c.Removed), c.Freed)
+	} else {
+		fmt.Fprintf(a.stdout, "%s, removed %d (%d bytes freed)\n", kept, len(c.Removed), c.Freed)
+	}
+	return nil
 }
 
 // readForPush validates and reads every skill under the paths; on any
