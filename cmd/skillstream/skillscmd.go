@@ -316,10 +316,14 @@ func (a *app) collect(ctx context.Context, pb *store.Publisher, opts store.Colle
 	if err != nil {
 		return err
 	}
-	kept := fmt.Sprintf("kept %d %s", c.Kept, plural(c.Kept, "object", "objects"))
+	why := []string{fmt.Sprintf("%d named by the %d %s the index holds", c.Named, c.Revisions, plural(c.Revisions, "revision", "revisions"))}
 	if c.Young > 0 {
-		kept += fmt.Sprintf(" (%d unreferenced but younger than --min-age %v)", c.Young, opts.MinAge)
+		why = append(why, fmt.Sprintf("%d unreferenced but younger than --min-age %v", c.Young, opts.MinAge))
 	}
+	if other := c.Kept - c.Named - c.Young; other > 0 {
+		why = append(why, fmt.Sprintf("%d not named by a digest", other))
+	}
+	kept := fmt.Sprintf("kept %d %s (%s)", c.Kept, plural(c.Kept, "object", "objects"), strings.Join(why, ", "))
 	if opts.DryRun {
 		fmt.Fprintf(a.stdout, "%s, would remove %d (%d bytes)\n", kept, len(c.Removed), c.Freed)
 	} else {

@@ -53,10 +53,13 @@ type Collection struct {
 	// digest; Freed is their bytes.
 	Removed []Object
 	Freed   uint64
-	// Kept counts the objects left: named by the index, younger than
-	// MinAge (Young counts those), or not named by a digest.
-	Kept  int
-	Young int
+	// Kept counts the objects left: Named by a revision of the index,
+	// Young (unreferenced but younger than MinAge), or not named by a
+	// digest (not skillstream's).
+	Kept, Named, Young int
+	// Revisions counts the revisions read from the index (delete markers
+	// left out).
+	Revisions int
 }
 
 // UnreadableEntry is an index revision Collect cannot read, so it cannot
@@ -108,6 +111,7 @@ func (pb *Publisher) Collect(ctx context.Context, opts CollectOptions) (Collecti
 			return
 		}
 		used[rec.Digest] = true
+		c.Revisions++
 	})
 	if err != nil {
 		return c, err
@@ -119,7 +123,10 @@ func (pb *Publisher) Collect(ctx context.Context, opts CollectOptions) (Collecti
 	var drop []Object
 	for _, o := range objs {
 		switch {
-		case !hexDigest.MatchString(o.Name) || used[o.Name]:
+		case used[o.Name]:
+			c.Kept++
+			c.Named++
+		case !hexDigest.MatchString(o.Name):
 			c.Kept++
 		case now.Sub(o.ModTime) < opts.MinAge:
 			c.Kept++

@@ -84,23 +84,29 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 	v1 := push(t, pb, store.Global, false, dir, writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
 	writeSkill(t, root, "a-skill", "A.", "Version two.", nil)
 	v2 := push(t, pb, store.Global, false, dir)
-	if len(objectNames(t, srv.JS)) != 3 {
+	// An object not named by a digest is not skillstream's: left alone.
+	obs, _ := srv.JS.ObjectStore(context.Background(), store.DefaultObjects)
+	if _, err := obs.PutString(context.Background(), "README", "not a skill"); err != nil {
+		t.Fatal(err)
+	}
+	if len(objectNames(t, srv.JS)) != 4 {
 		t.Fatalf("objects before gc: %v", objectNames(t, srv.JS))
 	}
 
 	dry := collect(t, pb, store.CollectOptions{DryRun: true})
-	if !slices.Equal(digests(dry.Removed), []string{v1[0].Digest}) || dry.Kept != 2 || dry.Freed == 0 {
+	if !slices.Equal(digests(dry.Removed), []string{v1[0].Digest}) || dry.Kept != 3 || dry.Named != 2 ||
+		dry.Revisions != 2 || dry.Freed != dry.Removed[0].Size || dry.Freed == 0 {
 		t.Fatalf("dry run = %+v, want v1's object %s", dry, v1[0].Digest)
 	}
-	if len(objectNames(t, srv.JS)) != 3 {
+	if len(objectNames(t, srv.JS)) != 4 {
 		t.Fatalf("a dry run removed objects: %v", objectNames(t, srv.JS))
 	}
 
 	c := collect(t, pb, store.CollectOptions{})
-	if !slices.Equal(digests(c.Removed), []string{v1[0].Digest}) || c.Kept != 2 || c.Freed != dry.Freed {
+	if !slices.Equal(digests(c.Removed), []string{v1[0].Digest}) || c.Kept != 3 || c.Named != 2 || c.Freed != dry.Freed {
 		t.Fatalf("gc = %+v, want exactly v1's object %s", c, v1[0].Digest)
 	}
-	if got, want := objectNames(t, srv.JS), []string{v1[1].Digest, v2[0].Digest}; !slices.Equal(got, sorted(want)) {
+	if got, want := objectNames(t, srv.JS), []string{"README", v1[1].Digest, v2[0].Digest}; !slices.Equal(got, sorted(want)) {
 		t.Fatalf("objects after gc %v, want %v", got, want)
 	}
 	cur, err := pb.Get(context.Background(), store.Global, "a-skill", 0)
@@ -109,7 +115,7 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 	}
 	readableHistory(t, pb, "a-skill")
 	readableHistory(t, pb, "b-skill")
-	if again := collect(t, pb, store.CollectOptions{}); len(again.Removed) != 0 || again.Kept != 2 {
+	if again := collect(t, pb, store.CollectOptions{}); len(again.Removed) != 0 || again.Kept != 3 {
 		t.Fatalf("second gc = %+v, want nothing removed", again)
 	}
 
