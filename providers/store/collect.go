@@ -27,8 +27,11 @@ import (
 // A push that reuses the object of a digest no revision names (a skill
 // brought back to files it had long ago) while Collect removes that object
 // leaves an entry without files. After removing, Collect reads the index
-// again and reports such entries with ErrRemovedInUse; `skills rm` and a
-// new push repair them.
+// again and reports such entries with ErrRemovedInUse. A push looks for
+// the object once more after writing its entry, and stores the files of
+// an unchanged skill again when they are gone: whichever of the two comes
+// second sees the other, and pushing the same files again repairs an
+// entry gc reported.
 
 // CollectOptions says what Collect removes.
 type CollectOptions struct {

@@ -242,7 +242,8 @@ func TestCollectMinAgeProtectsYoungObjects(t *testing.T) {
 }
 
 // A push that brings back files whose object gc is removing leaves an
-// entry without files: gc says which, and rm plus push repairs it.
+// entry without files: gc says which, and pushing the same files again
+// repairs it.
 func TestCollectReportsAnEntryPublishedOnRemovedFiles(t *testing.T) {
 	srv := natstest.Start(t)
 	pb := publisher(t, srv.JS, store.Config{History: 1})
@@ -262,14 +263,16 @@ func TestCollectReportsAnEntryPublishedOnRemovedFiles(t *testing.T) {
 		!slices.Equal(digests(c.Removed), []string{v1[0].Digest}) {
 		t.Fatalf("Collect racing a push = %+v, %v; want ErrRemovedInUse naming global.a-skill rev 3", c, err)
 	}
-	if _, err := pb.Remove(context.Background(), store.Global, "a-skill"); err != nil {
-		t.Fatal(err)
-	}
-	push(t, pb, store.Global, false, dir)
 	out := filepath.Join(t.TempDir(), "a")
 	t.Cleanup(func() { makeWritable(out) })
+	if err := pb.Materialize(context.Background(), v1[0].Digest, out); err == nil {
+		t.Fatal("the reported entry's files are still there")
+	}
+	if again := push(t, pb, store.Global, false, dir); again[0].Action != store.Unchanged {
+		t.Fatalf("push again = %+v, want unchanged", again)
+	}
 	if err := pb.Materialize(context.Background(), v1[0].Digest, out); err != nil {
-		t.Fatalf("after rm and push: %v", err)
+		t.Fatalf("after pushing again: %v", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(out, "SKILL.md")); !strings.Contains(string(data), "One.") {
 		t.Fatalf("SKILL.md = %q", data)

@@ -210,6 +210,11 @@ func (pb *Publisher) pushOne(ctx context.Context, scope Scope, l Local) (Change,
 	case err == nil:
 		last = e.Revision()
 		if rec, derr := decodeRecord(l.Record.Name, e.Value()); derr == nil && rec.Digest == l.Record.Digest {
+			// Unchanged; its files are stored again should they be gone
+			// (removed by a gc racing the push that wrote this entry).
+			if err := pb.putObject(ctx, l); err != nil {
+				return Change{}, err
+			}
 			return Change{Action: Unchanged, Name: l.Record.Name, Revision: last, Digest: rec.Digest}, nil
 		}
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -237,6 +242,13 @@ func (pb *Publisher) pushOne(ctx context.Context, scope Scope, l Local) (Change,
 	}
 	if err != nil {
 		return Change{}, fmt.Errorf("write %s: %w", key, err)
+	}
+	// A gc may have removed the object between putObject and the index
+	// write (an old object, reused). Looking again after the write closes
+	// that gap: gc looks at the index after removing, so one of the two
+	// sees the other.
+	if err := pb.putObject(ctx, l); err != nil {
+		return Change{}, err
 	}
 	return Change{Action: action, Name: rec.Name, Revision: rev, Digest: rec.Digest}, nil
 }
