@@ -121,3 +121,43 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	reportWork(b, p, before)
 }
+
+// BenchmarkLoadFolder: load, warm, one folder skill of 20 files (SKILL.md,
+// top-level and nested resources) straight from the provider: the body
+// and the digest of its folder, both cached.
+func BenchmarkLoadFolder(b *testing.B) {
+	for _, watch := range []bool{true, false} {
+		b.Run(fmt.Sprintf("watch=%v", watch), func(b *testing.B) {
+			repo := b.TempDir()
+			mkdir(b, filepath.Join(repo, ".git"))
+			dir := filepath.Join(repo, ".agents/skills/big")
+			write(b, filepath.Join(dir, "SKILL.md"), skillText("big", "A skill with resources.", "Use the scripts."))
+			for i := range 19 {
+				sub := []string{"", "scripts", "references/deep"}[i%3]
+				write(b, filepath.Join(dir, sub, fmt.Sprintf("file-%02d.txt", i)), fmt.Sprintf("resource %d\n", i))
+			}
+			p, err := agentskills.New(agentskills.Config{NoUserDir: true, NoWatch: !watch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			want, err := agentskills.Digest(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := catalog.At(repo)
+			if sk, err := p.Load(context.Background(), "big", q); err != nil || sk.Digest != want {
+				b.Fatalf("Load: digest %q, want %q, %v", sk.Digest, want, err)
+			}
+			before := p.Stats()
+			b.ReportAllocs()
+			for b.Loop() {
+				sk, err := p.Load(context.Background(), "big", q)
+				if err != nil || sk.Digest != want {
+					b.Fatalf("Load: digest %q, want %q, %v", sk.Digest, want, err)
+				}
+			}
+			reportWork(b, p, before)
+		})
+	}
+}
