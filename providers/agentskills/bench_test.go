@@ -51,6 +51,7 @@ func reportWork(b *testing.B, p *agentskills.Provider, before agentskills.Stats)
 	n := float64(b.N)
 	b.ReportMetric(float64(after.Reads-before.Reads)/n, "reads/op")
 	b.ReportMetric(float64(after.Scans-before.Scans)/n, "scans/op")
+	b.ReportMetric(float64(after.DigestWalks-before.DigestWalks)/n, "digest-walks/op")
 }
 
 // BenchmarkSnapshotCold: a fresh provider and registry each time: list,

@@ -83,7 +83,16 @@ type File struct {
 // more files or bytes than lim allows (ErrTooManyFiles, ErrTooLarge) are
 // errors naming the path. Hidden files count like any other.
 func Files(dir string, lim Limits) ([]File, error) {
-	lim = lim.withDefaults()
+	w, err := walkFolder(dir, lim)
+	if err != nil {
+		return nil, err
+	}
+	return w.files, nil
+}
+
+// walkFolder walks the skill folder dir as Files does and returns the
+// walker, which also knows the subfolders and links it went through.
+func walkFolder(dir string, lim Limits) (*walker, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
@@ -92,19 +101,21 @@ func Files(dir string, lim Limits) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &walker{root: real, lim: lim}
+	w := &walker{root: real, lim: lim.withDefaults()}
 	if err := w.walk(real, "", 0); err != nil {
 		return nil, err
 	}
 	sort.Slice(w.files, func(i, j int) bool { return w.files[i].Path < w.files[j].Path })
-	return w.files, nil
+	return w, nil
 }
 
 type walker struct {
-	root  string
+	root  string // the folder, symbolic links resolved
 	lim   Limits
 	files []File
 	total int64
+	dirs  []string // the subfolders, in walk order
+	links int      // symbolic links met
 }
 
 func (w *walker) walk(dir, rel string, depth int) error {
@@ -123,11 +134,13 @@ func (w *walker) walk(dir, rel string, depth int) error {
 		src := p
 		switch {
 		case mode.IsDir():
+			w.dirs = append(w.dirs, p)
 			if err := w.walk(p, r, depth+1); err != nil {
 				return err
 			}
 			continue
 		case mode&fs.ModeSymlink != 0:
+			w.links++
 			target, err := filepath.EvalSymlinks(p)
 			if err != nil {
 				return fmt.Errorf("%s: dangling or looping symbolic link: %w", p, ErrNotRegular)

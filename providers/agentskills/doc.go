@@ -84,14 +84,38 @@
 // one (see providers.Notifier). When the watcher cannot start or a watch
 // cannot be added, that folder is listed again on every List, validating
 // the cached parses by stat, and Changes returns a closed channel so that
-// nobody caches. Stats counts reads, parses and listings: an unchanged,
-// watched tree costs none.
+// nobody caches. Stats counts reads, parses, listings and the folder walks
+// of Load: an unchanged, watched tree costs none.
 //
 // With Config.Logger, every dropped file is logged as a warning, once per
 // version of the file.
 //
-// Load finds the winning file through the cached listing and reads it
-// again, so body edits are seen at once.
+// # Load and digests
+//
+// Load finds the winning file through the cached listing. Its parse is
+// kept while the file's identity (inode, size, mtime, ctime) is unchanged,
+// so a warm Load costs one stat and body edits are seen at once. The skill
+// comes with its digest (see Digest): a flat file's is kept with the same
+// identity. A skill folder's digest covers every file below it, so
+// checking identities would mean walking the folder on every Load;
+// instead, on Linux, each folder and file of a loaded skill folder gets an
+// inotify watch of its own (a second instance, apart from the listing's),
+// and the digest is kept while none of them reported an event and the
+// folder's path still names the same directory. The event queue is read,
+// without blocking, before a kept digest is served: the kernel queues an
+// event before the call that made the change returns, so any change made
+// before a Load began, anywhere in the folder (nested subfolders, files
+// added, removed or renamed, content rewritten at the same size and
+// mtime, a file changed through a hard link from elsewhere, the folder
+// replaced or its link retargeted), is in that Load's digest. A warm Load
+// of a folder skill thus costs two stats and one read. A folder is walked
+// on every Load instead (a readdir of each subfolder, a stat of each file,
+// the digest kept while paths and identities are unchanged) when watching
+// is off or unavailable, when it holds a symbolic link (its target may
+// move with folders nobody watches), when it lies on a network or FUSE
+// file system or spans several, or when its watches do not fit: the
+// watches of all kept digests are bounded by Config.MaxWatchesPerFolder,
+// the least recently used digests giving theirs up first.
 //
 // # Where the code lives
 //
@@ -102,7 +126,8 @@
 // folder and the scan renewing it; scan.go the folder walk itself, shared
 // with ScanFolder and ScanSkill; watch.go the fsnotify watches, the event
 // loop and the debounced notification; poll.go the folders over the watch
-// bound; loadcache.go the parsed bodies and digests Load reuses. The
+// bound; loadcache.go the parsed bodies and digests Load reuses, and
+// treewatch_linux.go the inotify watches that keep those digests. The
 // bounded sets (tracked projects, remembered roots, loaded bodies and
 // digests) are LRUs from github.com/hashicorp/golang-lru/v2, in the
 // simplelru form: the provider's own locks guard them with the state an

@@ -4,7 +4,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2/simplelru"
 
@@ -16,14 +18,55 @@ import (
 // loadCacheSize MiB and in practice a few hundred KiB.
 const loadCacheSize = 1024
 
-// loadCache keeps, per skill file, the last parsed skill and the digest of
-// its folder, each valid while the identity (device, inode, size, mtime,
-// ctime) of what it was computed from is unchanged. A warm Load then costs
-// a stat of the skill's files instead of reading and parsing them.
+// loadCache keeps what Load computed, per skill, for the next Load.
+//
+// The parsed body of a skill file is kept while the file's identity
+// (device, inode, size, mtime, ctime) is unchanged: one stat.
+//
+// The digest of a flat-file skill is kept the same way, with the file's
+// identity from that stat.
+//
+// The digest of a skill folder is watched when it can be: every folder and
+// every file of the skill folder gets an inotify watch (treewatch_linux.go),
+// and the digest is served while no event was reported on any of them and
+// the folder's path still names the same directory (device and inode): a
+// stat of the folder and one read of the event queue, which finds it empty.
+// The queue is read before the digest is served, and the kernel queues an
+// event before the call that made the change returns, so a change made
+// before the Load began (any file or subfolder edited, added, removed,
+// renamed, even through a hard link from elsewhere; the folder replaced or
+// renamed) is always reflected in its digest. The watches are in place
+// before the files are read, so what changes while a digest is computed
+// makes it stale at once.
+//
+// A folder is walked instead (a readdir of every folder and a stat of every
+// file on each Load, the digest kept while the paths and identities of the
+// files are unchanged) when:
+//   - watching is off (Config.NoWatch) or unavailable (not Linux, no inotify
+//     instance to be had);
+//   - it holds a symbolic link: what a link names may change with folders
+//     outside the skill, which nobody watches (the folder itself may be a
+//     link: its target is what is watched, and re-checked by the stat);
+//   - it lies on a network or FUSE file system, whose changes made by
+//     another machine are not reported, or spans several file systems;
+//   - its watches do not fit in Config.MaxWatchesPerFolder, which bounds
+//     the watches of all kept digests together (the least recently used
+//     digests give theirs up first), or the kernel refuses one.
+//
+// A folder that changes while its digest is computed is digested but not
+// kept; the next Load tries again.
 type loadCache struct {
 	mu      sync.Mutex
 	bodies  *lru.LRU[string, cachedBody]
-	digests *lru.LRU[string, cachedDigest]
+	digests *lru.LRU[string, *cachedDigest]
+	// watch tells whether folder digests may be watched (false once
+	// closed, or when no inotify instance could be had); tw is started at
+	// the first folder digest, and is nil again once closed.
+	watch      atomic.Bool
+	maxWatches int
+	tw         *treeWatch
+
+	walks atomic.Uint64 // skill folders walked for their digest
 }
 
 type cachedBody struct {
@@ -31,15 +74,51 @@ type cachedBody struct {
 	skill catalog.Skill
 }
 
+// cachedDigest is a kept digest: watched (tree set) or validated by the
+// identities of the files it was computed from.
 type cachedDigest struct {
-	files  []File // paths, sizes and identities it was computed from
 	digest string
+	tree   *watchedTree
+	inode  [2]uint64 // watched: the directory the folder's path named
+	files  []File    // not watched: paths, sizes and identities
 }
 
-func newLoadCache() *loadCache {
-	b, _ := lru.NewLRU[string, cachedBody](loadCacheSize, nil)
-	d, _ := lru.NewLRU[string, cachedDigest](loadCacheSize, nil)
-	return &loadCache{bodies: b, digests: d}
+func newLoadCache(watch bool, maxWatches int) *loadCache {
+	c := &loadCache{maxWatches: maxWatches}
+	c.watch.Store(watch)
+	c.bodies, _ = lru.NewLRU[string, cachedBody](loadCacheSize, nil)
+	// Evictions happen inside LRU calls, which are made with c.mu held.
+	c.digests, _ = lru.NewLRU(loadCacheSize, func(_ string, d *cachedDigest) { c.unwatch(d) })
+	return c
+}
+
+// unwatch releases d's watches. c.mu must be held.
+func (c *loadCache) unwatch(d *cachedDigest) {
+	if d.tree != nil && c.tw != nil {
+		c.tw.release(d.tree)
+	}
+}
+
+// close releases every watch; later digests are walked.
+func (c *loadCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watch.Store(false)
+	if c.tw != nil {
+		c.digests.Purge()
+		c.tw.close()
+		c.tw = nil
+	}
+}
+
+// stats counts the folder walks and the watches held, for Stats.
+func (c *loadCache) stats() (walks uint64, watches int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tw != nil {
+		watches = c.tw.held()
+	}
+	return c.walks.Load(), watches
 }
 
 // body returns the cached parse of path when its identity is still id.
@@ -75,59 +154,189 @@ func statFile(path string, noFollow bool) (identity, bool) {
 	return identityOf(fi), true
 }
 
-// digest returns the digest of the skill whose file is file: the flat
-// file's when flat, else its folder's. It is
-// empty when the files cannot be digested (a link leaving the folder, too
-// many or too large files): the digest is informative, never a reason to
-// refuse a skill.
-func (c *loadCache) digest(file string, flat bool) string {
+// digest returns the digest of the skill whose file is file, of identity
+// id: the flat file's when flat, else its folder's. It is empty when the
+// files cannot be digested (a link leaving the folder, too many or too
+// large files): the digest is informative, never a reason to refuse a
+// skill.
+func (c *loadCache) digest(file string, id identity, flat bool) string {
 	if flat {
-		id, ok := statFile(file, false)
-		if !ok {
+		files := []File{{Path: SkillFile, Size: id.size, Source: file, id: id}}
+		return c.walkedDigest("file\x00"+file, files)
+	}
+	return c.folderDigest(filepath.Dir(file))
+}
+
+// folderDigest returns the digest of the skill folder dir.
+func (c *loadCache) folderDigest(dir string) string {
+	var fi fs.FileInfo // the folder, for a watched digest
+	var err error
+	if c.watch.Load() {
+		if fi, err = os.Stat(dir); err != nil || !fi.IsDir() {
 			return ""
 		}
-		return c.digestOf("file\x00"+file, []File{{Path: SkillFile, Size: id.size, Source: file, id: id}})
 	}
-	dir := filepath.Dir(file)
-	files, err := Files(dir, Limits{})
-	if err != nil {
-		return ""
-	}
-	return c.digestOf("dir\x00"+dir, files)
-}
-
-// digestOf returns the digest of files, cached under key while the files
-// keep their paths and identities; "" when they cannot be digested.
-func (c *loadCache) digestOf(key string, files []File) string {
-	if d, ok := c.cachedDigest(key, files); ok {
-		return d
-	}
-	d, err := DigestFiles(files)
-	if err != nil {
-		return ""
-	}
-	c.putDigest(key, files, d)
-	return d
-}
-
-func (c *loadCache) cachedDigest(key string, files []File) (string, bool) {
+	key := "dir\x00" + dir
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, ok := c.digests.Get(key)
-	if !ok || len(d.files) != len(files) {
-		return "", false
-	}
-	for i, f := range files {
-		g := d.files[i]
-		if g.Path != f.Path || g.Source != f.Source || g.id != f.id {
-			return "", false
+	if c.tw == nil && c.watch.Load() {
+		if c.tw, err = newTreeWatch(); err != nil {
+			c.watch.Store(false)
 		}
 	}
-	return d.digest, true
+	watching := c.tw != nil && fi != nil
+	if watching {
+		c.tw.drain()
+	}
+	d, ok := c.digests.Get(key)
+	if ok && d.tree != nil {
+		if watching && !d.tree.stale && d.inode == inodeOf(fi) {
+			c.mu.Unlock()
+			return d.digest
+		}
+		c.digests.Remove(key) // releases its watches
+		ok = false
+	}
+	c.mu.Unlock()
+
+	c.walks.Add(1)
+	w, err := walkFolder(dir, Limits{})
+	if err != nil {
+		return ""
+	}
+	if ok && sameFiles(d.files, w.files) {
+		return d.digest // walked before, unchanged
+	}
+	if watching && w.links == 0 && localFS(w.root) {
+		if digest, done := c.watchFolder(key, dir, w); done {
+			return digest
+		}
+	}
+	return c.walkedDigest(key, w.files)
 }
 
-func (c *loadCache) putDigest(key string, files []File, digest string) {
+// walkedDigest returns the digest of files, kept under key while a walk
+// finds the same paths and identities; "" when they cannot be digested.
+func (c *loadCache) walkedDigest(key string, files []File) string {
+	c.mu.Lock()
+	d, ok := c.digests.Get(key)
+	c.mu.Unlock()
+	if ok && d.tree == nil && sameFiles(d.files, files) {
+		return d.digest
+	}
+	digest, err := DigestFiles(files)
+	if err != nil {
+		return ""
+	}
+	c.put(key, &cachedDigest{digest: digest, files: files})
+	return digest
+}
+
+// watchFolder watches the folder w walked, then walks it again and reads
+// its files: what changes once the watches are in place is reported, what
+// changed before is read. done is false when the folder cannot be watched
+// (it is then walked on every Load); a folder that changed in between is
+// digested as read, but not kept.
+func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done bool) {
+	paths := make([]string, 0, 1+len(w.dirs)+len(w.files))
+	paths = append(paths, w.root)
+	paths = append(paths, w.dirs...)
+	for _, f := range w.files {
+		paths = append(paths, f.Source)
+	}
+	if len(paths) > c.maxWatches {
+		return "", false
+	}
+	c.mu.Lock()
+	if c.tw == nil { // closed meanwhile
+		c.mu.Unlock()
+		return "", false
+	}
+	for c.tw.held()+len(paths) > c.maxWatches && c.digests.Len() > 0 {
+		c.digests.RemoveOldest()
+	}
+	tree, err := c.tw.add(paths)
+	c.mu.Unlock()
+	if err != nil {
+		return "", false
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			c.mu.Lock()
+			if c.tw != nil {
+				c.tw.release(tree)
+			}
+			c.mu.Unlock()
+		}
+	}()
+
+	root, err := os.Stat(w.root)
+	if err != nil {
+		return "", true
+	}
+	c.walks.Add(1)
+	again, err := walkFolder(dir, Limits{})
+	if err != nil {
+		return "", true
+	}
+	if !sameTree(w, again) {
+		digest, _ = DigestFiles(again.files)
+		return digest, true
+	}
+	if !oneDevice(root, again.files) {
+		return "", false
+	}
+	if digest, err = DigestFiles(again.files); err != nil {
+		return "", true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.digests.Add(key, cachedDigest{files: files, digest: digest})
+	if c.tw != nil && !tree.stale {
+		c.putLocked(key, &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root)})
+		kept = true
+	}
+	return digest, true
+}
+
+// sameTree reports whether two walks found the same folders and files
+// (paths only: a file replaced after its watch was added is an event).
+func sameTree(a, b *walker) bool {
+	if a.root != b.root || b.links != 0 || !slices.Equal(a.dirs, b.dirs) || len(a.files) != len(b.files) {
+		return false
+	}
+	for i, f := range a.files {
+		if g := b.files[i]; g.Path != f.Path || g.Source != f.Source {
+			return false
+		}
+	}
+	return true
+}
+
+// sameFiles reports whether files have the paths and identities of kept.
+func sameFiles(kept, files []File) bool {
+	if len(kept) != len(files) {
+		return false
+	}
+	for i, f := range files {
+		g := kept[i]
+		if g.Path != f.Path || g.Source != f.Source || g.id != f.id {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *loadCache) put(key string, d *cachedDigest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(key, d)
+}
+
+// putLocked keeps d under key, releasing the watches of the digest it
+// replaces. c.mu must be held.
+func (c *loadCache) putLocked(key string, d *cachedDigest) {
+	if old, ok := c.digests.Peek(key); ok && old != d {
+		c.unwatch(old)
+	}
+	c.digests.Add(key, d)
 }

@@ -61,7 +61,8 @@ type Config struct {
 	// diagnostic) instead of following them.
 	NoFollowSymlinks bool
 	// NoWatch disables fsnotify: every List then validates the cached
-	// parses by stat (mtime, ctime, size, inode).
+	// parses by stat (mtime, ctime, size, inode), and every Load of a
+	// folder skill walks the folder for its digest.
 	NoWatch bool
 	// MaxProjects bounds how many project roots are watched at once; the
 	// least recently used one is dropped. Default DefaultMaxProjects.
@@ -74,7 +75,10 @@ type Config struct {
 	// shared, limited resource). A folder that needs more is still watched
 	// itself, so skills added, removed or renamed in it are seen at once,
 	// but edits inside its skill folders are found by checking them every
-	// PollInterval. Default DefaultMaxWatchesPerFolder.
+	// PollInterval. It bounds, too, the watches Load takes, all folders
+	// together, to keep the digests of the skill folders it loaded (see
+	// the package documentation); a skill folder that does not fit is
+	// walked on each Load. Default DefaultMaxWatchesPerFolder.
 	MaxWatchesPerFolder int
 	// PollInterval is how often a folder over MaxWatchesPerFolder is
 	// checked. Default DefaultPollInterval.
@@ -92,7 +96,9 @@ type Stats struct {
 	Scans         uint64 // skills folders listed
 	Invalidations uint64 // change notifications sent (after coalescing)
 	RootWalks     uint64 // walks up a working directory looking for .git
+	DigestWalks   uint64 // skill folders walked by Load for their digest
 	Watches       int    // paths watched now
+	DigestWatches int    // files and folders watched for the digests kept
 	Projects      int    // project roots tracked now
 }
 
@@ -161,7 +167,6 @@ func New(cfg Config) (*Provider, error) {
 		watches:     make(map[string]*watchEntry),
 		pending:     make(map[*root]struct{}),
 		chainDirs:   make(map[string]map[*cwdRoot]struct{}),
-		loads:       newLoadCache(),
 	}
 	if p.name == "" {
 		p.name = DefaultName
@@ -184,6 +189,7 @@ func New(cfg Config) (*Provider, error) {
 	if p.pollEvery <= 0 {
 		p.pollEvery = DefaultPollInterval
 	}
+	p.loads = newLoadCache(!cfg.NoWatch, p.maxWatches)
 	dirs := cfg.ProjectDirs
 	if dirs == nil {
 		dirs = DefaultProjectDirs()
@@ -258,13 +264,16 @@ func (p *Provider) Stats() Stats {
 	p.mu.Lock()
 	watches, projects := len(p.watches), p.projects.Len()
 	p.mu.Unlock()
+	digestWalks, digestWatches := p.loads.stats()
 	return Stats{
 		Reads:         p.count.reads.Load(),
 		Parses:        p.count.parses.Load(),
 		Scans:         p.count.scans.Load(),
 		Invalidations: p.invalidations.Load(),
 		RootWalks:     p.rootWalks.Load(),
+		DigestWalks:   digestWalks,
 		Watches:       watches,
+		DigestWatches: digestWatches,
 		Projects:      projects,
 	}
 }
@@ -343,8 +352,10 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	return cands, errors.Join(errs...)
 }
 
-// Load implements providers.Provider. It re-reads the winning file, so body
-// edits are seen at once.
+// Load implements providers.Provider. It re-reads the winning file when
+// its identity changed, so body edits are seen at once, and the skill's
+// digest reflects every change made to its files before the call (see
+// the package documentation for how it is kept).
 func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	cwd := q.Cwd
 	if !catalog.ValidName(name) {
@@ -378,7 +389,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 	if id, ok := statFile(f.path, p.noFollow); ok {
 		if sk, ok := p.loads.body(f.path, id); ok && sk.Name == f.sum.Name {
-			return p.finish(r, f, sk), nil
+			return p.finish(r, f, id, sk), nil
 		}
 	}
 	data, id, reason, err := readFile(f.path, p.noFollow, &p.count)
@@ -404,15 +415,16 @@ func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 		return catalog.Skill{}, fmt.Errorf("skill %q was renamed to %q: %w", f.sum.Name, sk.Name, catalog.ErrNotFound)
 	}
 	p.loads.putBody(f.path, id, sk)
-	return p.finish(r, f, sk), nil
+	return p.finish(r, f, id, sk), nil
 }
 
-// finish completes a parsed skill with where it came from and its digest.
-func (p *Provider) finish(r *root, f found, sk catalog.Skill) catalog.Skill {
+// finish completes a parsed skill with where it came from and its digest;
+// id is the identity of its file as just read or stat'ed.
+func (p *Provider) finish(r *root, f found, id identity, sk catalog.Skill) catalog.Skill {
 	sk.Source, sk.Provider = r.source, p.name
 	rb := *f.sum.ResourceBase
 	sk.ResourceBase = &rb
-	sk.Digest = p.loads.digest(f.path, filepath.Dir(f.path) == r.path)
+	sk.Digest = p.loads.digest(f.path, id, filepath.Dir(f.path) == r.path)
 	return sk
 }
 
@@ -459,6 +471,7 @@ func (p *Provider) Close() error {
 		}
 	}
 	p.mu.Unlock()
+	p.loads.close()
 	if p.w == nil {
 		return nil
 	}
