@@ -1,0 +1,168 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// trigger is one delivery being handled.
+type trigger struct {
+	msg       jetstream.Msg
+	seq       uint64
+	delivered uint64
+	last      bool // this is the last delivery MaxDeliver allows
+	sid       string
+	kind      events.Kind
+	enc       events.Encoding
+	inbox     string
+	ref       string // step or call id, once read
+	start     time.Time
+}
+
+// kindLabel is the metrics label of a trigger kind.
+func kindLabel(k events.Kind) string {
+	switch k {
+	case events.KindPreStep:
+		return "pre-step"
+	case events.KindSkillCall:
+		return "skill-call"
+	}
+	return "other"
+}
+
+// handle runs one delivery to its fate: it never panics and always acks,
+// naks or terms the message, except when a test hook simulates a crash.
+func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
+	if p.hooks.take != nil && !p.hooks.take(msg) {
+		_ = msg.Nak()
+		return
+	}
+	t := &trigger{msg: msg, start: p.now()}
+	p.m.inflight.Inc()
+	defer p.m.inflight.Dec()
+	defer func() {
+		// Last line of defence: a panic while answering a failure.
+		if r := recover(); r != nil {
+			p.m.panics.Inc()
+			p.log.Error("panic finishing trigger", "subject", msg.Subject(), "seq", t.seq, "panic", r)
+			_ = msg.TermWithReason("panic")
+		}
+	}()
+	err := p.safely(ctx, t)
+	if errors.Is(err, errCrash) {
+		return
+	}
+	f := fateOf(err, t.last)
+	switch {
+	case err == nil:
+	case f == fateTerm && errors.Is(err, ErrRejected):
+		// counted and answered where rejected
+	case errors.Is(err, errTooLarge):
+		p.m.tooLarge.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Error("output too large for one message; answered with an error, not retried", "subject", msg.Subject(),
+			"seq", t.seq, "err", err)
+		p.answerTooLarge(t, err)
+	case errors.Is(err, errPanic):
+		p.m.panics.Inc()
+		p.log.Error("panic handling trigger", "subject", msg.Subject(), "seq", t.seq, "err", err)
+		p.answerFailure(t, err)
+	case f == fateTerm:
+		p.m.deadLetters.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Error("trigger dead-lettered after its last delivery", "subject", msg.Subject(),
+			"seq", t.seq, "deliveries", t.delivered, "err", err)
+		p.answerFailure(t, err)
+	case f == fateRetry:
+		p.m.transient.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.log.Warn("trigger failed, will retry", "subject", msg.Subject(), "seq", t.seq,
+			"delivery", t.delivered, "err", err)
+	}
+	var ackErr error
+	switch f {
+	case fateAck:
+		ackErr = p.settle(msg, []byte("+ACK"))
+	case fateTerm:
+		ackErr = p.settle(msg, []byte("+TERM "+termReason(err)))
+	case fateRetry:
+		ackErr = p.settle(msg, nakWithDelay(p.nakDelay(t.delivered)))
+	}
+	if ackErr != nil {
+		// The server redelivers after AckWait; the answer is idempotent.
+		p.log.Warn("acknowledge trigger", "subject", msg.Subject(), "seq", t.seq, "fate", f, "err", ackErr)
+	}
+	p.m.latency.WithLabelValues(stageTotal).Observe(p.now().Sub(t.start).Seconds())
+}
+
+// safely runs process, turning a panic into errPanic.
+func (p *Processor) safely(ctx context.Context, t *trigger) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", errPanic, r)
+		}
+	}()
+	return p.process(ctx, t)
+}
+
+// nakDelay is the redelivery delay after the given delivery failed:
+// NakDelay doubling per delivery, capped at AckWait.
+func (p *Processor) nakDelay(delivered uint64) time.Duration {
+	d := p.cfg.NakDelay
+	for i := uint64(1); i < delivered && d < p.cfg.AckWait; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.AckWait)
+}
+
+// process reads the delivery's envelope and dispatches it by kind.
+func (p *Processor) process(ctx context.Context, t *trigger) error {
+	meta, err := t.msg.Metadata()
+	if err != nil {
+		return p.reject(t, reasonEnvelope, fmt.Errorf("read delivery metadata: %w", err))
+	}
+	t.seq = meta.Sequence.Stream
+	t.delivered = meta.NumDelivered
+	t.last = p.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(p.cfg.MaxDeliver)
+	sid, kind, err := events.ParseSubject(p.cfg.Prefix, t.msg.Subject())
+	t.sid, t.kind = sid, kind
+	if err != nil {
+		// Keep what can be read, to address the rejection.
+		rest, _ := strings.CutPrefix(t.msg.Subject(), p.cfg.Prefix+".")
+		s, k, _ := strings.Cut(rest, ".")
+		t.sid, t.kind = s, events.Kind(k)
+	}
+	if t.delivered > 1 {
+		p.m.redeliveries.WithLabelValues(kindLabel(kind)).Inc()
+	}
+	h := t.msg.Headers()
+	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
+	inbox := h.Get(events.HeaderReplyInbox)
+	if inbox != "" {
+		if err := p.cfg.checkInbox(inbox); err != nil {
+			// Answered nowhere: the subject is not one to answer on.
+			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
+		}
+	}
+	t.inbox = inbox
+	if err != nil {
+		return p.reject(t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
+	}
+	if kind != events.KindPreStep && kind != events.KindSkillCall {
+		// A consumer filtered wider than ours: not our business.
+		return nil
+	}
+	if _, err := events.EncodingOf(h.Get(events.HeaderContentType)); err != nil {
+		return p.reject(t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))
+	}
+	stop := p.keepAlive(t.msg)
+	defer stop()
+	if kind == events.KindPreStep {
+		return p.preStep(ctx, t)
+	}
+	return p.skillCall(ctx, t)
+}
