@@ -53,62 +53,37 @@ func (p *Processor) reply(t *trigger, v any) error {
 const codeUnavailable = "unavailable"
 
 // reject counts and logs a malformed trigger once and answers it where
-// possible: a rejected Decision for a pre-step, a bad_request ToolResult for
-// a skill call — appended to the session too when the call id is readable.
-// It returns the rejection (fate: term), or a transient error when that
-// bad_request result could not be appended (fate: retry).
+// possible, with its kind's reply (kindHandler.rejected): a rejected
+// Decision for a pre-step, a bad_request ToolResult for a skill call,
+// appended to the session too when the call id is readable. It returns the
+// rejection (fate: term), or a transient error when that bad_request result
+// could not be appended (fate: retry).
 func (p *Processor) reject(t *trigger, reason string, err error) error {
 	rej := &rejection{reason: reason, err: err}
-	what := "malformed skill call: "
-	if reason == reasonCwd {
-		what = "skill call refused: "
-	}
-	if t.kind == events.KindSkillCall && t.ref != "" && events.ValidSession(t.sid) {
-		res := p.toolError(t, events.CodeBadRequest, what+err.Error())
-		var out *events.ToolResult
-		aerr := p.appendResult(context.Background(), context.Background(), t, 0, &out, func() (events.ToolResult, error) { return res, nil })
-		if aerr != nil {
-			return fmt.Errorf("append bad_request result for %s: %w", t.ref, aerr)
-		}
-		p.countReject(t, rej)
-		return errors.Join(rej, p.reply(t, out))
+	reply, aerr := t.handler.rejected(context.Background(), t, rej)
+	if aerr != nil {
+		return aerr
 	}
 	p.countReject(t, rej)
-	switch t.kind {
-	case events.KindPreStep:
-		d := p.decision(t, events.OutcomeRejected, nil)
-		d.Error = &events.ErrorInfo{Code: events.CodeBadRequest, Message: err.Error()}
-		return errors.Join(rej, p.reply(t, d))
-	case events.KindSkillCall:
-		return errors.Join(rej, p.reply(t, p.toolError(t, events.CodeBadRequest, what+err.Error())))
+	if reply == nil {
+		return rej
 	}
-	return rej
+	return errors.Join(rej, p.reply(t, reply))
 }
 
 func (p *Processor) countReject(t *trigger, rej *rejection) {
 	p.m.rejects.WithLabelValues(rej.reason).Inc()
-	outcome := events.OutcomeRejected
-	if t.kind == events.KindSkillCall {
-		outcome = events.CodeBadRequest
-	}
-	p.m.triggers.WithLabelValues(kindLabel(t.kind), outcome).Inc()
+	p.m.triggers.WithLabelValues(t.handler.label(), t.handler.rejectOutcome()).Inc()
 	p.log.Warn("trigger rejected", "subject", t.msg.Subject(), "seq", t.seq, "reason", rej.reason, "err", rej.err)
 }
 
 // answerFailure tells a waiting worker that its trigger was given up (dead
 // letter or panic): nothing was appended, and the worker may retry.
 func (p *Processor) answerFailure(t *trigger, cause error) {
-	var err error
-	switch t.kind {
-	case events.KindPreStep:
-		d := p.decision(t, events.OutcomeIncomplete, nil)
-		d.Error = &events.ErrorInfo{Code: codeUnavailable, Message: cause.Error()}
-		err = p.reply(t, d)
-	case events.KindSkillCall:
-		err = p.reply(t, p.toolError(t, codeUnavailable, "skill tool unavailable: "+cause.Error()))
-	}
-	if err != nil {
-		p.log.Warn("answer failed trigger", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
+	if reply := t.handler.failed(t, cause); reply != nil {
+		if err := p.reply(t, reply); err != nil {
+			p.log.Warn("answer failed trigger", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
+		}
 	}
 }
 
@@ -116,18 +91,10 @@ func (p *Processor) answerFailure(t *trigger, cause error) {
 // message: nothing was appended, and asking again would give the same
 // output, so the error says what to change.
 func (p *Processor) answerTooLarge(t *trigger, cause error) {
-	var err error
-	switch t.kind {
-	case events.KindPreStep:
-		d := p.decision(t, events.OutcomeIncomplete, nil)
-		d.Error = &events.ErrorInfo{Code: events.CodeTooLarge,
-			Message: "the catalog is too large for one message (" + cause.Error() + "): lower the catalog size limit"}
-		err = p.reply(t, d)
-	case events.KindSkillCall:
-		err = p.reply(t, p.toolError(t, events.CodeTooLarge, "the skill tool result is too large for one message ("+cause.Error()+")"))
-	}
-	if err != nil {
-		p.log.Warn("answer trigger with too large an output", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
+	if reply := t.handler.tooLarge(t, cause); reply != nil {
+		if err := p.reply(t, reply); err != nil {
+			p.log.Warn("answer trigger with too large an output", "subject", t.msg.Subject(), "seq", t.seq, "err", err)
+		}
 	}
 }
 

@@ -141,7 +141,7 @@ func (p *Processor) fitResult(t *trigger, r events.ToolResult) events.ToolResult
 	if n <= p.limit.max {
 		return r
 	}
-	p.m.tooLarge.WithLabelValues(kindLabel(t.kind)).Inc()
+	p.m.tooLarge.WithLabelValues(t.handler.label()).Inc()
 	p.log.Error("skill tool result too large for one message; answered with a too_large error", "session", t.sid,
 		"call", t.ref, "skill", v.Name, "bytes", n, "limit", p.limit.max)
 	return p.toolError(t, events.CodeTooLarge, fmt.Sprintf("skill %q is too large to deliver: its result takes about %d bytes, more than the %d bytes one message may hold",

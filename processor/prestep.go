@@ -11,27 +11,57 @@ import (
 	"github.com/skillstream/skillstream/processor/history"
 )
 
-// preStep handles an agent.pre-step trigger: decide whether the session's
-// catalog must change, append it if so, answer with the Decision.
-func (p *Processor) preStep(ctx context.Context, t *trigger) error {
+// preStepKind handles agent.pre-step triggers: decide whether the
+// session's catalog must change, append it if so, answer with the Decision.
+type preStepKind struct{ p *Processor }
+
+func (preStepKind) label() string { return "pre-step" }
+
+func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error) {
+	p := k.p
 	ps, err := events.DecodePreStep(t.enc, t.msg.Data())
 	if err != nil {
 		t.ref = usableID(ps.Step)
-		return p.reject(t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
+		return nil, "", p.reject(t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
 	}
 	t.ref = ps.Step
 	if ps.Session != t.sid {
-		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
+		return nil, "", p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
 	}
 	if ps.Cwd, err = p.cwds.check(ps.Cwd); err != nil {
-		return p.reject(t, reasonCwd, err)
+		return nil, "", p.reject(t, reasonCwd, err)
 	}
 	d, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	p.m.triggers.WithLabelValues(kindLabel(t.kind), d.Outcome).Inc()
-	return p.reply(t, d)
+	return d, d.Outcome, nil
+}
+
+// rejected: a "rejected" Decision; nothing is appended.
+func (k preStepKind) rejected(_ context.Context, t *trigger, rej *rejection) (any, error) {
+	d := k.p.decision(t, events.OutcomeRejected, nil)
+	d.Error = &events.ErrorInfo{Code: events.CodeBadRequest, Message: rej.err.Error()}
+	return d, nil
+}
+
+func (preStepKind) rejectOutcome() string { return events.OutcomeRejected }
+
+// failed: outcome "incomplete" (the model keeps what it was shown), code
+// "unavailable".
+func (k preStepKind) failed(t *trigger, cause error) any {
+	d := k.p.decision(t, events.OutcomeIncomplete, nil)
+	d.Error = &events.ErrorInfo{Code: codeUnavailable, Message: cause.Error()}
+	return d
+}
+
+// tooLarge: outcome "incomplete", code "too_large", saying which limit to
+// lower.
+func (k preStepKind) tooLarge(t *trigger, cause error) any {
+	d := k.p.decision(t, events.OutcomeIncomplete, nil)
+	d.Error = &events.ErrorInfo{Code: events.CodeTooLarge,
+		Message: "the catalog is too large for one message (" + cause.Error() + "): lower the catalog size limit"}
+	return d
 }
 
 // decision builds a reply to t.
@@ -94,7 +124,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		}
 		if hist.Answers(t.seq, ps.Step) {
 			// Redelivery or worker retry: the answer is already in the log.
-			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
 			cat, err := hist.Newest.Decode()
 			if err != nil {
 				return events.Decision{}, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
@@ -164,7 +194,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 		}
 		if a.duplicate {
 			// An earlier attempt at this step appended first.
-			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
 			s, enc, err := p.readOutput(ctx, a.seq)
 			if err != nil {
 				return events.Decision{}, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillstream/skillstream/events"
 )
 
 // Processor consumes session triggers and appends and returns their answers.
@@ -30,11 +31,12 @@ type Processor struct {
 	version     string        // of the binary, for the micro service
 	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
 
-	beats      *heartbeats   // progress heartbeats of the triggers in flight
-	recognised *recognitions // conclusions of recognise, by stream sequence
-	inflight   *budget       // Config.InflightBytes
-	limit      messageLimit  // the largest output; the stream's part is known once provisioned
-	cwds       cwdRoots      // Config.CwdRoots
+	beats      *heartbeats                 // progress heartbeats of the triggers in flight
+	recognised *recognitions               // conclusions of recognise, by stream sequence
+	kinds      map[events.Kind]kindHandler // the kinds consumed (trigger.go)
+	inflight   *budget                     // Config.InflightBytes
+	limit      messageLimit                // the largest output; the stream's part is known once provisioned
+	cwds       cwdRoots                    // Config.CwdRoots
 
 	divergences   *divergences  // view divergences found and not resolved (view.go)
 	recheckPeriod time.Duration // divergenceRecheck; shorter in tests
@@ -93,6 +95,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 
 		recheckPeriod: divergenceRecheck,
 	}
+	p.kinds = kindHandlers(p)
 	p.divergences = newDivergences(p)
 	return p, nil
 }

@@ -14,42 +14,77 @@ import (
 // expiredText is what the model reads for a call handled after its deadline.
 const expiredText = "skill call expired before it could be handled"
 
-// skillCall handles a tool.call.skill trigger: run the skill tool, append
-// the tool.result, answer with it.
-func (p *Processor) skillCall(ctx context.Context, t *trigger) error {
+// skillCallKind handles tool.call.skill triggers: run the skill tool,
+// append the tool.result, answer with it.
+type skillCallKind struct{ p *Processor }
+
+func (skillCallKind) label() string { return "skill-call" }
+
+func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, error) {
+	p := k.p
 	sc, err := events.DecodeSkillCall(t.enc, t.msg.Data())
 	t.ref = usableID(sc.Call)
 	if err != nil {
-		return p.reject(t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
+		return nil, "", p.reject(t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
 	}
 	if sc.Session != t.sid {
-		return p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
+		return nil, "", p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
 	}
 	if sc.Cwd, err = p.cwds.check(sc.Cwd); err != nil {
-		return p.reject(t, reasonCwd, err)
+		return nil, "", p.reject(t, reasonCwd, err)
 	}
 	if p.expired(sc.DeadlineMs) {
-		return p.answerExpired(t)
+		return p.expiredResult(t), events.OutcomeExpired, nil
 	}
 	res, err := p.runSkillCall(ctx, t, sc)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if res == nil {
-		return p.answerExpired(t)
+		return p.expiredResult(t), events.OutcomeExpired, nil
 	}
 	outcome := "ok"
 	if res.IsError && res.Error != nil {
 		outcome = res.Error.Code
 	}
-	p.m.triggers.WithLabelValues(kindLabel(t.kind), outcome).Inc()
-	return p.reply(t, res)
+	return res, outcome, nil
 }
 
-// answerExpired answers a call past its deadline; nothing is appended.
-func (p *Processor) answerExpired(t *trigger) error {
-	p.m.triggers.WithLabelValues(kindLabel(t.kind), events.OutcomeExpired).Inc()
-	return p.reply(t, p.toolError(t, events.CodeExpired, expiredText))
+// rejected: a bad_request error result, appended to the session too when
+// the call id is readable, so that the model's tool call has a result.
+func (k skillCallKind) rejected(_ context.Context, t *trigger, rej *rejection) (any, error) {
+	p := k.p
+	what := "malformed skill call: "
+	if rej.reason == reasonCwd {
+		what = "skill call refused: "
+	}
+	res := p.toolError(t, events.CodeBadRequest, what+rej.err.Error())
+	if t.ref == "" || !events.ValidSession(t.sid) {
+		return res, nil
+	}
+	var out *events.ToolResult
+	err := p.appendResult(context.Background(), context.Background(), t, 0, &out, func() (events.ToolResult, error) { return res, nil })
+	if err != nil {
+		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
+	}
+	return out, nil
+}
+
+func (skillCallKind) rejectOutcome() string { return events.CodeBadRequest }
+
+// failed: an "unavailable" error result, not appended.
+func (k skillCallKind) failed(t *trigger, cause error) any {
+	return k.p.toolError(t, codeUnavailable, "skill tool unavailable: "+cause.Error())
+}
+
+// tooLarge: a "too_large" error result, not appended.
+func (k skillCallKind) tooLarge(t *trigger, cause error) any {
+	return k.p.toolError(t, events.CodeTooLarge, "the skill tool result is too large for one message ("+cause.Error()+")")
+}
+
+// expiredResult answers a call past its deadline; nothing is appended.
+func (p *Processor) expiredResult(t *trigger) events.ToolResult {
+	return p.toolError(t, events.CodeExpired, expiredText)
 }
 
 // toolError is an error ToolResult answering t.
@@ -100,7 +135,7 @@ func (p *Processor) appendResult(ctx, dctx context.Context, t *trigger, deadline
 		}
 		if prev := v.of(p.cfg.Prefix, t.sid, events.KindToolResult); prev != nil {
 			if r, ok := p.resultFor(t, *prev); ok {
-				p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+				p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
 				*res = &r
 				return nil
 			}
@@ -126,7 +161,7 @@ func (p *Processor) appendResult(ctx, dctx context.Context, t *trigger, deadline
 			return err
 		}
 		if a.duplicate {
-			p.m.duplicates.WithLabelValues(kindLabel(t.kind)).Inc()
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
 			s, enc, err := p.readOutput(ctx, a.seq)
 			if err != nil {
 				return err

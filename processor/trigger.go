@@ -19,23 +19,68 @@ type trigger struct {
 	delivered uint64
 	last      bool // this is the last delivery MaxDeliver allows
 	sid       string
-	kind      events.Kind
+	handler   kindHandler // of the subject's kind; ignoredKind until it is read
 	enc       events.Encoding
 	inbox     string
 	ref       string // step or call id, once read
 	start     time.Time
 }
 
-// kindLabel is the metrics label of a trigger kind.
-func kindLabel(k events.Kind) string {
-	switch k {
-	case events.KindPreStep:
-		return "pre-step"
-	case events.KindSkillCall:
-		return "skill-call"
-	}
-	return "other"
+// kindHandler is what sets one trigger kind apart; everything else about a
+// trigger (envelope, fate, acknowledgement) is shared.
+// Processor.kinds holds one per kind it consumes; a kind it does not
+// consume gets ignoredKind.
+type kindHandler interface {
+	// label is the kind's label in metrics.
+	label() string
+	// answer handles a delivery whose envelope is sound: it decodes the
+	// payload, does the kind's work (appending its output) and returns the
+	// reply and the outcome counted for it. A rejected payload is answered
+	// there (reject) and returned as the error.
+	answer(ctx context.Context, t *trigger) (reply any, outcome string, err error)
+	// rejected is the reply to a malformed trigger (nil: none), appending
+	// whatever the kind appends for one; an error is transient (retried).
+	rejected(ctx context.Context, t *trigger, rej *rejection) (reply any, err error)
+	// rejectOutcome is the outcome counted for a rejected trigger.
+	rejectOutcome() string
+	// failed is the reply to a trigger given up (dead letter, panic), nil
+	// for none; nothing was appended.
+	failed(t *trigger, cause error) (reply any)
+	// tooLarge is the reply to a trigger whose output does not fit in one
+	// message, nil for none; nothing was appended.
+	tooLarge(t *trigger, cause error) (reply any)
 }
+
+// kindHandlers are the handlers of the kinds a processor consumes.
+func kindHandlers(p *Processor) map[events.Kind]kindHandler {
+	return map[events.Kind]kindHandler{
+		events.KindPreStep:   preStepKind{p},
+		events.KindSkillCall: skillCallKind{p},
+	}
+}
+
+// handlerOf returns the handler of kind k, and whether k is a kind this
+// processor consumes (else ignoredKind).
+func (p *Processor) handlerOf(k events.Kind) (kindHandler, bool) {
+	if h, ok := p.kinds[k]; ok {
+		return h, true
+	}
+	return ignoredKind{}, false
+}
+
+// ignoredKind stands for a kind the processor does not consume (or one it
+// has not read yet): a consumer filtered wider than ours delivers it, and
+// nothing about it is answered.
+type ignoredKind struct{}
+
+func (ignoredKind) label() string { return "other" }
+func (ignoredKind) answer(context.Context, *trigger) (any, string, error) {
+	return nil, "", nil
+}
+func (ignoredKind) rejected(context.Context, *trigger, *rejection) (any, error) { return nil, nil }
+func (ignoredKind) rejectOutcome() string                                       { return events.OutcomeRejected }
+func (ignoredKind) failed(*trigger, error) any                                  { return nil }
+func (ignoredKind) tooLarge(*trigger, error) any                                { return nil }
 
 // handle runs one delivery to its fate: it never panics and always acks,
 // naks or terms the message, except when a test hook simulates a crash.
@@ -44,7 +89,7 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.Nak()
 		return
 	}
-	t := &trigger{msg: msg, start: p.now()}
+	t := &trigger{msg: msg, start: p.now(), handler: ignoredKind{}}
 	p.m.inflight.Inc()
 	defer p.m.inflight.Dec()
 	defer func() {
@@ -65,7 +110,7 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	case f == fateTerm && errors.Is(err, ErrRejected):
 		// counted and answered where rejected
 	case errors.Is(err, errTooLarge):
-		p.m.tooLarge.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.m.tooLarge.WithLabelValues(t.handler.label()).Inc()
 		p.log.Error("output too large for one message; answered with an error, not retried", "subject", msg.Subject(),
 			"seq", t.seq, "err", err)
 		p.answerTooLarge(t, err)
@@ -74,12 +119,12 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 		p.log.Error("panic handling trigger", "subject", msg.Subject(), "seq", t.seq, "err", err)
 		p.answerFailure(t, err)
 	case f == fateTerm:
-		p.m.deadLetters.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.m.deadLetters.WithLabelValues(t.handler.label()).Inc()
 		p.log.Error("trigger dead-lettered after its last delivery", "subject", msg.Subject(),
 			"seq", t.seq, "deliveries", t.delivered, "err", err)
 		p.answerFailure(t, err)
 	case f == fateRetry:
-		p.m.transient.WithLabelValues(kindLabel(t.kind)).Inc()
+		p.m.transient.WithLabelValues(t.handler.label()).Inc()
 		p.log.Warn("trigger failed, will retry", "subject", msg.Subject(), "seq", t.seq,
 			"delivery", t.delivered, "err", err)
 	}
@@ -119,7 +164,8 @@ func (p *Processor) nakDelay(delivered uint64) time.Duration {
 	return min(d, p.cfg.AckWait)
 }
 
-// process reads the delivery's envelope and dispatches it by kind.
+// process reads the delivery's envelope and hands it to its kind's handler,
+// then counts and sends the reply the handler returns.
 func (p *Processor) process(ctx context.Context, t *trigger) error {
 	meta, err := t.msg.Metadata()
 	if err != nil {
@@ -129,15 +175,18 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	t.delivered = meta.NumDelivered
 	t.last = p.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(p.cfg.MaxDeliver)
 	sid, kind, err := events.ParseSubject(p.cfg.Prefix, t.msg.Subject())
-	t.sid, t.kind = sid, kind
+	var known bool
+	t.sid = sid
+	t.handler, known = p.handlerOf(kind)
+	if t.delivered > 1 {
+		p.m.redeliveries.WithLabelValues(t.handler.label()).Inc()
+	}
 	if err != nil {
 		// Keep what can be read, to address the rejection.
 		rest, _ := strings.CutPrefix(t.msg.Subject(), p.cfg.Prefix+".")
 		s, k, _ := strings.Cut(rest, ".")
-		t.sid, t.kind = s, events.Kind(k)
-	}
-	if t.delivered > 1 {
-		p.m.redeliveries.WithLabelValues(kindLabel(kind)).Inc()
+		t.sid = s
+		t.handler, _ = p.handlerOf(events.Kind(k))
 	}
 	h := t.msg.Headers()
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
@@ -152,7 +201,7 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	if err != nil {
 		return p.reject(t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
 	}
-	if kind != events.KindPreStep && kind != events.KindSkillCall {
+	if !known {
 		// A consumer filtered wider than ours: not our business.
 		return nil
 	}
@@ -161,8 +210,10 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	}
 	stop := p.keepAlive(t.msg)
 	defer stop()
-	if kind == events.KindPreStep {
-		return p.preStep(ctx, t)
+	reply, outcome, err := t.handler.answer(ctx, t)
+	if err != nil {
+		return err
 	}
-	return p.skillCall(ctx, t)
+	p.m.triggers.WithLabelValues(t.handler.label(), outcome).Inc()
+	return p.reply(t, reply)
 }
