@@ -58,9 +58,12 @@ const codeUnavailable = "unavailable"
 // appended to the session too when the call id is readable. It returns the
 // rejection (fate: term), or a transient error when that bad_request result
 // could not be appended (fate: retry).
-func (p *Processor) reject(t *trigger, reason string, err error) error {
+//
+// ctx is the trigger's own: an append of that bad_request result runs under
+// it like any other append, each request bounded by Config.RequestTimeout.
+func (p *Processor) reject(ctx context.Context, t *trigger, reason string, err error) error {
 	rej := &rejection{reason: reason, err: err}
-	reply, aerr := t.handler.rejected(context.Background(), t, rej)
+	reply, aerr := t.handler.rejected(ctx, t, rej)
 	if aerr != nil {
 		return aerr
 	}

@@ -22,14 +22,14 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	ps, err := events.DecodePreStep(t.enc, t.msg.Data())
 	if err != nil {
 		t.ref = usableID(ps.Step)
-		return nil, "", p.reject(t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
+		return nil, "", p.reject(ctx, t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
 	}
 	t.ref = ps.Step
 	if ps.Session != t.sid {
-		return nil, "", p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
+		return nil, "", p.reject(ctx, t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, ps.Session, t.sid))
 	}
 	if ps.Cwd, err = p.cwds.check(ps.Cwd); err != nil {
-		return nil, "", p.reject(t, reasonCwd, err)
+		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
 	d, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {

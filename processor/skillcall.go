@@ -25,13 +25,13 @@ func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, err
 	sc, err := events.DecodeSkillCall(t.enc, t.msg.Data())
 	t.ref = usableID(sc.Call)
 	if err != nil {
-		return nil, "", p.reject(t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
+		return nil, "", p.reject(ctx, t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
 	}
 	if sc.Session != t.sid {
-		return nil, "", p.reject(t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
+		return nil, "", p.reject(ctx, t, reasonSessionMismatch, fmt.Errorf("%w: payload session %q, subject session %q", errSessionMismatch, sc.Session, t.sid))
 	}
 	if sc.Cwd, err = p.cwds.check(sc.Cwd); err != nil {
-		return nil, "", p.reject(t, reasonCwd, err)
+		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
 	if p.expired(sc.DeadlineMs) {
 		return p.expiredResult(t), events.OutcomeExpired, nil
@@ -52,7 +52,7 @@ func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, err
 
 // rejected: a bad_request error result, appended to the session too when
 // the call id is readable, so that the model's tool call has a result.
-func (k skillCallKind) rejected(_ context.Context, t *trigger, rej *rejection) (any, error) {
+func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection) (any, error) {
 	p := k.p
 	what := "malformed skill call: "
 	if rej.reason == reasonCwd {
@@ -63,7 +63,7 @@ func (k skillCallKind) rejected(_ context.Context, t *trigger, rej *rejection) (
 		return res, nil
 	}
 	var out *events.ToolResult
-	err := p.appendResult(context.Background(), context.Background(), t, 0, &out, func() (events.ToolResult, error) { return res, nil })
+	err := p.appendResult(ctx, ctx, t, 0, &out, func() (events.ToolResult, error) { return res, nil })
 	if err != nil {
 		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
 	}

@@ -169,7 +169,7 @@ func (p *Processor) nakDelay(delivered uint64) time.Duration {
 func (p *Processor) process(ctx context.Context, t *trigger) error {
 	meta, err := t.msg.Metadata()
 	if err != nil {
-		return p.reject(t, reasonEnvelope, fmt.Errorf("read delivery metadata: %w", err))
+		return p.reject(ctx, t, reasonEnvelope, fmt.Errorf("read delivery metadata: %w", err))
 	}
 	t.seq = meta.Sequence.Stream
 	t.delivered = meta.NumDelivered
@@ -194,19 +194,19 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	if inbox != "" {
 		if err := p.cfg.checkInbox(inbox); err != nil {
 			// Answered nowhere: the subject is not one to answer on.
-			return p.reject(t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
+			return p.reject(ctx, t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
 		}
 	}
 	t.inbox = inbox
 	if err != nil {
-		return p.reject(t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
+		return p.reject(ctx, t, reasonSubject, fmt.Errorf("subject %q: %w", t.msg.Subject(), err))
 	}
 	if !known {
 		// A consumer filtered wider than ours: not our business.
 		return nil
 	}
 	if _, err := events.EncodingOf(h.Get(events.HeaderContentType)); err != nil {
-		return p.reject(t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))
+		return p.reject(ctx, t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))
 	}
 	stop := p.keepAlive(t.msg)
 	defer stop()
