@@ -7,12 +7,154 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
 )
+
+// The append loop, appendAnswer, is the same for every trigger kind: read
+// the session, answer from the log when the answer is already there, build
+// the output, and append it with optimistic concurrency, reading and
+// building again when the session moved on meanwhile. What differs between
+// kinds is an outputPlan.
+
+// outputPlan is one trigger's part in appendAnswer: how to find its answer
+// already in the session, how to build its output, and how to answer with
+// the original of a duplicate. The loop calls its methods one after the
+// other on the trigger's worker, so a plan may keep what one method found
+// for the next.
+type outputPlan[A any] interface {
+	// existing returns the answer already in the session's log for this
+	// trigger (a redelivery, or a worker's retry of the same step or call)
+	// and found true, or found false. found with an error: the answer is
+	// there but could not be read. It reads v for build too.
+	existing(ctx context.Context, v view) (answer A, found bool, err error)
+	// build decides, on the view existing was given last, what to append.
+	build(ctx context.Context) (built[A], error)
+	// appended is told that the output build made last was appended at a.
+	appended(a appended)
+	// original is the answer made of the output a duplicate append names,
+	// read back from the stream.
+	original(s record, enc events.Encoding) (A, error)
+	// expired is the answer once the trigger's deadline passed before
+	// anything was appended.
+	expired() A
+}
+
+// built is what an outputPlan built on one view of the session.
+type built[A any] struct {
+	output any  // the output to append; nil when nothing is to be appended
+	answer A    // the answer: once output is appended, or without one
+	again  bool // nothing decided: read the session again (not a conflict)
+}
+
+// errPastDeadline reports that the trigger's deadline passed before its
+// output was appended: appendAnswer answers with the plan's expired answer.
+var errPastDeadline = errors.New("trigger deadline passed")
+
+// deadlineOr is errPastDeadline when deadlineMs (unix ms, 0: none) has
+// passed, the failure err then being the deadline's doing; else err.
+func (p *Processor) deadlineOr(deadlineMs int64, err error) error {
+	if p.expired(deadlineMs) {
+		return errPastDeadline
+	}
+	return err
+}
+
+// expiredOr answers with plan's expired answer when err is errPastDeadline;
+// other errors pass through.
+func expiredOr[A any](plan outputPlan[A], err error) (A, error) {
+	if errors.Is(err, errPastDeadline) {
+		return plan.expired(), nil
+	}
+	var zero A
+	return zero, err
+}
+
+// expired reports whether a deadline (unix ms, 0 = none) has passed.
+func (p *Processor) expired(deadlineMs int64) bool {
+	return deadlineMs > 0 && p.now().UnixMilli() >= deadlineMs
+}
+
+// withDeadline bounds ctx by a trigger's deadline.
+func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, context.CancelFunc) {
+	if deadlineMs <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, time.UnixMilli(deadlineMs))
+}
+
+// appendAnswer appends the output of kind k answering trigger t, as plan
+// builds it, and returns the answer; idempotently: an answer already in the
+// session (existing), or the original of a duplicate append, is returned
+// instead and nothing more is appended.
+//
+// Each attempt reads the session (one multi-last read, readSession), asks
+// plan whether the answer is there, has it build the output (or answer
+// without one), and appends that expecting the session's last sequence as
+// read. When the session moved on meanwhile (errConflict) it goes round
+// again, at most Config.AppendRetries times. When the stream reports the
+// output's Msg-Id as a duplicate, an earlier attempt at the same step or
+// call appended first: its output, read back, is the answer.
+//
+// Reads stop at the trigger's deadline (dctx); the deadline is checked again
+// before every append, and an append, once started, runs to its result
+// under ctx so that the answer tells the truth.
+func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k events.Kind, deadlineMs int64, plan outputPlan[A]) (A, error) {
+	var zero A
+	id := outputID(t.sid, t.ref, k)
+	for attempt := 1; ; attempt++ {
+		v, err := p.readSession(dctx, t.sid, t.seq)
+		if err != nil {
+			return expiredOr(plan, p.deadlineOr(deadlineMs, err))
+		}
+		answer, found, err := plan.existing(dctx, v)
+		if found {
+			// Redelivery or worker retry: the answer is already in the log.
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+		}
+		if err != nil {
+			return expiredOr(plan, err)
+		}
+		if found {
+			return answer, nil
+		}
+		b, err := plan.build(dctx)
+		if err != nil {
+			return expiredOr(plan, err)
+		}
+		if b.again {
+			continue
+		}
+		if b.output == nil {
+			return b.answer, nil
+		}
+		if p.expired(deadlineMs) {
+			return plan.expired(), nil
+		}
+		a, err := p.appendOutput(ctx, t, k, id, b.output, v.last, attempt)
+		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
+			continue
+		}
+		if err != nil {
+			return zero, err
+		}
+		if a.duplicate {
+			// An earlier attempt at this step or call appended first.
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+			s, enc, err := p.readOutput(ctx, a.seq)
+			if err != nil {
+				return zero, err
+			}
+			return plan.original(s, enc)
+		}
+		plan.appended(a)
+		return b.answer, nil
+	}
+}
 
 // outputID is the Nats-Msg-Id of the output answering step or call ref of
 // session sid: the same for every retry of that step or call, so the

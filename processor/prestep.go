@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -69,21 +68,9 @@ func (p *Processor) decision(t *trigger, outcome string, cat *events.Catalog) ev
 	return events.Decision{V: events.Version, Session: t.sid, Step: t.ref, TriggerSeq: t.seq, Outcome: outcome, Catalog: cat}
 }
 
-// expired reports whether a deadline (unix ms, 0 = none) has passed.
-func (p *Processor) expired(deadlineMs int64) bool {
-	return deadlineMs > 0 && p.now().UnixMilli() >= deadlineMs
-}
-
-// withDeadline bounds ctx by a trigger's deadline.
-func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, context.CancelFunc) {
-	if deadlineMs <= 0 {
-		return context.WithCancel(ctx)
-	}
-	return context.WithDeadline(ctx, time.UnixMilli(deadlineMs))
-}
-
-// decidePreStep reads, decides and appends until the append holds against
-// the session it read (optimistic concurrency) or nothing needs appending.
+// decidePreStep takes the skills once, then reads, decides and appends
+// (appendAnswer) until the append holds against the session it read or
+// nothing needs appending.
 func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (events.Decision, error) {
 	if p.expired(ps.DeadlineMs) {
 		return p.decision(t, events.OutcomeExpired, nil), nil
@@ -92,127 +79,151 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	// once started, runs to its result so that the answer tells the truth.
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
-	visible := history.Visible(ps.Tools, p.cfg.ToolOwner)
-	q := history.PreStepQuery(ps)
-	var prepared *catalog.View // the skills, taken once; nil when the tool is not visible
-	if visible {
-		cv, err := history.Prepare(dctx, p.skills, q, p.cfg.Catalog)
-		if err != nil {
-			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
+	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner)}
+	if plan.visible {
+		if err := plan.prepare(dctx); err != nil {
+			return expiredOr(plan, err)
 		}
-		prepared = &cv
 	}
 	// The memory this pre-step will hold is about its catalog's size: wait
 	// for room (Config.InflightBytes).
-	release, err := p.inflight.acquire(dctx, preStepBytes(prepared))
+	release, err := p.inflight.acquire(dctx, preStepBytes(plan.prepared))
 	if err != nil {
-		return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err))
+		return expiredOr(plan, p.deadlineOr(ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err)))
 	}
 	defer release()
-	id := outputID(t.sid, ps.Step, events.KindCatalog)
-	caughtUp := false  // this pre-step waited for the store once (view.go)
-	var checked uint64 // the catalog the view rule last allowed to replace
-	for attempt := 1; ; attempt++ {
-		v, err := p.readSession(dctx, t.sid, t.seq)
-		if err != nil {
-			return p.expiredOr(t, ps.DeadlineMs, err)
-		}
-		start := p.now()
-		hist, err := p.catalogHistory(dctx, t.sid, v)
-		if err != nil {
-			return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
-		}
-		if hist.Answers(t.seq, ps.Step) {
-			// Redelivery or worker retry: the answer is already in the log.
-			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
-			cat, err := hist.Newest.Decode()
-			if err != nil {
-				return events.Decision{}, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
-			}
-			return p.decision(t, events.OutcomeAppended, &cat), nil
-		}
-		d := history.Decide(prepared, hist)
-		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
-		reason := emptyReason(ps.Tools, p.cfg.ToolOwner, visible, d)
-		if d.Outcome != catalog.OutcomeAppended {
-			dec := p.decision(t, string(d.Outcome), nil)
-			dec.Reason = reason
-			return dec, nil
-		}
-		if ref := replacedCatalog(prepared, hist, d); ref != nil && ref.Seq != checked {
-			// A replacement of a catalog with another digest: the one
-			// place where members' views may disagree (view.go).
-			switch p.checkView(dctx, t.sid, q, prepared, ref, &caughtUp) {
-			case viewAgain:
-				cv, err := history.Prepare(dctx, p.skills, q, p.cfg.Catalog)
-				if err != nil {
-					return p.expiredOr(t, ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", ps.Cwd, err))
-				}
-				prepared = &cv
-				continue
-			case viewBehind:
-				dec := p.decision(t, events.OutcomeBehind, nil)
-				dec.Reason = events.ReasonStoreRevisionAhead
-				return dec, nil
-			case viewDiverged:
-				dec := p.decision(t, events.OutcomeDiverged, nil)
-				dec.Reason = events.ReasonMemberSeesOtherSkills
-				return dec, nil
-			}
-			checked = ref.Seq
-		}
-		if p.expired(ps.DeadlineMs) {
-			return p.decision(t, events.OutcomeExpired, nil), nil
-		}
-		var rev uint64
-		if prepared != nil {
-			rev = prepared.Revision
-		}
-		cat := events.Catalog{
-			V:       events.Version,
-			Session: t.sid,
-			Step:    ps.Step,
-			ID:      id,
-			Role:    "user",
-			Text:    d.Text,
-			Source: events.CatalogSource{
-				Kind:     events.SourceKindCatalog,
-				Producer: p.cfg.ToolOwner,
-				Update:   string(d.Update),
-				Entries:  wireEntries(d.Entries),
-				Digest:   d.Digest,
-				Omitted:  d.Omitted,
-				View:     &events.View{Revision: rev, Instance: p.cfg.Instance},
-			},
-		}
-		a, err := p.appendOutput(ctx, t, events.KindCatalog, id, cat, v.last, attempt)
-		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
-			continue
-		}
-		if err != nil {
-			return events.Decision{}, err
-		}
-		if a.duplicate {
-			// An earlier attempt at this step appended first.
-			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
-			s, enc, err := p.readOutput(ctx, a.seq)
-			if err != nil {
-				return events.Decision{}, err
-			}
-			orig, err := events.DecodeCatalog(enc, s.Data)
-			if err != nil {
-				return events.Decision{}, fmt.Errorf("decode catalog %d: %w", a.seq, err)
-			}
-			return p.decision(t, events.OutcomeAppended, &orig), nil
-		}
-		if digest, ok := history.RecogniseDecoded(t.sid, p.cfg.ToolOwner, cat); ok {
-			p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data,
-				recognition{ok: true, digest: digest, step: cat.Step})
-		}
-		dec := p.decision(t, events.OutcomeAppended, &cat)
-		dec.Reason = reason
-		return dec, nil
+	return appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
+}
+
+// preStepPlan is a pre-step's part in appendAnswer. Its answer already in
+// the log is the newest catalog of ours when that answers this trigger or
+// step; what it builds is history.Decide's decision on the skills taken
+// and the session's catalog history, after the view rule (view.go) when it
+// replaces a catalog of another digest.
+type preStepPlan struct {
+	p        *Processor
+	t        *trigger
+	ps       events.PreStep
+	q        catalog.Query
+	visible  bool          // our skill tool is in the pre-step's tools
+	prepared *catalog.View // the skills (taken again when the view rule caught up); nil when the tool is not visible
+	caughtUp bool          // this pre-step waited for the store once (view.go)
+	checked  uint64        // the catalog the view rule last allowed to replace
+
+	// Of the current attempt: the catalog history existing read, which
+	// build decides on; when that read began (the decide stage's latency);
+	// the catalog build made.
+	hist  history.State
+	start time.Time
+	cat   *events.Catalog
+}
+
+// prepare takes the skills for the pre-step's query.
+func (s *preStepPlan) prepare(ctx context.Context) error {
+	cv, err := history.Prepare(ctx, s.p.skills, s.q, s.p.cfg.Catalog)
+	if err != nil {
+		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", s.ps.Cwd, err))
 	}
+	s.prepared = &cv
+	return nil
+}
+
+func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bool, error) {
+	p, t := s.p, s.t
+	s.start = p.now()
+	hist, err := p.catalogHistory(ctx, t.sid, v)
+	if err != nil {
+		return events.Decision{}, false, p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
+	}
+	s.hist = hist
+	if !hist.Answers(t.seq, s.ps.Step) {
+		return events.Decision{}, false, nil
+	}
+	cat, err := hist.Newest.Decode()
+	if err != nil {
+		return events.Decision{}, true, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
+	}
+	return p.decision(t, events.OutcomeAppended, &cat), true, nil
+}
+
+func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error) {
+	p, t, ps := s.p, s.t, &s.ps
+	d := history.Decide(s.prepared, s.hist)
+	p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(s.start).Seconds())
+	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)
+	if d.Outcome != catalog.OutcomeAppended {
+		return s.without(string(d.Outcome), reason), nil
+	}
+	if ref := replacedCatalog(s.prepared, s.hist, d); ref != nil && ref.Seq != s.checked {
+		// A replacement of a catalog with another digest: the one place
+		// where members' views may disagree (view.go).
+		switch p.checkView(ctx, t.sid, s.q, s.prepared, ref, &s.caughtUp) {
+		case viewAgain:
+			if err := s.prepare(ctx); err != nil {
+				return built[events.Decision]{}, err
+			}
+			return built[events.Decision]{again: true}, nil
+		case viewBehind:
+			return s.without(events.OutcomeBehind, events.ReasonStoreRevisionAhead), nil
+		case viewDiverged:
+			return s.without(events.OutcomeDiverged, events.ReasonMemberSeesOtherSkills), nil
+		}
+		s.checked = ref.Seq
+	}
+	var rev uint64
+	if s.prepared != nil {
+		rev = s.prepared.Revision
+	}
+	cat := events.Catalog{
+		V:       events.Version,
+		Session: t.sid,
+		Step:    ps.Step,
+		ID:      outputID(t.sid, ps.Step, events.KindCatalog),
+		Role:    "user",
+		Text:    d.Text,
+		Source: events.CatalogSource{
+			Kind:     events.SourceKindCatalog,
+			Producer: p.cfg.ToolOwner,
+			Update:   string(d.Update),
+			Entries:  wireEntries(d.Entries),
+			Digest:   d.Digest,
+			Omitted:  d.Omitted,
+			View:     &events.View{Revision: rev, Instance: p.cfg.Instance},
+		},
+	}
+	s.cat = &cat
+	dec := p.decision(t, events.OutcomeAppended, &cat)
+	dec.Reason = reason
+	return built[events.Decision]{output: cat, answer: dec}, nil
+}
+
+// without is a decision answered without appending anything.
+func (s *preStepPlan) without(outcome, reason string) built[events.Decision] {
+	dec := s.p.decision(s.t, outcome, nil)
+	dec.Reason = reason
+	return built[events.Decision]{answer: dec}
+}
+
+// appended remembers the catalog appended as recognised (memo.go), so the
+// next pre-step of the session does not decode it.
+func (s *preStepPlan) appended(a appended) {
+	p, t := s.p, s.t
+	if digest, ok := history.RecogniseDecoded(t.sid, p.cfg.ToolOwner, *s.cat); ok {
+		p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data,
+			recognition{ok: true, digest: digest, step: s.cat.Step})
+	}
+}
+
+func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {
+	orig, err := events.DecodeCatalog(enc, r.Data)
+	if err != nil {
+		return events.Decision{}, fmt.Errorf("decode catalog %d: %w", r.Seq, err)
+	}
+	return s.p.decision(s.t, events.OutcomeAppended, &orig), nil
+}
+
+func (s *preStepPlan) expired() events.Decision {
+	return s.p.decision(s.t, events.OutcomeExpired, nil)
 }
 
 // emptyCatalogDigest is the digest of a catalog without entries.
@@ -238,15 +249,6 @@ func emptyReason(tools []events.Tool, owner string, visible bool, d catalog.Deci
 		return events.ReasonNoSkills
 	}
 	return ""
-}
-
-// expiredOr turns a failure caused by the trigger's own deadline into the
-// expired outcome; other errors pass through.
-func (p *Processor) expiredOr(t *trigger, deadlineMs int64, err error) (events.Decision, error) {
-	if p.expired(deadlineMs) {
-		return p.decision(t, events.OutcomeExpired, nil), nil
-	}
-	return events.Decision{}, err
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {

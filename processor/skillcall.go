@@ -2,7 +2,6 @@ package processor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -33,15 +32,9 @@ func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, err
 	if sc.Cwd, err = p.cwds.check(sc.Cwd); err != nil {
 		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
-	if p.expired(sc.DeadlineMs) {
-		return p.expiredResult(t), events.OutcomeExpired, nil
-	}
 	res, err := p.runSkillCall(ctx, t, sc)
 	if err != nil {
 		return nil, "", err
-	}
-	if res == nil {
-		return p.expiredResult(t), events.OutcomeExpired, nil
 	}
 	outcome := "ok"
 	if res.IsError && res.Error != nil {
@@ -62,8 +55,7 @@ func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection)
 	if t.ref == "" || !events.ValidSession(t.sid) {
 		return res, nil
 	}
-	var out *events.ToolResult
-	err := p.appendResult(ctx, ctx, t, 0, &out, func() (events.ToolResult, error) { return res, nil })
+	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &skillCallPlan{p: p, t: t, made: &res})
 	if err != nil {
 		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
 	}
@@ -82,11 +74,6 @@ func (k skillCallKind) tooLarge(t *trigger, cause error) any {
 	return k.p.toolError(t, events.CodeTooLarge, "the skill tool result is too large for one message ("+cause.Error()+")")
 }
 
-// expiredResult answers a call past its deadline; nothing is appended.
-func (p *Processor) expiredResult(t *trigger) events.ToolResult {
-	return p.toolError(t, events.CodeExpired, expiredText)
-}
-
 // toolError is an error ToolResult answering t.
 func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 	return events.ToolResult{
@@ -96,87 +83,70 @@ func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 	}
 }
 
-// runSkillCall executes the call once and appends its result, re-reading on
-// conflicts; it answers from the log when the result already exists. A nil
-// result means the deadline passed before anything was appended.
-func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (*events.ToolResult, error) {
+// runSkillCall runs the call once and appends its result (appendAnswer).
+// It answers from the log when the result already exists, and with an
+// expired error result, appending nothing, when the deadline passes first.
+func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (events.ToolResult, error) {
+	plan := &skillCallPlan{p: p, t: t, sc: sc}
+	if p.expired(sc.DeadlineMs) {
+		return plan.expired(), nil
+	}
 	dctx, cancel := withDeadline(ctx, sc.DeadlineMs)
 	defer cancel()
-	var res *events.ToolResult
-	make := func() (events.ToolResult, error) {
+	return appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
+}
+
+// skillCallPlan is a skill call's part in appendAnswer. Its answer already
+// in the log is the newest tool.result when that answers this trigger or
+// call; what it builds is the skill tool's result, made once whatever the
+// number of attempts (or given: the bad_request result of a rejection).
+type skillCallPlan struct {
+	p    *Processor
+	t    *trigger
+	sc   events.SkillCall   // the call build runs, when made is nil
+	made *events.ToolResult // the result, once made
+}
+
+func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, bool, error) {
+	if prev := v.of(s.p.cfg.Prefix, s.t.sid, events.KindToolResult); prev != nil {
+		if r, ok := s.p.resultFor(s.t, *prev); ok {
+			return r, true, nil
+		}
+	}
+	return events.ToolResult{}, false, nil
+}
+
+func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], error) {
+	if s.made == nil {
+		p, sc := s.p, &s.sc
 		start := p.now()
-		r := catalog.Execute(dctx, history.Lookup(p.skills, history.CallQuery(sc)), sc.Args.Name, p.cfg.Catalog)
+		r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(*sc)), sc.Args.Name, p.cfg.Catalog)
 		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
 		if p.expired(sc.DeadlineMs) {
-			return events.ToolResult{}, context.DeadlineExceeded
+			return built[events.ToolResult]{}, errPastDeadline
 		}
 		if r.Err != nil && r.Err.Code == catalog.CodeProvider {
 			p.m.providerErrs.Inc()
 		}
-		return p.fitResult(t, toolResult(t, r)), nil
+		res := p.fitResult(s.t, toolResult(s.t, r))
+		s.made = &res
 	}
-	return res, p.appendResult(ctx, dctx, t, sc.DeadlineMs, &res, make)
+	return built[events.ToolResult]{output: *s.made, answer: *s.made}, nil
 }
 
-// appendResult appends the result *res (made by mk on first need) for call
-// t.ref, idempotently: an existing result for the same trigger or call is
-// read back into *res instead. It leaves *res nil when the deadline passed
-// first.
-func (p *Processor) appendResult(ctx, dctx context.Context, t *trigger, deadlineMs int64, res **events.ToolResult, mk func() (events.ToolResult, error)) error {
-	id := outputID(t.sid, t.ref, events.KindToolResult)
-	var made *events.ToolResult
-	for attempt := 1; ; attempt++ {
-		v, err := p.readSession(dctx, t.sid, t.seq)
-		if err != nil {
-			if p.expired(deadlineMs) {
-				return nil
-			}
-			return err
-		}
-		if prev := v.of(p.cfg.Prefix, t.sid, events.KindToolResult); prev != nil {
-			if r, ok := p.resultFor(t, *prev); ok {
-				p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
-				*res = &r
-				return nil
-			}
-		}
-		if made == nil {
-			r, err := mk()
-			if errors.Is(err, context.DeadlineExceeded) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			made = &r
-		}
-		if p.expired(deadlineMs) {
-			return nil
-		}
-		a, err := p.appendOutput(ctx, t, events.KindToolResult, id, *made, v.last, attempt)
-		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if a.duplicate {
-			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
-			s, enc, err := p.readOutput(ctx, a.seq)
-			if err != nil {
-				return err
-			}
-			orig, err := events.DecodeToolResult(enc, s.Data)
-			if err != nil {
-				return fmt.Errorf("decode tool result %d: %w", a.seq, err)
-			}
-			orig.TriggerSeq = t.seq
-			*res = &orig
-			return nil
-		}
-		*res = made
-		return nil
+func (s *skillCallPlan) appended(appended) {}
+
+func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
+	orig, err := events.DecodeToolResult(enc, r.Data)
+	if err != nil {
+		return events.ToolResult{}, fmt.Errorf("decode tool result %d: %w", r.Seq, err)
 	}
+	orig.TriggerSeq = s.t.seq
+	return orig, nil
+}
+
+func (s *skillCallPlan) expired() events.ToolResult {
+	return s.p.toolError(s.t, events.CodeExpired, expiredText)
 }
 
 // resultFor reads a stored tool.result back as the answer to t when it
