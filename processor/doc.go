@@ -116,10 +116,48 @@
 // deadline, read the session, answer from the newest tool.result if it is
 // for this trigger or this call id, otherwise run the skill tool
 // (catalog.Execute, with the registry bound to the call's query by
-// history.Lookup) once and
-// append the tool.result with Msg-Id "<sid>:<call>:tool.result" under the
-// same optimistic concurrency, then answer with the events.ToolResult.
-// Outputs are stored as msgpack, whatever the request's encoding.
+// history.Lookup) once and append the tool.result with Msg-Id
+// "<sid>:<call>:tool.result" under the same optimistic concurrency, then
+// answer with the events.ToolResult. Outputs are stored as msgpack,
+// whatever the request's encoding.
+//
+// # Stages and files
+//
+// Every trigger goes through the same stages, whatever its kind; each stage
+// has its file.
+//
+//   - consume.go: the pull loop, which hands each delivery to a free worker
+//     and hands back what arrives while stopping; acknowledgements (settle);
+//     the progress heartbeats of slow triggers.
+//   - trigger.go: one delivery from start to fate. It reads the envelope
+//     (metadata, subject, Content-Type, Reply-Inbox), looks up the handler
+//     of the subject's kind once, runs it, counts and sends the reply it
+//     returns, and acks, terms or naks by the table in fate.go.
+//   - prestep.go and skillcall.go: the two kind handlers. A handler decodes
+//     and checks its payload, does the kind's work, and says how its kind
+//     is answered when rejected, given up or too large, and under which
+//     metrics label it is counted. Nothing else looks at a trigger's kind;
+//     a kind the processor does not consume has a handler that answers
+//     nothing, and the delivery is acked.
+//   - session.go and read.go: reading a session, that is the one
+//     multi-last Direct Get of step 3 and the indexed reads package history
+//     asks for (steps 4 and 5), over one shared reply subscription.
+//   - append.go: the one append loop both kinds go through (steps 3 to 8):
+//     read the session; answer from the log when the answer is already
+//     there; build the output; check the deadline; append under optimistic
+//     concurrency, going round again on a conflict; on a duplicate Msg-Id,
+//     answer with the original read back. The kind supplies the parts that
+//     differ: what counts as its answer already in the log, how its output
+//     is built (a pre-step decides again on every view it reads, the view
+//     rule included; a skill call runs the tool once, however many
+//     attempts it takes), what to do once it is appended (a pre-step
+//     remembers its catalog as recognised), and its expired answer.
+//   - answer.go: replies to the worker's inbox, rejections, and the answers
+//     to triggers given up or too large.
+//
+// Around them: processor.go (New, Run), view.go (one view per session),
+// memo.go (catalogs recognised), budget.go (bytes in flight), limits.go
+// (output size), provision.go, tooldef.go, config.go and metrics.go.
 //
 // # Guarantees
 //

@@ -27,7 +27,8 @@ type trigger struct {
 }
 
 // kindHandler is what sets one trigger kind apart; everything else about a
-// trigger (envelope, fate, acknowledgement) is shared.
+// trigger (envelope, fate, acknowledgement, the append loop of append.go)
+// is shared.
 // Processor.kinds holds one per kind it consumes; a kind it does not
 // consume gets ignoredKind.
 type kindHandler interface {
