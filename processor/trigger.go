@@ -28,9 +28,8 @@ type trigger struct {
 
 // kindHandler is what sets one trigger kind apart; everything else about a
 // trigger (envelope, fate, acknowledgement, the append loop of append.go)
-// is shared.
-// Processor.kinds holds one per kind it consumes; a kind it does not
-// consume gets ignoredKind.
+// is shared. Processor.kinds holds one per kind it consumes; a kind it does
+// not consume gets ignoredKind.
 type kindHandler interface {
 	// label is the kind's label in metrics.
 	label() string
