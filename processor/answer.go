@@ -24,7 +24,17 @@ func (p *Processor) reply(t *trigger, v any) error {
 		return nil
 	}
 	h := nats.Header{events.HeaderContentType: []string{t.enc.ContentType()}}
-	data, err := events.Encode(t.enc, v)
+	var data []byte
+	var err error
+	if pe, ok := v.(preEncoded); ok {
+		v = pe.v
+		if t.enc == events.Msgpack {
+			data = pe.msgpack
+		}
+	}
+	if data == nil {
+		data, err = events.Encode(t.enc, v)
+	}
 	if err == nil {
 		err = p.fits(h, data)
 	}
@@ -46,6 +56,14 @@ func (p *Processor) reply(t *trigger, v any) error {
 		return fmt.Errorf("reply to %s: %w", t.inbox, err)
 	}
 	return nil
+}
+
+// preEncoded is an answer together with its msgpack encoding (the bytes
+// just appended, when the answer is the output itself): a msgpack reply
+// sends those bytes instead of encoding the answer again.
+type preEncoded struct {
+	v       any
+	msgpack []byte
 }
 
 // codeUnavailable is the error code of an answer the processor gives when it

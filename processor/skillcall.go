@@ -32,13 +32,16 @@ func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, err
 	if sc.Cwd, err = p.cwds.check(sc.Cwd); err != nil {
 		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
-	res, err := p.runSkillCall(ctx, t, sc)
+	res, data, err := p.runSkillCall(ctx, t, sc)
 	if err != nil {
 		return nil, "", err
 	}
 	outcome := "ok"
 	if res.IsError && res.Error != nil {
 		outcome = res.Error.Code
+	}
+	if data != nil {
+		return preEncoded{v: res, msgpack: data}, outcome, nil
 	}
 	return res, outcome, nil
 }
@@ -86,14 +89,18 @@ func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 // runSkillCall runs the call once and appends its result (appendAnswer).
 // It answers from the log when the result already exists, and with an
 // expired error result, appending nothing, when the deadline passes first.
-func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (events.ToolResult, error) {
+//
+// When the answer is the result this call appended, data is the msgpack
+// encoding appended (the reply need not encode it again); otherwise nil.
+func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (res events.ToolResult, data []byte, err error) {
 	plan := &skillCallPlan{p: p, t: t, sc: sc}
 	if p.expired(sc.DeadlineMs) {
-		return plan.expired(), nil
+		return plan.expired(), nil, nil
 	}
 	dctx, cancel := withDeadline(ctx, sc.DeadlineMs)
 	defer cancel()
-	return appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
+	res, err = appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
+	return res, plan.data, err
 }
 
 // skillCallPlan is a skill call's part in appendAnswer. Its answer already
@@ -105,6 +112,7 @@ type skillCallPlan struct {
 	t    *trigger
 	sc   events.SkillCall   // the call build runs, when made is nil
 	made *events.ToolResult // the result, once made
+	data []byte             // made's msgpack encoding, once appended
 }
 
 func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, bool, error) {
@@ -134,7 +142,7 @@ func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], er
 	return built[events.ToolResult]{output: *s.made, answer: *s.made}, nil
 }
 
-func (s *skillCallPlan) appended(appended) {}
+func (s *skillCallPlan) appended(a appended) { s.data = a.data }
 
 func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
 	orig, err := events.DecodeToolResult(enc, r.Data)
