@@ -34,6 +34,7 @@ type recognition struct {
 	ok     bool
 	digest string
 	step   string
+	view   events.View // source.view of the catalog
 
 	// byBytes: fp hashes the bytes, not the store time. A conclusion the
 	// processor records about its own append (remember) is of this kind: the

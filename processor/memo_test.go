@@ -290,8 +290,9 @@ func TestRecogniseMemoOwnAppend(t *testing.T) {
 		return s
 	}
 	mine := storedCatalog(t, 9, "s1", "1", "me", a...)
-	p.recognised.remember(9, mine.Subject, mine.Data, recognition{ok: true, digest: "planted", step: "1"})
-	if o, ok := p.recognise("s1", stamped(mine)); !ok || o.Digest != "planted" {
+	seen := events.View{Revision: 7, Instance: "m1"}
+	p.recognised.remember(9, mine.Subject, mine.Data, recognition{ok: true, digest: "planted", step: "1", view: seen})
+	if o, ok := p.recognise("s1", stamped(mine)); !ok || o.Digest != "planted" || o.View != seen {
 		t.Fatalf("own append decoded again: %+v %v", o, ok)
 	}
 	if o, _ := p.recognise("s1", stamped(mine)); o.Digest != "planted" {

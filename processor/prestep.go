@@ -209,8 +209,11 @@ func (s *preStepPlan) without(outcome, reason string) built[events.Decision] {
 func (s *preStepPlan) appended(a appended) {
 	p, t := s.p, s.t
 	if digest, ok := history.RecogniseDecoded(t.sid, p.cfg.ToolOwner, *s.cat); ok {
-		p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data,
-			recognition{ok: true, digest: digest, step: s.cat.Step})
+		rc := recognition{ok: true, digest: digest, step: s.cat.Step}
+		if v := s.cat.Source.View; v != nil {
+			rc.view = *v
+		}
+		p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data, rc)
 	}
 }
 

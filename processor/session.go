@@ -139,11 +139,11 @@ func (p *Processor) recognise(sid string, s record) (history.Catalog, bool) {
 	rc, fp, hit := p.recognised.lookup(s)
 	if !hit {
 		c, ok := history.Recognise(sid, p.cfg.ToolOwner, s)
-		rc = recognition{ok: ok, digest: c.Digest, step: c.Step}
+		rc = recognition{ok: ok, digest: c.Digest, step: c.Step, view: c.View}
 		p.recognised.store(s, fp, rc)
 	}
 	if !rc.ok {
 		return history.Catalog{}, false
 	}
-	return history.Catalog{Record: s, Step: rc.step, Digest: rc.digest}, true
+	return history.Catalog{Record: s, Step: rc.step, Digest: rc.digest, View: rc.view}, true
 }

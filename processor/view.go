@@ -89,15 +89,10 @@ func replacedCatalog(prepared *catalog.View, st history.State, d catalog.Decisio
 	return ref
 }
 
-// viewOf reads the view a catalog records; a catalog without one (written
-// before views were recorded) counts as revision 0 of no known instance.
-func viewOf(c *history.Catalog) events.View {
-	cat, err := c.Decode()
-	if err != nil || cat.Source.View == nil {
-		return events.View{}
-	}
-	return *cat.Source.View
-}
+// viewOf is the view a catalog records (remembered when it was
+// recognised); a catalog without one (written before views were recorded)
+// counts as revision 0 of no known instance.
+func viewOf(c *history.Catalog) events.View { return c.View }
 
 // checkView compares our view (ours, for q) with the one the catalog ref
 // was decided on; see the rule above. caughtUp is set once this pre-step

@@ -56,6 +56,9 @@ type Catalog struct {
 	// text.
 	Step   string
 	Digest string
+	// View is the view of the skills it was decided on (source.view);
+	// zero when it records none.
+	View events.View
 }
 
 // Decode decodes the whole record: only needed to show or answer with it.
@@ -97,7 +100,11 @@ func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	if !ok {
 		return Catalog{}, false
 	}
-	return Catalog{Record: r, Step: c.Step, Digest: digest}, true
+	out := Catalog{Record: r, Step: c.Step, Digest: digest}
+	if c.Source.View != nil {
+		out.View = *c.Source.View
+	}
+	return out, true
 }
 
 // RecogniseDecoded is Recognise for a catalog already decoded (or about to
