@@ -27,6 +27,9 @@ import (
 // other on the trigger's worker, so a plan may keep what one method found
 // for the next.
 type outputPlan[A any] interface {
+	// reads names the kinds whose newest events existing and build need,
+	// the trigger's own kind included.
+	reads() []events.Kind
 	// existing returns the answer already in the session's log for this
 	// trigger (a redelivery, or a worker's retry of the same step or call)
 	// and found true, or found false. found with an error: the answer is
@@ -92,7 +95,8 @@ func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, conte
 // session (existing), or the original of a duplicate append, is returned
 // instead and nothing more is appended.
 //
-// Each attempt reads the session (one multi-last read, readSession), asks
+// Each attempt reads the session (one multi-last read of the kinds the plan
+// reads, readSession; every kind after a conflict), asks
 // plan whether the answer is there, has it build the output (or answer
 // without one), and appends that expecting the session's last sequence as
 // read. When the session moved on meanwhile (errConflict) it goes round
@@ -106,8 +110,9 @@ func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, conte
 func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k events.Kind, deadlineMs int64, plan outputPlan[A]) (A, error) {
 	var zero A
 	id := outputID(t.sid, t.ref, k)
+	kinds := plan.reads()
 	for attempt := 1; ; attempt++ {
-		v, err := p.readSession(dctx, t.sid, t.seq)
+		v, err := p.readSession(dctx, t.sid, t.seq, kinds)
 		if err != nil {
 			return expiredOr(plan, p.deadlineOr(deadlineMs, err))
 		}
@@ -137,6 +142,8 @@ func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k 
 		}
 		a, err := p.appendOutput(ctx, t, k, id, b.output, v.last, attempt)
 		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
+			// The session moved on, maybe with kinds not read: read them all.
+			kinds = nil
 			continue
 		}
 		if err != nil {

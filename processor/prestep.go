@@ -128,6 +128,12 @@ func (s *preStepPlan) prepare(ctx context.Context) error {
 	return nil
 }
 
+// preStepReads are the kinds a pre-step decides on: catalogs, compactions
+// (which may mask one), and pre-steps (its own, to know the view is recent).
+var preStepReads = []events.Kind{events.KindPreStep, events.KindCatalog, events.KindCompaction}
+
+func (s *preStepPlan) reads() []events.Kind { return preStepReads }
+
 func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bool, error) {
 	p, t := s.p, s.t
 	s.start = p.now()

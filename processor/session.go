@@ -28,17 +28,29 @@ func (v view) of(prefix, sid string, k events.Kind) *record {
 	return &s
 }
 
-// readSession reads the newest event of each subject of the session in one
-// Direct Get multi-last request on <prefix>.<sid>.>: an indexed read whose
-// cost depends on the number of kinds in the session, not on its length.
-// One request keeps the view consistent even when a lagging replica
-// answers; a view older than the trigger is read again.
-func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64) (view, error) {
+// readSession reads the newest event of each of the given kinds of the
+// session (of every kind when kinds is nil: <prefix>.<sid>.>) in one Direct
+// Get multi-last request: an indexed read whose cost depends on the number
+// of kinds read, not on the session's length. One request keeps the view
+// consistent even when a lagging replica answers; a view older than the
+// trigger (atLeast) is read again, so kinds must include the trigger's.
+//
+// A view of some kinds only has the newest sequence among them as its
+// last: an append expecting it is refused when the session holds a newer
+// event of another kind, and appendAnswer then reads every kind.
+func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64, kinds []events.Kind) (view, error) {
 	start := p.now()
 	defer func() { p.m.latency.WithLabelValues(stageRead).Observe(p.now().Sub(start).Seconds()) }()
+	filters := []string{events.SessionWildcard(p.cfg.Prefix, sid)}
+	if kinds != nil {
+		filters = make([]string, len(kinds))
+		for i, k := range kinds {
+			filters[i] = events.Subject(p.cfg.Prefix, sid, k)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-		ms, err := p.rd.lastOf(rctx, []string{events.SessionWildcard(p.cfg.Prefix, sid)}, 0)
+		ms, err := p.rd.lastOf(rctx, filters, 0)
 		cancel()
 		if err != nil {
 			return view{}, fmt.Errorf("read session %s: %w", sid, err)

@@ -115,6 +115,12 @@ type skillCallPlan struct {
 	data []byte             // made's msgpack encoding, once appended
 }
 
+// skillCallReads are the kinds a skill call needs: its own, and the
+// results that may already answer it.
+var skillCallReads = []events.Kind{events.KindSkillCall, events.KindToolResult}
+
+func (s *skillCallPlan) reads() []events.Kind { return skillCallReads }
+
 func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, bool, error) {
 	if prev := v.of(s.p.cfg.Prefix, s.t.sid, events.KindToolResult); prev != nil {
 		if r, ok := s.p.resultFor(s.t, *prev); ok {
