@@ -211,16 +211,16 @@ func (s *preStepPlan) without(outcome, reason string) built[events.Decision] {
 }
 
 // appended remembers the catalog appended as recognised (memo.go), so the
-// next pre-step of the session does not decode it.
+// next pre-step of the session does not decode it. Its digest is the one
+// decided: the catalog package guarantees that recognising a rendered
+// catalog's text gives the digest of the view it was rendered from.
 func (s *preStepPlan) appended(a appended) {
 	p, t := s.p, s.t
-	if digest, ok := history.RecogniseDecoded(t.sid, p.cfg.ToolOwner, *s.cat); ok {
-		rc := recognition{ok: true, digest: digest, step: s.cat.Step}
-		if v := s.cat.Source.View; v != nil {
-			rc.view = *v
-		}
-		p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data, rc)
+	rc := recognition{ok: true, digest: s.cat.Source.Digest, step: s.cat.Step}
+	if v := s.cat.Source.View; v != nil {
+		rc.view = *v
 	}
+	p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data, rc)
 }
 
 func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {

@@ -96,7 +96,7 @@ func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	if err != nil {
 		return Catalog{}, false
 	}
-	digest, ok := RecogniseDecoded(sid, owner, c)
+	digest, ok := recogniseDecoded(sid, owner, c)
 	if !ok {
 		return Catalog{}, false
 	}
@@ -107,10 +107,9 @@ func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	return out, true
 }
 
-// RecogniseDecoded is Recognise for a catalog already decoded (or about to
-// be appended): whether it is owner's for session sid with the
+// recogniseDecoded is Recognise for a decoded catalog: whether it is owner's for session sid with the
 // <available_skills> block in its text, and that block's digest.
-func RecogniseDecoded(sid, owner string, c events.Catalog) (digest string, ok bool) {
+func recogniseDecoded(sid, owner string, c events.Catalog) (digest string, ok bool) {
 	if c.Session != sid || c.Source.Producer != owner {
 		return "", false
 	}
