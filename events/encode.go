@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -64,4 +65,59 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// EncodeDecision encodes d in enc as Encode does. When enc is msgpack and
+// catalog holds the msgpack encoding of *d.Catalog (the bytes of the catalog
+// just appended), those bytes go into the answer as they are instead of the
+// catalog being encoded a second time; the result is byte for byte what
+// Encode gives.
+func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
+	if enc != Msgpack || d.Catalog == nil || catalog == nil {
+		return Encode(enc, d)
+	}
+	// The map the struct encoder writes for a Decision: fields in order,
+	// the omitempty ones only when set.
+	n := 6
+	if d.Error != nil {
+		n++
+	}
+	if d.Reason != "" {
+		n++
+	}
+	var buf bytes.Buffer
+	e := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(e)
+	e.Reset(&buf)
+	e.UseCompactInts(true)
+	type field struct {
+		key string
+		val any
+	}
+	fields := []field{
+		{"v", d.V}, {"session", d.Session}, {"step", d.Step}, {"triggerSeq", d.TriggerSeq},
+		{"outcome", d.Outcome}, {"catalog", msgpack.RawMessage(catalog)},
+	}
+	if d.Error != nil {
+		fields = append(fields, field{"error", d.Error})
+	}
+	if d.Reason != "" {
+		fields = append(fields, field{"reason", d.Reason})
+	}
+	err := e.EncodeMapLen(n)
+	for _, f := range fields {
+		if err == nil {
+			err = e.EncodeString(f.key)
+		}
+		if err == nil {
+			err = e.Encode(f.val)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode %T as msgpack: %w", d, err)
+	}
+	if buf.Len() > MaxPayloadSize {
+		return nil, fmt.Errorf("encode %T: %w", d, tooLarge(buf.Len()))
+	}
+	return buf.Bytes(), nil
 }

@@ -30,9 +30,15 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	if ps.Cwd, err = p.cwds.check(ps.Cwd); err != nil {
 		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
-	d, err := p.decidePreStep(ctx, t, ps)
+	d, appended, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
 		return nil, "", err
+	}
+	if appended != nil && t.enc == events.Msgpack {
+		// The reply carries the catalog's bytes as appended.
+		if b, err := events.EncodeDecision(t.enc, d, appended); err == nil {
+			return preEncoded{v: d, msgpack: b}, d.Outcome, nil
+		}
 	}
 	return d, d.Outcome, nil
 }
@@ -70,10 +76,11 @@ func (p *Processor) decision(t *trigger, outcome string, cat *events.Catalog) ev
 
 // decidePreStep takes the skills once, then reads, decides and appends
 // (appendAnswer) until the append holds against the session it read or
-// nothing needs appending.
-func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (events.Decision, error) {
+// nothing needs appending. When the answer carries the catalog this
+// pre-step appended, appended is its msgpack encoding; otherwise nil.
+func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (d events.Decision, appended []byte, err error) {
 	if p.expired(ps.DeadlineMs) {
-		return p.decision(t, events.OutcomeExpired, nil), nil
+		return p.decision(t, events.OutcomeExpired, nil), nil, nil
 	}
 	// Reads and the snapshot stop at the trigger's deadline; an append,
 	// once started, runs to its result so that the answer tells the truth.
@@ -82,17 +89,20 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner)}
 	if plan.visible {
 		if err := plan.prepare(dctx); err != nil {
-			return expiredOr(plan, err)
+			d, err = expiredOr(plan, err)
+			return d, nil, err
 		}
 	}
 	// The memory this pre-step will hold is about its catalog's size: wait
 	// for room (Config.InflightBytes).
 	release, err := p.inflight.acquire(dctx, preStepBytes(plan.prepared))
 	if err != nil {
-		return expiredOr(plan, p.deadlineOr(ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err)))
+		d, err = expiredOr(plan, p.deadlineOr(ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err)))
+		return d, nil, err
 	}
 	defer release()
-	return appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
+	d, err = appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
+	return d, plan.data, err
 }
 
 // preStepPlan is a pre-step's part in appendAnswer. Its answer already in
@@ -116,6 +126,7 @@ type preStepPlan struct {
 	hist  history.State
 	start time.Time
 	cat   *events.Catalog
+	data  []byte // cat's msgpack encoding, once appended
 }
 
 // prepare takes the skills for the pre-step's query.
@@ -221,6 +232,7 @@ func (s *preStepPlan) appended(a appended) {
 		rc.view = *v
 	}
 	p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data, rc)
+	s.data = a.data
 }
 
 func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {
