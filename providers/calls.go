@@ -10,7 +10,7 @@ import (
 )
 
 // Supervised provider calls: every call runs in a goroutine the registry
-// owns, under the provider timeout; calls abandoned while still running
+// owns (runner.go), under the provider timeout; calls abandoned while still running
 // are counted per provider, which is not called again past WithMaxStuck.
 
 // listAll runs every provider's List concurrently and waits for all of them,
@@ -87,7 +87,7 @@ func (r *Registry) start(ctx context.Context, i int, fn func(context.Context, *c
 	r.running.Add(1)
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	stop := context.AfterFunc(r.base, cancel)
-	go func() {
+	r.calls.run(func() {
 		defer r.wg.Done()
 		defer r.running.Add(-1)
 		defer stop()
@@ -106,7 +106,7 @@ func (r *Registry) start(ctx context.Context, i int, fn func(context.Context, *c
 			r.mu.Unlock()
 		}
 		close(c.done)
-	}()
+	})
 	return c
 }
 

@@ -101,6 +101,7 @@ type Registry struct {
 
 	base    context.Context
 	cancel  context.CancelFunc
+	calls   *runner // the goroutines provider calls run on
 	wg      sync.WaitGroup
 	running atomic.Int64
 
@@ -137,6 +138,7 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 		r.cache, _ = simplelru.NewLRU[catalog.Query, *cacheEntry](r.cacheSize, nil)
 	}
 	r.base, r.cancel = context.WithCancel(context.Background())
+	r.calls = newRunner(r.base.Done())
 	return r
 }
 
