@@ -80,6 +80,7 @@ type cachedDigest struct {
 	digest string
 	tree   *watchedTree
 	inode  [2]uint64 // watched: the directory the folder's path named
+	skill  identity  // watched: the skill file as the digest found it
 	files  []File    // not watched: paths, sizes and identities
 }
 
@@ -152,6 +153,39 @@ func statFile(path string, noFollow bool) (identity, bool) {
 		return identity{}, false
 	}
 	return identityOf(fi), true
+}
+
+// warm returns the kept body and digest of the folder skill whose skill
+// file is file without a stat of that file, when both are known to be
+// current: the folder's digest is watched and no event came since (an edit
+// of the skill file, or its replacement, is one), the folder's path still
+// names the watched directory, and the body kept was parsed from the file
+// the watched digest was computed from. Otherwise ok is false and Load
+// takes the usual way.
+func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool) {
+	if !c.watch.Load() {
+		return catalog.Skill{}, "", false
+	}
+	dir := filepath.Dir(file)
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return catalog.Skill{}, "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tw == nil {
+		return catalog.Skill{}, "", false
+	}
+	c.tw.drain()
+	d, ok := c.digests.Get("dir\x00" + dir)
+	if !ok || d.tree == nil || d.tree.stale || d.inode != inodeOf(fi) {
+		return catalog.Skill{}, "", false
+	}
+	b, ok := c.bodies.Get(file)
+	if !ok || b.id != d.skill {
+		return catalog.Skill{}, "", false
+	}
+	return b.skill, d.digest, true
 }
 
 // digest returns the digest of the skill whose file is file, of identity
@@ -292,7 +326,13 @@ func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tw != nil && !tree.stale {
-		c.putLocked(key, &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root)})
+		d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root)}
+		for _, f := range again.files {
+			if f.Path == SkillFile {
+				d.skill = f.id
+			}
+		}
+		c.putLocked(key, d)
 		kept = true
 	}
 	return digest, true

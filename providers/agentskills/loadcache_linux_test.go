@@ -188,6 +188,20 @@ func TestWatchedDigestFollowsEveryChange(t *testing.T) {
 			t.Fatalf("%s: Load served the kept digest", c.name)
 		}
 		warmLoads(t, p, repo, "big", want)
+		// The body follows the skill file too, warm Loads included.
+		data, err := os.ReadFile(filepath.Join(dir, "SKILL.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := agentskills.ParseFile(filepath.Join(dir, "SKILL.md"), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if sk, err := p.Load(context.Background(), "big", catalog.At(repo)); err != nil || sk.Content != file.Content {
+				t.Fatalf("%s: Load content %q, %v; want %q", c.name, sk.Content, err, file.Content)
+			}
+		}
 		prev = got
 	}
 }

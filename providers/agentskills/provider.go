@@ -387,6 +387,12 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 }
 
 func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
+	flat := filepath.Dir(f.path) == r.path
+	if !flat {
+		if sk, digest, ok := p.loads.warm(f.path); ok && sk.Name == f.sum.Name {
+			return p.complete(r, f, sk, digest), nil
+		}
+	}
 	if id, ok := statFile(f.path, p.noFollow); ok {
 		if sk, ok := p.loads.body(f.path, id); ok && sk.Name == f.sum.Name {
 			return p.finish(r, f, id, sk), nil
@@ -421,10 +427,15 @@ func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 // finish completes a parsed skill with where it came from and its digest;
 // id is the identity of its file as just read or stat'ed.
 func (p *Provider) finish(r *root, f found, id identity, sk catalog.Skill) catalog.Skill {
+	return p.complete(r, f, sk, p.loads.digest(f.path, id, filepath.Dir(f.path) == r.path))
+}
+
+// complete completes a parsed skill with where it came from and digest.
+func (p *Provider) complete(r *root, f found, sk catalog.Skill, digest string) catalog.Skill {
 	sk.Source, sk.Provider = r.source, p.name
 	rb := *f.sum.ResourceBase
 	sk.ResourceBase = &rb
-	sk.Digest = p.loads.digest(f.path, id, filepath.Dir(f.path) == r.path)
+	sk.Digest = digest
 	return sk
 }
 
