@@ -68,12 +68,16 @@
 //     (entries and digest, catalog.Prepare) and keeps that until a skill
 //     changes, so an unchanged pre-step builds neither entries nor digest.
 //     Then wait for the pre-step's share of InflightBytes.
-//  3. Read the session: one Direct Get multi-last request on
-//     <prefix>.<sid>.> returns the newest event of every subject of the
-//     session, from one consistent state of one replica. Its cost depends on
-//     the number of event kinds in the session, not on the session's length
-//     or the stream's size. The newest sequence among them is the session's
-//     last sequence, the expectation of the append below.
+//  3. Read the session: one Direct Get multi-last request returns the
+//     newest event of each kind a pre-step decides on (agent.pre-step,
+//     catalog.append, context.compact), from one consistent state of one
+//     replica. Its cost depends on those few kinds, not on the session's
+//     length, the stream's size or what else the session holds (a skill
+//     call reads tool.call.skill and tool.result the same way). The newest
+//     sequence among them is the expectation of the append below: the
+//     trigger is normally the session's newest event, and when the session
+//     holds a newer event of another kind the append is refused and the
+//     next attempt reads every kind (<prefix>.<sid>.>).
 //  4. Find the newest catalog this processor published and can recognise
 //     (producer = ToolOwner, text holding an <available_skills> block). A
 //     foreign or malformed record is skipped by reading the previous message
@@ -139,7 +143,7 @@
 //     metrics label it is counted. Nothing else looks at a trigger's kind;
 //     a kind the processor does not consume has a handler that answers
 //     nothing, and the delivery is acked.
-//   - session.go and read.go: reading a session, that is the one
+//   - session.go and read.go: reading a session, that is the
 //     multi-last Direct Get of step 3 and the indexed reads package history
 //     asks for (steps 4 and 5), over one shared reply subscription.
 //   - append.go: the one append loop both kinds go through (steps 3 to 8):
@@ -315,8 +319,9 @@
 //
 // # Limits
 //
-// The session read returns the newest event of every subject of the
-// session; a session with more than 1024 distinct subjects cannot be read
+// After a conflict the session read returns the newest event of every
+// subject of the session; a session with more than 1024 distinct subjects
+// cannot be read that way
 // (the triggers are retried, then dead-lettered). The worker-retry check
 // after the duplicate window (two minutes by default) relies on the newest
 // catalog or tool.result of the session: a retry that arrives later than
