@@ -76,6 +76,17 @@ func Closed(ch <-chan struct{}) bool {
 	}
 }
 
+// QuickLoader is implemented by providers that can sometimes answer Load
+// from what they keep in memory, with nothing that could block (no file
+// read, no network request, no wait on a lock held across I/O). The
+// registry calls LoadQuick in the caller's goroutine, without the
+// supervision (timeout, stuck-call accounting) a provider call otherwise
+// gets; ok false sends it the usual way. An answer given must be the one
+// Load would give at that moment.
+type QuickLoader interface {
+	LoadQuick(name string, q catalog.Query) (s catalog.Skill, ok bool)
+}
+
 // Diagnoser is implemented by providers that can explain what they skipped
 // (invalid files, dangling links) for operators. Diagnostics never reach the
 // model.

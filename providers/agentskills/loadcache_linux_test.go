@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -425,4 +427,49 @@ func TestDigestUnderConcurrentEdits(t *testing.T) {
 		t.Fatalf("after the edits: digest %s, want %s", got, want)
 	}
 	warmLoads(t, p, repo, "big", want)
+}
+
+// LoadQuick answers from memory exactly what Load answers, only while the
+// skill's body and digest are kept and current: not before a first Load,
+// not after an edit until Load has read it again, not for a cwd it has
+// not seen.
+func TestLoadQuick(t *testing.T) {
+	repo := t.TempDir()
+	dir := folderSkill(t, repo)
+	p := newProvider(t, agentskills.Config{})
+	q := catalog.At(repo)
+	if _, ok := p.LoadQuick("big", q); ok {
+		t.Fatal("LoadQuick answered before any Load")
+	}
+	loaded := func() catalog.Skill {
+		t.Helper()
+		sk, err := p.Load(context.Background(), "big", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sk
+	}
+	want := loaded()
+	got, ok := p.LoadQuick("big", q)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LoadQuick = %+v, %v; want %+v", got, ok, want)
+	}
+	if _, ok := p.LoadQuick("big", catalog.At(t.TempDir())); ok {
+		t.Fatal("LoadQuick answered for a cwd never seen")
+	}
+	if _, ok := p.LoadQuick("no-such-skill", q); ok {
+		t.Fatal("LoadQuick answered for an unknown skill")
+	}
+
+	write(t, filepath.Join(dir, "SKILL.md"), skillText("big", "A skill with resources.", "Use the tools."))
+	if sk, ok := p.LoadQuick("big", q); ok {
+		t.Fatalf("LoadQuick after an edit = %q", sk.Content)
+	}
+	want = loaded()
+	if !strings.Contains(want.Content, "Use the tools.") {
+		t.Fatalf("Load after the edit = %q", want.Content)
+	}
+	if got, ok := p.LoadQuick("big", q); !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LoadQuick after Load read the edit = %+v, %v", got, ok)
+	}
 }

@@ -386,6 +386,53 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
 }
 
+// LoadQuick implements providers.QuickLoader: Load answered from memory
+// alone, when everything it needs is kept and current: the project of
+// q.Cwd remembered, a fresh scan of every root (no event since), and the
+// winning folder skill's body and digest kept under a watch that reported
+// nothing (loadCache.warm, whose one stat is of a folder on a local file
+// system). Anything missing gives ok false, and the registry runs Load.
+func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool) {
+	if p.w == nil || !catalog.ValidName(name) {
+		return catalog.Skill{}, false
+	}
+	if cwd := q.Cwd; cwd != "" {
+		p.mu.Lock()
+		_, known := p.cwdRoots.Get(cwd)
+		p.mu.Unlock()
+		if !known {
+			return catalog.Skill{}, false
+		}
+	}
+	roots, _, err := p.roots(q.Cwd)
+	if err != nil {
+		return catalog.Skill{}, false
+	}
+	for _, r := range roots {
+		r.scanMu.Lock()
+		s := r.last
+		fresh := s != nil && s.fresh && s.gen == r.gen.Load()
+		r.scanMu.Unlock()
+		if !fresh {
+			return catalog.Skill{}, false
+		}
+		for _, f := range s.skills {
+			if f.sum.Name != name {
+				continue
+			}
+			if filepath.Dir(f.path) == r.path {
+				return catalog.Skill{}, false // flat file: Load stats it
+			}
+			sk, digest, ok := p.loads.warm(f.path)
+			if !ok || sk.Name != name {
+				return catalog.Skill{}, false
+			}
+			return p.complete(r, f, sk, digest), true
+		}
+	}
+	return catalog.Skill{}, false
+}
+
 func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 	flat := filepath.Dir(f.path) == r.path
 	if !flat {
