@@ -61,6 +61,7 @@ func Encode(enc Encoding, v any) ([]byte, error) {
 	switch enc {
 	case Msgpack:
 		var buf bytes.Buffer
+		buf.Grow(sizeHint(v)) // one allocation instead of a doubling series
 		e := msgpack.GetEncoder()
 		e.Reset(&buf)
 		e.UseCompactInts(true) // smallest integer form, whatever the Go type
@@ -86,4 +87,37 @@ func Encode(enc Encoding, v any) ([]byte, error) {
 
 func tooLarge(n int) error {
 	return fmt.Errorf("%w: %w: %d bytes, limit %d", ErrBadPayload, ErrTooLarge, n, MaxPayloadSize)
+}
+
+// sizeHint estimates the msgpack size of the payloads whose size varies
+// most (catalogs, tool results, decisions carrying a catalog) from their
+// strings, so that Encode allocates its buffer once; other values get a
+// small default. An estimate only: the buffer still grows when short.
+func sizeHint(v any) int {
+	const base = 256
+	switch p := v.(type) {
+	case Catalog:
+		return base + catalogSize(&p)
+	case *Catalog:
+		return base + catalogSize(p)
+	case Decision:
+		if p.Catalog != nil {
+			return base + catalogSize(p.Catalog)
+		}
+	case ToolResult:
+		n := base + len(p.Text)
+		if p.Value != nil {
+			n += len(p.Value.Content)
+		}
+		return n
+	}
+	return base
+}
+
+func catalogSize(c *Catalog) int {
+	n := len(c.Text)
+	for _, e := range c.Source.Entries {
+		n += len(e.Name) + len(e.Description) + 24 // two keys and three headers
+	}
+	return n
 }

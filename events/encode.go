@@ -86,6 +86,7 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 		n++
 	}
 	var buf bytes.Buffer
+	buf.Grow(len(catalog) + 256)
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
 	e.Reset(&buf)
