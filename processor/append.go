@@ -82,10 +82,12 @@ func (p *Processor) expired(deadlineMs int64) bool {
 	return deadlineMs > 0 && p.now().UnixMilli() >= deadlineMs
 }
 
-// withDeadline bounds ctx by a trigger's deadline.
+// withDeadline bounds ctx by a trigger's deadline. Without one it is ctx
+// itself: a context derived only to be cancelled would make every request
+// context below it register with it, for nothing.
 func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, context.CancelFunc) {
 	if deadlineMs <= 0 {
-		return context.WithCancel(ctx)
+		return ctx, func() {}
 	}
 	return context.WithDeadline(ctx, time.UnixMilli(deadlineMs))
 }
