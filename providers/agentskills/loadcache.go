@@ -167,8 +167,8 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 		return catalog.Skill{}, "", false
 	}
 	dir := filepath.Dir(file)
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
+	fi, ok := statFolder(dir)
+	if !ok {
 		return catalog.Skill{}, "", false
 	}
 	c.mu.Lock()
@@ -177,8 +177,8 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 		return catalog.Skill{}, "", false
 	}
 	c.tw.drain()
-	d, ok := c.digests.Get("dir\x00" + dir)
-	if !ok || d.tree == nil || d.tree.stale || d.inode != inodeOf(fi) {
+	d, ok := c.digests.Get(folderKey(dir))
+	if !ok || !d.current(fi) {
 		return catalog.Skill{}, "", false
 	}
 	b, ok := c.bodies.Get(file)
@@ -186,6 +186,22 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 		return catalog.Skill{}, "", false
 	}
 	return b.skill, d.digest, true
+}
+
+// folderKey is the key of a skill folder's digest in loadCache.digests.
+func folderKey(dir string) string { return "dir\x00" + dir }
+
+// statFolder stats a skill folder; ok is false when it is not one.
+func statFolder(dir string) (fs.FileInfo, bool) {
+	fi, err := os.Stat(dir)
+	return fi, err == nil && fi.IsDir()
+}
+
+// current reports whether d is a watched digest that is still good: no
+// event was reported on its watches (the queue drained first, c.mu held)
+// and the folder's path, stat'ed as fi, still names the watched directory.
+func (d *cachedDigest) current(fi fs.FileInfo) bool {
+	return d.tree != nil && !d.tree.stale && d.inode == inodeOf(fi)
 }
 
 // digest returns the digest of the skill whose file is file, of identity
@@ -206,11 +222,12 @@ func (c *loadCache) folderDigest(dir string) string {
 	var fi fs.FileInfo // the folder, for a watched digest
 	var err error
 	if c.watch.Load() {
-		if fi, err = os.Stat(dir); err != nil || !fi.IsDir() {
+		var ok bool
+		if fi, ok = statFolder(dir); !ok {
 			return ""
 		}
 	}
-	key := "dir\x00" + dir
+	key := folderKey(dir)
 	c.mu.Lock()
 	if c.tw == nil && c.watch.Load() {
 		if c.tw, err = newTreeWatch(); err != nil {
@@ -223,7 +240,7 @@ func (c *loadCache) folderDigest(dir string) string {
 	}
 	d, ok := c.digests.Get(key)
 	if ok && d.tree != nil {
-		if watching && !d.tree.stale && d.inode == inodeOf(fi) {
+		if watching && d.current(fi) {
 			c.mu.Unlock()
 			return d.digest
 		}

@@ -457,8 +457,13 @@ func TestLoadQuick(t *testing.T) {
 	if _, ok := p.LoadQuick("big", catalog.At(t.TempDir())); ok {
 		t.Fatal("LoadQuick answered for a cwd never seen")
 	}
-	if _, ok := p.LoadQuick("no-such-skill", q); ok {
-		t.Fatal("LoadQuick answered for an unknown skill")
+	for _, bad := range []string{"no-such-skill", "", "../big", "big/../big", "Big", "big\x00", strings.Repeat("b", 100000)} {
+		if _, ok := p.LoadQuick(bad, q); ok {
+			t.Fatalf("LoadQuick answered for %q", bad)
+		}
+	}
+	if _, ok := p.LoadQuick("big", catalog.Query{Cwd: "relative/dir"}); ok {
+		t.Fatal("LoadQuick answered for a relative cwd")
 	}
 
 	write(t, filepath.Join(dir, "SKILL.md"), skillText("big", "A skill with resources.", "Use the tools."))
