@@ -95,7 +95,7 @@ func TestMetricsGauges(t *testing.T) {
 	cfg := e.cfg
 	cfg.Workers = 1
 	release := make(chan struct{})
-	p, err := New(e.srv.Connect(), stuck{e.registry, release}, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg))
+	p, err := New(e.srv.Connect(), stuck{Skills: e.registry, release: release}, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg))
 	if err != nil {
 		t.Fatal(err)
 	}

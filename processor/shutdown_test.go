@@ -11,13 +11,21 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// stuck is a Skills whose Snapshot waits until release is closed.
+// stuck is a Skills whose Snapshot tells entered (when not nil) that a
+// trigger reached it, then waits until release is closed.
 type stuck struct {
 	Skills
 	release chan struct{}
+	entered chan struct{}
 }
 
 func (s stuck) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	if s.entered != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+	}
 	<-s.release
 	return s.Skills.Snapshot(ctx, q)
 }
@@ -31,8 +39,8 @@ func TestStopHandsBackUnstartedTriggers(t *testing.T) {
 	e.waitSkills("a-skill")
 	cfg := e.cfg
 	cfg.Workers, cfg.AckWait = 2, time.Hour
-	release := make(chan struct{})
-	p, err := New(e.srv.Connect(), stuck{e.registry, release}, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg))
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	p, err := New(e.srv.Connect(), stuck{e.registry, release, entered}, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +52,15 @@ func TestStopHandsBackUnstartedTriggers(t *testing.T) {
 
 	w := e.worker()
 	first := w.publish("s1", events.KindPreStep, events.PreStep{V: 1, Session: "s1", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil)
-	// One worker is stuck on the first trigger; the processor waits for
-	// more on an open pull request for the other.
+	// One worker is stuck on the first trigger (started, not just
+	// delivered: a delivery still on its way to a worker when the
+	// processor stops is handed back too); the processor waits for more on
+	// an open pull request for the other.
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first trigger was not started")
+	}
 	consumer := func() (*jetstream.ConsumerInfo, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
