@@ -1,5 +1,7 @@
 package catalog
 
+import "sync/atomic"
+
 // Tool is one entry of the agent's tool view as a pre-step reports it: the
 // tool's name and the id of whoever serves it.
 type Tool struct {
@@ -98,6 +100,36 @@ type View struct {
 	Complete bool
 	// Revision is the snapshot's Revision.
 	Revision uint64
+
+	// texts remembers the list rendered from Entries for each kind of
+	// update, so that every session given this view shares one rendering.
+	// Prepare sets it; copies of the View share it; a View built by hand
+	// has none and renders at every decision.
+	texts *renderedTexts
+}
+
+// renderedTexts holds a View's rendered lists, each made once when first
+// needed.
+type renderedTexts struct {
+	initial, replacement atomic.Pointer[string]
+}
+
+// render is RenderList(u, v.Entries, v.Omitted), made once per kind of
+// update when the View was prepared.
+func (v View) render(u Update) string {
+	if v.texts == nil {
+		return RenderList(u, v.Entries, v.Omitted)
+	}
+	slot := &v.texts.replacement
+	if u == UpdateInitial {
+		slot = &v.texts.initial
+	}
+	if s := slot.Load(); s != nil {
+		return *s
+	}
+	s := RenderList(u, v.Entries, v.Omitted)
+	slot.Store(&s)
+	return s
 }
 
 // Prepare builds the View of snap under opts: the work of Decide that does
@@ -111,7 +143,8 @@ func Prepare(snap Snapshot, opts Options) View {
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
-	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision}
+	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision,
+		texts: new(renderedTexts)}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of
@@ -170,9 +203,11 @@ func DecideView(visible bool, v View, h History) Decision {
 	var entries []Entry
 	omitted := 0
 	digest := emptyDigest
+	shown := v // whose rendering to use: v's own only when its entries are shown
 	switch {
 	case !visible:
 		entries = []Entry{}
+		shown = View{}
 	case !v.Complete:
 		return Decision{Outcome: OutcomeIncomplete}
 	default:
@@ -183,6 +218,7 @@ func DecideView(visible bool, v View, h History) Decision {
 		if digest == "" {
 			digest = DigestList(entries, omitted)
 		}
+		shown.Entries = entries
 	}
 	published := h.Published || h.Visible
 	switch {
@@ -198,7 +234,7 @@ func DecideView(visible bool, v View, h History) Decision {
 	return Decision{
 		Outcome: OutcomeAppended,
 		Update:  update,
-		Text:    RenderList(update, entries, omitted),
+		Text:    shown.render(update),
 		Entries: entries,
 		Omitted: omitted,
 		Digest:  digest,

@@ -1,6 +1,10 @@
 package events
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // Benchmarks of Encode and Decode for every payload sample in both
 // encodings:
@@ -55,4 +59,47 @@ func BenchmarkRejectHugeHeader(b *testing.B) {
 			b.Fatal("accepted")
 		}
 	}
+}
+
+// BenchmarkLargeCatalog encodes and decodes a catalog of 1,000 entries, the
+// size the catalog size limit allows, whole and from its shared body.
+func BenchmarkLargeCatalog(b *testing.B) {
+	src := CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "initial", Digest: "d"}
+	for i := range 1000 {
+		src.Entries = append(src.Entries, Entry{Name: fmt.Sprintf("bench-skill-%04d", i)})
+	}
+	cat := Catalog{V: Version, Session: "s", Step: "1", ID: "s:1:catalog.append", Role: "user", Text: strings.Repeat("- `bench-skill-0000`\n", 1000), Source: src}
+	data, err := Encode(Msgpack, cat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Encode(Msgpack, cat); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	body, err := NewCatalogBody(cat.Text, cat.Source)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode-from-body", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := body.Encode("s", "1", "s:1:catalog.append"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := DecodeCatalog(Msgpack, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -122,3 +122,80 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// CatalogBody is the part of a catalog record that every session given the
+// same catalog shares: its text and its source, encoded in msgpack once.
+// A processor appending the same catalog to many sessions keeps one and
+// encodes each record with Encode, which writes the few per-session fields
+// and then these bytes: byte for byte what Encode(Msgpack, Catalog(...))
+// gives.
+type CatalogBody struct {
+	text   string
+	source CatalogSource
+	raw    []byte // "text", text, "source", source: two map pairs
+}
+
+// NewCatalogBody encodes the shared part of a catalog record.
+func NewCatalogBody(text string, source CatalogSource) (*CatalogBody, error) {
+	var buf bytes.Buffer
+	probe := Catalog{Text: text, Source: source}
+	buf.Grow(catalogSize(&probe) + 64)
+	e := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(e)
+	e.Reset(&buf)
+	e.UseCompactInts(true)
+	err := e.EncodeString("text")
+	if err == nil {
+		err = e.EncodeString(text)
+	}
+	if err == nil {
+		err = e.EncodeString("source")
+	}
+	if err == nil {
+		err = e.Encode(source)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode catalog body as msgpack: %w", err)
+	}
+	return &CatalogBody{text: text, source: source, raw: buf.Bytes()}, nil
+}
+
+// Catalog returns the catalog record of this body for one session's step.
+// Its source shares the body's entries, which must not be modified.
+func (b *CatalogBody) Catalog(session, step, id string) Catalog {
+	return Catalog{V: Version, Session: session, Step: step, ID: id, Role: "user", Text: b.text, Source: b.source}
+}
+
+// Encode returns the msgpack encoding of b.Catalog(session, step, id).
+func (b *CatalogBody) Encode(session, step, id string) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(b.raw) + len(session) + len(step) + len(id) + 48)
+	e := msgpack.GetEncoder()
+	defer msgpack.PutEncoder(e)
+	e.Reset(&buf)
+	e.UseCompactInts(true)
+	// A Catalog's seven fields in order, none omitted when empty.
+	err := e.EncodeMapLen(7)
+	if err == nil {
+		err = e.EncodeString("v")
+	}
+	if err == nil {
+		err = e.Encode(Version)
+	}
+	for _, kv := range [...][2]string{{"session", session}, {"step", step}, {"id", id}, {"role", "user"}} {
+		if err == nil {
+			err = e.EncodeString(kv[0])
+		}
+		if err == nil {
+			err = e.EncodeString(kv[1])
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode catalog as msgpack: %w", err)
+	}
+	buf.Write(b.raw)
+	if buf.Len() > MaxPayloadSize {
+		return nil, fmt.Errorf("encode catalog: %w", tooLarge(buf.Len()))
+	}
+	return buf.Bytes(), nil
+}

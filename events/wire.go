@@ -194,7 +194,63 @@ func init() {
 		msgpack.Register(v, nil, decodeInteger)
 	}
 	msgpack.Register(Tool{}, nil, refuseNil[toolFields])
-	msgpack.Register(Entry{}, nil, refuseNil[entryFields])
+	msgpack.Register(Entry{}, nil, decodeEntry)
+}
+
+// entryKey reads a map key of an entry into buf without allocating; a key
+// longer than buf is read and given back cut to buf's length, which no
+// field's name is.
+func entryKey(d *msgpack.Decoder, buf []byte) ([]byte, error) {
+	n, err := d.DecodeBytesLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	for rest := n; rest > 0; {
+		k := min(rest, len(buf))
+		if err := d.ReadFull(buf[:k]); err != nil {
+			return nil, err
+		}
+		rest -= k
+	}
+	if n > len(buf) {
+		return buf, nil
+	}
+	return buf[:n], nil
+}
+
+// decodeEntry reads a catalog entry. A catalog lists up to thousands of
+// them, so a map is read key by key here, as the library's struct decoder
+// would read it but without its reflection per field; anything else (nil,
+// the array form of a struct, a wrong type) goes to refuseNil, which
+// refuses or reads it as before.
+func decodeEntry(d *msgpack.Decoder, v reflect.Value) error {
+	if c, err := d.PeekCode(); err != nil || codeKind(c) != kindMap {
+		return refuseNil[entryFields](d, v)
+	}
+	n, err := d.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	e := v.Addr().Interface().(*Entry)
+	var buf [16]byte
+	for range n {
+		key, err := entryKey(d, buf[:])
+		if err != nil {
+			return err
+		}
+		switch string(key) {
+		case "name":
+			e.Name, err = d.DecodeString()
+		case "description":
+			e.Description, err = d.DecodeString()
+		default:
+			err = d.Skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // toolFields and entryFields are Tool and Entry without the registered
