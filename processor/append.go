@@ -197,11 +197,23 @@ type appended struct {
 	data      []byte // the bytes appended (msgpack)
 }
 
+// selfEncoding is an output that encodes itself in msgpack, as
+// events.Encode would (a catalog from its shared part, catalogOutput).
+type selfEncoding interface {
+	encodeMsgpack() ([]byte, error)
+}
+
 // appendOutput appends an output of kind k to session sid, answering the
 // trigger t, provided the session's newest event is still expectLast.
 // It returns errConflict when the session moved on.
 func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind, id string, v any, expectLast uint64, attempt int) (appended, error) {
-	data, err := events.Encode(events.Msgpack, v)
+	var data []byte
+	var err error
+	if o, ok := v.(selfEncoding); ok {
+		data, err = o.encodeMsgpack()
+	} else {
+		data, err = events.Encode(events.Msgpack, v)
+	}
 	if errors.Is(err, events.ErrTooLarge) {
 		return appended{}, fmt.Errorf("encode %s: %w: %w", k, errTooLarge, err)
 	}

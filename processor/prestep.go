@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/history"
@@ -191,27 +192,16 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if s.prepared != nil {
 		rev = s.prepared.Revision
 	}
-	cat := events.Catalog{
-		V:       events.Version,
-		Session: t.sid,
-		Step:    ps.Step,
-		ID:      outputID(t.sid, ps.Step, events.KindCatalog),
-		Role:    "user",
-		Text:    d.Text,
-		Source: events.CatalogSource{
-			Kind:     events.SourceKindCatalog,
-			Producer: p.cfg.ToolOwner,
-			Update:   string(d.Update),
-			Entries:  wireEntries(d.Entries),
-			Digest:   d.Digest,
-			Omitted:  d.Omitted,
-			View:     &events.View{Revision: rev, Instance: p.cfg.Instance},
-		},
+	body, err := p.bodies.get(d, rev, p.cfg.ToolOwner, p.cfg.Instance)
+	if err != nil {
+		return built[events.Decision]{}, fmt.Errorf("encode catalog: %w", err)
 	}
+	out := catalogOutput{body: body, session: t.sid, step: ps.Step, id: outputID(t.sid, ps.Step, events.KindCatalog)}
+	cat := out.catalog()
 	s.cat = &cat
 	dec := p.decision(t, events.OutcomeAppended, &cat)
 	dec.Reason = reason
-	return built[events.Decision]{output: cat, answer: dec}, nil
+	return built[events.Decision]{output: out, answer: dec}, nil
 }
 
 // without is a decision answered without appending anything.
@@ -270,6 +260,66 @@ func emptyReason(tools []events.Tool, owner string, visible bool, d catalog.Deci
 		return events.ReasonNoSkills
 	}
 	return ""
+}
+
+// catalogOutput is a catalog to append: one session's step of a catalog
+// whose shared part is encoded already.
+type catalogOutput struct {
+	body              *events.CatalogBody
+	session, step, id string
+}
+
+func (o catalogOutput) catalog() events.Catalog { return o.body.Catalog(o.session, o.step, o.id) }
+
+func (o catalogOutput) encodeMsgpack() ([]byte, error) { return o.body.Encode(o.session, o.step, o.id) }
+
+// catalogBodies keeps the shared part of the catalogs recently appended,
+// encoded: every session given the same catalog gets the same text and
+// source, so one encoding serves them all, and appending the catalog to a
+// session costs the encoding of its few own fields.
+type catalogBodies struct {
+	cache *lru.Cache[catalogBodyKey, *events.CatalogBody]
+}
+
+// catalogBodyKey names a catalog's shared part: the digest covers the
+// listed entries and the notice, the update kind the text around them, the
+// revision the source's view (producer and instance are the processor's).
+type catalogBodyKey struct {
+	digest   string
+	update   catalog.Update
+	omitted  int
+	revision uint64
+}
+
+// catalogBodiesSize bounds the kept bodies: a processor appends few
+// distinct catalogs at a time (one per skill view and update kind).
+const catalogBodiesSize = 32
+
+func newCatalogBodies() *catalogBodies {
+	c, _ := lru.New[catalogBodyKey, *events.CatalogBody](catalogBodiesSize)
+	return &catalogBodies{cache: c}
+}
+
+// get returns the shared part of the catalog decided by d.
+func (c *catalogBodies) get(d catalog.Decision, revision uint64, producer, instance string) (*events.CatalogBody, error) {
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, omitted: d.Omitted, revision: revision}
+	if b, ok := c.cache.Get(k); ok {
+		return b, nil
+	}
+	b, err := events.NewCatalogBody(d.Text, events.CatalogSource{
+		Kind:     events.SourceKindCatalog,
+		Producer: producer,
+		Update:   string(d.Update),
+		Entries:  wireEntries(d.Entries),
+		Digest:   d.Digest,
+		Omitted:  d.Omitted,
+		View:     &events.View{Revision: revision, Instance: instance},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.cache.Add(k, b)
+	return b, nil
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {

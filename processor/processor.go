@@ -33,6 +33,7 @@ type Processor struct {
 
 	beats      *heartbeats                 // progress heartbeats of the triggers in flight
 	recognised *recognitions               // conclusions of recognise, by stream sequence
+	bodies     *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
 	kinds      map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight   *budget                     // Config.InflightBytes
 	limit      messageLimit                // the largest output; the stream's part is known once provisioned
@@ -89,6 +90,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 
 		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
+		bodies:     newCatalogBodies(),
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
 		cwds:       newCwdRoots(cfg.CwdRoots),
