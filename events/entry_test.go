@@ -39,7 +39,7 @@ func entrySeeds(t testing.TB) [][]byte {
 		enc(nil),
 		enc("text"),
 		{0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'x', 0xa4, 'n', 'a', 'm', 'e', 0xa1, 'y'}, // a key twice
-		{0x81, 0xa4, 'n', 'a', 'm', 'e'}, // cut short
+		{0x81, 0xa4, 'n', 'a', 'm', 'e'},                                                 // cut short
 	}
 }
 
