@@ -113,6 +113,10 @@
 //     session moved on meanwhile (JetStream error 10071 or 10164), go back
 //     to 3, at most Config.AppendRetries times. If the stream reports the
 //     Msg-Id as a duplicate, the answer is the original record it names.
+//     Every session given the same catalog gets the same text and source:
+//     that part is rendered and encoded once (events.CatalogBody, kept by
+//     digest, update kind and revision) and each record adds only its own
+//     session, step and id.
 //  9. Answer: the Decision (events.Decision), to the Reply-Inbox header's
 //     subject, over core NATS, in the request's encoding, and only then ack.
 //
