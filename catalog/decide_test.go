@@ -304,3 +304,33 @@ func TestVisible(t *testing.T) {
 		}
 	}
 }
+
+// A prepared view renders each kind of update once and gives every later
+// decision the same text: the initial text for a session without a
+// catalog, the replacement text for one with another catalog, whatever the
+// order in which sessions ask.
+func TestPreparedViewRendersEachUpdateOnce(t *testing.T) {
+	snap := catalog.Snapshot{Complete: true, Skills: []catalog.Summary{
+		{Name: "a-skill", Description: "Does a.", Invocation: catalog.Invocation{ModelInvocable: true}},
+		{Name: "b-skill", Description: "Does b.", Invocation: catalog.Invocation{ModelInvocable: true}},
+	}}
+	v := catalog.Prepare(snap, catalog.Options{})
+	fresh := catalog.History{}
+	other := catalog.History{Published: true, Visible: true, Digest: "another"}
+	wantInitial := catalog.RenderList(catalog.UpdateInitial, v.Entries, v.Omitted)
+	wantReplacement := catalog.RenderList(catalog.UpdateReplacement, v.Entries, v.Omitted)
+	for i, h := range []catalog.History{other, fresh, other, fresh, fresh, other} {
+		d := catalog.DecideView(true, v, h)
+		want := wantInitial
+		if h.Published {
+			want = wantReplacement
+		}
+		if d.Outcome != catalog.OutcomeAppended || d.Text != want {
+			t.Fatalf("decision %d (%+v): %s %q, want appended %q", i, h, d.Outcome, d.Text, want)
+		}
+	}
+	// The tool hidden: the empty list, not the prepared view's text.
+	if d := catalog.DecideView(false, v, other); d.Text != catalog.RenderList(catalog.UpdateReplacement, nil, 0) {
+		t.Fatalf("hidden tool: %q", d.Text)
+	}
+}
