@@ -52,6 +52,12 @@ func DecodeToolDefinition(enc Encoding, b []byte) (ToolDefinition, error) {
 	return t, err
 }
 
+// unwrapper is a wire form that does unwrap's work itself, without
+// reflection: the triggers, decoded for every delivery.
+type unwrapper[T any] interface {
+	unwrap() (*T, *int)
+}
+
 // finisher is a wire form with more to do than unwrap.
 type finisher[T any] interface {
 	finish(*T) error
@@ -65,7 +71,13 @@ type finisher[T any] interface {
 func decodeVersioned[T interface{ Validate() error }, W any](enc Encoding, b []byte) (T, error) {
 	var w W
 	err := decode(enc, b, &w)
-	p, v := unwrap[T](reflect.ValueOf(&w).Elem())
+	var p *T
+	var v *int
+	if u, ok := any(&w).(unwrapper[T]); ok {
+		p, v = u.unwrap()
+	} else {
+		p, v = unwrap[T](reflect.ValueOf(&w).Elem())
+	}
 	var ferr error
 	if f, ok := any(&w).(finisher[T]); ok {
 		ferr = f.finish(p)
@@ -98,6 +110,9 @@ func decode(enc Encoding, b []byte, dst any) error {
 		}
 		if k := codeKind(b[0]); k != kindMap {
 			return badPayload("msgpack: payload is %s, want map", k)
+		}
+		if f, ok := dst.(fastWire); ok && fastDecoding && f.fastMsgpack(b) {
+			return nil
 		}
 		return decodeMsgpack(b, reflect.ValueOf(dst).Elem(), "")
 	case JSON:

@@ -163,6 +163,18 @@ func unwrap[T any](w reflect.Value) (*T, *int) {
 	return p.Addr().Interface().(*T), v
 }
 
+// unwrap is unwrap[PreStep] without reflection.
+func (w *preStepWire) unwrap() (*PreStep, *int) {
+	w.PreStep.V, w.PreStep.Step = version(w.V), string(w.Step)
+	return &w.PreStep, w.V
+}
+
+// unwrap is unwrap[SkillCall] without reflection.
+func (w *skillCallWire) unwrap() (*SkillCall, *int) {
+	w.SkillCall.V, w.SkillCall.Call = version(w.V), string(w.Call)
+	return &w.SkillCall, w.V
+}
+
 // finish reports a missing args or args.name; an empty name is valid here
 // (the skill tool answers it with its invalid-name error).
 func (w *skillCallWire) finish(c *SkillCall) error {

@@ -1,0 +1,311 @@
+package events
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Every trigger a processor handles is decoded first, and nearly every one
+// has the same plain shape: a map of the protocol's keys, each once, with
+// strings where strings belong and small integers where integers belong.
+// fastMsgpack reads exactly that shape straight from the bytes, without the
+// library's reflection; anything else (an unknown key, a key twice, nil, a
+// binary string, an integer id, a wrong type) makes it give up, and the
+// payload is decoded by the library as before. So it only ever gives the
+// result the library would have given, which FuzzFastTriggers checks.
+
+// fastDecoding switches the fast path off in tests that compare the two.
+var fastDecoding = true
+
+// fastWire is a wire form with a fast path for its plain shape.
+type fastWire interface {
+	// fastMsgpack decodes b, a checked msgpack map, and reports whether it
+	// did; when it did not, the wire form is left as it was.
+	fastMsgpack(b []byte) bool
+}
+
+// plain reads msgpack values of the plain shape from b. Its methods report
+// false for anything else; b has passed checkMsgpack, but every read still
+// checks its bounds.
+type plain struct {
+	b []byte
+	i int
+}
+
+func (r *plain) n(size int) (uint64, bool) {
+	if r.i+size > len(r.b) {
+		return 0, false
+	}
+	var v uint64
+	switch size {
+	case 1:
+		v = uint64(r.b[r.i])
+	case 2:
+		v = uint64(binary.BigEndian.Uint16(r.b[r.i:]))
+	case 4:
+		v = uint64(binary.BigEndian.Uint32(r.b[r.i:]))
+	case 8:
+		v = binary.BigEndian.Uint64(r.b[r.i:])
+	}
+	r.i += size
+	return v, true
+}
+
+func (r *plain) code() (byte, bool) {
+	if r.i >= len(r.b) {
+		return 0, false
+	}
+	c := r.b[r.i]
+	r.i++
+	return c, true
+}
+
+// container reads a map (array false) or array header.
+func (r *plain) container(array bool) (int, bool) {
+	c, ok := r.code()
+	if !ok {
+		return 0, false
+	}
+	fix, c16, c32 := byte(0x80), byte(0xde), byte(0xdf)
+	if array {
+		fix, c16, c32 = 0x90, 0xdc, 0xdd
+	}
+	var n uint64
+	switch {
+	case c >= fix && c <= fix+0x0f:
+		return int(c - fix), true
+	case c == c16:
+		n, ok = r.n(2)
+	case c == c32:
+		n, ok = r.n(4)
+	default:
+		return 0, false
+	}
+	return int(n), ok && n <= uint64(len(r.b))
+}
+
+// str reads a string (not nil, not binary).
+func (r *plain) str() (string, bool) {
+	c, ok := r.code()
+	if !ok {
+		return "", false
+	}
+	var n uint64
+	switch {
+	case c >= 0xa0 && c <= 0xbf:
+		n, ok = uint64(c&0x1f), true
+	case c == 0xd9:
+		n, ok = r.n(1)
+	case c == 0xda:
+		n, ok = r.n(2)
+	case c == 0xdb:
+		n, ok = r.n(4)
+	default:
+		return "", false
+	}
+	if !ok || n > uint64(len(r.b)-r.i) {
+		return "", false
+	}
+	s := string(r.b[r.i : r.i+int(n)])
+	r.i += int(n)
+	return s, true
+}
+
+// int reads an integer that fits an int64 (not nil, not a float).
+func (r *plain) int() (int64, bool) {
+	c, ok := r.code()
+	if !ok {
+		return 0, false
+	}
+	switch {
+	case c <= 0x7f:
+		return int64(c), true
+	case c >= 0xe0:
+		return int64(int8(c)), true
+	}
+	var v uint64
+	switch c {
+	case 0xcc, 0xd0:
+		v, ok = r.n(1)
+		if c == 0xd0 {
+			return int64(int8(v)), ok
+		}
+	case 0xcd, 0xd1:
+		v, ok = r.n(2)
+		if c == 0xd1 {
+			return int64(int16(v)), ok
+		}
+	case 0xce, 0xd2:
+		v, ok = r.n(4)
+		if c == 0xd2 {
+			return int64(int32(v)), ok
+		}
+	case 0xcf, 0xd3:
+		v, ok = r.n(8)
+		if c == 0xd3 {
+			return int64(v), ok
+		}
+	default:
+		return 0, false
+	}
+	return int64(v), ok && v <= math.MaxInt64
+}
+
+// fields reads a map, calling field for each key, which reads the value
+// and returns the key's bit; a key given twice, or field reporting false,
+// makes it report false.
+func (r *plain) fields(field func(key string) (bit uint, ok bool)) bool {
+	n, ok := r.container(false)
+	if !ok {
+		return false
+	}
+	var seen uint
+	for range n {
+		key, ok := r.str()
+		if !ok {
+			return false
+		}
+		bit, ok := field(key)
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+	}
+	return true
+}
+
+// version reads "v" into *v as the wire forms keep it.
+func (r *plain) version(v **int) bool {
+	n, ok := r.int()
+	if !ok || n < math.MinInt || n > math.MaxInt {
+		return false
+	}
+	x := int(n)
+	*v = &x
+	return true
+}
+
+func (w *preStepWire) fastMsgpack(b []byte) bool {
+	var x preStepWire
+	r := plain{b: b}
+	ok := r.fields(func(key string) (uint, bool) {
+		switch key {
+		case "v":
+			return 1 << 0, r.version(&x.V)
+		case "session":
+			s, ok := r.str()
+			x.Session = s
+			return 1 << 1, ok
+		case "step":
+			s, ok := r.str()
+			x.Step = ID(s)
+			return 1 << 2, ok
+		case "cwd":
+			s, ok := r.str()
+			x.Cwd = s
+			return 1 << 3, ok
+		case "tools":
+			return 1 << 4, r.tools(&x.Tools)
+		case "deadlineMs":
+			n, ok := r.int()
+			x.DeadlineMs = n
+			return 1 << 5, ok
+		case "project":
+			s, ok := r.str()
+			x.Project = s
+			return 1 << 6, ok
+		case "resourceDir":
+			s, ok := r.str()
+			x.ResourceDir = s
+			return 1 << 7, ok
+		}
+		return 0, false
+	})
+	if ok = ok && r.i == len(b); ok {
+		*w = x
+	}
+	return ok
+}
+
+// tools reads a pre-step's tool list: maps of name and owner.
+func (r *plain) tools(dst *[]Tool) bool {
+	n, ok := r.container(true)
+	if !ok {
+		return false
+	}
+	tools := make([]Tool, n)
+	for i := range tools {
+		t := &tools[i]
+		ok := r.fields(func(key string) (uint, bool) {
+			var ok bool
+			switch key {
+			case "name":
+				t.Name, ok = r.str()
+				return 1 << 0, ok
+			case "owner":
+				t.Owner, ok = r.str()
+				return 1 << 1, ok
+			}
+			return 0, false
+		})
+		if !ok {
+			return false
+		}
+	}
+	*dst = tools
+	return true
+}
+
+func (w *skillCallWire) fastMsgpack(b []byte) bool {
+	var x skillCallWire
+	r := plain{b: b}
+	ok := r.fields(func(key string) (uint, bool) {
+		switch key {
+		case "v":
+			return 1 << 0, r.version(&x.V)
+		case "session":
+			s, ok := r.str()
+			x.Session = s
+			return 1 << 1, ok
+		case "call":
+			s, ok := r.str()
+			x.Call = ID(s)
+			return 1 << 2, ok
+		case "cwd":
+			s, ok := r.str()
+			x.Cwd = s
+			return 1 << 3, ok
+		case "args":
+			var name *string
+			ok := r.fields(func(key string) (uint, bool) {
+				if key != "name" {
+					return 0, false
+				}
+				s, ok := r.str()
+				name = &s
+				return 1, ok
+			})
+			x.Args = &struct {
+				Name *string `msgpack:"name" json:"name"`
+			}{Name: name}
+			return 1 << 4, ok
+		case "deadlineMs":
+			n, ok := r.int()
+			x.DeadlineMs = n
+			return 1 << 5, ok
+		case "project":
+			s, ok := r.str()
+			x.Project = s
+			return 1 << 6, ok
+		case "resourceDir":
+			s, ok := r.str()
+			x.ResourceDir = s
+			return 1 << 7, ok
+		}
+		return 0, false
+	})
+	if ok = ok && r.i == len(b); ok {
+		*w = x
+	}
+	return ok
+}
