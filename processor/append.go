@@ -243,7 +243,7 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	ack, err := p.js.PublishMsg(actx, m)
 	cancel()
-	p.m.latency.WithLabelValues(stageAppend).Observe(p.now().Sub(start).Seconds())
+	p.m.observe(stageAppend, p.now().Sub(start))
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == errCodeWrongLastSequenceConstant) {
 		p.m.conflicts.Inc()

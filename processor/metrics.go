@@ -3,6 +3,7 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -29,6 +30,19 @@ type metrics struct {
 	ackPending    prometheus.Gauge         // consumer: triggers delivered, not yet acknowledged
 	divergence    prometheus.Gauge         // 1 while a view divergence is unresolved
 	viewChecks    *prometheus.CounterVec   // result: replacements checked against the replaced catalog's view
+
+	// The latency series of each stage, looked up once (zero) rather
+	// than by label at every observation.
+	stageLatency map[string]prometheus.Observer
+}
+
+// observe records d as the latency of stage.
+func (m *metrics) observe(stage string, d time.Duration) {
+	o, ok := m.stageLatency[stage]
+	if !ok {
+		o = m.latency.WithLabelValues(stage)
+	}
+	o.Observe(d.Seconds())
 }
 
 // Latency stages.
@@ -178,8 +192,9 @@ func (m *metrics) zero() {
 	for _, r := range rejectReasons {
 		m.rejects.WithLabelValues(r)
 	}
+	m.stageLatency = make(map[string]prometheus.Observer, len(stages))
 	for _, s := range stages {
-		m.latency.WithLabelValues(s)
+		m.stageLatency[s] = m.latency.WithLabelValues(s)
 	}
 	for _, r := range viewCheckResults {
 		m.viewChecks.WithLabelValues(r)

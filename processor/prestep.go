@@ -167,7 +167,7 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error) {
 	p, t, ps := s.p, s.t, &s.ps
 	d := history.Decide(s.prepared, s.hist)
-	p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(s.start).Seconds())
+	p.m.observe(stageDecide, p.now().Sub(s.start))
 	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)
 	if d.Outcome != catalog.OutcomeAppended {
 		return s.without(string(d.Outcome), reason), nil

@@ -40,7 +40,7 @@ func (v view) of(prefix, sid string, k events.Kind) *record {
 // event of another kind, and appendAnswer then reads every kind.
 func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64, kinds []events.Kind) (view, error) {
 	start := p.now()
-	defer func() { p.m.latency.WithLabelValues(stageRead).Observe(p.now().Sub(start).Seconds()) }()
+	defer func() { p.m.observe(stageRead, p.now().Sub(start)) }()
 	filters := []string{events.SessionWildcard(p.cfg.Prefix, sid)}
 	if kinds != nil {
 		filters = make([]string, len(kinds))

@@ -135,7 +135,7 @@ func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], er
 		p, sc := s.p, &s.sc
 		start := p.now()
 		r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(*sc)), sc.Args.Name, p.cfg.Catalog)
-		p.m.latency.WithLabelValues(stageDecide).Observe(p.now().Sub(start).Seconds())
+		p.m.observe(stageDecide, p.now().Sub(start))
 		if p.expired(sc.DeadlineMs) {
 			return built[events.ToolResult]{}, errPastDeadline
 		}

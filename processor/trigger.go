@@ -141,7 +141,7 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 		// The server redelivers after AckWait; the answer is idempotent.
 		p.log.Warn("acknowledge trigger", "subject", msg.Subject(), "seq", t.seq, "fate", f, "err", ackErr)
 	}
-	p.m.latency.WithLabelValues(stageTotal).Observe(p.now().Sub(t.start).Seconds())
+	p.m.observe(stageTotal, p.now().Sub(t.start))
 }
 
 // safely runs process, turning a panic into errPanic.
