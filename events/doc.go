@@ -96,7 +96,13 @@
 //     or an integer), a skill call's args as pointers (missing is told from
 //     an empty name). Decoders registered with the msgpack library refuse
 //     what it would otherwise let through: a negative integer for a
-//     sequence, an integer beyond int64, nil where a list holds maps;
+//     sequence, an integer beyond int64, nil where a list holds maps.
+//     Two shortcuts give the same results faster: a pre-step or skill call
+//     of the usual shape (each protocol key once, strings and integers
+//     only, no other key) is read straight from its bytes (fast.go), any
+//     other shape going to the library; catalog entries are read key by
+//     key. FuzzFastTriggers and FuzzDecodeEntry compare each with the
+//     library;
 //  4. name the field of any problem. encoding/json goes on past a value of
 //     the wrong type and gives its path (keys only, no list index:
 //     "tools.name"). The msgpack library stops at the first problem; the
