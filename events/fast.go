@@ -114,41 +114,23 @@ func (r *plain) str() (string, bool) {
 // int reads an integer that fits an int64 (not nil, not a float).
 func (r *plain) int() (int64, bool) {
 	c, ok := r.code()
-	if !ok {
-		return 0, false
-	}
 	switch {
-	case c <= 0x7f:
-		return int64(c), true
-	case c >= 0xe0:
-		return int64(int8(c)), true
-	}
-	var v uint64
-	switch c {
-	case 0xcc, 0xd0:
-		v, ok = r.n(1)
-		if c == 0xd0 {
-			return int64(int8(v)), ok
-		}
-	case 0xcd, 0xd1:
-		v, ok = r.n(2)
-		if c == 0xd1 {
-			return int64(int16(v)), ok
-		}
-	case 0xce, 0xd2:
-		v, ok = r.n(4)
-		if c == 0xd2 {
-			return int64(int32(v)), ok
-		}
-	case 0xcf, 0xd3:
-		v, ok = r.n(8)
-		if c == 0xd3 {
-			return int64(v), ok
-		}
-	default:
+	case !ok:
 		return 0, false
+	case c <= 0x7f: // positive fixint
+		return int64(c), true
+	case c >= 0xe0: // negative fixint
+		return int64(int8(c)), true
+	case c >= 0xcc && c <= 0xcf: // uint 8, 16, 32, 64
+		v, ok := r.n(1 << (c - 0xcc))
+		return int64(v), ok && v <= math.MaxInt64
+	case c >= 0xd0 && c <= 0xd3: // int 8, 16, 32, 64, sign-extended
+		size := 1 << (c - 0xd0)
+		v, ok := r.n(size)
+		shift := 64 - 8*size
+		return int64(v<<shift) >> shift, ok
 	}
-	return int64(v), ok && v <= math.MaxInt64
+	return 0, false
 }
 
 // fields reads a map, calling field for each key, which reads the value
@@ -185,43 +167,63 @@ func (r *plain) version(v **int) bool {
 	return true
 }
 
-func (w *preStepWire) fastMsgpack(b []byte) bool {
-	var x preStepWire
+// triggerFields are where a fast path puts the fields both triggers have:
+// "v", session, cwd, deadlineMs, project and resourceDir, and the id, whose
+// key (step or call) is idKey.
+type triggerFields struct {
+	v                                  **int
+	session, cwd, project, resourceDir *string
+	deadlineMs                         *int64
+	idKey                              string
+	id                                 *ID
+}
+
+// fastTrigger reads the map b of a trigger of the plain shape: the fields
+// both triggers have into f, the one key of its own (tools, args) through
+// own, which reads its value and reports its bit (1<<4) and success.
+func fastTrigger(b []byte, f triggerFields, own func(r *plain, key string) (uint, bool)) bool {
 	r := plain{b: b}
+	str := func(dst *string, bit uint) (uint, bool) {
+		s, ok := r.str()
+		*dst = s
+		return bit, ok
+	}
 	ok := r.fields(func(key string) (uint, bool) {
 		switch key {
 		case "v":
-			return 1 << 0, r.version(&x.V)
+			return 1 << 0, r.version(f.v)
 		case "session":
+			return str(f.session, 1<<1)
+		case f.idKey:
 			s, ok := r.str()
-			x.Session = s
-			return 1 << 1, ok
-		case "step":
-			s, ok := r.str()
-			x.Step = ID(s)
+			*f.id = ID(s)
 			return 1 << 2, ok
 		case "cwd":
-			s, ok := r.str()
-			x.Cwd = s
-			return 1 << 3, ok
-		case "tools":
-			return 1 << 4, r.tools(&x.Tools)
+			return str(f.cwd, 1<<3)
 		case "deadlineMs":
 			n, ok := r.int()
-			x.DeadlineMs = n
+			*f.deadlineMs = n
 			return 1 << 5, ok
 		case "project":
-			s, ok := r.str()
-			x.Project = s
-			return 1 << 6, ok
+			return str(f.project, 1<<6)
 		case "resourceDir":
-			s, ok := r.str()
-			x.ResourceDir = s
-			return 1 << 7, ok
+			return str(f.resourceDir, 1<<7)
 		}
-		return 0, false
+		return own(&r, key)
 	})
-	if ok = ok && r.i == len(b); ok {
+	return ok && r.i == len(b)
+}
+
+func (w *preStepWire) fastMsgpack(b []byte) bool {
+	var x preStepWire
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, "step", &x.Step}
+	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
+		if key != "tools" {
+			return 0, false
+		}
+		return 1 << 4, r.tools(&x.Tools)
+	})
+	if ok {
 		*w = x
 	}
 	return ok
@@ -258,53 +260,26 @@ func (r *plain) tools(dst *[]Tool) bool {
 
 func (w *skillCallWire) fastMsgpack(b []byte) bool {
 	var x skillCallWire
-	r := plain{b: b}
-	ok := r.fields(func(key string) (uint, bool) {
-		switch key {
-		case "v":
-			return 1 << 0, r.version(&x.V)
-		case "session":
-			s, ok := r.str()
-			x.Session = s
-			return 1 << 1, ok
-		case "call":
-			s, ok := r.str()
-			x.Call = ID(s)
-			return 1 << 2, ok
-		case "cwd":
-			s, ok := r.str()
-			x.Cwd = s
-			return 1 << 3, ok
-		case "args":
-			var name *string
-			ok := r.fields(func(key string) (uint, bool) {
-				if key != "name" {
-					return 0, false
-				}
-				s, ok := r.str()
-				name = &s
-				return 1, ok
-			})
-			x.Args = &struct {
-				Name *string `msgpack:"name" json:"name"`
-			}{Name: name}
-			return 1 << 4, ok
-		case "deadlineMs":
-			n, ok := r.int()
-			x.DeadlineMs = n
-			return 1 << 5, ok
-		case "project":
-			s, ok := r.str()
-			x.Project = s
-			return 1 << 6, ok
-		case "resourceDir":
-			s, ok := r.str()
-			x.ResourceDir = s
-			return 1 << 7, ok
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, "call", &x.Call}
+	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
+		if key != "args" {
+			return 0, false
 		}
-		return 0, false
+		var name *string
+		ok := r.fields(func(key string) (uint, bool) {
+			if key != "name" {
+				return 0, false
+			}
+			s, ok := r.str()
+			name = &s
+			return 1, ok
+		})
+		x.Args = &struct {
+			Name *string `msgpack:"name" json:"name"`
+		}{Name: name}
+		return 1 << 4, ok
 	})
-	if ok = ok && r.i == len(b); ok {
+	if ok {
 		*w = x
 	}
 	return ok
