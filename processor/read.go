@@ -120,11 +120,57 @@ type directRequest struct {
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 }
 
+// multiLastRequest is the JSON of directRequest{MultiLast: filters,
+// UpToSeq: upTo}. Every read sends one, so it is written by hand when the
+// subjects need no escaping (they are NATS tokens and wildcards), and
+// marshalled otherwise.
+func multiLastRequest(filters []string, upTo uint64) ([]byte, error) {
+	if len(filters) == 0 {
+		return json.Marshal(directRequest{UpToSeq: upTo})
+	}
+	n := 32
+	for _, f := range filters {
+		if !plainJSONString(f) {
+			return json.Marshal(directRequest{MultiLast: filters, UpToSeq: upTo})
+		}
+		n += len(f) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"multi_last":[`...)
+	for i, f := range filters {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f...)
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	if upTo != 0 {
+		b = append(b, `,"up_to_seq":`...)
+		b = strconv.AppendUint(b, upTo, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// plainJSONString reports whether s can stand between JSON quotes as it
+// is: printable ASCII without a quote, a backslash or the characters
+// encoding/json escapes for HTML.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
 // lastOf returns the newest message of every subject matching filters whose
 // sequence is <= upTo (0: no bound), in ascending sequence order. The server
 // answers from one consistent state of one replica.
 func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]record, error) {
-	body, err := json.Marshal(directRequest{MultiLast: filters, UpToSeq: upTo})
+	body, err := multiLastRequest(filters, upTo)
 	if err != nil {
 		return nil, err
 	}
