@@ -203,11 +203,9 @@ func DecideView(visible bool, v View, h History) Decision {
 	var entries []Entry
 	omitted := 0
 	digest := emptyDigest
-	shown := v // whose rendering to use: v's own only when its entries are shown
 	switch {
 	case !visible:
 		entries = []Entry{}
-		shown = View{}
 	case !v.Complete:
 		return Decision{Outcome: OutcomeIncomplete}
 	default:
@@ -218,7 +216,6 @@ func DecideView(visible bool, v View, h History) Decision {
 		if digest == "" {
 			digest = DigestList(entries, omitted)
 		}
-		shown.Entries = entries
 	}
 	published := h.Published || h.Visible
 	switch {
@@ -231,10 +228,14 @@ func DecideView(visible bool, v View, h History) Decision {
 	if !published {
 		update = UpdateInitial
 	}
+	text := RenderList(update, entries, omitted) // the tool hidden: the empty list
+	if visible {
+		text = v.render(update) // v's own entries, rendered once per View
+	}
 	return Decision{
 		Outcome: OutcomeAppended,
 		Update:  update,
-		Text:    shown.render(update),
+		Text:    text,
 		Entries: entries,
 		Omitted: omitted,
 		Digest:  digest,

@@ -282,12 +282,12 @@ type catalogBodies struct {
 }
 
 // catalogBodyKey names a catalog's shared part: the digest covers the
-// listed entries and the notice, the update kind the text around them, the
-// revision the source's view (producer and instance are the processor's).
+// listed entries and the notice (so the counts left out), the update kind
+// the text around them, the revision the source's view (producer and
+// instance are the processor's).
 type catalogBodyKey struct {
 	digest   string
 	update   catalog.Update
-	omitted  int
 	revision uint64
 }
 
@@ -302,7 +302,7 @@ func newCatalogBodies() *catalogBodies {
 
 // get returns the shared part of the catalog decided by d.
 func (c *catalogBodies) get(d catalog.Decision, revision uint64, producer, instance string) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, omitted: d.Omitted, revision: revision}
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision}
 	if b, ok := c.cache.Get(k); ok {
 		return b, nil
 	}
