@@ -1,6 +1,7 @@
 package events
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -18,6 +19,7 @@ func TestAdditionsRoundTrip(t *testing.T) {
 		ToolResult{V: 1, Session: "s1", Call: "c1", Text: "t", Value: &SkillValue{Name: "a", Provider: "store", Content: "c",
 			Digest: "ab12", Revision: 7, Truncated: &Truncated{Kept: 1024, Total: 4096}}},
 		Decision{V: 1, Session: "s1", Step: "1", Outcome: OutcomeEmpty, Reason: "no skills"},
+		CatalogHead{V: 1, Session: "s1", Step: "1", Digest: "d", View: View{Revision: 42, Instance: "member-a"}},
 	}
 	for _, v := range values {
 		for _, enc := range []Encoding{Msgpack, JSON} {
@@ -32,6 +34,20 @@ func TestAdditionsRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got, v) {
 				t.Errorf("%T %v:\n got %+v\nwant %+v", v, enc, got, v)
 			}
+		}
+	}
+}
+
+// A catalog head names its session and step; one without is refused.
+func TestCatalogHeadBadInput(t *testing.T) {
+	for name, b := range map[string]string{
+		"no session": `{"v":1,"step":"1","digest":"d","view":{"revision":0,"instance":""}}`,
+		"no step":    `{"v":1,"session":"s1","digest":"d","view":{"revision":0,"instance":""}}`,
+		"bad v":      `{"v":2,"session":"s1","step":"1"}`,
+		"not a map":  `[1]`,
+	} {
+		if _, err := DecodeCatalogHead(JSON, []byte(b)); !errors.Is(err, ErrBadPayload) {
+			t.Errorf("%s: %v, want a bad payload error", name, err)
 		}
 	}
 }

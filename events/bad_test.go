@@ -117,6 +117,7 @@ func catalog(e Encoding, b []byte) (any, error)        { return DecodeCatalog(e,
 func toolResult(e Encoding, b []byte) (any, error)     { return DecodeToolResult(e, b) }
 func decision(e Encoding, b []byte) (any, error)       { return DecodeDecision(e, b) }
 func toolDefinition(e Encoding, b []byte) (any, error) { return DecodeToolDefinition(e, b) }
+func catalogHead(e Encoding, b []byte) (any, error)    { return DecodeCatalogHead(e, b) }
 
 func TestUnsupportedVersion(t *testing.T) {
 	for _, tc := range []struct {

@@ -60,6 +60,8 @@ func decodeAny(enc Encoding, like any, b []byte) (any, error) {
 		return DecodeDecision(enc, b)
 	case ToolDefinition:
 		return DecodeToolDefinition(enc, b)
+	case CatalogHead:
+		return DecodeCatalogHead(enc, b)
 	}
 	panic("unknown payload type")
 }

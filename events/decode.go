@@ -31,6 +31,11 @@ func DecodeCatalog(enc Encoding, b []byte) (Catalog, error) {
 	return decodeVersioned[Catalog, catalogWire](enc, b)
 }
 
+// DecodeCatalogHead decodes and validates a CatalogHead.
+func DecodeCatalogHead(enc Encoding, b []byte) (CatalogHead, error) {
+	return decodeVersioned[CatalogHead, catalogHeadWire](enc, b)
+}
+
 // DecodeToolResult decodes and validates a ToolResult.
 func DecodeToolResult(enc Encoding, b []byte) (ToolResult, error) {
 	return decodeVersioned[ToolResult, toolResultWire](enc, b)

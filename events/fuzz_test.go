@@ -13,7 +13,7 @@ import (
 
 // decoders lists every Decode function, for fuzzing.
 var decoders = []func(Encoding, []byte) (any, error){
-	preStep, skillCall, compaction, catalog, toolResult, decision, toolDefinition,
+	preStep, skillCall, compaction, catalog, toolResult, decision, toolDefinition, catalogHead,
 }
 
 // FuzzDecode feeds arbitrary bytes to every decoder in both encodings. It

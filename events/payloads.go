@@ -15,6 +15,12 @@ const (
 	KindToolResult Kind = "tool.result"
 )
 
+// KindCatalogHead is the kind of a catalog head: a small record a
+// processor appends just before a large catalog (see CatalogHead). It is
+// an addition to the five kinds; workers ignore it like any kind they do
+// not know.
+const KindCatalogHead Kind = "catalog.head"
+
 // Header names used on the wire.
 const (
 	HeaderContentType                = "Content-Type"
@@ -23,6 +29,9 @@ const (
 	HeaderMsgID                      = "Nats-Msg-Id"
 	HeaderExpectedLastSubjSeq        = "Nats-Expected-Last-Subject-Sequence"
 	HeaderExpectedLastSubjSeqSubject = "Nats-Expected-Last-Subject-Sequence-Subject"
+	// HeaderCatalogHead, on a catalog.append, is the stream sequence of
+	// the catalog's head (KindCatalogHead).
+	HeaderCatalogHead = "Catalog-Head-Seq"
 )
 
 // Content types a payload may be encoded in. An absent Content-Type means
@@ -174,6 +183,23 @@ type Catalog struct {
 	Role    string        `msgpack:"role" json:"role"` // always "user"
 	Text    string        `msgpack:"text" json:"text"`
 	Source  CatalogSource `msgpack:"source" json:"source"`
+}
+
+// CatalogHead names the catalog that follows it in its session: appended
+// on <prefix>.<sid>.catalog.head just before a large catalog, with the
+// catalog expecting the head as the session's last event, so that nothing
+// of the session lies between the two. The catalog carries the head's
+// sequence (HeaderCatalogHead). A processor that remembers the catalog
+// learns from one small read at the head whether the catalog is still in
+// the stream and still the newest, without reading its bytes again.
+type CatalogHead struct {
+	V       int    `msgpack:"v" json:"v"`
+	Session string `msgpack:"session" json:"session"`
+	// Step and ID are the catalog's, Digest and View its source's.
+	Step   string `msgpack:"step" json:"step"`
+	ID     string `msgpack:"id" json:"id"`
+	Digest string `msgpack:"digest" json:"digest"`
+	View   View   `msgpack:"view" json:"view"`
 }
 
 // Compaction tells which earlier session events stay visible to the model:

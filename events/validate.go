@@ -135,6 +135,11 @@ func (c Compaction) Validate() error {
 	return first(checkVersion(c.V), checkSessionField(c.Session))
 }
 
+// Validate checks v, session and step.
+func (h CatalogHead) Validate() error {
+	return first(checkVersion(h.V), checkSessionField(h.Session), checkID("step", h.Step, false))
+}
+
 // Validate checks v, session and step. Whether a catalog is recognisable
 // (producer, text) is for the reader to decide, not a decoding error.
 func (c Catalog) Validate() error {

@@ -127,6 +127,12 @@ type compactionWire struct {
 	Compaction `msgpack:",inline"`
 }
 
+// catalogHeadWire reads a CatalogHead.
+type catalogHeadWire struct {
+	V           *int `msgpack:"v" json:"v"`
+	CatalogHead `msgpack:",inline"`
+}
+
 // skillCallWire reads a SkillCall with its args as pointers.
 type skillCallWire struct {
 	V    *int `msgpack:"v" json:"v"`
