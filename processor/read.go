@@ -116,27 +116,35 @@ func (r *reader) close() {
 // directRequest mirrors the server's direct get request fields we use.
 type directRequest struct {
 	Seq       uint64   `json:"seq,omitempty"`
+	NextFor   string   `json:"next_by_subj,omitempty"`
+	Batch     int      `json:"batch,omitempty"`
 	MultiLast []string `json:"multi_last,omitempty"`
 	UpToSeq   uint64   `json:"up_to_seq,omitempty"`
 }
 
-// multiLastRequest is the JSON of directRequest{MultiLast: filters,
-// UpToSeq: upTo}. Every read sends one, so it is written by hand when the
-// subjects need no escaping (they are NATS tokens and wildcards), and
-// marshalled otherwise.
-func multiLastRequest(filters []string, upTo uint64) ([]byte, error) {
+// multiLastRequest is the JSON of directRequest{Seq: from, MultiLast:
+// filters, UpToSeq: upTo}. Every read sends one, so it is written by hand
+// when the subjects need no escaping (they are NATS tokens and wildcards),
+// and marshalled otherwise.
+func multiLastRequest(filters []string, from, upTo uint64) ([]byte, error) {
 	if len(filters) == 0 {
-		return json.Marshal(directRequest{UpToSeq: upTo})
+		return json.Marshal(directRequest{Seq: from, UpToSeq: upTo})
 	}
-	n := 32
+	n := 64
 	for _, f := range filters {
 		if !plainJSONString(f) {
-			return json.Marshal(directRequest{MultiLast: filters, UpToSeq: upTo})
+			return json.Marshal(directRequest{Seq: from, MultiLast: filters, UpToSeq: upTo})
 		}
 		n += len(f) + 3
 	}
 	b := make([]byte, 0, n)
-	b = append(b, `{"multi_last":[`...)
+	b = append(b, '{')
+	if from != 0 {
+		b = append(b, `"seq":`...)
+		b = strconv.AppendUint(b, from, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"multi_last":[`...)
 	for i, f := range filters {
 		if i > 0 {
 			b = append(b, ',')
@@ -166,28 +174,45 @@ func plainJSONString(s string) bool {
 	return true
 }
 
+// send publishes a direct get request and returns its answer's reply
+// subject (closeAnswer it once done) and the answer.
+func (r *reader) send(body []byte) (string, *answers, error) {
+	reply, a, err := r.open()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := r.nc.PublishRequest(r.api, reply, body); err != nil {
+		r.closeAnswer(reply)
+		return "", nil, err
+	}
+	return reply, a, nil
+}
+
 // lastOf returns the newest message of every subject matching filters whose
-// sequence is <= upTo (0: no bound), in ascending sequence order. The server
-// answers from one consistent state of one replica.
-func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]record, error) {
-	body, err := multiLastRequest(filters, upTo)
+// sequence is <= upTo (0: no bound), in ascending sequence order, leaving
+// out those below from (0: none; the server does not load them). The
+// server answers from one consistent state of one replica.
+func (r *reader) lastOf(ctx context.Context, filters []string, from, upTo uint64) ([]record, error) {
+	body, err := multiLastRequest(filters, from, upTo)
 	if err != nil {
 		return nil, err
 	}
-	reply, a, err := r.open()
+	reply, a, err := r.send(body)
 	if err != nil {
 		return nil, err
 	}
 	defer r.closeAnswer(reply)
-	if err := r.nc.PublishRequest(r.api, reply, body); err != nil {
-		return nil, err
-	}
+	return a.all(ctx)
+}
+
+// all collects a multi-message answer up to its end.
+func (a *answers) all(ctx context.Context) ([]record, error) {
 	var out []record
 	for {
-		a.mu.Lock()
-		msgs := a.msgs
-		a.msgs = nil
-		a.mu.Unlock()
+		msgs, err := a.next(ctx)
+		if err != nil {
+			return nil, err
+		}
 		for _, m := range msgs {
 			// A stored message may carry any header, a Status too: only
 			// replies without a sequence are status replies.
@@ -208,6 +233,41 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]r
 				return nil, statusError(m)
 			}
 		}
+	}
+}
+
+// first returns the first message of an answer, or errNoMessage.
+func (a *answers) first(ctx context.Context) (record, error) {
+	for {
+		msgs, err := a.next(ctx)
+		if err != nil {
+			return record{}, err
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		m := msgs[0]
+		switch code := m.Header.Get(hdrStatus); {
+		case m.Header.Get(hdrSequence) != "" || code == "":
+			return recordOf(m)
+		case code == "404":
+			return record{}, errNoMessage
+		default:
+			return record{}, statusError(m)
+		}
+	}
+}
+
+// next waits for messages of the answer and takes them.
+func (a *answers) next(ctx context.Context) ([]*nats.Msg, error) {
+	for {
+		a.mu.Lock()
+		msgs := a.msgs
+		a.msgs = nil
+		a.mu.Unlock()
+		if len(msgs) > 0 {
+			return msgs, nil
+		}
 		select {
 		case <-a.signal:
 		case <-ctx.Done():
@@ -219,7 +279,7 @@ func (r *reader) lastOf(ctx context.Context, filters []string, upTo uint64) ([]r
 // last returns the newest message on subject with a sequence <= upTo (0: no
 // bound), or errNoMessage.
 func (r *reader) last(ctx context.Context, subject string, upTo uint64) (record, error) {
-	ms, err := r.lastOf(ctx, []string{subject}, upTo)
+	ms, err := r.lastOf(ctx, []string{subject}, 0, upTo)
 	if err != nil {
 		return record{}, err
 	}
