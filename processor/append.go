@@ -47,6 +47,13 @@ type outputPlan[A any] interface {
 	expired() A
 }
 
+// headReader is a plan that can read its session through the head of a
+// remembered catalog (pre-steps, head.go): headRead returns the view and
+// true, or false when the session must be read in full.
+type headReader interface {
+	headRead(ctx context.Context) (view, bool)
+}
+
 // built is what an outputPlan built on one view of the session.
 type built[A any] struct {
 	output any  // the output to append; nil when nothing is to be appended
@@ -113,10 +120,18 @@ func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k 
 	var zero A
 	id := outputID(t.sid, t.ref, k)
 	kinds := plan.reads()
+	hr, heads := any(plan).(headReader)
 	for attempt := 1; ; attempt++ {
-		v, err := p.readSession(dctx, t.sid, t.seq, kinds)
-		if err != nil {
-			return expiredOr(plan, p.deadlineOr(deadlineMs, err))
+		var v view
+		read := false
+		if heads && kinds != nil {
+			v, read = hr.headRead(dctx)
+		}
+		if !read {
+			var err error
+			if v, err = p.readSession(dctx, t.sid, t.seq, kinds); err != nil {
+				return expiredOr(plan, p.deadlineOr(deadlineMs, err))
+			}
 		}
 		answer, found, err := plan.existing(dctx, v)
 		if found {
@@ -195,12 +210,19 @@ type appended struct {
 	seq       uint64
 	duplicate bool
 	data      []byte // the bytes appended (msgpack)
+	head      uint64 // the sequence of the catalog's head; 0 without one
 }
 
 // selfEncoding is an output that encodes itself in msgpack, as
 // events.Encode would (a catalog from its shared part, catalogOutput).
 type selfEncoding interface {
 	encodeMsgpack() ([]byte, error)
+}
+
+// headed is an output that gets a head when it is large (a catalog,
+// head.go).
+type headed interface {
+	head() events.CatalogHead
 }
 
 // appendOutput appends an output of kind k to session sid, answering the
@@ -231,6 +253,12 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 		},
 		Data: data,
 	}
+	h, withHead := v.(headed)
+	withHead = withHead && p.headMin > 0 && len(data) >= p.headMin
+	if withHead {
+		// The largest value the header can take, for fits.
+		m.Header[events.HeaderCatalogHead] = []string{strconv.FormatUint(^uint64(0), 10)}
+	}
 	if err := p.fits(m.Header, data); err != nil {
 		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
 	}
@@ -239,6 +267,56 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 			return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
 		}
 	}
+	var head uint64
+	if withHead {
+		if head, err = p.appendHead(ctx, t, h.head(), expectLast); err != nil {
+			return appended{}, err
+		}
+		// Nothing of the session may come between head and catalog.
+		m.Header[events.HeaderCatalogHead] = []string{strconv.FormatUint(head, 10)}
+		m.Header[events.HeaderExpectedLastSubjSeq] = []string{strconv.FormatUint(head, 10)}
+	}
+	ack, err := p.publish(ctx, m, k, t.sid)
+	if err != nil {
+		return appended{}, err
+	}
+	if p.hooks.afterAppend != nil {
+		if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
+			return appended{}, err
+		}
+	}
+	return appended{seq: ack.Sequence, duplicate: ack.Duplicate, data: data, head: head}, nil
+}
+
+// appendHead appends the head of a large catalog of t's session, provided
+// the session's newest event is still expectLast (else errConflict), and
+// returns its sequence. It has no Msg-Id: the catalog's makes the pair
+// exactly-once; a head whose catalog was not appended is ignored.
+func (p *Processor) appendHead(ctx context.Context, t *trigger, h events.CatalogHead, expectLast uint64) (uint64, error) {
+	data, err := events.Encode(events.Msgpack, h)
+	if err != nil {
+		return 0, fmt.Errorf("encode %s: %w", events.KindCatalogHead, err)
+	}
+	ack, err := p.publish(ctx, &nats.Msg{
+		Subject: events.Subject(p.cfg.Prefix, t.sid, events.KindCatalogHead),
+		Header: nats.Header{
+			events.HeaderContentType:                []string{events.ContentTypeMsgpack},
+			events.HeaderCausationSeq:               []string{strconv.FormatUint(t.seq, 10)},
+			events.HeaderExpectedLastSubjSeq:        []string{strconv.FormatUint(expectLast, 10)},
+			events.HeaderExpectedLastSubjSeqSubject: []string{events.SessionWildcard(p.cfg.Prefix, t.sid)},
+		},
+		Data: data,
+	}, events.KindCatalogHead, t.sid)
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// publish appends m (an event of kind k to session sid) and waits for its
+// acknowledgement, within Config.RequestTimeout. A refused expected last
+// sequence is errConflict.
+func (p *Processor) publish(ctx context.Context, m *nats.Msg, k events.Kind, sid string) (*jetstream.PubAck, error) {
 	start := p.now()
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	ack, err := p.js.PublishMsg(actx, m)
@@ -247,17 +325,12 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || apiErr.ErrorCode == errCodeWrongLastSequenceConstant) {
 		p.m.conflicts.Inc()
-		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, errConflict)
+		return nil, fmt.Errorf("append %s to %s: %w", k, sid, errConflict)
 	}
 	if err != nil {
-		return appended{}, fmt.Errorf("append %s to %s: %w", k, t.sid, err)
+		return nil, fmt.Errorf("append %s to %s: %w", k, sid, err)
 	}
-	if p.hooks.afterAppend != nil {
-		if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
-			return appended{}, err
-		}
-	}
-	return appended{seq: ack.Sequence, duplicate: ack.Duplicate, data: data}, nil
+	return ack, nil
 }
 
 // errCodeWrongLastSequenceConstant is the JetStream API error code of a

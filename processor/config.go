@@ -283,6 +283,9 @@ type options struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	hooks      hooks
+	// headMin, in tests: catalogs of this many bytes get a head (0:
+	// catalogHeadMin; negative: none).
+	headMin int
 }
 
 // hooks let tests interrupt the flow at points a crash could hit.

@@ -168,6 +168,9 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 		e.t.Fatal(err)
 	}
 	p.hooks = o.hooks
+	if o.headMin != 0 {
+		p.headMin = max(o.headMin, 0)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

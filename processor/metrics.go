@@ -30,6 +30,7 @@ type metrics struct {
 	ackPending    prometheus.Gauge         // consumer: triggers delivered, not yet acknowledged
 	divergence    prometheus.Gauge         // 1 while a view divergence is unresolved
 	viewChecks    *prometheus.CounterVec   // result: replacements checked against the replaced catalog's view
+	headReads     *prometheus.CounterVec   // result: reads of a large catalog's head instead of the catalog (head.go)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -109,6 +110,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), 0 when none is unresolved."),
 		viewChecks: newCounterVec("view_checks_total",
 			"Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.", "result"),
+		headReads: newCounterVec("head_reads_total",
+			"Pre-steps that read the head of their session's remembered large catalog instead of the catalog, by result: hit (the catalog is still the newest), stale (it is not: read in full), unsure (read in full).", "result"),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -132,6 +135,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.ackPending = register(reg, m.ackPending, &err)
 	m.divergence = register(reg, m.divergence, &err)
 	m.viewChecks = register(reg, m.viewChecks, &err)
+	m.headReads = register(reg, m.headReads, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -198,5 +202,8 @@ func (m *metrics) zero() {
 	}
 	for _, r := range viewCheckResults {
 		m.viewChecks.WithLabelValues(r)
+	}
+	for _, r := range headReadResults {
+		m.headReads.WithLabelValues(r)
 	}
 }

@@ -2,7 +2,9 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -146,6 +148,32 @@ var preStepReads = []events.Kind{events.KindPreStep, events.KindCatalog, events.
 
 func (s *preStepPlan) reads() []events.Kind { return preStepReads }
 
+// headRead reads the session through the head of its remembered catalog
+// (head.go), when there is one to read.
+func (s *preStepPlan) headRead(ctx context.Context) (view, bool) {
+	p, sid := s.p, s.t.sid
+	if p.headMin <= 0 {
+		return view{}, false
+	}
+	m, ok := p.heads.usable(sid, s.t.seq, s.ps.Step)
+	if !ok {
+		return view{}, false
+	}
+	v, err := p.headView(ctx, sid, s.t.seq, m)
+	switch {
+	case err == nil:
+		p.m.headReads.WithLabelValues(headHit).Inc()
+		return v, true
+	case errors.Is(err, errHeadStale):
+		p.m.headReads.WithLabelValues(headStale).Inc()
+		p.heads.fail(sid, m.cat.Seq)
+	default:
+		p.m.headReads.WithLabelValues(headUnsure).Inc()
+		p.log.Debug("read catalog head", "session", sid, "err", err)
+	}
+	return view{}, false
+}
+
 func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bool, error) {
 	p, t := s.p, s.t
 	s.start = p.now()
@@ -154,6 +182,11 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 		return events.Decision{}, false, p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
 	}
 	s.hist = hist
+	if v.known == nil && p.headMin > 0 && hist.Newest != nil {
+		if r := v.of(p.cfg.Prefix, t.sid, events.KindCatalog); r != nil && r.Seq == hist.Newest.Seq {
+			p.heads.learn(t.sid, hist.Newest)
+		}
+	}
 	if !hist.Answers(t.seq, s.ps.Step) {
 		return events.Decision{}, false, nil
 	}
@@ -221,8 +254,18 @@ func (s *preStepPlan) appended(a appended) {
 	if v := s.cat.Source.View; v != nil {
 		rc.view = *v
 	}
-	p.recognised.remember(a.seq, events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog), a.data, rc)
+	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog)
+	p.recognised.remember(a.seq, subject, a.data, rc)
 	s.data = a.data
+	if a.head != 0 {
+		p.heads.remember(t.sid, a.head, history.Catalog{
+			Record: record{Seq: a.seq, Subject: subject, Header: history.Header{
+				events.HeaderContentType:  {events.ContentTypeMsgpack},
+				events.HeaderCausationSeq: {strconv.FormatUint(t.seq, 10)},
+			}},
+			Step: rc.step, Digest: rc.digest, View: rc.view,
+		})
+	}
 }
 
 func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {
@@ -272,6 +315,15 @@ type catalogOutput struct {
 func (o catalogOutput) catalog() events.Catalog { return o.body.Catalog(o.session, o.step, o.id) }
 
 func (o catalogOutput) encodeMsgpack() ([]byte, error) { return o.body.Encode(o.session, o.step, o.id) }
+
+func (o catalogOutput) head() events.CatalogHead {
+	src := o.catalog().Source
+	c := history.Catalog{Step: o.step, Digest: src.Digest}
+	if src.View != nil {
+		c.View = *src.View
+	}
+	return catalogHead(o.session, c)
+}
 
 // catalogBodies keeps the shared part of the catalogs recently appended,
 // encoded: every session given the same catalog gets the same text and

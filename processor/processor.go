@@ -34,6 +34,8 @@ type Processor struct {
 	beats      *heartbeats                 // progress heartbeats of the triggers in flight
 	recognised *recognitions               // conclusions of recognise, by stream sequence
 	bodies     *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
+	heads      *heads                      // sessions' newest large catalogs, read by their heads (head.go)
+	headMin    int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
 	kinds      map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight   *budget                     // Config.InflightBytes
 	limit      messageLimit                // the largest output; the stream's part is known once provisioned
@@ -91,6 +93,8 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		beats:      newHeartbeats(cfg.AckWait / 3),
 		recognised: newRecognitions(recognitionMemoSize),
 		bodies:     newCatalogBodies(),
+		heads:      newHeads(),
+		headMin:    catalogHeadMin,
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
 		cwds:       newCwdRoots(cfg.CwdRoots),

@@ -43,6 +43,7 @@ func BenchmarkReadPlan(b *testing.B) {
 			return a.Sequence
 		}
 		pub("agent.pre-step", 200)
+		headSeq := pub("catalog.head", 60)
 		catSeq := pub("catalog.append", size)
 		pub("tool.call.skill", 100)
 		pub("tool.result", 2<<10)
@@ -50,8 +51,8 @@ func BenchmarkReadPlan(b *testing.B) {
 		rd := newReader(nc, "RP")
 		b.Run(fmt.Sprintf("multi-last/catalog=%dKiB", size>>10), func(b *testing.B) {
 			for b.Loop() {
-				ms, err := rd.lastOf(ctx, []string{"rp." + sid + ".>"}, 0)
-				if err != nil || len(ms) != 4 {
+				ms, err := rd.lastOf(ctx, []string{"rp." + sid + ".>"}, 0, 0)
+				if err != nil || len(ms) != 5 {
 					b.Fatal(len(ms), err)
 				}
 			}
@@ -80,6 +81,40 @@ func BenchmarkReadPlan(b *testing.B) {
 				}
 				for range reqs {
 					<-done
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("head/catalog=%dKiB", size>>10), func(b *testing.B) {
+			filters := []string{"rp." + sid + ".agent.pre-step", "rp." + sid + ".catalog.>", "rp." + sid + ".context.compact"}
+			for b.Loop() {
+				done := make(chan error, 2)
+				go func() {
+					body, _ := json.Marshal(map[string]any{"multi_last": filters, "seq": catSeq + 1})
+					reply, a, _ := rd.open()
+					defer rd.closeAnswer(reply)
+					nc.PublishRequest(rd.api, reply, body)
+					for {
+						<-a.signal
+						a.mu.Lock()
+						n := len(a.msgs)
+						a.mu.Unlock()
+						if n == 2 {
+							break
+						}
+					}
+					done <- nil
+				}()
+				go func() {
+					r, err := nc.RequestMsg(req(map[string]any{"seq": headSeq, "next_by_subj": "rp." + sid + ".catalog.>", "batch": 1}), 5e9)
+					if err == nil && r.Header.Get("Nats-Num-Pending") != "1" {
+						err = fmt.Errorf("pending %q", r.Header.Get("Nats-Num-Pending"))
+					}
+					done <- err
+				}()
+				for range 2 {
+					if err := <-done; err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 		})

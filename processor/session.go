@@ -17,10 +17,17 @@ type view struct {
 	// sequence of an append.
 	last   uint64
 	newest map[string]record // by subject
+	// known, when set, is the newest catalog, known to this member and
+	// shown to be still the newest by its head (head.go): not read, so its
+	// record has no bytes.
+	known *history.Catalog
 }
 
 // of returns the newest event of kind k, or nil.
 func (v view) of(prefix, sid string, k events.Kind) *record {
+	if k == events.KindCatalog && v.known != nil {
+		return &v.known.Record
+	}
 	s, ok := v.newest[events.Subject(prefix, sid, k)]
 	if !ok {
 		return nil
@@ -50,7 +57,7 @@ func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64,
 	}
 	for attempt := 1; ; attempt++ {
 		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-		ms, err := p.rd.lastOf(rctx, filters, 0)
+		ms, err := p.rd.lastOf(rctx, filters, 0, 0)
 		cancel()
 		if err != nil {
 			return view{}, fmt.Errorf("read session %s: %w", sid, err)
@@ -136,10 +143,16 @@ func (l sessionLog) At(ctx context.Context, seq uint64) (*record, error) {
 // catalogHistory reads what Decide needs to know about earlier catalogs of
 // session sid from the view v (history.Session.Read: the newest
 // recognisable catalog of ours and, when the newest compaction masks it,
-// the newest one of ours the compaction keeps).
+// the newest one of ours the compaction keeps). A catalog the view knows
+// without its bytes is the one recognised when it was first read.
 func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (history.State, error) {
 	h := history.Session{Prefix: p.cfg.Prefix, ID: sid, Owner: p.cfg.ToolOwner,
-		Recognise: func(s record) (history.Catalog, bool) { return p.recognise(sid, s) }}
+		Recognise: func(s record) (history.Catalog, bool) {
+			if v.known != nil && s.Seq == v.known.Seq {
+				return *v.known, true
+			}
+			return p.recognise(sid, s)
+		}}
 	return h.Read(ctx, sessionLog{p: p, sid: sid, view: v})
 }
 
