@@ -25,10 +25,18 @@ import (
 // cluster while triggers flow, and stops first a node the processor is not
 // connected to, then the one it is. Workers retry unanswered steps as new
 // messages. Every step must end up answered, with exactly one catalog.
+// It runs with catalogs as they are (small: read in full) and with every
+// catalog given a head (read through it, head.go), whose reads any
+// replica may answer.
 func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}
+	t.Run("full reads", func(t *testing.T) { testCluster(t, 0) })
+	t.Run("head reads", func(t *testing.T) { testCluster(t, 1) })
+}
+
+func testCluster(t *testing.T, headMin int) {
 	c := natstest.StartCluster(t, 3)
 
 	cwd := t.TempDir()
@@ -54,6 +62,9 @@ func TestCluster(t *testing.T) {
 		WithLogger(quietLogger()), WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if headMin > 0 {
+		p.headMin = headMin
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -186,7 +197,12 @@ func TestCluster(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d publications for %d steps", published.Load(), answered.Load())
+	if n := counter(t, p.m.headReads.WithLabelValues(headHit)); headMin > 0 && n == 0 {
+		t.Error("no pre-step was read through a head")
+	}
+	t.Logf("%d publications for %d steps; head reads: %v hit, %v stale, %v unsure", published.Load(), answered.Load(),
+		counter(t, p.m.headReads.WithLabelValues(headHit)), counter(t, p.m.headReads.WithLabelValues(headStale)),
+		counter(t, p.m.headReads.WithLabelValues(headUnsure)))
 }
 
 // askPatiently publishes a pre-step and waits for its answer, publishing
