@@ -37,6 +37,8 @@ func samples() map[string]any {
 				Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "replacement", Entries: []Entry{}, Digest: "e3b0"}}},
 		"decision-rejected": Decision{V: 1, Session: "sess-1", TriggerSeq: 5, Outcome: OutcomeRejected,
 			Error: &ErrorInfo{Code: CodeBadRequest, Message: `bad payload: field "step": missing`}},
+		"cataloghead": CatalogHead{V: 1, Session: "sess-1", Step: "step-7",
+			Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", View: View{Revision: 12, Instance: "host-a-1f2e3d4c"}},
 		"tooldefinition": ToolDefinition{Name: "skill",
 			Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
 			Parameters:  RawJSON(skillParameters)},

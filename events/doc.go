@@ -17,6 +17,11 @@
 //	context.compact  (KindCompaction)  worker      Compaction   DecodeCompaction
 //	catalog.append   (KindCatalog)     processor   Catalog      DecodeCatalog
 //	tool.result      (KindToolResult)  processor   ToolResult   DecodeToolResult
+//	catalog.head     (KindCatalogHead) processor   CatalogHead  DecodeCatalogHead
+//
+// A catalog head is an addition: a small record just before a large
+// catalog, which lets a processor check that catalog without reading it
+// (protocol.md). Workers ignore it.
 //
 // Workers may publish other kinds (messages, other tools' calls); ParseSubject
 // returns them as a Kind without error (Kind.Known is false) so the caller can
@@ -43,6 +48,7 @@
 //	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
 //	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason?
 //	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content? digest? revision? truncated?:{kept total}} error?
+//	CatalogHead v session step digest view:{revision instance}
 //	ToolDefinition  name description parameters
 //
 // protocol.md says what each field means, which outcomes, reasons and error

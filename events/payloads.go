@@ -195,9 +195,8 @@ type Catalog struct {
 type CatalogHead struct {
 	V       int    `msgpack:"v" json:"v"`
 	Session string `msgpack:"session" json:"session"`
-	// Step and ID are the catalog's, Digest and View its source's.
+	// Step is the catalog's, Digest and View its source's.
 	Step   string `msgpack:"step" json:"step"`
-	ID     string `msgpack:"id" json:"id"`
 	Digest string `msgpack:"digest" json:"digest"`
 	View   View   `msgpack:"view" json:"view"`
 }

@@ -137,6 +137,7 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 				Content: "x", Digest: digest, Revision: 4, Truncated: &Truncated{Kept: 1, Total: 2}},
 			Error: &ErrorInfo{Code: CodeUnknown, Message: "m"}},
 		"tooldefinition": ToolDefinition{Name: "skill", Description: "d", Parameters: RawJSON(`{"type":"object"}`)},
+		"cataloghead":    CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i"}},
 	}
 	for name, v := range payloads {
 		for _, enc := range []Encoding{JSON, Msgpack} {
@@ -214,6 +215,7 @@ func TestSchemasRefuse(t *testing.T) {
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":true,"text":"","error":{"code":"oops","message":""}}`},
 		{"catalog", `{"v":1,"session":"s","step":"1","id":"x","role":"system","text":"","source":{"kind":"skill-catalog","producer":"p","update":"initial","entries":[],"digest":"` + strings.Repeat("0", 64) + `"}}`},
 		{"tooldefinition", `{"name":"skill","description":"d"}`},
+		{"cataloghead", `{"v":1,"session":"s","step":"1","digest":"ab"}`}, // no view
 	}
 	for _, b := range bad {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(b.doc))
@@ -232,6 +234,7 @@ func TestSchemasCoverStructs(t *testing.T) {
 	types := map[string]any{
 		"prestep": PreStep{}, "skillcall": SkillCall{}, "compaction": Compaction{}, "catalog": Catalog{},
 		"decision": Decision{}, "toolresult": ToolResult{}, "tooldefinition": ToolDefinition{},
+		"cataloghead": CatalogHead{},
 	}
 	for name, v := range types {
 		var keys []string
@@ -292,7 +295,7 @@ func TestProtocolExamples(t *testing.T) {
 		}
 		n++
 	}
-	if n < 6 {
-		t.Errorf("%d JSON examples checked, want one per payload (6)", n)
+	if n < 7 {
+		t.Errorf("%d JSON examples checked, want one per payload (7)", n)
 	}
 }
