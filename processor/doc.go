@@ -78,6 +78,17 @@
 //     trigger is normally the session's newest event, and when the session
 //     holds a newer event of another kind the append is refused and the
 //     next attempt reads every kind (<prefix>.<sid>.>).
+//     When this member knows the session's newest catalog and that catalog
+//     has a head (a catalog of 16 KiB or more, see step 8), the read skips
+//     the catalog's bytes: two small Direct Gets sent together return the
+//     newest pre-step and compaction after the catalog, any catalog.>
+//     record after it, and the head with the server's count of catalog.>
+//     records following it. Only if they show the catalog still there and
+//     still the newest is the remembered catalog used; otherwise (a catalog
+//     deleted by hand, a purged session, a newer catalog of another member,
+//     a stray record on catalog.>) the session is read as above. A member
+//     learns a catalog's head when it appends the catalog or reads it in
+//     full (head.go).
 //  4. Find the newest catalog this processor published and can recognise
 //     (producer = ToolOwner, text holding an <available_skills> block). A
 //     foreign or malformed record is skipped by reading the previous message
@@ -116,7 +127,11 @@
 //     Every session given the same catalog gets the same text and source:
 //     that part is rendered and encoded once (events.CatalogBody, kept by
 //     digest, update kind and revision) and each record adds only its own
-//     session, step and id.
+//     session, step and id. A catalog of 16 KiB or more is preceded by its
+//     head (catalog.head: session, step, digest and view), appended with
+//     the same expectation; the catalog then expects the head as the
+//     session's last event and names it in its Catalog-Head-Seq header,
+//     so nothing of the session lies between the two.
 //  9. Answer: the Decision (events.Decision), to the Reply-Inbox header's
 //     subject, over core NATS, in the request's encoding, and only then ack.
 //
@@ -164,8 +179,9 @@
 //     to triggers given up or too large.
 //
 // Around them: processor.go (New, Run), view.go (one view per session),
-// memo.go (catalogs recognised), budget.go (bytes in flight), limits.go
-// (output size), provision.go, tooldef.go, config.go and metrics.go.
+// memo.go (catalogs recognised), head.go (catalog heads), budget.go (bytes
+// in flight), limits.go (output size), provision.go, tooldef.go, config.go
+// and metrics.go.
 //
 // # Guarantees
 //
