@@ -385,6 +385,10 @@ func describeEvent(kind events.Kind, data []byte) string {
 			}
 			return fmt.Sprintf("%s: %s", r.Call, r.Value.Name)
 		}
+	case events.KindCatalogHead:
+		if h, err := events.DecodeCatalogHead(events.Msgpack, data); err == nil {
+			return "head of step " + h.Step + "'s catalog"
+		}
 	}
 	return "(not decoded)"
 }

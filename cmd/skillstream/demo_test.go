@@ -4,6 +4,8 @@ import (
 	"os"
 	"regexp"
 	"testing"
+
+	"github.com/skillstream/skillstream/events"
 )
 
 // TestDemo runs the demo as a newcomer would and compares its output with
@@ -28,5 +30,20 @@ func TestDemo(t *testing.T) {
 	}
 	if len(left) != 0 {
 		t.Errorf("demo left %d entries in the temporary folder", len(left))
+	}
+}
+
+// The demo's event listing names a catalog head and says when an event
+// does not decode.
+func TestDescribeCatalogHead(t *testing.T) {
+	b, err := events.Encode(events.Msgpack, events.CatalogHead{V: 1, Session: "s", Step: "3", Digest: "ab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeEvent(events.KindCatalogHead, b); got != "head of step 3's catalog" {
+		t.Errorf("head described as %q", got)
+	}
+	if got := describeEvent(events.KindCatalogHead, []byte{0xc1}); got != "(not decoded)" {
+		t.Errorf("garbage described as %q", got)
 	}
 }

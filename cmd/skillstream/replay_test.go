@@ -691,3 +691,56 @@ func TestReplayAsRecorded(t *testing.T) {
 		t.Errorf("replay --live --as-recorded: exit %d, output differs from the file's:\n%s%s", code, live, stderr)
 	}
 }
+
+// TestReplayWithCatalogHeads plays a session whose catalog is large enough
+// to get a head, exports it and replays it: the heads are in the
+// recording, and replay, which reads catalogs only, finds every trigger the
+// same; history reads it too.
+func TestReplayWithCatalogHeads(t *testing.T) {
+	dir := t.TempDir()
+	cwd := replayProject(t)
+	root := filepath.Dir(cwd)
+	for i := range 150 {
+		name := fmt.Sprintf("skill-%03d", i)
+		writeFile(t, root, ".agents/skills/"+name+"/SKILL.md", skillMD("Body.", "name: "+name,
+			"description: "+strings.Repeat("Handles one more kind of chore for the test. ", 3)))
+	}
+	rig := startRig(t, dir)
+	w, err := newWorker(rig.nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
+	if err != nil {
+		rig.stop()
+		t.Fatal(err)
+	}
+	waitSkills(t, rig, cwd, "150 more skills", func(s catalog.Snapshot, _ string) bool { return len(s.Skills) == 153 })
+	for i, want := range []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeUnchanged} {
+		d, err := w.preStep(rig.ctx, fmt.Sprint(i+1), cwd)
+		if err != nil || d.Outcome != want {
+			w.Close()
+			rig.stop()
+			t.Fatalf("step %d: %+v %v, want %s", i+1, d, err, want)
+		}
+	}
+	w.Close()
+	rig.stop()
+
+	store := []string{"--data", dir, "--listen", quietAddr(t)}
+	rec := filepath.Join(t.TempDir(), "big.jsonl")
+	if code, _, stderr := runMain(t, append([]string{"export", "--session", "big", "--out", rec}, store...)...); code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), `"ev.big.catalog.head"`); n != 1 {
+		t.Fatalf("recording holds %d catalog heads, want 1", n)
+	}
+	code, out, stderr := runMain(t, append([]string{"replay", rec}, onlyProject...)...)
+	if code != exitOK || !strings.HasSuffix(out, "3 triggers replayed: 3 same, 0 differ\n") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = runMain(t, "history", rec)
+	if code != exitOK || !strings.Contains(out, "step 3 (seq 5): catalog seq 3 (initial, step 1), 153 entries") {
+		t.Fatalf("history: exit %d\n%s%s", code, out, stderr)
+	}
+}
