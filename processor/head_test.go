@@ -256,3 +256,47 @@ func TestHeadNotUsedForRetries(t *testing.T) {
 		t.Fatalf("%v head reads for a retry", hit)
 	}
 }
+
+// A catalog copied by a worker with a bogus Catalog-Head-Seq header (not a
+// number, zero, itself, beyond the stream, another session's head, the real
+// head of the original) is never read through a head: every pre-step
+// decides on a full read, and nothing more is appended.
+func TestForgedHeadHeader(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "Does A.")
+	e.waitSkills("a-skill")
+	p := e.start(headsOn)
+	other := headSession{e: e, w: e.worker(), sid: "other"}
+	other.want("1", events.OutcomeAppended, "initial")
+	otherHead := e.outputs("other", events.KindCatalogHead)[0].Sequence
+	for i, bogus := range []string{"abc", "0", "self", "99999999", strconv.FormatUint(otherHead, 10), "real"} {
+		sid := "s" + strconv.Itoa(i)
+		s := headSession{e: e, w: e.worker(), sid: sid}
+		s.want("1", events.OutcomeAppended, "initial")
+		orig := e.outputs(sid, events.KindCatalog)[0]
+		switch bogus {
+		case "self":
+			bogus = strconv.FormatUint(orig.Sequence+1, 10) // the copy's own sequence
+		case "real":
+			bogus = orig.Header.Get(events.HeaderCatalogHead)
+		}
+		h := nats.Header{}
+		h.Set(events.HeaderContentType, events.ContentTypeMsgpack)
+		h.Set(events.HeaderCausationSeq, orig.Header.Get(events.HeaderCausationSeq))
+		m := &nats.Msg{Subject: orig.Subject, Data: orig.Data, Header: h}
+		m.Header.Set(events.HeaderCatalogHead, bogus)
+		if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+		before := headReads(p, headHit)
+		for step := 2; step <= 4; step++ {
+			s.want(strconv.Itoa(step), events.OutcomeUnchanged, "")
+		}
+		if hit := headReads(p, headHit); hit != before {
+			t.Errorf("header %q: %v pre-steps read through a head", bogus, hit-before)
+		}
+		if n := len(e.catalogs(sid)); n != 2 {
+			t.Errorf("header %q: %d catalogs, want the original and the copy", bogus, n)
+		}
+	}
+}
