@@ -110,7 +110,11 @@ func (h *heads) learn(sid string, newest *history.Catalog) {
 	if newest == nil {
 		return
 	}
-	head, err := strconv.ParseUint(newest.Header.Get(events.HeaderCatalogHead), 10, 64)
+	named := newest.Header.Get(events.HeaderCatalogHead)
+	if named == "" {
+		return
+	}
+	head, err := strconv.ParseUint(named, 10, 64)
 	if err != nil || head == 0 || head >= newest.Seq {
 		return
 	}
