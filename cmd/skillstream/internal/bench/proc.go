@@ -40,8 +40,11 @@ type ProcStats struct {
 	Failures     float64          `json:"failures,omitempty"`    // baseline: triggers it could not handle
 	FirstError   string           `json:"first_error,omitempty"` // baseline: the first of them
 	Stages       map[string]Stage `json:"stages,omitempty"`
-	PeakRSS      int64            `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
-	CPU          float64          `json:"cpu_seconds,omitempty"`    // whole life of the processor process
+	// HeadReads counts pre-steps that checked a large catalog through its
+	// head, by result (hit, stale, unsure).
+	HeadReads map[string]float64 `json:"head_reads,omitempty"`
+	PeakRSS   int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
+	CPU       float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
 }
 
 // Stage is the processor's own latency of one handling stage. The
@@ -92,6 +95,17 @@ func StatsOf(g prometheus.Gatherer) ProcStats {
 			s.Transient = sum(mf)
 		case "skillstream_dead_letters_total":
 			s.DeadLetters = sum(mf)
+		case "skillstream_head_reads_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" && m.GetCounter().GetValue() > 0 {
+						if s.HeadReads == nil {
+							s.HeadReads = map[string]float64{}
+						}
+						s.HeadReads[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
 		case "skillstream_stage_seconds":
 			s.Stages = map[string]Stage{}
 			for _, m := range mf.GetMetric() {

@@ -134,8 +134,12 @@ func FormatReport(r *Report) string {
 			}
 		}
 		fmt.Fprintf(&b, "processor stages, mean (histogram bounds): %s\n", strings.Join(stages, ", "))
-		fmt.Fprintf(&b, "processor metrics: %.0f conflicts, %.0f redeliveries, %.0f duplicates, %.0f rejects, %.0f transient failures, %.0f dead letters\n",
+		fmt.Fprintf(&b, "processor metrics: %.0f conflicts, %.0f redeliveries, %.0f duplicates, %.0f rejects, %.0f transient failures, %.0f dead letters",
 			st.Conflicts, st.Redeliveries, st.Duplicates, st.Rejects, st.Transient, st.DeadLetters)
+		if len(st.HeadReads) > 0 {
+			fmt.Fprintf(&b, "; catalog head reads: %.0f hit, %.0f stale, %.0f unsure", st.HeadReads["hit"], st.HeadReads["stale"], st.HeadReads["unsure"])
+		}
+		fmt.Fprintln(&b)
 	}
 	for _, ph := range phases {
 		name := "processor"

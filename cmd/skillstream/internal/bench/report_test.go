@@ -3,6 +3,8 @@ package bench
 import (
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestReportText renders a report for people: every phase column, the
@@ -31,5 +33,23 @@ func TestReportText(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// StatsOf sums the head reads by result, and the report names them only
+// when there were any.
+func TestStatsOfHeadReads(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skillstream_head_reads_total"}, []string{"result"})
+	reg.MustRegister(c)
+	c.WithLabelValues("hit").Add(7)
+	c.WithLabelValues("stale").Add(2)
+	c.WithLabelValues("unsure")
+	st := StatsOf(reg)
+	if st.HeadReads["hit"] != 7 || st.HeadReads["stale"] != 2 || len(st.HeadReads) != 2 {
+		t.Fatalf("head reads %v", st.HeadReads)
+	}
+	if st := StatsOf(prometheus.NewRegistry()); st.HeadReads != nil {
+		t.Fatalf("head reads without the metric: %v", st.HeadReads)
 	}
 }
