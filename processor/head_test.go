@@ -20,6 +20,15 @@ func headReads(p *Processor, result string) float64 {
 	return testutil.ToFloat64(p.m.headReads.WithLabelValues(result))
 }
 
+// headEnv is a test's world with one skill, a-skill, on disk.
+func headEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.writeSkill("a-skill", "Does A.")
+	e.waitSkills("a-skill")
+	return e
+}
+
 // headSession is a session of one test: its worker and pre-steps.
 type headSession struct {
 	e   *env
@@ -49,9 +58,7 @@ func (s headSession) want(step, outcome, update string) {
 // names the catalog; the next pre-steps read the head, not the catalog,
 // and decide what a full read decides.
 func TestHeadReadSparesTheCatalog(t *testing.T) {
-	e := newEnv(t)
-	e.writeSkill("a-skill", "Does A.")
-	e.waitSkills("a-skill")
+	e := headEnv(t)
 	p := e.start(headsOn)
 	s := headSession{e: e, w: e.worker(), sid: "s1"}
 	s.want("1", events.OutcomeAppended, "initial")
@@ -101,9 +108,7 @@ func TestHeadReadSparesTheCatalog(t *testing.T) {
 // Catalogs below the size limit get no head, and the session is read as
 // before.
 func TestSmallCatalogHasNoHead(t *testing.T) {
-	e := newEnv(t)
-	e.writeSkill("a-skill", "Does A.")
-	e.waitSkills("a-skill")
+	e := headEnv(t)
 	p := e.start()
 	s := headSession{e: e, w: e.worker(), sid: "s1"}
 	s.want("1", events.OutcomeAppended, "initial")
@@ -122,9 +127,7 @@ func TestSmallCatalogHasNoHead(t *testing.T) {
 // A member that did not append the catalog learns its head from its first
 // full read, then reads the head.
 func TestHeadLearnedFromFullRead(t *testing.T) {
-	e := newEnv(t)
-	e.writeSkill("a-skill", "Does A.")
-	e.waitSkills("a-skill")
+	e := headEnv(t)
 	tu := newTurns(2)
 	tu.only.Store(0)
 	a := e.start(headsOn, func(_ *Config, o *options) { o.hooks.take = tu.hook(0) })
@@ -196,9 +199,7 @@ func TestHeadReadNoticesChanges(t *testing.T) {
 		}, events.OutcomeUnchanged, "", 4, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.writeSkill("a-skill", "Does A.")
-			e.waitSkills("a-skill")
+			e := headEnv(t)
 			p := e.start(headsOn)
 			s := headSession{e: e, w: e.worker(), sid: "s1"}
 			s.want("1", events.OutcomeAppended, "initial")
@@ -239,9 +240,7 @@ func publishRaw(t *testing.T, e *env, subject string, data []byte, h nats.Header
 // A worker's retry of the step that appended the catalog is answered with
 // that catalog, read in full: the head is never used for an answer.
 func TestHeadNotUsedForRetries(t *testing.T) {
-	e := newEnv(t)
-	e.writeSkill("a-skill", "Does A.")
-	e.waitSkills("a-skill")
+	e := headEnv(t)
 	p := e.start(headsOn)
 	s := headSession{e: e, w: e.worker(), sid: "s1"}
 	first := s.step("1")
@@ -262,9 +261,7 @@ func TestHeadNotUsedForRetries(t *testing.T) {
 // head of the original) is never read through a head: every pre-step
 // decides on a full read, and nothing more is appended.
 func TestForgedHeadHeader(t *testing.T) {
-	e := newEnv(t)
-	e.writeSkill("a-skill", "Does A.")
-	e.waitSkills("a-skill")
+	e := headEnv(t)
 	p := e.start(headsOn)
 	other := headSession{e: e, w: e.worker(), sid: "other"}
 	other.want("1", events.OutcomeAppended, "initial")

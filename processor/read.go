@@ -238,24 +238,11 @@ func (a *answers) all(ctx context.Context) ([]record, error) {
 
 // first returns the first message of an answer, or errNoMessage.
 func (a *answers) first(ctx context.Context) (record, error) {
-	for {
-		msgs, err := a.next(ctx)
-		if err != nil {
-			return record{}, err
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		m := msgs[0]
-		switch code := m.Header.Get(hdrStatus); {
-		case m.Header.Get(hdrSequence) != "" || code == "":
-			return recordOf(m)
-		case code == "404":
-			return record{}, errNoMessage
-		default:
-			return record{}, statusError(m)
-		}
+	msgs, err := a.next(ctx)
+	if err != nil {
+		return record{}, err
 	}
+	return oneRecord(msgs[0])
 }
 
 // next waits for messages of the answer and takes them.
@@ -299,6 +286,12 @@ func (r *reader) bySeq(ctx context.Context, seq uint64) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
+	return oneRecord(m)
+}
+
+// oneRecord reads the answer m to a request for one message: the message,
+// errNoMessage (404) or the status's error.
+func oneRecord(m *nats.Msg) (record, error) {
 	switch code := m.Header.Get(hdrStatus); {
 	case m.Header.Get(hdrSequence) != "" || code == "":
 		return recordOf(m)
