@@ -207,7 +207,7 @@ func (r *reader) lastOf(ctx context.Context, filters []string, from, upTo uint64
 
 // all collects a multi-message answer up to its end.
 func (a *answers) all(ctx context.Context) ([]record, error) {
-	var out []record
+	out := make([]record, 0, 4) // a trigger's read returns a few records
 	for {
 		msgs, err := a.next(ctx)
 		if err != nil {
