@@ -2,12 +2,14 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -106,10 +108,29 @@ func TestBadPreSteps(t *testing.T) {
 	e.expect(d, events.OutcomeAppended, 1)
 }
 
-// waitSettled waits until the consumer has no pending or unacknowledged
-// messages.
+// waitSettled waits until the consumer has acknowledged (or terminated)
+// every trigger published so far and has none pending. Its pending count
+// alone is not enough: the server updates it after a publication, so right
+// after one it may still say 0.
 func (e *env) waitSettled() {
 	e.t.Helper()
+	var last uint64 // the newest trigger's sequence
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	st, err := e.js.Stream(ctx, DefaultStream)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, filter := range events.TriggerFilters(events.DefaultPrefix) {
+		m, err := st.GetLastMsgForSubject(ctx, filter)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		last = max(last, m.Sequence)
+	}
 	poll(e.t, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -121,8 +142,9 @@ func (e *env) waitSettled() {
 		if err != nil {
 			return err
 		}
-		if info.NumPending != 0 || info.NumAckPending != 0 {
-			return fmt.Errorf("consumer has %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		if info.AckFloor.Stream < last || info.NumPending != 0 || info.NumAckPending != 0 {
+			return fmt.Errorf("consumer acknowledged up to %d of %d, has %d pending, %d unacknowledged",
+				info.AckFloor.Stream, last, info.NumPending, info.NumAckPending)
 		}
 		return nil
 	})
