@@ -21,7 +21,10 @@ import (
 //     carries the newest catalog's bytes every time;
 //   - lean: three small Direct Gets issued together (the session's newest
 //     record, any catalog after the one already known, the newest
-//     compaction), which carry no catalog unless a new one exists.
+//     compaction), which carry no catalog unless a new one exists, but
+//     cannot tell that the known catalog was deleted (kept for comparison);
+//   - head: the two small Direct Gets of a catalog head check (head.go),
+//     which the processor uses for catalogs of catalogHeadMin or more.
 func BenchmarkReadPlan(b *testing.B) {
 	srv := natstest.Start(b)
 	nc := srv.Connect()

@@ -253,15 +253,7 @@ func TestDigestOfFolderWithLinksIsWalked(t *testing.T) {
 	symlink(t, "file-01.txt", filepath.Join(dir, "scripts/current.txt"))
 	p := newProvider(t, agentskills.Config{})
 
-	if got, want := loadDigest(t, p, repo, "big"), freshDigest(t, dir); got != want {
-		t.Fatalf("digest %s, want %s", got, want)
-	}
-	before := p.Stats()
-	loadDigest(t, p, repo, "big")
-	if after := p.Stats(); after.DigestWalks != before.DigestWalks+1 || after.DigestWatches != 0 {
-		t.Fatalf("Load walked %d times with %d digest watches; want one walk, no watch",
-			after.DigestWalks-before.DigestWalks, after.DigestWatches)
-	}
+	walkedEveryLoad(t, p, repo, dir)
 	// Retargeted to another file of the folder, of the same size.
 	tmp := filepath.Join(dir, "scripts/tmp")
 	symlink(t, "file-04.txt", tmp)
@@ -296,16 +288,7 @@ func TestDigestWalkedWithoutWatching(t *testing.T) {
 	dir := folderSkill(t, repo)
 	p := newProvider(t, agentskills.Config{NoWatch: true})
 
-	d0 := loadDigest(t, p, repo, "big")
-	if want := freshDigest(t, dir); d0 != want {
-		t.Fatalf("digest %s, want %s", d0, want)
-	}
-	before := p.Stats()
-	loadDigest(t, p, repo, "big")
-	if after := p.Stats(); after.DigestWalks != before.DigestWalks+1 || after.DigestWatches != 0 {
-		t.Fatalf("Load walked %d times with %d digest watches; want one walk, no watch",
-			after.DigestWalks-before.DigestWalks, after.DigestWatches)
-	}
+	d0 := walkedEveryLoad(t, p, repo, dir)
 	editNewMtime(t, filepath.Join(dir, "references/deep/file-02.txt"), "W")
 	if got, want := loadDigest(t, p, repo, "big"), freshDigest(t, dir); got != want || got == d0 {
 		t.Fatalf("after a nested edit: digest %s, want %s (was %s)", got, want, d0)
@@ -324,19 +307,10 @@ func TestDigestWalkedOverTheWatchBound(t *testing.T) {
 	}
 	p := newProvider(t, agentskills.Config{MaxWatchesPerFolder: 3, PollInterval: 10 * time.Millisecond})
 
-	d0 := loadDigest(t, p, repo, "big")
-	if want := freshDigest(t, dir); d0 != want {
-		t.Fatalf("digest %s, want %s", d0, want)
-	}
 	if polled, err := p.Polled(context.Background(), catalog.At(repo)); err != nil || len(polled) != 1 {
 		t.Fatalf("Polled: %v, %v; want the skills folder polled", polled, err)
 	}
-	before := p.Stats()
-	loadDigest(t, p, repo, "big")
-	if after := p.Stats(); after.DigestWalks != before.DigestWalks+1 || after.DigestWatches != 0 {
-		t.Fatalf("Load walked %d times with %d digest watches; want one walk, no watch",
-			after.DigestWalks-before.DigestWalks, after.DigestWatches)
-	}
+	d0 := walkedEveryLoad(t, p, repo, dir)
 	editNewMtime(t, filepath.Join(dir, "scripts/file-01.txt"), "P")
 	write(t, filepath.Join(dir, "scripts/added.txt"), "added\n")
 	if got, want := loadDigest(t, p, repo, "big"), freshDigest(t, dir); got != want || got == d0 {
@@ -492,4 +466,23 @@ func TestLoadQuick(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// walkedEveryLoad loads the skill "big" of repo (its folder dir) and checks
+// the digest against a fresh walk of dir, then loads it again and checks
+// that the load walked the folder once and watched nothing. It returns the
+// digest.
+func walkedEveryLoad(t *testing.T, p *agentskills.Provider, repo, dir string) string {
+	t.Helper()
+	d := loadDigest(t, p, repo, "big")
+	if want := freshDigest(t, dir); d != want {
+		t.Fatalf("digest %s, want %s", d, want)
+	}
+	before := p.Stats()
+	loadDigest(t, p, repo, "big")
+	if after := p.Stats(); after.DigestWalks != before.DigestWalks+1 || after.DigestWatches != 0 {
+		t.Fatalf("Load walked %d times with %d digest watches; want one walk, no watch",
+			after.DigestWalks-before.DigestWalks, after.DigestWatches)
+	}
+	return d
 }
