@@ -82,8 +82,9 @@ func TestCluster(t *testing.T) {
 		for range n {
 			sent++
 			id := fmt.Sprint("m", sent)
-			// A publish may fail while a leader is being elected: retry until the deadline.
-			poll(t, ctx, func() error {
+			// A publish may fail, or go unanswered, while a leader is being
+			// elected: retry until the deadline.
+			poll(t, ctx, func(ctx context.Context) error {
 				_, err := js.Publish(ctx, "t.a", []byte(id), jetstream.WithMsgID(id))
 				return err
 			})
@@ -102,7 +103,7 @@ func TestCluster(t *testing.T) {
 	publish(10)
 	c.Restart(1)
 	// The restarted node catches up: all 30 messages readable via node 1.
-	poll(t, ctx, func() error {
+	poll(t, ctx, func(ctx context.Context) error {
 		st, err := js1.Stream(ctx, "T")
 		if err != nil {
 			return err
@@ -118,13 +119,17 @@ func TestCluster(t *testing.T) {
 }
 
 // poll calls f every 20ms until it returns nil; it fails the test with f's
-// last error when ctx ends first.
-func poll(t *testing.T, ctx context.Context, f func() error) {
+// last error when ctx ends first. Each attempt gets its own context of at most
+// two seconds: a request that no stream leader answers (one is being elected)
+// would otherwise wait out the whole deadline in its first attempt.
+func poll(t *testing.T, ctx context.Context, f func(context.Context) error) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := f()
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := f(actx)
+		cancel()
 		if err == nil {
 			return
 		}
