@@ -81,7 +81,13 @@ func TestREADMERecipe(t *testing.T) {
 	subCmd.Stdout = &out
 	var errOut strings.Builder
 	subCmd.Stderr = &errOut
+	// The test's own subscription must be gone from the server before its
+	// interest is taken for nats sub's: Flush waits for the server to have
+	// processed the UNSUB.
 	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := subCmd.Start(); err != nil {
