@@ -130,8 +130,14 @@ func TestHeadLearnedFromFullRead(t *testing.T) {
 	e := headEnv(t)
 	tu := newTurns(2)
 	tu.only.Store(0)
-	a := e.start(headsOn, func(_ *Config, o *options) { o.hooks.take = tu.hook(0) })
-	e.start(headsOn, func(_ *Config, o *options) { o.hooks.take = tu.hook(1) })
+	// A member whose turn it is not hands the trigger back (a nak, a
+	// delivery used up): deliveries must not run out before the other
+	// member's turn comes.
+	turn := func(i int) func(*Config, *options) {
+		return func(c *Config, o *options) { c.MaxDeliver = 1000; o.hooks.take = tu.hook(i) }
+	}
+	a := e.start(headsOn, turn(0))
+	e.start(headsOn, turn(1))
 	s := headSession{e: e, w: e.worker(), sid: "s1"}
 	s.want("1", events.OutcomeAppended, "initial")
 	tu.only.Store(1)
