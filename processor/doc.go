@@ -14,6 +14,10 @@
 //	if err != nil { ... }
 //	err = p.Run(ctx)
 //
+// Run begins with Prepare (provisioning and the size limit check below),
+// which a caller may also call first, to have a bad configuration refused
+// before it announces that it serves; Run then does not do it again.
+//
 // Run as many instances as you like, on as many machines: they share one
 // durable pull consumer, so every trigger is delivered to one of them at a
 // time.
@@ -239,7 +243,7 @@
 // Every output must fit in one message of the stream. The largest message
 // is the smallest of events.MaxPayloadSize (1 MiB), the server's maximum
 // payload and the stream's maximum message size (headers included). At
-// start, once the stream is known, Run refuses (ErrInvalidConfig, with the
+// start, once the stream is known, Prepare refuses (ErrInvalidConfig, with the
 // numbers and the largest value that fits) a catalog size limit or an
 // instruction size limit (catalog.Options) whose largest output could
 // exceed it; a limit of 0 (none) is accepted with a warning.

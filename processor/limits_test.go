@@ -109,9 +109,9 @@ func TestContentLeftOutWhenTooLarge(t *testing.T) {
 
 // TestStartRefusesLimits: a size limit that would let an output exceed the
 // server's or the stream's largest message is refused at start, with the
-// numbers.
+// numbers, by Run and by Prepare alike.
 func TestStartRefusesLimits(t *testing.T) {
-	run := func(e *env, opts catalog.Options) error {
+	start := func(e *env, opts catalog.Options, prepare bool) error {
 		nc := e.srv.Connect()
 		p, err := New(nc, e.registry, Config{Catalog: opts}, WithLogger(quietLogger()))
 		if err != nil {
@@ -119,6 +119,11 @@ func TestStartRefusesLimits(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
+		if prepare {
+			if err := p.Prepare(ctx); err != nil {
+				return err
+			}
+		}
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
 		select {
@@ -128,6 +133,14 @@ func TestStartRefusesLimits(t *testing.T) {
 			cancel()
 			return <-done
 		}
+	}
+	run := func(e *env, opts catalog.Options) error {
+		t.Helper()
+		err := start(e, opts, false)
+		if perr := start(e, opts, true); fmt.Sprint(perr) != fmt.Sprint(err) {
+			t.Errorf("Prepare then Run: %v; Run alone: %v", perr, err)
+		}
+		return err
 	}
 	with := func(f func(*catalog.Options)) catalog.Options {
 		o := catalog.DefaultOptions()

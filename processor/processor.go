@@ -39,6 +39,7 @@ type Processor struct {
 	kinds      map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight   *budget                     // Config.InflightBytes
 	limit      messageLimit                // the largest output; the stream's part is known once provisioned
+	prepared   jetstream.Consumer          // the consumer, once Prepare succeeded
 	cwds       cwdRoots                    // Config.CwdRoots
 
 	divergences   *divergences  // view divergences found and not resolved (view.go)
@@ -112,24 +113,40 @@ func (p *Processor) Config() Config { return p.cfg }
 // Ready is closed once Run consumes triggers.
 func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
-// Run provisions (or checks) stream and consumer, serves the tool
-// definition, and handles triggers until ctx is done. It then stops pulling,
-// finishes the triggers already received and returns nil. Errors are
-// returned only for a failed start; a start interrupted by ctx returns nil.
-// Run may be called once.
-func (p *Processor) Run(ctx context.Context) error {
+// Prepare does what Run does first: it provisions (or checks) stream and
+// consumer, and checks the size limits against the largest message the
+// server and the stream take. A caller that wants a bad configuration
+// refused before it announces that it serves calls Prepare, then Run, which
+// does not do it again. An error names what is wrong, with the numbers.
+func (p *Processor) Prepare(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
 	cons, err := p.provision(pctx)
 	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
 	if err := checkLimits(p.cfg.Catalog, p.limit); err != nil {
 		return err
 	}
+	p.prepared = cons
+	return nil
+}
+
+// Run prepares (see Prepare) unless that was done, serves the tool
+// definition, and handles triggers until ctx is done. It then stops pulling,
+// finishes the triggers already received and returns nil. Errors are
+// returned only for a failed start; a start interrupted by ctx returns nil.
+// Run may be called once.
+func (p *Processor) Run(ctx context.Context) error {
+	if p.prepared == nil {
+		if err := p.Prepare(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	cons := p.prepared
 	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
 		p.log.Warn("a size limit is off: outputs over the message limit are answered with a too_large error",
 			"catalog_max_length", p.cfg.Catalog.MaxLength, "max_skill_bytes", p.cfg.Catalog.MaxSkillBytes, "message_limit", p.limit.max)

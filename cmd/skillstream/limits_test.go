@@ -133,7 +133,7 @@ func TestValidateWarnsOfCuts(t *testing.T) {
 
 // TestServeRefusesLimitsOverTheMessageSize: serve refuses, at start and
 // with the numbers, an instruction size limit whose results could not fit
-// in one message.
+// in one message, before it logs that it serves.
 func TestServeRefusesLimitsOverTheMessageSize(t *testing.T) {
 	args := []string{"serve", "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--data", t.TempDir(),
 		"--no-bundled", "--user-skills-dir=", "--max-skill-bytes", "2000000"}
@@ -145,5 +145,8 @@ func TestServeRefusesLimitsOverTheMessageSize(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	if strings.Contains(stderr, "skillstream serving") {
+		t.Errorf("serve announced that it serves a configuration it refused:\n%s", stderr)
 	}
 }

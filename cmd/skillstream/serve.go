@@ -236,6 +236,11 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 	if err != nil {
 		return err
 	}
+	// Stream, consumer and size limits are checked before serving is
+	// announced: a configuration refused here never logs that it serves.
+	if err := p.Prepare(ctx); err != nil {
+		return fmt.Errorf("processor: %w", err)
+	}
 
 	var ln net.Listener
 	if c.MetricsListen != "" {
