@@ -238,7 +238,11 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 	}
 	// Stream, consumer and size limits are checked before serving is
 	// announced: a configuration refused here never logs that it serves.
+	// A stop asked for meanwhile is not a failure.
 	if err := p.Prepare(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("processor: %w", err)
 	}
 
