@@ -98,8 +98,9 @@ type View struct {
 	Digest string
 	// Complete is the snapshot's Complete.
 	Complete bool
-	// Revision is the snapshot's Revision.
+	// Revision and Epoch are the snapshot's.
 	Revision uint64
+	Epoch    string
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -139,11 +140,11 @@ func (v View) render(u Update) string {
 // nothing else.
 func Prepare(snap Snapshot, opts Options) View {
 	if !snap.Complete {
-		return View{Revision: snap.Revision}
+		return View{Revision: snap.Revision, Epoch: snap.Epoch}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
-	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision,
+	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
 		texts: new(renderedTexts)}
 }
 

@@ -122,6 +122,9 @@ type Snapshot struct {
 	// (0 without a store): views of different processes can be ordered by
 	// it.
 	Revision uint64
+	// Epoch names the store's log that Revision counts in ("" without a
+	// store): revisions are compared only within one epoch.
+	Epoch string
 }
 
 // Query says whose skills are asked for. Cwd is the session's working

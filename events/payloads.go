@@ -81,6 +81,11 @@ const (
 	// ReasonMemberSeesOtherSkills (outcome diverged): the member that
 	// produced the visible catalog sees other skills for this query.
 	ReasonMemberSeesOtherSkills = "member_sees_other_skills"
+	// ReasonMemberServesOtherStore (outcome diverged): the member that
+	// produced the visible catalog serves another skill store
+	// configuration (another bucket, or a store where this member has
+	// none, or the reverse).
+	ReasonMemberServesOtherStore = "member_serves_other_store"
 )
 
 // Tool result error codes.
@@ -139,7 +144,8 @@ type Decision struct {
 	// ReasonSkillToolOfOtherOwner, ReasonNoSkills; or why nothing was
 	// appended although the skills differ from the visible catalog
 	// (outcomes "behind" and "diverged"): ReasonStoreRevisionAhead,
-	// ReasonMemberSeesOtherSkills. Optional; absent otherwise.
+	// ReasonMemberSeesOtherSkills, ReasonMemberServesOtherStore. Optional;
+	// absent otherwise.
 	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 }
 
@@ -165,10 +171,14 @@ type CatalogSource struct {
 
 // View records what a catalog was decided on: the skill store revision it
 // reflects (the index bucket's last sequence when the snapshot was taken, 0
-// without a store) and the processor instance that produced it.
+// without a store), the epoch of the store's buckets that revision counts
+// in (absent without a store; it changes when the buckets are created
+// again, and revisions of two epochs are not comparable) and the processor
+// instance that produced it.
 type View struct {
 	Revision uint64 `msgpack:"revision" json:"revision"`
 	Instance string `msgpack:"instance" json:"instance"`
+	Epoch    string `msgpack:"epoch,omitempty" json:"epoch,omitempty"`
 }
 
 // SourceKindCatalog is CatalogSource.Kind.

@@ -35,7 +35,9 @@ func (r ViewRequest) Validate() error {
 
 // ViewReply is a processor instance's answer to a ViewRequest: the digest
 // of the catalog it would decide for the query (when its snapshot is
-// complete) and the skill store revision that snapshot reflects; or the
+// complete), the skill store revision and epoch that snapshot reflects,
+// and its store configuration (Store: the store's bucket; NoStore: it
+// serves no store; both absent from members that do not say); or the
 // error that kept it from answering.
 type ViewReply struct {
 	V        int    `msgpack:"v" json:"v"`
@@ -43,6 +45,9 @@ type ViewReply struct {
 	Complete bool   `msgpack:"complete" json:"complete"`
 	Digest   string `msgpack:"digest,omitempty" json:"digest,omitempty"`
 	Revision uint64 `msgpack:"revision" json:"revision"`
+	Epoch    string `msgpack:"epoch,omitempty" json:"epoch,omitempty"`
+	Store    string `msgpack:"store,omitempty" json:"store,omitempty"`
+	NoStore  bool   `msgpack:"noStore,omitempty" json:"noStore,omitempty"`
 	Error    string `msgpack:"error,omitempty" json:"error,omitempty"`
 }
 

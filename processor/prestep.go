@@ -218,14 +218,17 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 			return s.without(events.OutcomeBehind, events.ReasonStoreRevisionAhead), nil
 		case viewDiverged:
 			return s.without(events.OutcomeDiverged, events.ReasonMemberSeesOtherSkills), nil
+		case viewStoreDiverged:
+			return s.without(events.OutcomeDiverged, events.ReasonMemberServesOtherStore), nil
 		}
 		s.checked = ref.Seq
 	}
 	var rev uint64
+	var epoch string
 	if s.prepared != nil {
-		rev = s.prepared.Revision
+		rev, epoch = s.prepared.Revision, s.prepared.Epoch
 	}
-	body, err := p.bodies.get(d, rev, p.cfg.ToolOwner, p.cfg.Instance)
+	body, err := p.bodies.get(d, rev, epoch, p.cfg.ToolOwner, p.cfg.Instance)
 	if err != nil {
 		return built[events.Decision]{}, fmt.Errorf("encode catalog: %w", err)
 	}
@@ -341,6 +344,7 @@ type catalogBodyKey struct {
 	digest   string
 	update   catalog.Update
 	revision uint64
+	epoch    string
 }
 
 // catalogBodiesSize bounds the kept bodies: a processor appends few
@@ -353,8 +357,8 @@ func newCatalogBodies() *catalogBodies {
 }
 
 // get returns the shared part of the catalog decided by d.
-func (c *catalogBodies) get(d catalog.Decision, revision uint64, producer, instance string) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision}
+func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string) (*events.CatalogBody, error) {
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
 	if b, ok := c.cache.Get(k); ok {
 		return b, nil
 	}
@@ -365,7 +369,7 @@ func (c *catalogBodies) get(d catalog.Decision, revision uint64, producer, insta
 		Entries:  wireEntries(d.Entries),
 		Digest:   d.Digest,
 		Omitted:  d.Omitted,
-		View:     &events.View{Revision: revision, Instance: instance},
+		View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/history"
+	"github.com/skillstream/skillstream/providers"
 )
 
 // The view rule (package documentation, "One view per session"): a
@@ -53,6 +55,7 @@ const (
 	viewAgain                       // caught up: take a fresh snapshot and decide again
 	viewBehind                      // could not catch up: append nothing
 	viewDiverged                    // another member sees other skills: append nothing
+	viewStoreDiverged               // another member serves another store: append nothing
 )
 
 // Results of view checks (the view_checks_total label).
@@ -66,10 +69,39 @@ const (
 	checkUnsure   = "unsure"    // its producer could not tell (incomplete snapshot, error)
 	checkLagging  = "lagging"   // its producer is at an older revision than we are
 	checkDiverged = "diverged"  // its producer still sees other skills
+
+	checkReloaded     = "reloaded"         // it is of another store epoch, the current one: we loaded it
+	checkOldEpoch     = "old_epoch"        // it is of a store epoch no longer current
+	checkStoreDiffers = "store_differs"    // its producer serves another store configuration
+	checkUnknownRev   = "unknown_revision" // it names a revision the store's bucket never reached
 )
 
 var viewCheckResults = []string{checkOwn, checkOlder, checkCaughtUp, checkBehind, checkAgrees, checkGone,
-	checkUnsure, checkLagging, checkDiverged}
+	checkUnsure, checkLagging, checkDiverged, checkReloaded, checkOldEpoch, checkStoreDiffers, checkUnknownRev}
+
+// storeIdentity is implemented by skills that serve a skill store whose
+// buckets can be recreated (a *providers.Registry): Store names the
+// store's buckets ("" without a store); Refresh checks their identity now
+// and loads them again when they were recreated, returning the epoch then
+// current.
+type storeIdentity interface {
+	Store() string
+	Refresh(ctx context.Context) (string, error)
+}
+
+// store is the name of this member's skill store, "" without one.
+func (p *Processor) store() string {
+	if id, ok := p.skills.(storeIdentity); ok {
+		return id.Store()
+	}
+	return ""
+}
+
+// replyStore is the store configuration a view reply states, and whether
+// it states one (members that predate the field do not).
+func replyStore(r events.ViewReply) (string, bool) {
+	return r.Store, r.Store != "" || r.NoStore
+}
 
 // replacedCatalog returns the catalog a decision would replace when the
 // view rule must be consulted: a replacement decided on the skills (not on
@@ -99,6 +131,9 @@ func viewOf(c *history.Catalog) events.View { return c.View }
 // caught up, so that it does not wait twice.
 func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, ours *catalog.View, ref *history.Catalog, caughtUp *bool) viewVerdict {
 	theirs := viewOf(ref)
+	if theirs.Epoch != ours.Epoch {
+		return p.checkEpoch(ctx, sid, q, ours, theirs, caughtUp)
+	}
 	switch {
 	case theirs.Revision > ours.Revision:
 		return p.catchUp(ctx, sid, theirs.Revision, caughtUp)
@@ -120,6 +155,13 @@ func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, 
 		p.m.viewChecks.WithLabelValues(checkUnsure).Inc()
 		p.log.Debug("view request", "instance", theirs.Instance, "err", err, "reply_error", r.Error)
 		return viewReplace
+	case r.Epoch != ours.Epoch:
+		// It moved to other buckets since (or we did): its revisions do
+		// not compare with ours.
+		if p.refreshEpoch(ctx, ours, caughtUp) {
+			return viewAgain
+		}
+		return p.epochPeer(sid, q, ours, theirs, r)
 	case r.Revision > ours.Revision:
 		// The other member moved on since: catch up with it.
 		return p.catchUp(ctx, sid, r.Revision, caughtUp)
@@ -140,6 +182,81 @@ func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, 
 	return viewDiverged
 }
 
+// checkEpoch decides about a catalog decided on another store epoch than
+// ours (buckets recreated, or another store configuration): when the
+// buckets' current epoch is not ours, we load it and decide again; else
+// the catalog's producer is asked for its store configuration, and a
+// catalog of our store's old epoch is replaced, one of another store
+// configuration is not (diverged).
+func (p *Processor) checkEpoch(ctx context.Context, sid string, q catalog.Query, ours *catalog.View, theirs events.View, caughtUp *bool) viewVerdict {
+	if p.refreshEpoch(ctx, ours, caughtUp) {
+		return viewAgain
+	}
+	if theirs.Instance == "" || theirs.Instance == p.cfg.Instance {
+		p.m.viewChecks.WithLabelValues(checkOldEpoch).Inc()
+		return viewReplace
+	}
+	r, err := p.askView(ctx, theirs.Instance, q)
+	key := divergenceKey{peer: theirs.Instance, store: true}
+	switch {
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		p.m.viewChecks.WithLabelValues(checkGone).Inc()
+		p.divergences.resolve(key, "the other member does not answer")
+		return viewReplace
+	case err != nil:
+		p.m.viewChecks.WithLabelValues(checkUnsure).Inc()
+		p.log.Debug("view request", "instance", theirs.Instance, "err", err)
+		return viewReplace
+	}
+	return p.epochPeer(sid, q, ours, theirs, r)
+}
+
+// epochPeer decides, from the answer r of the member that produced a
+// catalog of another epoch than ours (which is current), whether it
+// serves the same store as we do (then the catalog is of that store's old
+// epoch: replaced) or another configuration (diverged: the session keeps
+// its catalog, and the divergence is reported).
+func (p *Processor) epochPeer(sid string, q catalog.Query, ours *catalog.View, theirs events.View, r events.ViewReply) viewVerdict {
+	key := divergenceKey{peer: theirs.Instance, store: true}
+	peerStore, known := replyStore(r)
+	switch {
+	case !known:
+		p.m.viewChecks.WithLabelValues(checkUnsure).Inc()
+		return viewReplace
+	case peerStore == p.store():
+		p.m.viewChecks.WithLabelValues(checkOldEpoch).Inc()
+		p.divergences.resolve(key, "the other member now serves the same skill store")
+		return viewReplace
+	}
+	p.m.viewChecks.WithLabelValues(checkStoreDiffers).Inc()
+	p.divergences.report(Divergence{
+		Instance: p.cfg.Instance, Digest: ours.Digest, Peer: theirs.Instance, PeerDigest: r.Digest,
+		Cwd: q.Cwd, Project: q.Project, Revision: ours.Revision, Session: sid, Since: p.now(),
+		StoreDiffers: true, Store: p.store(), PeerStore: peerStore,
+	})
+	return viewStoreDiverged
+}
+
+// refreshEpoch checks, once per pre-step and within CatchUpWait, whether
+// our store's buckets are still those of ours.Epoch; when they were
+// recreated it loads the new ones and reports true (take the skills again
+// and decide again).
+func (p *Processor) refreshEpoch(ctx context.Context, ours *catalog.View, caughtUp *bool) bool {
+	id, ok := p.skills.(storeIdentity)
+	if *caughtUp || !ok || id.Store() == "" || p.cfg.CatchUpWait == 0 {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.CatchUpWait)
+	defer cancel()
+	epoch, err := id.Refresh(cctx)
+	if err != nil || epoch == ours.Epoch {
+		return false
+	}
+	*caughtUp = true
+	p.m.viewChecks.WithLabelValues(checkReloaded).Inc()
+	return true
+}
+
 // catchUp waits until our skills reflect rev, within ctx and CatchUpWait.
 func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtUp *bool) viewVerdict {
 	cu, ok := p.skills.(catchUpper)
@@ -151,6 +268,14 @@ func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtU
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.CatchUpWait)
 	defer cancel()
 	if err := cu.CatchUp(cctx, rev); err != nil {
+		if errors.Is(err, providers.ErrUnknownRevision) {
+			// The catalog's revision is of buckets since replaced (a
+			// restore from a backup): replaced, as an older view.
+			p.m.viewChecks.WithLabelValues(checkUnknownRev).Inc()
+			p.log.Warn("session's catalog names a skill store revision the bucket never reached (buckets restored?); replacing it",
+				"session", sid, "revision", rev, "err", err)
+			return viewReplace
+		}
 		p.m.viewChecks.WithLabelValues(checkBehind).Inc()
 		p.log.Warn("session's catalog reflects a newer skill store revision; could not catch up in time, appending nothing",
 			"session", sid, "revision", rev, "err", err)
@@ -240,11 +365,13 @@ func (p *Processor) answerView(data []byte, contentType string) events.ViewReply
 	if err != nil {
 		return events.ViewReply{Error: err.Error()}
 	}
-	return events.ViewReply{Complete: v.Complete, Digest: v.Digest, Revision: v.Revision}
+	return events.ViewReply{Complete: v.Complete, Digest: v.Digest, Revision: v.Revision, Epoch: v.Epoch}
 }
 
 func (p *Processor) respondView(req micro.Request, r events.ViewReply) {
 	r.V, r.Instance = events.Version, p.cfg.Instance
+	r.Store = p.store()
+	r.NoStore = r.Store == ""
 	body, err := events.Encode(events.JSON, r)
 	if err == nil {
 		err = req.Respond(body, micro.WithHeaders(micro.Headers{events.HeaderContentType: []string{events.ContentTypeJSON}}))
@@ -256,8 +383,14 @@ func (p *Processor) respondView(req micro.Request, r events.ViewReply) {
 
 // Divergence is one unresolved disagreement between this member and
 // another about the skills of one query: at the same store revision, the
-// two see catalogs with different digests.
+// two see catalogs with different digests; or (StoreDiffers) the other
+// member serves another skill store configuration (another bucket, or a
+// store where this member has none, or the reverse).
 type Divergence struct {
+	// StoreDiffers: the members' store configurations differ; Store and
+	// PeerStore name them ("" for none).
+	StoreDiffers     bool
+	Store, PeerStore string
 	// Instance and Digest: this member and the digest it sees.
 	Instance, Digest string
 	// Peer and PeerDigest: the other member and the digest it sees.
@@ -274,8 +407,19 @@ type Divergence struct {
 
 // String describes d on one line (the /readyz body).
 func (d Divergence) String() string {
+	if d.StoreDiffers {
+		return fmt.Sprintf("store divergence: this member %s serves skill store %s, member %s serves %s (since %s, found in session %s)",
+			d.Instance, storeName(d.Store), d.Peer, storeName(d.PeerStore), d.Since.UTC().Format(time.RFC3339), d.Session)
+	}
 	return fmt.Sprintf("view divergence: this member %s sees catalog %s, member %s sees %s, for cwd %q project %q (store revision %d, since %s, found in session %s)",
 		d.Instance, short(d.Digest), d.Peer, short(d.PeerDigest), d.Cwd, d.Project, d.Revision, d.Since.UTC().Format(time.RFC3339), d.Session)
+}
+
+func storeName(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return strconv.Quote(s)
 }
 
 func short(digest string) string {
@@ -286,8 +430,18 @@ func short(digest string) string {
 }
 
 // divergenceKey is the cause of a divergence: which member, about which
-// query.
-type divergenceKey struct{ peer, cwd, project string }
+// query; or, for a store divergence, which member.
+type divergenceKey struct {
+	peer, cwd, project string
+	store              bool
+}
+
+func keyOf(d Divergence) divergenceKey {
+	if d.StoreDiffers {
+		return divergenceKey{peer: d.Peer, store: true}
+	}
+	return divergenceKey{peer: d.Peer, cwd: d.Cwd, project: d.Project}
+}
 
 // divergences holds the unresolved divergences this member found.
 type divergences struct {
@@ -306,10 +460,13 @@ func newDivergences(p *Processor) *divergences {
 // report records d, logging it when its cause is new (or the digests
 // changed since it was recorded).
 func (ds *divergences) report(d Divergence) {
-	k := divergenceKey{peer: d.Peer, cwd: d.Cwd, project: d.Project}
+	k := keyOf(d)
 	ds.mu.Lock()
 	old, known := ds.m[k]
 	same := known && old.Digest == d.Digest && old.PeerDigest == d.PeerDigest
+	if d.StoreDiffers {
+		same = known && old.Store == d.Store && old.PeerStore == d.PeerStore
+	}
 	if same {
 		ds.mu.Unlock()
 		return
@@ -322,6 +479,11 @@ func (ds *divergences) report(d Divergence) {
 		ds.gauge.Add(1) // Add, not Set: processors sharing a registry each count once
 	}
 	ds.mu.Unlock()
+	if d.StoreDiffers {
+		ds.log("members serve different skill store configurations: not replacing catalogs decided under the other one; give every member of the group the same skill store options",
+			"instance", d.Instance, "store", storeName(d.Store), "other_instance", d.Peer, "other_store", storeName(d.PeerStore), "session", d.Session)
+		return
+	}
 	ds.log("members see different skills for one query: not replacing the session's catalog; make their skill folders equal or serve these skills from the skill store",
 		"instance", d.Instance, "digest", d.Digest, "other_instance", d.Peer, "other_digest", d.PeerDigest,
 		"cwd", d.Cwd, "project", d.Project, "store_revision", d.Revision, "session", d.Session)
@@ -397,7 +559,11 @@ func (p *Processor) recheckDivergences(ctx context.Context, period time.Duration
 }
 
 func (p *Processor) recheck(ctx context.Context, d Divergence) {
-	key := divergenceKey{peer: d.Peer, cwd: d.Cwd, project: d.Project}
+	key := keyOf(d)
+	if d.StoreDiffers {
+		p.recheckStore(ctx, key, d)
+		return
+	}
 	q := catalog.Query{Cwd: d.Cwd, Project: d.Project}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
@@ -409,12 +575,29 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.divergences.resolve(key, "the other member does not answer")
-	case err != nil || !r.Complete || r.Revision != ours.Revision:
+	case err != nil || !r.Complete || r.Revision != ours.Revision || r.Epoch != ours.Epoch:
 		// cannot tell now
 	case r.Digest == ours.Digest:
 		p.divergences.resolve(key, "the members now see the same skills")
 	default:
 		d.Digest, d.PeerDigest, d.Revision = ours.Digest, r.Digest, ours.Revision
 		p.divergences.report(d)
+	}
+}
+
+// recheckStore asks the other member of a store divergence for its store
+// configuration again: gone or now the same as ours, it is resolved.
+func (p *Processor) recheckStore(ctx context.Context, key divergenceKey, d Divergence) {
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	r, err := p.askView(rctx, d.Peer, catalog.Query{})
+	switch {
+	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		p.divergences.resolve(key, "the other member does not answer")
+	case err != nil:
+	default:
+		if st, known := replyStore(r); known && st == p.store() {
+			p.divergences.resolve(key, "the other member now serves the same skill store")
+		}
 	}
 }

@@ -34,7 +34,7 @@ type view struct {
 	skills   []catalog.Summary // winners, by name
 	owner    []int             // provider index of each winner
 	complete bool
-	revision uint64 // the providers' revision, read before listing
+	pos      Position // the providers' position, read before listing
 	shadowed []Shadowed
 	rejected []Rejected
 	errs     []ProviderError
@@ -68,28 +68,34 @@ func (v *view) prepare(opts catalog.Options) catalog.View {
 	}
 	v.mu.Unlock()
 	pv.once.Do(func() {
-		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}, opts)
+		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch}, opts)
 	})
 	return pv.v
 }
 
-// viewAt is view with the revision the answer reflects: for a cached view
+// viewAt is view with the position the answer reflects: for a cached view
 // still current, the revision read before the check (a Revisioned provider
-// announces a change before it counts its revision as applied); for a
-// collected one, the revision read before listing.
-func (r *Registry) viewAt(ctx context.Context, q catalog.Query) (*view, uint64, error) {
-	rev := r.Revision()
+// announces a change before it counts its revision as applied) when it is
+// of the view's epoch; for a collected one, the position read before
+// listing. (A provider whose log was replaced announces a change before
+// it publishes the new epoch, so a cached view still current is of the
+// epoch read before the check, or of the one just before it.)
+func (r *Registry) viewAt(ctx context.Context, q catalog.Query) (*view, Position, error) {
+	pos := r.Position()
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return nil, 0, err
+		return nil, Position{}, err
 	}
 	if v := r.cached(q); v != nil {
-		return v, max(rev, v.revision), nil
+		if pos.Epoch == v.pos.Epoch && pos.Revision > v.pos.Revision {
+			return v, pos, nil
+		}
+		return v, v.pos, nil
 	}
 	v, err := r.shared(ctx, q)
 	if err != nil {
-		return nil, 0, err
+		return nil, Position{}, err
 	}
-	return v, v.revision, nil
+	return v, v.pos, nil
 }
 
 // view returns the cached view for q when every provider confirms it is
@@ -215,7 +221,7 @@ func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 // view incomplete, a second new channel only keeps it out of the cache.
 func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
 	for attempt := 0; ; attempt++ {
-		rev := r.Revision()
+		pos := r.Position()
 		tokens, cacheable := r.tokens(q)
 		open := make([]bool, len(tokens))
 		for i, t := range tokens {
@@ -226,7 +232,7 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 			return nil, err
 		}
 		v := r.merge(results)
-		v.revision = rev
+		v.pos = pos
 		changed, replaced := r.since(q, tokens, open)
 		if changed || replaced {
 			if attempt == 0 {

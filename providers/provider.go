@@ -2,6 +2,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -115,3 +116,41 @@ type Revisioned interface {
 	Revision() uint64
 	CatchUp(ctx context.Context, rev uint64) error
 }
+
+// Epoched is implemented by Revisioned providers whose log can be replaced
+// by another one (the skill store's buckets deleted and created again, or
+// restored from a backup): revisions of two logs cannot be compared, so
+// each log has an epoch, and a revision means something only beside its
+// epoch. Position returns both, read together. Refresh checks the log's
+// identity now rather than at the next periodic check, and when it
+// changed waits (within ctx) until the new log is loaded; it returns the
+// epoch then current. Store names the log ("" when there is none), so that
+// processes can tell a newer log of their own from another one.
+//
+// CatchUp of an Epoched provider fails with an error wrapping
+// ErrUnknownRevision when its log never reached rev: that revision was of
+// another log.
+type Epoched interface {
+	Revisioned
+	Position() Position
+	Refresh(ctx context.Context) (string, error)
+	Store() string
+}
+
+// Position is where an Epoched provider stands: the epoch of its log and
+// the revision of that log it has applied. A position reaches another
+// only within one epoch (see Reaches).
+type Position struct {
+	Epoch    string
+	Revision uint64
+}
+
+// Reaches reports whether p reflects at least q: the same epoch and a
+// revision at least q's.
+func (p Position) Reaches(q Position) bool {
+	return p.Epoch == q.Epoch && p.Revision >= q.Revision
+}
+
+// ErrUnknownRevision reports a revision the provider's log never reached:
+// a revision of another log (one since replaced).
+var ErrUnknownRevision = errors.New("revision unknown to this log")

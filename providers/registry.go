@@ -149,11 +149,11 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 // only error is ctx's cancellation. The slice is the caller's; the
 // ResourceBase values it points to are shared and must not be modified.
 func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
-	v, rev, err := r.viewAt(ctx, q)
+	v, pos, err := r.viewAt(ctx, q)
 	if err != nil {
 		return catalog.Snapshot{}, err
 	}
-	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: rev}, nil
+	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: pos.Revision, Epoch: pos.Epoch}, nil
 }
 
 // Prepared returns catalog.Prepare of q's snapshot under opts: the
@@ -167,12 +167,12 @@ func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snaps
 // Errors are Snapshot's. The View's entries are shared: the caller must
 // not modify them.
 func (r *Registry) Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error) {
-	v, rev, err := r.viewAt(ctx, q)
+	v, pos, err := r.viewAt(ctx, q)
 	if err != nil {
 		return catalog.View{}, err
 	}
 	pv := v.prepare(opts)
-	pv.Revision = rev
+	pv.Revision, pv.Epoch = pos.Revision, pos.Epoch
 	return pv, nil
 }
 
@@ -301,6 +301,44 @@ func (r *Registry) Revision() uint64 {
 		}
 	}
 	return rev
+}
+
+// Position is the position of the registry's Epoched provider (the skill
+// store): its epoch and the revision applied; without one, the zero epoch
+// and Revision.
+func (r *Registry) Position() Position {
+	for _, p := range r.ps {
+		if e, ok := p.(Epoched); ok {
+			return e.Position()
+		}
+	}
+	return Position{Revision: r.Revision()}
+}
+
+// Store names the log of the registry's Epoched provider (the skill
+// store's bucket), "" without one.
+func (r *Registry) Store() string {
+	for _, p := range r.ps {
+		if e, ok := p.(Epoched); ok {
+			return e.Store()
+		}
+	}
+	return ""
+}
+
+// Refresh has the registry's Epoched provider check its log's identity now
+// (see Epoched) and returns the epoch then current; "" without one.
+func (r *Registry) Refresh(ctx context.Context) (string, error) {
+	for i, p := range r.ps {
+		if e, ok := p.(Epoched); ok {
+			ep, err := e.Refresh(ctx)
+			if err != nil {
+				return ep, fmt.Errorf("refresh provider %q: %w", r.names[i], err)
+			}
+			return ep, nil
+		}
+	}
+	return "", nil
 }
 
 // CatchUp waits until every Revisioned provider has applied at least rev,

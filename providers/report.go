@@ -58,7 +58,7 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 		rep.Err = err
 		return rep
 	}
-	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.revision}
+	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch}
 	rep.Shadowed, rep.Rejected, rep.Errors = v.shadowed, v.rejected, v.errs
 	for i, p := range r.ps {
 		d, ok := p.(Diagnoser)

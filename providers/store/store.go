@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -171,8 +173,9 @@ type Provider struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	revision atomic.Uint64
-	fetches  atomic.Uint64 // objects read, for tests and benchmarks
+	pos     atomic.Pointer[providers.Position] // epoch and revision applied, read together
+	fetches atomic.Uint64                      // objects read, for tests and benchmarks
+	recheck chan struct{}                      // asks the watch to check the buckets' identity now
 
 	mu        sync.Mutex
 	healthy   bool
@@ -182,6 +185,7 @@ type Provider struct {
 	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced  chan struct{}                         // closed when revision advances or health changes
 	skipped   map[string]struct{}                   // malformed entries logged
+	reload    bool                                  // the next load starts the revision over
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -205,7 +209,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		scopes:   make(map[string]map[string]entry),
 		advanced: make(chan struct{}),
 		skipped:  make(map[string]struct{}),
+		recheck:  make(chan struct{}, 1),
 	}
+	p.pos.Store(&providers.Position{})
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -238,24 +244,80 @@ func (p *Provider) Fetches() uint64 { return p.fetches.Load() }
 
 // Revision implements providers.Revisioned: the index bucket's stream
 // sequence of the newest change the watch has applied.
-func (p *Provider) Revision() uint64 { return p.revision.Load() }
+func (p *Provider) Revision() uint64 { return p.pos.Load().Revision }
+
+// Position implements providers.Epoched: the epoch of the buckets the
+// index was loaded from (see Epoch) and the revision applied.
+func (p *Provider) Position() providers.Position { return *p.pos.Load() }
+
+// Store implements providers.Epoched: the index bucket's name, and the
+// object store's after a slash when it is named otherwise.
+func (p *Provider) Store() string {
+	if p.cfg.Objects == p.cfg.Bucket {
+		return p.cfg.Bucket
+	}
+	return p.cfg.Bucket + "/" + p.cfg.Objects
+}
 
 // CatchUp implements providers.Revisioned: it waits until the watch has
-// applied rev, or ctx ends.
+// applied rev of the current epoch, or ctx ends. A revision the index
+// bucket never reached (one of buckets since recreated) is an error
+// wrapping providers.ErrUnknownRevision.
 func (p *Provider) CatchUp(ctx context.Context, rev uint64) error {
+	checked := false
 	for {
 		p.mu.Lock()
 		ch := p.advanced
 		p.mu.Unlock()
-		if p.revision.Load() >= rev {
+		if p.Revision() >= rev {
 			return nil
+		}
+		if !checked {
+			checked = true
+			if id, err := p.identity(ctx); err == nil && id.last < rev {
+				return fmt.Errorf("skill index %s at revision %d, bucket at %d: revision %d: %w",
+					p.cfg.Bucket, p.Revision(), id.last, rev, providers.ErrUnknownRevision)
+			}
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("skill index at revision %d: %w", p.revision.Load(), ctx.Err())
+			return fmt.Errorf("skill index at revision %d: %w", p.Revision(), ctx.Err())
 		case <-p.done:
 			return ErrClosed
+		}
+	}
+}
+
+// Refresh implements providers.Epoched: it checks the buckets' identity
+// now; when they were recreated, it has the watch load the new index and
+// waits (within ctx) until it is loaded. It returns the epoch then
+// applied.
+func (p *Provider) Refresh(ctx context.Context) (string, error) {
+	id, err := p.identity(ctx)
+	if err != nil {
+		return p.Position().Epoch, err
+	}
+	if id.epoch == p.Position().Epoch {
+		return id.epoch, nil
+	}
+	select {
+	case p.recheck <- struct{}{}:
+	default:
+	}
+	for {
+		p.mu.Lock()
+		ch := p.advanced
+		p.mu.Unlock()
+		if cur := p.Position().Epoch; cur == id.epoch {
+			return cur, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return p.Position().Epoch, fmt.Errorf("load recreated skill index %s: %w", p.cfg.Bucket, ctx.Err())
+		case <-p.done:
+			return p.Position().Epoch, ErrClosed
 		}
 	}
 }
@@ -471,6 +533,16 @@ func (p *Provider) run() {
 		if p.ctx.Err() != nil {
 			return
 		}
+		var re *errReload
+		if errors.As(err, &re) {
+			// Keep answering from the old index until the new one is
+			// loaded (swap logs it); no backoff.
+			p.mu.Lock()
+			p.reload = true
+			p.mu.Unlock()
+			p.log.Warn("skill store buckets changed; loading the index again", "bucket", p.cfg.Bucket, "err", err)
+			continue
+		}
 		p.broken(err)
 		t := time.NewTimer(backoff)
 		select {
@@ -510,13 +582,20 @@ func (p *Provider) broken(err error) {
 
 // follow runs one watch of the index: it loads every current entry into a
 // fresh index, swaps it in once loaded, then applies each change as it
-// lands. It returns when the watch or the connection breaks.
+// lands. It returns when the watch or the connection breaks, or when the
+// buckets are not the ones it loaded (errReload).
 func (p *Provider) follow(status <-chan nats.Status) error {
 	if !p.nc.IsConnected() {
 		return errors.New("NATS not connected")
 	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
+	// The identity is taken before the watch starts: buckets recreated in
+	// between are found at the first check and loaded again.
+	id, err := p.identity(ctx)
+	if err != nil {
+		return err
+	}
 	w, err := p.kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch skill index %s: %w", p.cfg.Bucket, err)
@@ -525,13 +604,40 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 	fresh := make(map[string]map[string]entry)
 	loaded := false
 	var rev uint64
-	// A watch whose consumer lived on a node that went away stalls until
-	// the client library notices missed heartbeats (some 10 s). A probe of
-	// the bucket's last sequence notices sooner: behind twice in a row at
-	// the same target means stalled, and a new watch is started.
+	// Every stallProbe the buckets' identity is checked: buckets deleted
+	// and created again (another epoch) or restored from a backup (the
+	// bucket's last sequence below what was applied) are loaded again from
+	// scratch. The same check notices a stalled watch: one whose consumer
+	// lived on a node that went away stalls until the client library
+	// notices missed heartbeats (some 10 s); behind the bucket twice in a
+	// row at the same target means stalled, and a new watch is started.
 	probe := time.NewTicker(stallProbe)
 	defer probe.Stop()
 	var target uint64
+	check := func() error {
+		cur, err := p.identity(ctx)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("skill store bucket deleted: %w", err)
+		case err != nil:
+			return nil // cannot tell now; the next check may
+		case cur.epoch != id.epoch:
+			return &errReload{why: "recreated", old: id.epoch, new: cur.epoch}
+		case loaded && cur.last < p.Revision():
+			return &errReload{why: "rewound (restored from a backup?)", old: id.epoch, new: cur.epoch, last: cur.last}
+		}
+		if !loaded || p.cfg.WatchGate != nil {
+			return nil
+		}
+		if target != 0 && p.Revision() < target {
+			return fmt.Errorf("index watch stalled at revision %d, bucket at %d", p.Revision(), target)
+		}
+		target = 0
+		if cur.last > p.Revision() {
+			target = cur.last
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -539,22 +645,19 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 		case st := <-status:
 			return fmt.Errorf("NATS %s", st)
 		case <-probe.C:
-			if !loaded || p.cfg.WatchGate != nil {
-				continue
+			if err := check(); err != nil {
+				return err
 			}
-			if target != 0 && p.revision.Load() < target {
-				return fmt.Errorf("index watch stalled at revision %d, bucket at %d", p.revision.Load(), target)
-			}
-			target = 0
-			if last, err := p.lastSeq(ctx); err == nil && last > p.revision.Load() {
-				target = last
+		case <-p.recheck:
+			if err := check(); err != nil {
+				return err
 			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("index watch ended")
 			}
 			if e == nil { // every current entry delivered
-				p.swap(fresh, rev)
+				p.swap(fresh, rev, id.epoch)
 				loaded = true
 				continue
 			}
@@ -577,18 +680,56 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 	}
 }
 
-// stallProbe is how often a loaded watch is checked against the bucket.
+// errReload reports buckets that are not the ones the index was loaded
+// from: the index is loaded again from scratch, and its revisions start
+// over under the new epoch.
+type errReload struct {
+	why      string
+	old, new string // epochs
+	last     uint64 // the bucket's last sequence, when rewound
+}
+
+func (e *errReload) Error() string {
+	return fmt.Sprintf("skill store buckets %s (epoch %s, was %s)", e.why, e.new, e.old)
+}
+
+// stallProbe is how often a loaded watch checks the buckets' identity and
+// whether it is behind the bucket.
 const stallProbe = time.Second
 
-// lastSeq is the index bucket's last stream sequence.
-func (p *Provider) lastSeq(ctx context.Context) (uint64, error) {
+// bucketID is the identity of the store's buckets as the server reports
+// it.
+type bucketID struct {
+	epoch string
+	last  uint64 // the index bucket's last stream sequence
+}
+
+// identity asks the server for the buckets' identity: the creation times
+// of the index's and the object store's streams, which change whenever a
+// bucket is deleted and created again, make the epoch (see epochOf).
+func (p *Provider) identity(ctx context.Context) (bucketID, error) {
 	ctx, cancel := context.WithTimeout(ctx, stallProbe)
 	defer cancel()
-	s, err := p.js.Stream(ctx, "KV_"+p.cfg.Bucket)
+	idx, err := p.js.Stream(ctx, "KV_"+p.cfg.Bucket)
 	if err != nil {
-		return 0, err
+		return bucketID{}, fmt.Errorf("skill index bucket %s: %w", p.cfg.Bucket, err)
 	}
-	return s.CachedInfo().State.LastSeq, nil
+	obj, err := p.js.Stream(ctx, "OBJ_"+p.cfg.Objects)
+	if err != nil {
+		return bucketID{}, fmt.Errorf("skill object store %s: %w", p.cfg.Objects, err)
+	}
+	ii, oi := idx.CachedInfo(), obj.CachedInfo()
+	return bucketID{epoch: epochOf(p.cfg.Bucket, p.cfg.Objects, ii.Created, oi.Created), last: ii.State.LastSeq}, nil
+}
+
+// epochOf names one incarnation of the store's buckets: 16 hex digits of
+// the SHA-256 of their names and creation times. Every member reading the
+// same buckets computes the same epoch; buckets created again (or others)
+// have another.
+func epochOf(bucket, objects string, idx, obj time.Time) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d", bucket, objects, idx.UnixNano(), obj.UnixNano())
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // applyTo applies one index entry to an index. skip is told about
@@ -636,21 +777,31 @@ func (p *Provider) skip(key string, rev uint64, err error) {
 	}
 }
 
-// swap installs a freshly loaded index.
-func (p *Provider) swap(idx map[string]map[string]entry, rev uint64) {
+// swap installs a freshly loaded index of the buckets of epoch. Within
+// one epoch the revision only goes up; a load after the buckets were
+// recreated or rewound (p.reload) starts the revision over.
+func (p *Provider) swap(idx map[string]map[string]entry, rev uint64, epoch string) {
 	p.mu.Lock()
 	p.scopes = idx
 	p.closeAll()
-	if p.wasBroken {
-		p.log.Info("skill store watch restored", "bucket", p.cfg.Bucket, "revision", max(rev, p.revision.Load()))
+	cur := p.Position()
+	next := providers.Position{Epoch: epoch, Revision: rev}
+	if cur.Epoch == epoch && !p.reload {
+		next.Revision = max(rev, cur.Revision)
 	}
+	switch {
+	case cur.Epoch != "" && (cur.Epoch != epoch || p.reload):
+		p.log.Warn("skill store buckets recreated or replaced: index loaded again from scratch; sessions whose catalog came from the old buckets get one replacement",
+			"bucket", p.cfg.Bucket, "epoch", epoch, "old_epoch", cur.Epoch, "revision", rev, "old_revision", cur.Revision)
+	case p.wasBroken:
+		p.log.Info("skill store watch restored", "bucket", p.cfg.Bucket, "revision", next.Revision)
+	}
+	p.reload = false
 	p.healthy, p.why = true, nil
-	// Channels are closed before the revision is published: whoever
-	// reads the revision and then finds its channel open knows its answer
-	// reflects that revision.
-	if rev > p.revision.Load() {
-		p.revision.Store(rev)
-	}
+	// Channels are closed before the position is published: whoever
+	// reads the position and then finds its channel open knows its answer
+	// reflects that position.
+	p.pos.Store(&next)
 	close(p.advanced)
 	p.advanced = make(chan struct{})
 	p.mu.Unlock()
@@ -666,8 +817,8 @@ func (p *Provider) apply(e jetstream.KeyValueEntry) {
 	if ok {
 		p.closeScope(project)
 	}
-	if e.Revision() > p.revision.Load() {
-		p.revision.Store(e.Revision())
+	if cur := p.Position(); e.Revision() > cur.Revision {
+		p.pos.Store(&providers.Position{Epoch: cur.Epoch, Revision: e.Revision()})
 	}
 	close(p.advanced)
 	p.advanced = make(chan struct{})

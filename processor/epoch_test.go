@@ -1,0 +1,128 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// The store's buckets deleted and created again under two running
+// members (as changing the index history or the replicas requires): both
+// load the new buckets by themselves, the new skills are served, every
+// session whose catalog came from the old buckets gets exactly one
+// replacement, and no pre-step is answered "behind" (the old revisions
+// were higher than the new ones). A member started afterwards agrees.
+func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
+	e := newEnv(t)
+	for i := range 6 { // old revisions well above the new buckets' first ones
+		pushSkill(t, e, "s-old", fmt.Sprintf("Old version %d.", i))
+	}
+	rOld := pushSkill(t, e, "s-two", "Another old skill.")
+	logsA, logsB := &records{next: slog.DiscardHandler}, &records{next: slog.DiscardHandler}
+	regA, regB := storeRegistryWith(t, e, store.Config{Logger: slog.New(logsA)}), storeRegistryWith(t, e, store.Config{Logger: slog.New(logsB)})
+	q := catalog.Query{}
+	dOld := storeDigest(t, regA, q, rOld)
+	storeDigest(t, regB, q, rOld)
+	oldEpoch := regA.Position().Epoch
+	if oldEpoch == "" || regB.Position().Epoch != oldEpoch {
+		t.Fatalf("epochs %q and %q: want one, not empty", oldEpoch, regB.Position().Epoch)
+	}
+	tu := newTurns(2)
+	a := startMember(t, e.srv, regA, viewConfig("member-a"), hooks{take: tu.hook(0)})
+	b := startMember(t, e.srv, regB, viewConfig("member-b"), hooks{take: tu.hook(1)})
+	w := e.worker()
+	sessions := []string{"rc-1", "rc-2", "rc-3", "rc-4"}
+	step := func(sid string, n int) events.Decision {
+		t.Helper()
+		d := askStep(t, w, events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()})
+		if d.Outcome == events.OutcomeBehind || d.Outcome == events.OutcomeDiverged || d.Outcome == events.OutcomeIncomplete {
+			t.Fatalf("%s step %d: %+v", sid, n, d)
+		}
+		return d
+	}
+	for _, sid := range sessions {
+		d := step(sid, 1)
+		if d.Outcome != events.OutcomeAppended || d.Catalog.Source.View.Epoch != oldEpoch {
+			t.Fatalf("%s step 1: %+v", sid, d)
+		}
+		step(sid, 2)
+	}
+
+	ctx := context.Background()
+	if err := e.js.DeleteKeyValue(ctx, store.DefaultBucket); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.js.DeleteObjectStore(ctx, store.DefaultObjects); err != nil {
+		t.Fatal(err)
+	}
+	recreated := time.Now()
+	rNew := pushSkill(t, e, "s-new", "Published after the buckets were recreated.") // creates them again
+	if rNew >= rOld {
+		t.Fatalf("new revision %d not below the old %d: the test proves nothing", rNew, rOld)
+	}
+	var dNew string
+	for _, reg := range []*providers.Registry{regA, regB} {
+		dNew = digestOf(t, reg, q, "s-new")
+	}
+	t.Logf("both members serve the recreated buckets %s after recreation", time.Since(recreated).Round(time.Millisecond))
+	newEpoch := regA.Position().Epoch
+	if newEpoch == oldEpoch || regB.Position().Epoch != newEpoch {
+		t.Fatalf("epochs after recreation: A %q, B %q, old %q", newEpoch, regB.Position().Epoch, oldEpoch)
+	}
+	for _, l := range []*records{logsA, logsB} {
+		if len(l.matching(slog.LevelWarn, "skill store buckets recreated or replaced")) == 0 {
+			t.Error("a member's store logged no warning about the recreated buckets")
+		}
+	}
+	for _, sid := range sessions {
+		for n := 3; n < 11; n++ {
+			step(sid, n)
+		}
+		cats := checkCatalogs(t, e, sid, dOld, dNew)
+		if v := cats[1].Source.View; v == nil || v.Epoch != newEpoch {
+			t.Fatalf("%s: replacement's view %+v, want epoch %s", sid, v, newEpoch)
+		}
+	}
+
+	// A member started now (new instance, new buckets only) agrees.
+	regC := storeRegistry(t, e, nil)
+	tu.only.Store(2)
+	startMember(t, e.srv, regC, viewConfig("member-c"), hooks{take: func(jetstream.Msg) bool { return tu.only.Load() == 2 }})
+	for _, sid := range sessions {
+		if d := step(sid, 11); d.Outcome != events.OutcomeUnchanged {
+			t.Fatalf("%s on member C: %+v", sid, d)
+		}
+	}
+	// A new session on the old member gets its catalog at its first step.
+	if d := step("rc-new", 1); d.Outcome != events.OutcomeAppended {
+		t.Fatalf("new session: %+v", d)
+	}
+	t.Logf("view checks: A %s; B %s", viewChecks(a), viewChecks(b))
+}
+
+
+// storeRegistryWith is storeRegistry with a store configuration of its
+// own.
+func storeRegistryWith(t *testing.T, e *env, cfg store.Config) *providers.Registry {
+	t.Helper()
+	js, err := jetstream.New(e.srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := store.Open(context.Background(), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := providers.NewRegistry([]providers.Provider{sp}, providers.WithLogger(quietLogger()))
+	t.Cleanup(func() { r.Close() })
+	return r
+}
