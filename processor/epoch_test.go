@@ -109,7 +109,6 @@ func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
 	t.Logf("view checks: A %s; B %s", viewChecks(a), viewChecks(b))
 }
 
-
 // storeRegistryWith is storeRegistry with a store configuration of its
 // own.
 func storeRegistryWith(t *testing.T, e *env, cfg store.Config) *providers.Registry {

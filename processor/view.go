@@ -51,11 +51,11 @@ type catchUpper interface {
 type viewVerdict int
 
 const (
-	viewReplace  viewVerdict = iota // append the replacement
-	viewAgain                       // caught up: take a fresh snapshot and decide again
-	viewBehind                      // could not catch up: append nothing
-	viewDiverged                    // another member sees other skills: append nothing
-	viewStoreDiverged               // another member serves another store: append nothing
+	viewReplace       viewVerdict = iota // append the replacement
+	viewAgain                            // caught up: take a fresh snapshot and decide again
+	viewBehind                           // could not catch up: append nothing
+	viewDiverged                         // another member sees other skills: append nothing
+	viewStoreDiverged                    // another member serves another store: append nothing
 )
 
 // Results of view checks (the view_checks_total label).
