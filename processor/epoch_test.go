@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,82 @@ func storeRegistryWith(t *testing.T, e *env, cfg store.Config) *providers.Regist
 	r := providers.NewRegistry([]providers.Provider{sp}, providers.WithLogger(quietLogger()))
 	t.Cleanup(func() { r.Close() })
 	return r
+}
+
+// Members whose store configuration differs: A serves the default
+// buckets, B another bucket, C no store (local folders only). Sessions
+// whose steps go round the three keep the one catalog their first step
+// got, whoever took it (no flip); every first step gets a catalog; no
+// pre-step is answered "behind"; the others answer "diverged" (reason
+// member_serves_other_store) and each member reports a store divergence:
+// error log, gauge, Divergences (the /readyz detail).
+func TestStoreConfigurationDivergence(t *testing.T) {
+	e := newEnv(t)
+	pushSkill(t, e, "s-one", "In the default buckets.")
+	ctx := context.Background()
+	other := store.Config{Bucket: "OTHER", Objects: "OTHER"}
+	pb, err := store.NewPublisher(ctx, e.js, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.ReadSkill(storeSkill(t, t.TempDir(), "s-other", "In the other buckets.", "Body."), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Push(ctx, store.Global, []store.Local{l}, false); err != nil {
+		t.Fatal(err)
+	}
+	dirC := t.TempDir()
+	writeLocal(t, dirC, "local-one", "Only on C's disk.")
+	regA, regB, regC := storeRegistry(t, e, nil), storeRegistryWith(t, e, other), localRegistry(t, dirC)
+	q := catalog.Query{}
+	digestOf(t, regA, q, "s-one")
+	digestOf(t, regB, q, "s-other")
+	digestOf(t, regC, q, "local-one")
+	tu := newTurns(3)
+	ms := []*member{
+		startMember(t, e.srv, regA, viewConfig("member-a"), hooks{take: tu.hook(0)}),
+		startMember(t, e.srv, regB, viewConfig("member-b"), hooks{take: tu.hook(1)}),
+		startMember(t, e.srv, regC, viewConfig("member-c"), hooks{take: tu.hook(2)}),
+	}
+	w := e.worker()
+	for first := range 3 { // the first step taken by A, by B, by C
+		for s := range 3 {
+			sid := fmt.Sprintf("cfg-%d-%d", first, s)
+			for n := first; n < first+12; n++ {
+				d := askStep(t, w, events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()})
+				switch {
+				case n == first && d.Outcome != events.OutcomeAppended:
+					t.Fatalf("%s first step %d: %+v", sid, n, d)
+				case n != first && d.Outcome == events.OutcomeAppended:
+					t.Fatalf("%s step %d: the catalog flipped: %+v", sid, n, d)
+				case d.Outcome == events.OutcomeDiverged && d.Reason != events.ReasonMemberServesOtherStore:
+					t.Fatalf("%s step %d: reason %q", sid, n, d.Reason)
+				case d.Outcome == events.OutcomeBehind || d.Outcome == events.OutcomeIncomplete:
+					t.Fatalf("%s step %d: %+v", sid, n, d)
+				}
+			}
+			if cats := e.catalogs(sid); len(cats) != 1 {
+				t.Fatalf("%s: %d catalogs, want 1", sid, len(cats))
+			}
+		}
+	}
+	for _, m := range ms {
+		var found []string
+		for _, d := range m.p.Divergences() {
+			if d.StoreDiffers {
+				found = append(found, d.String())
+			}
+		}
+		if len(found) != 2 {
+			t.Errorf("%s: store divergences %q, want one with each other member", m.p.cfg.Instance, found)
+		}
+		if m.divergenceGauge(t) != 1 {
+			t.Errorf("%s: divergence gauge %v", m.p.cfg.Instance, m.divergenceGauge(t))
+		}
+		if n := len(m.logs.matching(slog.LevelError, "members serve different skill store configurations")); n != 2 {
+			t.Errorf("%s: %d error logs about store divergence, want 2 (one per other member)", m.p.cfg.Instance, n)
+		}
+		t.Logf("%s: %s; view checks %s", m.p.cfg.Instance, strings.Join(found, " | "), viewChecks(m))
+	}
 }
