@@ -38,7 +38,7 @@ func samples() map[string]any {
 		"decision-rejected": Decision{V: 1, Session: "sess-1", TriggerSeq: 5, Outcome: OutcomeRejected,
 			Error: &ErrorInfo{Code: CodeBadRequest, Message: `bad payload: field "step": missing`}},
 		"cataloghead": CatalogHead{V: 1, Session: "sess-1", Step: "step-7",
-			Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", View: View{Revision: 12, Instance: "host-a-1f2e3d4c"}},
+			Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", View: View{Revision: 12, Instance: "host-a-1f2e3d4c", Epoch: "5d41402abc4b2a76"}},
 		"tooldefinition": ToolDefinition{Name: "skill",
 			Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
 			Parameters:  RawJSON(skillParameters)},

@@ -123,7 +123,7 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 	digest := strings.Repeat("ab", 32)
 	cat := Catalog{V: 1, Session: "s", Step: "1", ID: "s:1:catalog.append", Role: "user", Text: "t",
 		Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "initial",
-			Entries: []Entry{{Name: "a", Description: "d"}}, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i"}}}
+			Entries: []Entry{{Name: "a", Description: "d"}}, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	payloads := map[string]any{
 		"prestep": PreStep{V: 1, Session: "s", Step: "1", Cwd: "/p", Tools: []Tool{{Name: "skill", Owner: "skillstream"}},
 			DeadlineMs: 5, Project: "p1", ResourceDir: "/r"},
@@ -137,7 +137,7 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 				Content: "x", Digest: digest, Revision: 4, Truncated: &Truncated{Kept: 1, Total: 2}},
 			Error: &ErrorInfo{Code: CodeUnknown, Message: "m"}},
 		"tooldefinition": ToolDefinition{Name: "skill", Description: "d", Parameters: RawJSON(`{"type":"object"}`)},
-		"cataloghead":    CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i"}},
+		"cataloghead":    CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i", Epoch: "e"}},
 	}
 	for name, v := range payloads {
 		for _, enc := range []Encoding{JSON, Msgpack} {

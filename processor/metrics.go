@@ -107,7 +107,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ackPending: newGauge("consumer_ack_pending",
 			"Triggers delivered to members of the consumer group and not yet acknowledged, as last read."),
 		divergence: newGauge("view_divergence",
-			"1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), 0 when none is unresolved."),
+			"1 while this member has found another member seeing other skills for the same query at the same store revision (local folders differ), or serving another skill store configuration (result store_differs of view_checks_total), 0 when none is unresolved."),
 		viewChecks: newCounterVec("view_checks_total",
 			"Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.", "result"),
 		headReads: newCounterVec("head_reads_total",
