@@ -71,6 +71,10 @@ type Config struct {
 	MetricsListen string
 	LogFormat     string
 	LogLevel      string
+
+	// storeWarned, when set, counts the skill store's warnings (serve's
+	// metric); not a flag.
+	storeWarned func(kind string)
 }
 
 // Defaults shown in --help and used when nothing is configured.
@@ -116,7 +120,8 @@ func (c *Config) storeFlags(cmd *command) {
 
 // storeConfig is the skill store's configuration.
 func (c *Config) storeConfig() store.Config {
-	return store.Config{Bucket: c.SkillStoreBucket, Objects: c.SkillStoreObjects, Replicas: c.Replicas, History: c.SkillStoreHistory}
+	return store.Config{Bucket: c.SkillStoreBucket, Objects: c.SkillStoreObjects, Replicas: c.Replicas, History: c.SkillStoreHistory,
+		OnWarning: c.storeWarned}
 }
 
 // validateStore checks the skill store settings.

@@ -218,6 +218,10 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 		}
 		where = append(where, "skill_store", c.SkillStoreBucket)
 	}
+	storeWarnings := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "store_warnings_total",
+		Help: "Skill store warnings, logged or not (one key's are logged at most once a minute), by kind: malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), watch."},
+		[]string{"kind"})
+	c.storeWarned = func(kind string) { storeWarnings.WithLabelValues(kind).Inc() }
 	reg, err := c.registryWith(ctx, log, true, sjs)
 	if err != nil {
 		return err
@@ -230,7 +234,7 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 
 	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()
-	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), storeWarnings)
 	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics),
 		processor.WithVersion(thisBuild().version))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers"
@@ -69,6 +70,11 @@ type Config struct {
 	// Logger receives skipped index entries and watch failures; nil is
 	// silent.
 	Logger *slog.Logger
+	// OnWarning, when not nil, is called for every store warning, logged
+	// or not (warnings about one key are logged at most once a minute),
+	// with its kind: "malformed_entry", "bad_object" or "watch". Serve
+	// counts them in a metric.
+	OnWarning func(kind string)
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -184,11 +190,22 @@ type Provider struct {
 	scopes    map[string]map[string]entry           // project id ("" global) -> name -> entry
 	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced  chan struct{}                         // closed when revision advances or health changes
-	skipped   map[string]struct{}                   // malformed entries logged
 	reload    bool                                  // the next load starts the revision over
+
+	vmu      sync.Mutex                         // guards the three below
+	verified *simplelru.LRU[string, error]      // name and digest -> nil (listed) or why not
+	warned   *simplelru.LRU[string, *warnState] // kind and key -> rate limit of its warnings
+	warnings map[string]uint64                  // kind -> warnings so far
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// maxVerified bounds the records whose object check is remembered, and
+// maxWarned the keys whose warnings are rate limited.
+const (
+	maxVerified = 16384
+	maxWarned   = 4096
+)
 
 // maxChans bounds the change channels kept (one per project asked about);
 // past it the least recently asked about is forgotten.
@@ -208,7 +225,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		why:      fmt.Errorf("%w: index not loaded yet", ErrUnavailable),
 		scopes:   make(map[string]map[string]entry),
 		advanced: make(chan struct{}),
-		skipped:  make(map[string]struct{}),
+		warnings: make(map[string]uint64),
 		recheck:  make(chan struct{}, 1),
 	}
 	p.pos.Store(&providers.Position{})
@@ -218,6 +235,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 	// Guarded by p.mu with the scopes, so the LRU without a lock of its
 	// own fits. An evicted channel is left open: see Changes.
 	p.chans, _ = simplelru.NewLRU[string, chan struct{}](maxChans, nil)
+	p.verified, _ = simplelru.NewLRU[string, error](maxVerified, nil)
+	p.warned, _ = simplelru.NewLRU[string, *warnState](maxWarned, nil)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.run()
 	for {
@@ -442,11 +461,23 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	return catalog.Skill{Summary: sum, Content: sk.Content, Digest: e.rec.Digest, Revision: e.revision}, nil
 }
 
-// loadBody returns the parsed SKILL.md of rec's object.
+// loadBody returns the parsed SKILL.md of rec's object, from the cache
+// when it was loaded before.
 func (p *Provider) loadBody(ctx context.Context, rec Record) (catalog.Skill, error) {
 	if sk, ok := p.body.get(rec.Digest); ok {
 		return sk, nil
 	}
+	sk, err := p.readBody(ctx, rec)
+	if err != nil {
+		return catalog.Skill{}, err
+	}
+	p.body.put(rec.Digest, sk)
+	return sk, nil
+}
+
+// readBody reads rec's object and parses its SKILL.md, checking that it
+// defines the skill rec names.
+func (p *Provider) readBody(ctx context.Context, rec Record) (catalog.Skill, error) {
 	files, err := fetch(ctx, p.obs, p.cfg.Objects, rec.Digest, p.lim)
 	p.fetches.Add(1)
 	if err != nil {
@@ -457,9 +488,8 @@ func (p *Provider) loadBody(ctx context.Context, rec Record) (catalog.Skill, err
 		return catalog.Skill{}, fmt.Errorf("skill %q (%s): %w", rec.Name, short(rec.Digest), err)
 	}
 	if sk.Name != rec.Name {
-		return catalog.Skill{}, fmt.Errorf("skill %q: its files (%s) define skill %q", rec.Name, short(rec.Digest), sk.Name)
+		return catalog.Skill{}, fmt.Errorf("skill %q: its files (%s) define skill %q: %w", rec.Name, short(rec.Digest), sk.Name, ErrWrongSkill)
 	}
-	p.body.put(rec.Digest, sk)
 	return sk, nil
 }
 
@@ -485,7 +515,24 @@ func fetch(ctx context.Context, obs jetstream.ObjectStore, bucket, digest string
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = agentskills.DefaultMaxBytes
 	}
-	res, err := obs.Get(ctx, digest)
+	// The object store's Get follows links, within the bucket without a
+	// bound on their number: a link to itself spins forever. Skill objects
+	// are never links, so one is refused before Get, and Get runs under a
+	// deadline in case a link was put in place meanwhile.
+	meta, err := obs.GetInfo(ctx, digest)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			return nil, fmt.Errorf("%w: object %s of store %s", ErrObjectMissing, short(digest), bucket)
+		}
+		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
+	}
+	if meta.Opts != nil && meta.Opts.Link != nil {
+		return nil, fmt.Errorf("%w: object %s is a link (to %q in %q); skill objects never are", ErrBadArchive,
+			short(digest), clip(meta.Opts.Link.Name), clip(meta.Opts.Link.Bucket))
+	}
+	gctx, cancel := context.WithTimeout(ctx, objectReadTimeout)
+	defer cancel()
+	res, err := obs.Get(gctx, digest)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
 			return nil, fmt.Errorf("%w: object %s of store %s", ErrObjectMissing, short(digest), bucket)
@@ -497,6 +544,9 @@ func fetch(ctx context.Context, obs jetstream.ObjectStore, bucket, digest string
 	if err != nil {
 		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
 	}
+	if info.Name != digest || (info.Opts != nil && info.Opts.Link != nil) {
+		return nil, fmt.Errorf("%w: object %s became a link while it was read", ErrBadArchive, short(digest))
+	}
 	max := lim.MaxBytes + archiveSlack(lim.MaxFiles)
 	if info.Size > uint64(max) {
 		return nil, fmt.Errorf("%w: object %s is %d bytes, over the limit of %d", ErrBadArchive, short(digest), info.Size, max)
@@ -507,6 +557,10 @@ func fetch(ctx context.Context, obs jetstream.ObjectStore, bucket, digest string
 	}
 	return files, nil
 }
+
+// objectReadTimeout bounds one read of an object whatever the caller's
+// deadline: skill objects are at most a few MiB.
+const objectReadTimeout = 30 * time.Second
 
 // Close stops following the index. Channels handed out by Changes are
 // closed. It is idempotent.
@@ -540,7 +594,7 @@ func (p *Provider) run() {
 			p.mu.Lock()
 			p.reload = true
 			p.mu.Unlock()
-			p.log.Warn("skill store buckets changed; loading the index again", "bucket", p.cfg.Bucket, "err", err)
+			p.warn(warnWatch, "reload", "skill store buckets changed; loading the index again", "err", err)
 			continue
 		}
 		p.broken(err)
@@ -570,7 +624,7 @@ func (p *Provider) broken(err error) {
 			// stopping): nothing to warn about.
 			p.log.Info("skill store no longer followed: NATS connection closed", "bucket", p.cfg.Bucket)
 		} else {
-			p.log.Warn("skill store watch broken; snapshots are incomplete until it is back", "bucket", p.cfg.Bucket, "err", err)
+			p.warn(warnWatch, "watch", "skill store watch broken; snapshots are incomplete until it is back", "err", err)
 		}
 	}
 	p.healthy = false
@@ -601,7 +655,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 		return fmt.Errorf("watch skill index %s: %w", p.cfg.Bucket, err)
 	}
 	defer w.Stop()
-	fresh := make(map[string]map[string]entry)
+	var pending []jetstream.KeyValueEntry
 	loaded := false
 	var rev uint64
 	// Every stallProbe the buckets' identity is checked: buckets deleted
@@ -657,13 +711,13 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 				return errors.New("index watch ended")
 			}
 			if e == nil { // every current entry delivered
-				p.swap(fresh, rev, id.epoch)
-				loaded = true
+				p.swap(p.load(ctx, pending), rev, id.epoch)
+				pending, loaded = nil, true
 				continue
 			}
 			if !loaded {
 				rev = max(rev, e.Revision())
-				applyTo(fresh, e, p.skip)
+				pending = append(pending, e)
 				continue
 			}
 			if p.cfg.WatchGate != nil {
@@ -675,7 +729,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 					return fmt.Errorf("NATS %s", st)
 				}
 			}
-			p.apply(e)
+			p.apply(ctx, e)
 		}
 	}
 }
@@ -732,49 +786,242 @@ func epochOf(bucket, objects string, idx, obj time.Time) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// applyTo applies one index entry to an index. skip is told about
-// malformed entries, which are left out.
-func applyTo(idx map[string]map[string]entry, e jetstream.KeyValueEntry, skip func(string, uint64, error)) (project string, ok bool) {
+// change is one index entry, decoded and checked (its object read when
+// not checked before) outside the provider's lock.
+type change struct {
+	key      string
+	project  string
+	name     string
+	revision uint64
+	bad      bool  // the key is not a skill's: ignored
+	remove   bool  // a removal, or a record not to list (its object is not its skill's)
+	keep     bool  // a malformed value: the last good revision stays
+	err      error // why bad, remove (of a record) or keep
+	rec      Record
+}
+
+// check decodes e and, for a record, checks its object (see verify).
+func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry) change {
+	c := change{key: e.Key(), revision: e.Revision()}
 	sc, name, err := parseKey(e.Key())
 	if err != nil {
-		skip(e.Key(), e.Revision(), err)
-		return "", false
+		c.bad, c.err = true, err
+		return c
 	}
-	project = sc.ProjectID()
-	skills := idx[project]
+	c.project, c.name = sc.ProjectID(), name
 	if e.Operation() != jetstream.KeyValuePut {
-		delete(skills, name)
-		return project, true
+		c.remove = true
+		return c
 	}
 	rec, err := decodeRecord(name, e.Value())
 	if err != nil {
-		delete(skills, name) // the newest value is what counts
-		skip(e.Key(), e.Revision(), err)
-		return project, true
+		c.keep, c.err = true, err
+		return c
+	}
+	if err := p.verify(ctx, rec); err != nil {
+		c.remove, c.err = true, err
+		return c
+	}
+	c.rec = rec
+	return c
+}
+
+// ErrWrongSkill reports an object whose files define another skill than
+// the record naming it.
+var ErrWrongSkill = errors.New("object holds another skill")
+
+// verify checks, once per name and digest, that rec's object exists, is
+// intact (its files hash to the digest) and defines the skill rec names:
+// a record failing that is not listed. A read that fails for another
+// reason (NATS unreachable, a timeout) is not held against the record,
+// nor remembered; Load reports it.
+func (p *Provider) verify(ctx context.Context, rec Record) error {
+	k := rec.Name + "\x00" + rec.Digest
+	p.vmu.Lock()
+	err, ok := p.verified.Get(k)
+	p.vmu.Unlock()
+	if ok {
+		return err
+	}
+	vctx, cancel := context.WithTimeout(ctx, verifyTimeout)
+	defer cancel()
+	_, err = p.readBody(vctx, rec)
+	var pe *agentskills.ParseError
+	definite := err == nil || errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrBadArchive) ||
+		errors.Is(err, ErrWrongSkill) || errors.As(err, &pe)
+	if !definite {
+		return nil
+	}
+	p.vmu.Lock()
+	p.verified.Add(k, err)
+	p.vmu.Unlock()
+	return err
+}
+
+// verifyTimeout bounds the check of one record's object: the watch waits
+// for it.
+const verifyTimeout = 5 * time.Second
+
+// lastGood returns the newest valid revision of key before rev that the
+// index still holds (its history), when no removal came after it.
+func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (entry, bool) {
+	hctx, cancel := context.WithTimeout(ctx, stallProbe)
+	defer cancel()
+	hist, err := p.kv.History(hctx, key)
+	if err != nil {
+		return entry{}, false
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		if h.Revision() >= rev {
+			continue
+		}
+		if h.Operation() != jetstream.KeyValuePut {
+			return entry{}, false
+		}
+		rec, err := decodeRecord(name, h.Value())
+		if err != nil {
+			continue
+		}
+		if p.verify(ctx, rec) != nil {
+			return entry{}, false
+		}
+		return entry{rec: rec, revision: h.Revision()}, true
+	}
+	return entry{}, false
+}
+
+// applyTo applies one checked change to an index and returns the warning
+// to log about it, if any (nil when none).
+func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
+	if c.bad {
+		return func() {
+			p.warn(warnMalformed, c.key, "skill index entry skipped", "key", c.key, "revision", c.revision, "err", c.err)
+		}
+	}
+	skills := idx[c.project]
+	switch {
+	case c.keep:
+		if e, ok := skills[c.name]; ok {
+			return func() {
+				p.warn(warnMalformed, c.key, "skill index entry malformed; its last good revision stays listed",
+					"key", c.key, "revision", c.revision, "kept_revision", e.revision, "err", c.err)
+			}
+		}
+		return func() {
+			p.warn(warnMalformed, c.key, "skill index entry skipped: malformed, and no earlier valid revision",
+				"key", c.key, "revision", c.revision, "err", c.err)
+		}
+	case c.remove:
+		delete(skills, c.name)
+		if c.err != nil {
+			return func() {
+				p.warn(warnObject, c.key, "skill index entry not listed: its object is not the skill it names",
+					"key", c.key, "revision", c.revision, "digest", c.rec.Digest, "err", c.err)
+			}
+		}
+		return nil
 	}
 	if skills == nil {
 		skills = make(map[string]entry)
-		idx[project] = skills
+		idx[c.project] = skills
 	}
-	skills[name] = entry{rec: rec, revision: e.Revision()}
-	return project, true
+	skills[c.name] = entry{rec: c.rec, revision: c.revision}
+	return nil
 }
 
-// skip logs a malformed index entry, once per key and revision.
-func (p *Provider) skip(key string, rev uint64, err error) {
-	k := fmt.Sprintf("%s@%d", key, rev)
-	p.mu.Lock()
-	_, seen := p.skipped[k]
-	if !seen {
-		if len(p.skipped) >= 4096 {
-			clear(p.skipped)
+// load checks the entries of a fresh watch (at most loadParallel objects
+// read at once) and builds an index of them; a malformed value falls back
+// to the key's last good revision in the index's history.
+func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) map[string]map[string]entry {
+	cs := make([]change, len(es))
+	var g errgroup.Group
+	g.SetLimit(loadParallel)
+	for i, e := range es {
+		g.Go(func() error {
+			c := p.check(ctx, e)
+			if c.keep {
+				// Entries of a fresh watch come one per key: the last good
+				// revision is in the history.
+				if prev, ok := p.lastGood(ctx, c.key, c.name, c.revision); ok {
+					cs[i] = change{key: c.key, project: c.project, name: c.name, revision: prev.revision, rec: prev.rec}
+					p.warn(warnMalformed, c.key, "skill index entry malformed; its last good revision stays listed",
+						"key", c.key, "revision", c.revision, "kept_revision", prev.revision, "err", c.err)
+					return nil
+				}
+			}
+			cs[i] = c
+			return nil
+		})
+	}
+	g.Wait()
+	idx := make(map[string]map[string]entry)
+	for _, c := range cs {
+		if f := p.applyTo(idx, c); f != nil {
+			f()
 		}
-		p.skipped[k] = struct{}{}
 	}
-	p.mu.Unlock()
-	if !seen {
-		p.log.Warn("skill index entry skipped", "bucket", p.cfg.Bucket, "key", key, "revision", rev, "err", err)
+	return idx
+}
+
+// loadParallel bounds the objects a load reads at once.
+const loadParallel = 8
+
+// Kinds of store warnings (the counter's label, see Config.OnWarning).
+const (
+	warnMalformed = "malformed_entry" // an index key or value that is not a skill's
+	warnObject    = "bad_object"      // a record whose object is missing, damaged or another skill's
+	warnWatch     = "watch"           // the index watch broke or the buckets changed
+)
+
+// warnEvery is how often one key's warnings are logged at most; the
+// warnings in between are counted and their number logged with the next.
+const warnEvery = time.Minute
+
+// warnState is the rate limit of one key's warnings.
+type warnState struct {
+	last       time.Time
+	suppressed int
+}
+
+// warn logs a warning about key at most once per warnEvery (with the
+// number suppressed since the last one), and counts every one.
+func (p *Provider) warn(kind, key, msg string, args ...any) {
+	if p.cfg.OnWarning != nil {
+		p.cfg.OnWarning(kind)
 	}
+	p.vmu.Lock()
+	p.warnings[kind]++
+	st, ok := p.warned.Get(kind + "\x00" + key)
+	now := time.Now()
+	if ok && now.Sub(st.last) < warnEvery {
+		st.suppressed++
+		p.vmu.Unlock()
+		return
+	}
+	suppressed := 0
+	if ok {
+		suppressed = st.suppressed
+	}
+	p.warned.Add(kind+"\x00"+key, &warnState{last: now})
+	p.vmu.Unlock()
+	args = append([]any{"bucket", p.cfg.Bucket}, args...)
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	p.log.Warn(msg, args...)
+}
+
+// Warnings counts the warnings the provider had, by kind (also those
+// not logged because of the rate limit).
+func (p *Provider) Warnings() map[string]uint64 {
+	p.vmu.Lock()
+	defer p.vmu.Unlock()
+	out := make(map[string]uint64, len(p.warnings))
+	for k, n := range p.warnings {
+		out[k] = n
+	}
+	return out
 }
 
 // swap installs a freshly loaded index of the buckets of epoch. Within
@@ -791,8 +1038,8 @@ func (p *Provider) swap(idx map[string]map[string]entry, rev uint64, epoch strin
 	}
 	switch {
 	case cur.Epoch != "" && (cur.Epoch != epoch || p.reload):
-		p.log.Warn("skill store buckets recreated or replaced: index loaded again from scratch; sessions whose catalog came from the old buckets get one replacement",
-			"bucket", p.cfg.Bucket, "epoch", epoch, "old_epoch", cur.Epoch, "revision", rev, "old_revision", cur.Revision)
+		p.warn(warnWatch, "epoch "+epoch, "skill store buckets recreated or replaced: index loaded again from scratch; sessions whose catalog came from the old buckets get one replacement",
+			"epoch", epoch, "old_epoch", cur.Epoch, "revision", rev, "old_revision", cur.Revision)
 	case p.wasBroken:
 		p.log.Info("skill store watch restored", "bucket", p.cfg.Bucket, "revision", next.Revision)
 	}
@@ -807,15 +1054,13 @@ func (p *Provider) swap(idx map[string]map[string]entry, rev uint64, epoch strin
 	p.mu.Unlock()
 }
 
-// apply applies one change to the live index.
-func (p *Provider) apply(e jetstream.KeyValueEntry) {
-	var skipped []func()
+// apply checks one change and applies it to the live index.
+func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	c := p.check(ctx, e)
 	p.mu.Lock()
-	project, ok := applyTo(p.scopes, e, func(k string, r uint64, err error) {
-		skipped = append(skipped, func() { p.skip(k, r, err) }) // skip takes p.mu
-	})
-	if ok {
-		p.closeScope(project)
+	warn := p.applyTo(p.scopes, c)
+	if !c.bad {
+		p.closeScope(c.project)
 	}
 	if cur := p.Position(); e.Revision() > cur.Revision {
 		p.pos.Store(&providers.Position{Epoch: cur.Epoch, Revision: e.Revision()})
@@ -823,7 +1068,7 @@ func (p *Provider) apply(e jetstream.KeyValueEntry) {
 	close(p.advanced)
 	p.advanced = make(chan struct{})
 	p.mu.Unlock()
-	for _, f := range skipped {
-		f()
+	if warn != nil {
+		warn()
 	}
 }
