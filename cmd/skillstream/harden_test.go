@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 // skillsOnly are the flags that make a preview read root alone.
@@ -203,7 +204,7 @@ func TestPushSkipsIgnoredFiles(t *testing.T) {
 	var stderr bytes.Buffer
 	a := &app{stdout: &bytes.Buffer{}, stderr: &stderr}
 	var c Config
-	locals, err := a.readForPush([]string{root}, c.storeConfig())
+	locals, err := a.readForPush([]string{root}, c.storeConfig(), store.ReadOptions{})
 	if err != nil || len(locals) != 1 {
 		t.Errorf("readForPush = %d skills, %v; stderr:\n%s", len(locals), err, stderr.String())
 	}

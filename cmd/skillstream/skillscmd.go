@@ -73,6 +73,8 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		scope  string
 		prune  bool
 		out    string
+
+		includeHidden, linksOut bool
 		dryRun bool
 		minAge time.Duration
 	)
@@ -81,9 +83,16 @@ Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in the README).
 
-  push DIR... [--scope S] [--prune]
+  push DIR... [--scope S] [--prune] [--include-hidden] [--follow-links-out]
       publish the skills in each DIR (a skills root, a skill folder or a
-      flat skill file). Every skill is validated first, as validate does,
+      flat skill file). Only what belongs to a skill is published: version
+      control folders (.git, .hg, .svn) never, other hidden files and
+      folders only with --include-hidden; a skill folder of a root that is
+      a symbolic link leading outside the root is refused unless
+      --follow-links-out. Each file is read without following a link and
+      only if it is still the file the listing found, so a file swapped
+      for a link meanwhile is never published. Every skill is validated
+      first, as validate does,
       and a skill whose name differs from its folder is refused: on any
       problem nothing is written, every problem is listed and the exit
       status is 1. Skills whose files are unchanged are not written again.
@@ -127,6 +136,8 @@ A scope is "global" (every session; the default) or "project/<id>"
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
 	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
+	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
+	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
@@ -155,8 +166,8 @@ A scope is "global" (every session; the default) or "project/<id>"
 				return usagef("--scope: %v", err)
 			}
 		}
-		if prune && action != "push" {
-			return usagef("--prune applies to push only")
+		if (prune || includeHidden || linksOut) && action != "push" {
+			return usagef("--prune, --include-hidden and --follow-links-out apply to push only")
 		}
 		if out != "" && action != "get" {
 			return usagef("--out applies to get only")
@@ -172,7 +183,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 			if len(args) == 0 {
 				return usagef("skills push needs at least one skills root, skill folder or skill file")
 			}
-			locals, err := a.readForPush(args, c.storeConfig())
+			locals, err := a.readForPush(args, c.storeConfig(), store.ReadOptions{IncludeHidden: includeHidden, LinksOut: linksOut})
 			if err != nil {
 				return err
 			}
@@ -334,15 +345,25 @@ func (a *app) collect(ctx context.Context, pb *store.Publisher, opts store.Colle
 
 // readForPush validates and reads every skill under the paths; on any
 // problem it prints them all (as validate does) and nothing is published.
-func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, error) {
+func (a *app) readForPush(paths []string, cfg store.Config, opts store.ReadOptions) ([]store.Local, error) {
 	l := linter{ctx: context.Background(), follow: true}
-	var skills []string // as the provider's scan found them
+	type found struct{ path, root string }
+	var skills []found // as the provider's scan found them
 	for _, p := range paths {
-		skills = append(skills, l.path(p)...)
+		for _, s := range l.path(p) {
+			f := found{path: s}
+			if s != p {
+				f.root = p // found in a skills root
+			}
+			skills = append(skills, f)
+		}
 	}
 	var locals []store.Local
-	for _, s := range skills {
-		loc, err := store.ReadSkill(s, cfg)
+	for _, f := range skills {
+		s := f.path
+		o := opts
+		o.Root = f.root
+		loc, err := store.ReadSkillWith(s, cfg, o)
 		if err != nil {
 			if l.hasError(s) {
 				continue // the linter said why already

@@ -41,7 +41,11 @@ or FIFO) and the same reasons. Every finding is printed as
            description the catalog would cut (longer than
            --catalog-description-max-length once white space is collapsed),
            instructions the skill tool would cut (longer than
-           --max-skill-bytes);
+           --max-skill-bytes); in a skill folder, a version control
+           folder (.git, .hg, .svn: skills push never publishes them),
+           another hidden file (left out unless push --include-hidden),
+           a file whose name looks like a secret (.env, *.pem, *.key,
+           id_rsa, credentials...);
   ignored  a flat .md file without frontmatter (a README.md beside the
            skills): not a skill, and not an error.
 
@@ -216,6 +220,65 @@ func (l *linter) skill(f agentskills.Found) {
 	if n := f.BodyBytes; l.bodyMax > 0 && n > l.bodyMax {
 		l.add(f.Path, levelWarning, "instructions are %d bytes; the skill tool shows about the first %d and a truncation notice (--max-skill-bytes %d)", n, l.bodyMax, l.bodyMax)
 	}
+	if kind == "folder" {
+		l.folderFiles(filepath.Dir(f.Path))
+	}
+}
+
+// maxHygieneEntries bounds the entries folderFiles looks at in one skill
+// folder.
+const maxHygieneEntries = 10000
+
+// folderFiles warns about what a skill folder holds besides the skill:
+// version control folders (never published), other hidden files (left
+// out by skills push unless --include-hidden) and files whose names look
+// like secrets (keys, credentials, .env files), published or not.
+func (l *linter) folderFiles(dir string) {
+	n := 0
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return nil
+		}
+		if n++; n > maxHygieneEntries {
+			return filepath.SkipAll
+		}
+		name := d.Name()
+		secret := secretLike(name)
+		switch {
+		case agentskills.VCS(name):
+			l.add(p, levelWarning, "version control folder: skills push never publishes it")
+		case strings.HasPrefix(name, ".") && secret:
+			l.add(p, levelWarning, "hidden, and looks like a secret: skills push leaves it out, but --include-hidden would publish it")
+		case strings.HasPrefix(name, "."):
+			l.add(p, levelWarning, "hidden: skills push leaves it out (--include-hidden publishes it)")
+		case secret:
+			l.add(p, levelWarning, "looks like a secret (a key, credentials): skills push would publish it to every member and worker; remove it from the skill")
+		}
+		if d.IsDir() && strings.HasPrefix(name, ".") {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+}
+
+// secretLike reports whether a file name looks like a secret's: private
+// keys, certificates' keys, key stores, credential and environment files.
+func secretLike(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case ".env", ".envrc", ".netrc", ".npmrc", ".pypirc", ".git-credentials", ".htpasswd", ".pgpass",
+		"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", "credentials.json", "secrets.json", "secrets.yaml", "secrets.yml":
+		return true
+	}
+	if strings.HasPrefix(n, ".env.") || strings.HasPrefix(n, "id_rsa") || strings.HasPrefix(n, "id_ed25519") {
+		return true
+	}
+	for _, ext := range []string{".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk"} {
+		if strings.HasSuffix(n, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // report prints every finding, then the summary line.

@@ -37,7 +37,56 @@ var (
 	// ErrDigestOrder reports files added to a Hasher out of path order, or
 	// a file whose content is not as long as declared.
 	ErrDigestOrder = errors.New("skill files out of order or of the wrong size")
+	// ErrFileChanged reports a file that is no longer the one Files found
+	// (replaced, by a symbolic link or another file, or resized).
+	ErrFileChanged = errors.New("file changed since the folder was listed")
 )
+
+// Selection says which files of a skill folder FilesOf lists.
+type Selection int
+
+// The selections of FilesOf.
+const (
+	// AllFiles lists every file (a materialised folder is checked whole).
+	AllFiles Selection = iota
+	// NoVCS leaves out version control folders (.git, .hg, .svn) and
+	// files of those names.
+	NoVCS
+	// NoHidden leaves out every file and folder whose name starts with a
+	// dot, version control folders included.
+	NoHidden
+)
+
+// VCS reports whether name is a version control folder's name (.git,
+// .hg, .svn, in any case): never published, never materialised.
+func VCS(name string) bool {
+	switch strings.ToLower(name) {
+	case ".git", ".hg", ".svn":
+		return true
+	}
+	return false
+}
+
+// Hidden reports whether the "/"-separated relative path p has an element
+// starting with a dot.
+func Hidden(p string) bool {
+	for _, el := range strings.Split(p, "/") {
+		if strings.HasPrefix(el, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s Selection) skips(name string) bool {
+	switch s {
+	case NoVCS:
+		return VCS(name)
+	case NoHidden:
+		return strings.HasPrefix(name, ".")
+	}
+	return false
+}
 
 // Limits bound what Files accepts. Zero fields take the defaults.
 type Limits struct {
@@ -83,16 +132,66 @@ type File struct {
 // more files or bytes than lim allows (ErrTooManyFiles, ErrTooLarge) are
 // errors naming the path. Hidden files count like any other.
 func Files(dir string, lim Limits) ([]File, error) {
-	w, err := walkFolder(dir, lim)
+	return FilesOf(dir, lim, AllFiles)
+}
+
+// FilesOf is Files listing only the files sel selects: the folders it
+// leaves out are not walked, so their files count against no limit.
+func FilesOf(dir string, lim Limits, sel Selection) ([]File, error) {
+	w, err := walkFolderOf(dir, lim, sel)
 	if err != nil {
 		return nil, err
 	}
 	return w.files, nil
 }
 
+// FlatFile lists a flat-file skill as Files lists a folder's files: its
+// one file (symbolic links resolved), named SKILL.md.
+func FlatFile(path string) (File, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return File{}, err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return File{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return File{}, fmt.Errorf("%s: %w", path, ErrNotRegular)
+	}
+	return File{Path: SkillFile, Size: fi.Size(), Source: real, id: identityOf(fi)}, nil
+}
+
+// Open opens f, as Files listed it, for reading: without following a
+// symbolic link as its last element and without blocking, and only while
+// it is still the file Files found (the same file on the same device, of
+// the same size); otherwise the error wraps ErrFileChanged. A file
+// swapped for a link, or a folder on its path swapped for one, between
+// the listing and the read is so never read.
+func Open(f File) (*os.File, error) {
+	fh, err := openFile(f.Source, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (%v)", f.Source, ErrFileChanged, err)
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || !sameFile(identityOf(fi), f.id) {
+		fh.Close()
+		return nil, fmt.Errorf("%s: %w", f.Source, ErrFileChanged)
+	}
+	return fh, nil
+}
+
 // walkFolder walks the skill folder dir as Files does and returns the
 // walker, which also knows the subfolders and links it went through.
 func walkFolder(dir string, lim Limits) (*walker, error) {
+	return walkFolderOf(dir, lim, AllFiles)
+}
+
+func walkFolderOf(dir string, lim Limits, sel Selection) (*walker, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
@@ -101,7 +200,7 @@ func walkFolder(dir string, lim Limits) (*walker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &walker{root: real, lim: lim.withDefaults()}
+	w := &walker{root: real, lim: lim.withDefaults(), sel: sel}
 	if err := w.walk(real, "", 0); err != nil {
 		return nil, err
 	}
@@ -112,6 +211,7 @@ func walkFolder(dir string, lim Limits) (*walker, error) {
 type walker struct {
 	root  string // the folder, symbolic links resolved
 	lim   Limits
+	sel   Selection
 	files []File
 	total int64
 	dirs  []string // the subfolders, in walk order
@@ -128,6 +228,9 @@ func (w *walker) walk(dir, rel string, depth int) error {
 	}
 	for _, e := range entries {
 		name := e.Name()
+		if w.sel.skips(name) {
+			continue
+		}
 		p := filepath.Join(dir, name)
 		r := path.Join(rel, name)
 		mode := e.Type()
@@ -226,7 +329,7 @@ func DigestFiles(files []File) (string, error) {
 }
 
 func digestOne(h *Hasher, f File) error {
-	fh, err := os.Open(f.Source)
+	fh, err := Open(f)
 	if err != nil {
 		return err
 	}

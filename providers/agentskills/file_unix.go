@@ -38,3 +38,9 @@ func openFile(path string, noFollow bool) (*os.File, error) {
 	}
 	return os.OpenFile(path, flags, 0)
 }
+
+// sameFile reports whether two identities are of the same file of the
+// same size.
+func sameFile(a, b identity) bool {
+	return a.dev == b.dev && a.ino == b.ino && a.size == b.size
+}

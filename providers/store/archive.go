@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -52,7 +52,7 @@ func pack(files []agentskills.File) ([]byte, string, error) {
 }
 
 func packOne(tw *tar.Writer, h *agentskills.Hasher, f agentskills.File) error {
-	fh, err := os.Open(f.Source)
+	fh, err := agentskills.Open(f)
 	if err != nil {
 		return err
 	}
@@ -125,15 +125,23 @@ func unpack(r io.Reader, digest string, lim agentskills.Limits) ([]fileData, err
 }
 
 // checkEntryPath refuses archive paths that could land outside the
-// folder they are unpacked in: absolute, with "." or ".." elements, empty
-// elements, backslashes or NUL bytes.
+// folder they are unpacked in (absolute, with "." or ".." elements, empty
+// elements, backslashes), names with control characters (NUL included;
+// they would mislead whoever lists the folder), and version control
+// folders (.git, .hg, .svn: git runs commands a .git/config names).
 func checkEntryPath(p string) error {
-	if p == "" || len(p) > 1024 || strings.ContainsAny(p, "\\\x00") || path.IsAbs(p) || path.Clean(p) != p {
+	if p == "" || len(p) > 1024 || strings.ContainsAny(p, "\\") || path.IsAbs(p) || path.Clean(p) != p {
 		return fmt.Errorf("%w: entry path %q is not a clean relative path", ErrBadArchive, clip(p))
+	}
+	if strings.IndexFunc(p, unicode.IsControl) >= 0 {
+		return fmt.Errorf("%w: entry path %q has a control character", ErrBadArchive, clip(p))
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == "." || el == ".." || el == "" {
 			return fmt.Errorf("%w: entry path %q leaves the skill folder", ErrBadArchive, clip(p))
+		}
+		if agentskills.VCS(el) {
+			return fmt.Errorf("%w: entry path %q is in a version control folder", ErrBadArchive, clip(p))
 		}
 	}
 	return nil

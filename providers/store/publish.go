@@ -28,22 +28,58 @@ type Local struct {
 // message says why.
 var ErrInvalidSkill = errors.New("cannot publish skill")
 
-// ReadSkill reads the skill at path for publishing: a skill folder (holding
-// SKILL.md and any other files) or a flat skill file, digested as one file
-// named SKILL.md. It refuses, naming the path and the reason, a SKILL.md
-// that is not a valid skill, a skill whose name differs from its folder (or
-// file) name, a symbolic link leaving the folder, a special file, and more
-// files or bytes than the configured limits.
+// ReadOptions says what ReadSkillWith publishes beyond the default.
+type ReadOptions struct {
+	// IncludeHidden publishes hidden files and folders (names starting
+	// with a dot) other than version control folders (.git, .hg, .svn),
+	// which are never published.
+	IncludeHidden bool
+	// Root, when set, is the skills root the skill was found in: a skill
+	// folder (or file) that is a symbolic link leading outside it is
+	// refused unless LinksOut.
+	Root     string
+	LinksOut bool
+}
+
+// ErrLinkOut reports a skill folder or file that is a symbolic link
+// leading outside the pushed root.
+var ErrLinkOut = errors.New("skill is a symbolic link leading outside the pushed root")
+
+// ReadSkill is ReadSkillWith with the default options: no hidden files,
+// no links out of a root.
 func ReadSkill(path string, cfg Config) (Local, error) {
+	return ReadSkillWith(path, cfg, ReadOptions{})
+}
+
+// ReadSkillWith reads the skill at path for publishing: a skill folder
+// (holding SKILL.md and any other files) or a flat skill file, digested
+// as one file named SKILL.md. Version control folders are left out, and
+// hidden files unless opts.IncludeHidden. It refuses, naming the path and
+// the reason, a SKILL.md that is not a valid skill, a skill whose name
+// differs from its folder (or file) name, a symbolic link leaving the
+// folder, a special file, a file name with control characters, more files
+// or bytes than the configured limits, a file that changed (or became a
+// link) between the listing and the read, and (see ReadOptions) a skill
+// that is a link out of its root.
+func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 	cfg = cfg.withDefaults()
 	fi, err := os.Stat(path)
 	if err != nil {
 		return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
 	}
+	if opts.Root != "" && !opts.LinksOut {
+		if err := checkInRoot(path, opts.Root); err != nil {
+			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
+		}
+	}
+	sel := agentskills.NoHidden
+	if opts.IncludeHidden {
+		sel = agentskills.NoVCS
+	}
 	var files []agentskills.File
 	var want string
 	if fi.IsDir() {
-		files, err = agentskills.Files(path, cfg.limits())
+		files, err = agentskills.FilesOf(path, cfg.limits(), sel)
 		if err != nil {
 			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
 		}
@@ -60,8 +96,17 @@ func ReadSkill(path string, cfg Config) (Local, error) {
 		if fi.Size() > max {
 			return Local{}, fmt.Errorf("%w: %s: file of %d bytes, over the limit of %d", ErrInvalidSkill, path, fi.Size(), max)
 		}
-		files = []agentskills.File{{Path: agentskills.SkillFile, Size: fi.Size(), Source: path}}
+		f, err := agentskills.FlatFile(path)
+		if err != nil {
+			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
+		}
+		files = []agentskills.File{f}
 		want = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	for _, f := range files {
+		if err := checkEntryPath(f.Path); err != nil {
+			return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, filepath.Join(path, filepath.FromSlash(f.Path)), err)
+		}
 	}
 	var skillFile *agentskills.File
 	var total int64
@@ -102,6 +147,24 @@ func ReadSkill(path string, cfg Config) (Local, error) {
 		Name: sk.Name, Description: sk.Description, WhenToUse: sk.WhenToUse, Invocation: sk.Invocation,
 		Digest: digest, Object: digest, Size: total, Files: len(files),
 	}}, nil
+}
+
+// checkInRoot refuses a skill path whose real location (symbolic links
+// resolved) is not below the real root.
+func checkInRoot(path, root string) error {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	realRoot, real = absOr(realRoot), absOr(real)
+	if !strings.HasPrefix(real, realRoot+string(filepath.Separator)) {
+		return fmt.Errorf("%s -> %s: %w %s (push it by its own path, or allow it with --follow-links-out)", path, real, ErrLinkOut, root)
+	}
+	return nil
 }
 
 func skillPath(path string, dir bool) string {
