@@ -209,3 +209,56 @@ func TestPushSkipsIgnoredFiles(t *testing.T) {
 		t.Errorf("readForPush = %d skills, %v; stderr:\n%s", len(locals), err, stderr.String())
 	}
 }
+
+// validate warns about what a skill folder holds besides the skill:
+// version control folders, other hidden files, secret-looking files
+// (hidden or not); warnings only, exit status 0.
+func TestValidateWarnsAboutHiddenAndSecretFiles(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "repo/SKILL.md", skillMD("Body.", "name: repo", "description: In git."))
+	for _, rel := range []string{"repo/.git/config", "repo/.env", "repo/.cache/x", "repo/keys/server.pem", "repo/id_rsa", "repo/docs/guide.md"} {
+		writeFile(t, root, rel, "x")
+	}
+	code, stdout, _ := runMain(t, "validate", root)
+	if code != 0 {
+		t.Errorf("exit %d, want 0:\n%s", code, stdout)
+	}
+	p := func(rel string) string { return filepath.Join(root, rel) }
+	for _, want := range []string{
+		p("repo/.git") + ": warning: version control folder: skills push never publishes it",
+		p("repo/.env") + ": warning: hidden, and looks like a secret",
+		p("repo/.cache") + ": warning: hidden: skills push leaves it out (--include-hidden publishes it)",
+		p("repo/keys/server.pem") + ": warning: looks like a secret",
+		p("repo/id_rsa") + ": warning: looks like a secret",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "guide.md") || strings.Contains(stdout, ".git/config") {
+		t.Errorf("warned about an ordinary file or inside .git:\n%s", stdout)
+	}
+}
+
+// skills push of a root refuses a skill folder that is a link leading out
+// of the root, naming it, unless --follow-links-out; nothing is published.
+func TestPushRefusesRootLinkOut(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	writeFile(t, root, "one/SKILL.md", skillMD("ok", "name: one", "description: One."))
+	writeFile(t, elsewhere, "far/SKILL.md", skillMD("ok", "name: far", "description: Far."))
+	if err := os.Symlink(filepath.Join(elsewhere, "far"), filepath.Join(root, "far")); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	a := &app{stdout: &bytes.Buffer{}, stderr: &stderr}
+	var c Config
+	if _, err := a.readForPush([]string{root}, c.storeConfig(), store.ReadOptions{}); err == nil ||
+		!strings.Contains(stderr.String(), filepath.Join(root, "far")) || !strings.Contains(stderr.String(), "outside the pushed root") ||
+		!strings.Contains(stderr.String(), "nothing was published") {
+		t.Fatalf("readForPush = %v; stderr:\n%s", err, stderr.String())
+	}
+	locals, err := a.readForPush([]string{root}, c.storeConfig(), store.ReadOptions{LinksOut: true})
+	if err != nil || len(locals) != 2 {
+		t.Fatalf("with --follow-links-out: %d skills, %v", len(locals), err)
+	}
+}

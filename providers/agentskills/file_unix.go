@@ -39,8 +39,7 @@ func openFile(path string, noFollow bool) (*os.File, error) {
 	return os.OpenFile(path, flags, 0)
 }
 
-// sameFile reports whether two identities are of the same file of the
-// same size.
-func sameFile(a, b identity) bool {
-	return a.dev == b.dev && a.ino == b.ino && a.size == b.size
-}
+// sameFile reports whether two identities are of the same file, unchanged
+// (a new file may reuse a removed one's inode number: times tell them
+// apart).
+func sameFile(a, b identity) bool { return a == b }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -46,5 +47,50 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 	ok := build(tar.Header{Name: "SKILL.md", Size: 3})
 	if _, err := unpack(bytes.NewReader(ok), "0000000000000000000000000000000000000000000000000000000000000000", lim); err == nil {
 		t.Error("an archive with the wrong digest was accepted")
+	}
+}
+
+// Archives holding a version control folder (git runs the commands a
+// .git/config names, in any folder below it) or names with control
+// characters are refused when unpacked, whatever their digest says.
+func TestUnpackRefusesVCSAndControlCharacters(t *testing.T) {
+	lim := agentskills.Limits{MaxFiles: 10, MaxBytes: 1000}
+	for name, tc := range map[string]struct{ path, want string }{
+		"git config":     {".git/config", "version control"},
+		"nested git":     {"sub/.git/hooks/post-checkout", "version control"},
+		"upper git":      {".GIT/config", "version control"},
+		"hg":             {".hg/hgrc", "version control"},
+		"svn":            {"x/.svn/entries", "version control"},
+		"newline":        {"notes\nREADME.md", "control character"},
+		"escape":         {"\x1b[31mred.md", "control character"},
+		"c1 control":     {"a\u0085b", "control character"},
+		"delete":         {"a\x7fb", "control character"},
+		"git as a file":  {".git", "version control"},
+		"gitignore fine": {".gitignore", ""},
+	} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		h := agentskills.NewHasher()
+		body := []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+		paths := []string{"SKILL.md", tc.path}
+		if tc.path < "SKILL.md" {
+			paths = []string{tc.path, "SKILL.md"}
+		}
+		for _, p := range paths {
+			tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: p, Size: int64(len(body)), Format: tar.FormatPAX})
+			tw.Write(body)
+			h.Add(p, int64(len(body)), bytes.NewReader(body))
+		}
+		tw.Close()
+		_, err := unpack(bytes.NewReader(buf.Bytes()), h.Sum(), lim)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrBadArchive) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: unpack = %v, want ErrBadArchive (%s)", name, err, tc.want)
+		}
 	}
 }

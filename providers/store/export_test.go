@@ -20,3 +20,6 @@ func SetNow(pb *Publisher, now func() time.Time) { pb.now = now }
 
 // MaxChans is how many projects' change channels a provider keeps.
 const MaxChans = maxChans
+
+// ArchiveOf is the archive a Local would publish.
+func ArchiveOf(l Local) []byte { return l.archive }
