@@ -69,14 +69,14 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 
 func (a *app) skillsCommand() (*command, runFunc) {
 	var (
-		c      Config
-		scope  string
-		prune  bool
-		out    string
+		c     Config
+		scope string
+		prune bool
+		out   string
 
 		includeHidden, linksOut bool
-		dryRun bool
-		minAge time.Duration
+		dryRun                  bool
+		minAge                  time.Duration
 	)
 	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|gc [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
