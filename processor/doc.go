@@ -303,6 +303,24 @@
 //     operator makes the members' folders equal, or moves the skills to the
 //     store.
 //
+// Revisions count within one epoch of the store's buckets (source.view's
+// epoch: buckets deleted and created again, to change their history or
+// replicas, have another). The comparisons above apply only when the
+// catalog's epoch is ours. A catalog of another epoch: first check our
+// buckets now (Refresh) and, when they were recreated and our snapshot is
+// of the old ones, load them and decide again. Then, when the catalog is
+// ours, or its producer does not answer, or answers that it serves the
+// same store (ViewReply.Store): it is of an old epoch, replace it, once.
+// When its producer serves another store configuration (another bucket,
+// a store where we have none, or the reverse): append nothing, answer
+// "diverged" (reason member_serves_other_store) and report a store
+// divergence (Divergence.StoreDiffers; one error log per other member,
+// the same gauge and /readyz listing), asked again until that member is
+// gone or serves our store. A revision our bucket never reached (a restore
+// from a backup keeps the epoch but goes back in revisions) is replaced
+// rather than waited for. A first step has no catalog to compare with and
+// always gets ours.
+//
 // A divergence is resolved when a later replacement for the same instance
 // and query finds agreement or no answer, and every 10 seconds each
 // unresolved one is asked again, so the gauge returns to 0 without

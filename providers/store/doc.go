@@ -21,9 +21,23 @@
 // than empty, and a new watch reloads the index once NATS is back. Bodies
 // are loaded by digest, verified, and cached by digest.
 //
+// The buckets' identity is checked every second: their names and
+// creation times make an epoch, reported with the revision
+// (providers.Epoched); buckets deleted and created again (or taken back
+// to lower revisions by a restore) are loaded again from scratch, and
+// revisions of two epochs are never compared. An index value that is not
+// a valid record keeps the key's last good revision listed; a record
+// whose object is missing, damaged or another skill's is not listed
+// (each name and digest is checked once, when applied). Objects that are
+// links are refused before they are read. Warnings are rate limited per
+// key and counted (Config.OnWarning).
+//
 // Publisher is the publishing side (`skillstream skills`): Push writes only
 // skills whose digest changed, each write conditional on the revision it
-// read, so racing publishers never overwrite each other silently.
+// read, so racing publishers never overwrite each other silently. It
+// publishes only what belongs to a skill (ReadSkillWith): never version
+// control folders, hidden files only when asked, each file read only
+// while it is the one listed.
 // Collect (`skills gc`) removes the objects no revision the index still
 // holds names, which nothing else ever deletes.
 // Materialize writes a skill's files to a directory atomically and
