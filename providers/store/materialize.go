@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -60,6 +62,7 @@ func materialize(ctx context.Context, obs jetstream.ObjectStore, cfg Config, dig
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
+	sweepStale(parent, "."+filepath.Base(dir)+".tmp-")
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
@@ -86,6 +89,29 @@ func materialize(ctx context.Context, obs jetstream.ObjectStore, cfg Config, dig
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
 	return nil
+}
+
+// staleAfter is the age past which a temporary folder of a
+// materialisation is taken for one left by a process that was killed: a
+// materialisation takes seconds.
+const staleAfter = time.Hour
+
+// sweepStale removes the temporary folders (named prefix*) in parent that
+// are older than staleAfter; errors are ignored (another process may be
+// sweeping too).
+func sweepStale(parent, prefix string) {
+	es, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
+			removeTree(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 // holds reports whether dir exists holding exactly the files of digest;
