@@ -1,6 +1,9 @@
 package events
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // ViewSubjectPrefix is the first part of the subject on which a processor
 // instance tells the other members of its consumer group which skills it
@@ -59,8 +62,18 @@ func (r ViewReply) Validate() error {
 	if !ValidInstance(r.Instance) {
 		return &FieldError{Field: "instance", Problem: "not an instance id (^[A-Za-z0-9_-]{1,128}$)"}
 	}
+	if !storeName.MatchString(r.Store) {
+		return &FieldError{Field: "store", Problem: "not a store name (bucket names, ^[A-Za-z0-9_-]{1,255}(/[A-Za-z0-9_-]{1,255})?$)"}
+	}
+	if len(r.Epoch) > 64 {
+		return &FieldError{Field: "epoch", Problem: "longer than 64 bytes"}
+	}
 	return nil
 }
+
+// storeName matches a ViewReply's Store: empty, a bucket name, or two
+// (the index's and the object store's) separated by a slash.
+var storeName = regexp.MustCompile(`^([A-Za-z0-9_-]{1,255}(/[A-Za-z0-9_-]{1,255})?)?$`)
 
 // DecodeViewRequest decodes and validates a ViewRequest.
 func DecodeViewRequest(enc Encoding, b []byte) (ViewRequest, error) {

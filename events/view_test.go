@@ -36,6 +36,20 @@ func TestViewRequestAndReply(t *testing.T) {
 	if _, err := DecodeViewReply(JSON, []byte(`{"v":1,"instance":"a.b"}`)); err == nil || !strings.Contains(err.Error(), "instance") {
 		t.Errorf("reply of a bad instance: %v", err)
 	}
+	for body, want := range map[string]string{
+		`{"v":1,"instance":"a","store":"x\ny"}`:                             "store",
+		`{"v":1,"instance":"a","store":"` + strings.Repeat("s", 300) + `"}`: "store",
+		`{"v":1,"instance":"a","store":"a/b/c"}`:                            "store",
+		`{"v":1,"instance":"a","epoch":"` + strings.Repeat("e", 65) + `"}`:  "epoch",
+	} {
+		if _, err := DecodeViewReply(JSON, []byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.60s: %v, want an error naming %q", body, err, want)
+		}
+	}
+	rep, err := DecodeViewReply(JSON, []byte(`{"v":1,"instance":"a","store":"SKILLS/OBJ-1","epoch":"0123456789abcdef","noStore":false}`))
+	if err != nil || rep.Store != "SKILLS/OBJ-1" || rep.Epoch != "0123456789abcdef" {
+		t.Errorf("a reply with a store: %+v, %v", rep, err)
+	}
 }
 
 func TestInstanceToken(t *testing.T) {
