@@ -650,6 +650,16 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 	if err != nil {
 		return err
 	}
+	p.mu.Lock()
+	reload := p.reload
+	p.mu.Unlock()
+	if id.epoch != p.Position().Epoch || reload {
+		// Other buckets (or the same restored): what was checked of the
+		// old objects says nothing of the new ones.
+		p.vmu.Lock()
+		p.verified.Purge()
+		p.vmu.Unlock()
+	}
 	w, err := p.kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch skill index %s: %w", p.cfg.Bucket, err)
@@ -965,7 +975,7 @@ func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) map[s
 }
 
 // loadParallel bounds the objects a load reads at once.
-const loadParallel = 8
+const loadParallel = 32
 
 // Kinds of store warnings (the counter's label, see Config.OnWarning).
 const (
