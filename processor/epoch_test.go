@@ -50,7 +50,7 @@ func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
 		}
 		return d
 	}
-	for _, sid := range sessions {
+	for _, sid := range append(sessions, "rc-late") {
 		d := step(sid, 1)
 		if d.Outcome != events.OutcomeAppended || d.Catalog.Source.View.Epoch != oldEpoch {
 			t.Fatalf("%s step 1: %+v", sid, d)
@@ -103,6 +103,18 @@ func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
 			t.Fatalf("%s on member C: %+v", sid, d)
 		}
 	}
+	// A session not seen since the recreation, taken by the member started
+	// afterwards (which never knew the old buckets): one replacement, not
+	// "behind" at every step.
+	if d := step("rc-late", 3); d.Outcome != events.OutcomeAppended {
+		t.Fatalf("rc-late on member C: %+v", d)
+	}
+	for n := 4; n < 8; n++ {
+		if d := step("rc-late", n); d.Outcome != events.OutcomeUnchanged {
+			t.Fatalf("rc-late step %d on member C: %+v", n, d)
+		}
+	}
+	checkCatalogs(t, e, "rc-late", dOld, dNew)
 	// A new session on the old member gets its catalog at its first step.
 	if d := step("rc-new", 1); d.Outcome != events.OutcomeAppended {
 		t.Fatalf("new session: %+v", d)
