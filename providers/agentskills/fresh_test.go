@@ -21,8 +21,8 @@ import (
 type freshRounds struct {
 	t      testing.TB
 	r      *providers.Registry
-	repo   string // a project root (it holds .git)
-	user   string // the user skills folder
+	repo   string                       // a project root (it holds .git)
+	user   string                       // the user skills folder
 	skills map[string]map[string]string // cwd -> name -> description expected
 	cwds   []string
 	n      int

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
 )
 
 // Watches: the file watches each skills folder takes (the folders
