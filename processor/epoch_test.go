@@ -119,6 +119,14 @@ func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
 	if d := step("rc-new", 1); d.Outcome != events.OutcomeAppended {
 		t.Fatalf("new session: %+v", d)
 	}
+	// A worker still holding a read-your-writes token of the old buckets
+	// (a revision the new ones never reached) is answered on the current
+	// skills, not "unavailable" until the new buckets count that far.
+	tu.only.Store(0)
+	d := askStep(t, w, events.PreStep{V: 1, Session: "rc-token", Step: "1", Tools: ourTool(), MinStoreRevision: rOld})
+	if d.Outcome != events.OutcomeAppended || d.Catalog.Source.Digest != dNew {
+		t.Fatalf("pre-step naming an old revision: %+v", d)
+	}
 	t.Logf("view checks: A %s; B %s", viewChecks(a), viewChecks(b))
 }
 

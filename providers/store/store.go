@@ -673,11 +673,12 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 	// bucket's last sequence below what was applied) are loaded again from
 	// scratch. The same check notices a stalled watch: one whose consumer
 	// lived on a node that went away stalls until the client library
-	// notices missed heartbeats (some 10 s); behind the bucket twice in a
-	// row at the same target means stalled, and a new watch is started.
+	// notices missed heartbeats (some 10 s); behind the bucket at two checks
+	// in a row without a change applied in between means stalled, and a
+	// new watch is started.
 	probe := time.NewTicker(stallProbe)
 	defer probe.Stop()
-	var target uint64
+	var target, at uint64
 	check := func() error {
 		cur, err := p.identity(ctx)
 		switch {
@@ -693,11 +694,14 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 		if !loaded || p.cfg.WatchGate != nil {
 			return nil
 		}
-		if target != 0 && p.Revision() < target {
+		// Stalled: behind the bucket at the last check and not one change
+		// applied since. A watch that applies slowly (each new record's
+		// object is read) still moves.
+		if target != 0 && p.Revision() < target && p.Revision() == at {
 			return fmt.Errorf("index watch stalled at revision %d, bucket at %d", p.Revision(), target)
 		}
-		target = 0
-		if cur.last > p.Revision() {
+		target, at = 0, p.Revision()
+		if cur.last > at {
 			target = cur.last
 		}
 		return nil
