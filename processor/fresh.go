@@ -28,7 +28,7 @@ const (
 	freshReached  = "reached"   // caught up within the wait: decided on it
 	freshTimedOut = "timed_out" // not reached in time: answered unavailable
 	freshNoStore  = "no_store"  // this member follows no skill store
-	freshUnknown  = "unknown"   // the store's bucket never reached it: a revision of buckets since recreated
+	freshUnknown  = "unknown"   // the store's bucket never reached it: answered unavailable at once
 )
 
 // errStoreBehind reports a trigger whose store revision this member could
@@ -73,14 +73,12 @@ func (p *Processor) awaitStore(ctx context.Context, kind string, rev uint64) err
 	}
 	waited := p.now().Sub(start)
 	if errors.Is(err, providers.ErrUnknownRevision) {
-		// The worker's token names a revision of the store's buckets
-		// before they were recreated (or restored): no wait makes it
-		// true. Decided on the current buckets rather than refused until
-		// the new ones happen to count that far.
+		// No push wrote it to these buckets: a forged token, or one of
+		// buckets since recreated. Waiting cannot make it true; answered
+		// at once.
 		p.m.freshWaits.WithLabelValues(kind, freshUnknown).Observe(waited.Seconds())
-		p.log.Warn("a trigger names a skill store revision the store's bucket never reached (buckets recreated?); deciding on the current skills",
-			"kind", kind, "revision", rev, "have", sf.Revision())
-		return nil
+		return fmt.Errorf("%w: the trigger asks for store revision %d, which the store's bucket never reached (it is at %d; a revision of buckets since recreated?)",
+			errStoreBehind, rev, sf.Revision())
 	}
 	if have = sf.Revision(); err == nil && have >= rev {
 		p.m.freshWaits.WithLabelValues(kind, freshReached).Observe(waited.Seconds())
