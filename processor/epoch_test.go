@@ -228,3 +228,42 @@ func TestStoreConfigurationDivergence(t *testing.T) {
 		t.Logf("%s: %s; view checks %s", m.p.cfg.Instance, strings.Join(found, " | "), viewChecks(m))
 	}
 }
+
+// Buckets restored from a backup keep their epoch (their creation times)
+// but go back in revisions: a session's catalog naming a revision the
+// bucket never reached is replaced once, not answered "behind" at every
+// step.
+func TestStoreRevisionTheBucketNeverReached(t *testing.T) {
+	e := newEnv(t)
+	r0 := pushSkill(t, e, "s-one", "After the restore.")
+	reg := storeRegistry(t, e, nil)
+	q := catalog.Query{}
+	d0 := storeDigest(t, reg, q, r0)
+	m := startMember(t, e.srv, reg, viewConfig("member-a"), hooks{})
+	w := e.worker()
+	// The catalog a member wrote before the restore, at a revision far
+	// ahead in this epoch (its member is gone).
+	const sid = "restored"
+	entries := []catalog.Entry{{Name: "s-gone", Description: "Published before the backup was restored."}}
+	text := catalog.RenderList(catalog.UpdateInitial, entries, 0)
+	digest, ok := catalog.Recognize(text)
+	if !ok {
+		t.Fatal("rendered list not recognised")
+	}
+	w.publish(sid, events.KindCatalog, events.Catalog{V: 1, Session: sid, Step: "0", ID: sid + ":0:catalog.append", Role: "user", Text: text,
+		Source: events.CatalogSource{Kind: events.SourceKindCatalog, Producer: DefaultToolOwner, Update: string(catalog.UpdateInitial),
+			Entries: []events.Entry{{Name: "s-gone", Description: entries[0].Description}}, Digest: digest,
+			View: &events.View{Revision: r0 + 500, Instance: "member-gone", Epoch: reg.Position().Epoch}}}, nil)
+	for n := 1; n < 6; n++ {
+		d := askStep(t, w, events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(n), Tools: ourTool()})
+		want := events.OutcomeUnchanged
+		if n == 1 {
+			want = events.OutcomeAppended
+		}
+		if d.Outcome != want {
+			t.Fatalf("step %d: %+v, want %s", n, d, want)
+		}
+	}
+	checkCatalogs(t, e, sid, digest, d0)
+	t.Logf("view checks %s", viewChecks(m))
+}
