@@ -94,3 +94,36 @@ func TestUnpackRefusesVCSAndControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnpack: whatever the bytes, unpack returns an error or files whose
+// paths are clean, relative, outside version control folders and free of
+// control characters, within the limits.
+func FuzzUnpack(f *testing.F) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "SKILL.md", Size: 3, Format: tar.FormatPAX})
+	tw.Write([]byte("abc"))
+	tw.Close()
+	f.Add(buf.Bytes(), "")
+	f.Add([]byte("not a tar"), "")
+	f.Fuzz(func(t *testing.T, data []byte, digest string) {
+		lim := agentskills.Limits{MaxFiles: 8, MaxBytes: 4096}
+		h := agentskills.NewHasher()
+		files, err := unpack(bytes.NewReader(data), digest, lim)
+		if err != nil {
+			return
+		}
+		if len(files) > lim.MaxFiles {
+			t.Fatalf("%d files", len(files))
+		}
+		for _, fd := range files {
+			if err := checkEntryPath(fd.path); err != nil {
+				t.Fatalf("accepted %q: %v", fd.path, err)
+			}
+			h.Add(fd.path, int64(len(fd.data)), bytes.NewReader(fd.data))
+		}
+		if h.Sum() != digest {
+			t.Fatal("accepted files that do not hash to the digest")
+		}
+	})
+}
