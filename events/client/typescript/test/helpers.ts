@@ -49,7 +49,10 @@ let built: Promise<{ serve: string; goclient: string }> | undefined;
 /** Builds skillstream and the Go helper client once per test process. */
 export function buildBinaries(): Promise<{ serve: string; goclient: string }> {
   built ??= (async () => {
+    const prebuilt = process.env.SKILLSTREAM_TS_TEST_BIN; // scripts/test.mjs builds them once for every file
+    if (prebuilt) return { serve: join(prebuilt, "skillstream"), goclient: join(prebuilt, "goclient") };
     const out = tempDir("bin");
+    process.once("exit", () => rmSync(out, { recursive: true, force: true }));
     const root = repoRoot();
     const serve = join(out, "skillstream");
     const goclient = join(out, "goclient");
