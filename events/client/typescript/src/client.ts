@@ -398,7 +398,7 @@ export class Client {
     if (input === null || typeof input !== "object") throw new BadPayloadError("", "not an object", what);
     const payload: Record<string, unknown> = { ...input, v: input.v ?? 1 };
     if (payload.deadlineMs === undefined && opts.timeoutMs !== undefined) {
-      payload.deadlineMs = Date.now() + opts.timeoutMs;
+      payload.deadlineMs = Math.ceil(Date.now() + opts.timeoutMs);
     }
     const p = checkPayload(schema, payload, "strict") ?? extraChecks(payload, idField);
     if (p) throw new BadPayloadError(p.field, p.problem, what);
@@ -445,6 +445,7 @@ export class Client {
     const inbox = this.#base + token;
     const msgID = `${sid}:${id}:${this.#nonce}-`;
     let attempt = 0;
+    let finished = false;
     let timer: NodeJS.Timeout | undefined;
     let deadlineTimer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -464,6 +465,10 @@ export class Client {
       h.set("Reply-Inbox", inbox);
       h.set("Nats-Msg-Id", msgID + n);
       await this.#acquire();
+      if (finished) {
+        this.#release(); // answered while this attempt waited for room
+        return;
+      }
       w.acking++;
       try {
         const ack = await this.#js.publish(subject, data, { headers: h, timeout: Math.max(this.retryIntervalMs, 5000) });
@@ -508,6 +513,7 @@ export class Client {
       retry();
       return await done;
     } finally {
+      finished = true;
       clearTimeout(timer);
       clearTimeout(deadlineTimer);
       if (onAbort) opts.signal?.removeEventListener("abort", onAbort);

@@ -150,3 +150,24 @@ test("toolDefinition returns the skill tool", async () => {
     }
   }
 });
+
+test("many requests at once share one inbox subscription; maxPending bounds publications, not requests", async () => {
+  const c = await connect({ servers: serve.url, maxPending: 1 });
+  try {
+    // One request first: nats.js opens its own request subscription (for publish acks) lazily.
+    await c.preStep({ session: "many-warm", step: "0", cwd: serve.cwd, tools: visible() }, { timeoutMs: 30_000 });
+    const subs = (c.connection as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
+    const ds = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        c.preStep({ session: `many-${i % 10}`, step: String(i), cwd: serve.cwd, tools: visible() }, { timeoutMs: 30_000 }),
+      ),
+    );
+    assert.equal(ds.length, 40);
+    for (const [i, d] of ds.entries()) assert.equal(d.step, String(i));
+    assert.equal(ds.filter((d) => d.outcome === "appended").length, 10, "one catalog per session");
+    assert.equal((c.connection as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size(), subs);
+    assert.equal(c.stats().droppedAnswers, 0);
+  } finally {
+    await c.close();
+  }
+});
