@@ -553,8 +553,8 @@ export class Client {
    */
   #route(m: Msg): void {
     if (this.#hooks.dropAnswer?.(m)) return;
-    const token = Number(m.subject.slice(this.#base.length));
-    const w = Number.isSafeInteger(token) ? this.#waiting.get(token) : undefined;
+    const tail = m.subject.slice(this.#base.length);
+    const w = /^[1-9][0-9]{0,15}$/.test(tail) ? this.#waiting.get(Number(tail)) : undefined;
     const enc = encodingOf(m.headers?.get("Content-Type"));
     if (!w || !enc || !m.subject.startsWith(this.#base)) {
       this.#dropped++;

@@ -171,3 +171,27 @@ test("many requests at once share one inbox subscription; maxPending bounds publ
     await c.close();
   }
 });
+
+test("on an existing connection: close() leaves it open; headers go on every publication", async () => {
+  const nc = await serve.conn();
+  try {
+    const c = await connect({ connection: nc, encoding: "json" });
+    const d = await c.preStep(
+      { session: "own-conn", step: "1", cwd: serve.cwd, tools: visible() },
+      { timeoutMs: 20_000, headers: { "X-Trace": "t-1" } },
+    );
+    assert.equal(d.outcome, "appended");
+    const seq = await c.append("own-conn", "message.user", { text: "hi" }, { headers: { "X-Trace": "t-2" } });
+    await c.close();
+    assert.equal(nc.isClosed(), false);
+    const log = await sessionLog(nc, "own-conn");
+    const trigger = log.find((m) => m.subject.endsWith(".agent.pre-step"))!;
+    assert.equal(trigger.header("X-Trace"), "t-1");
+    const note = log.find((m) => m.seq === seq)!;
+    assert.equal(note.header("X-Trace"), "t-2");
+    assert.equal(note.header("Content-Type"), "application/json");
+    assert.deepEqual(JSON.parse(Buffer.from(note.data).toString()), { text: "hi" });
+  } finally {
+    await nc.close();
+  }
+});
