@@ -534,14 +534,14 @@ export class Client {
   #settleHeld(w: Waiting): void {
     const held = w.held;
     w.held = [];
-    for (const h of held) {
-      if (w.seqs.has(h.answer.triggerSeq as number)) {
-        w.resolve(h);
-        return;
-      }
-      if (w.acking > 0) w.held.push(h);
-      else this.#dropped++;
+    const i = held.findIndex((h) => w.seqs.has(h.answer.triggerSeq as number));
+    if (i >= 0) {
+      this.#dropped += held.length - 1;
+      w.resolve(held[i]!);
+      return;
     }
+    if (w.acking > 0) w.held = held;
+    else this.#dropped += held.length;
   }
 
   /**

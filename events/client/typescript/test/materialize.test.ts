@@ -105,3 +105,31 @@ test("a write failing half way leaves nothing behind", async () => {
     removeTree(dir);
   }
 });
+
+test("fuzz: mutated archives are refused with an error or unpack to exactly the digest's files", () => {
+  const base = tar(files.map((f) => ({ name: f.path, data: f.data })));
+  let seed = 0x2545f491;
+  const rand = (n: number) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  let accepted = 0;
+  for (let i = 0; i < 3000; i++) {
+    const b = Buffer.from(base);
+    for (let k = 1 + rand(4); k > 0; k--) b[rand(b.length)] = rand(256);
+    const cut = rand(4) === 0 ? b.subarray(0, rand(b.length)) : b;
+    try {
+      const got = unpack(cut, good);
+      assert.deepEqual(
+        got.map((f) => [f.path, Buffer.from(f.data).toString()]),
+        files.map((f) => [f.path, f.data]),
+      );
+      accepted++;
+    } catch (err) {
+      assert.ok(err instanceof Error && err.message.length > 0, String(err));
+    }
+  }
+  assert.ok(accepted > 0, "some mutations only touch padding and still unpack");
+});

@@ -51,3 +51,34 @@ test("payloads that break the schema are named by field", () => {
   assert.equal(checkPayload("toolresult.json", { ...r, isError: "no" }, "lenient")?.field, "isError");
   assert.equal(checkPayload("toolresult.json", { ...r, triggerSeq: -1 }, "lenient")?.field, "triggerSeq");
 });
+
+test("fuzz: random and mutated answer bytes decode to an error or a checked payload, never anything else", async () => {
+  const { readFileSync: read } = await import("node:fs");
+  const seeds = ["decision.msgpack", "toolresult.msgpack", "decision.json", "toolresult-error.json"].map((f) => ({
+    f,
+    b: read(join(testdata, f)),
+  }));
+  let seed = 0x9e3779b9;
+  const rand = (n: number) => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  for (let i = 0; i < 5000; i++) {
+    const { f, b } = seeds[rand(seeds.length)]!;
+    const m = Buffer.from(b);
+    for (let k = 1 + rand(3); k > 0; k--) m[rand(m.length)] = rand(256);
+    const enc = f.endsWith(".json") ? "json" : "msgpack";
+    let v: unknown;
+    try {
+      v = decode(enc, rand(5) === 0 ? m.subarray(0, rand(m.length)) : m);
+    } catch (err) {
+      assert.ok(err instanceof Error);
+      continue;
+    }
+    // Whatever decoded is either refused by the schema or a payload of its shape.
+    const p = checkPayload(f.startsWith("decision") ? "decision.json" : "toolresult.json", v, "lenient");
+    if (p === null) assert.equal(typeof (v as { session: unknown }).session, "string");
+  }
+});
