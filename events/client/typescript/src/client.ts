@@ -619,6 +619,9 @@ export class Client {
     const key = `${dir}\0${v.digest}`;
     let p = this.#materializing.get(key);
     if (!p) {
+      // Done once per digest and directory; the memory of it is bounded
+      // (a forgotten one is found on disk again by the materializer).
+      if (this.#materializing.size >= 4096) this.#materializing.clear();
       p = this.#materialize(r, dir);
       this.#materializing.set(key, p);
       p.catch(() => this.#materializing.delete(key));
