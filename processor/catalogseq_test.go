@@ -12,11 +12,19 @@ import (
 // compaction that keeps that sequence keeps the catalog: the next pre-step
 // appends nothing. A compaction without it masks the catalog, which is
 // appended again, so the test tells the two apart.
+// It runs with full reads and with every catalog given a head (read
+// through it): catalogSeq names the catalog.append either way.
 func TestCatalogSeq(t *testing.T) {
+	for name, mutate := range map[string][]func(*Config, *options){"full reads": nil, "heads": {headsOn}} {
+		t.Run(name, func(t *testing.T) { testCatalogSeq(t, mutate...) })
+	}
+}
+
+func testCatalogSeq(t *testing.T, mutate ...func(*Config, *options)) {
 	e := newEnv(t)
 	e.writeSkill("a-skill", "A skill.")
 	e.waitSkills("a-skill")
-	e.start()
+	e.start(mutate...)
 	w := e.worker()
 	const sid = "seq"
 	pre := func(step string) events.Decision {
