@@ -33,7 +33,9 @@
 // or WithMaxAttempts is reached (ErrTimeout).
 //
 // Compact appends a context.compact event; it has no answer, the JetStream
-// acknowledgement confirms it.
+// acknowledgement confirms it. A Decision's CatalogSeq names the catalog
+// the model sees: keep it in the compaction (Keep) and the next pre-step
+// re-sends nothing.
 //
 // # Errors
 //
