@@ -61,17 +61,29 @@ function digestFiles(files: SkillFile[]): string {
   return h.digest("hex");
 }
 
-/** checkEntryPath refuses paths that could land outside the skill folder. */
-function checkEntryPath(p: string): void {
+/** VCS_NAMES are version control folders' names: never materialised (git runs what a .git/config names). */
+const VCS_NAMES = new Set([".git", ".hg", ".svn"]);
+
+/**
+ * checkEntryPath refuses paths that could land outside the skill folder,
+ * names with control characters, and entries in version control folders.
+ */
+export function checkEntryPath(p: string): void {
   const bad =
     p === "" ||
     Buffer.byteLength(p) > 1024 ||
     p.includes("\\") ||
-    p.includes("\0") ||
     p.startsWith("/") ||
     posix.normalize(p) !== p ||
     p.split("/").some((el) => el === "" || el === "." || el === "..");
   if (bad) throw new Error(`archive entry path ${JSON.stringify(p.slice(0, 80))} is not a clean relative path`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/u.test(p)) {
+    throw new Error(`archive entry path ${JSON.stringify(p.slice(0, 80))} has a control character`);
+  }
+  if (p.split("/").some((el) => VCS_NAMES.has(el.toLowerCase()))) {
+    throw new Error(`archive entry path ${JSON.stringify(p.slice(0, 80))} is in a version control folder`);
+  }
 }
 
 function cstr(b: Uint8Array, off: number, len: number): string {
@@ -265,6 +277,12 @@ const MAX_OBJECT_BYTES = MAX_SKILL_BYTES + MAX_SKILL_FILES * 1024 + 2048;
 
 /** fetchObject reads the object named digest, at most MAX_OBJECT_BYTES. */
 export async function fetchObject(os: ObjectStore, digest: string): Promise<Uint8Array> {
+  // The object store's get follows links within a bucket without a bound:
+  // a link to itself would never return. Skill objects are never links.
+  const info = await os.info(digest);
+  if (info?.options?.link) {
+    throw new Error(`object ${digest.slice(0, 12)} is a link; skill objects never are`);
+  }
   const r = await os.get(digest);
   if (!r) throw new Error(`object ${digest.slice(0, 12)} is not in the skill object store`);
   if (r.info.size > MAX_OBJECT_BYTES) {

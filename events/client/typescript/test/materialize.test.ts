@@ -72,6 +72,14 @@ test("hostile archives are refused", () => {
     ["truncated", tar([{ name: "SKILL.md", data: "x".repeat(600) }]).subarray(0, 700), good, /truncated/],
     ["garbage", Buffer.from("x".repeat(2048)), good, /checksum|bad/],
     ["too short", Buffer.from("x"), good, /truncated/],
+    ...([".git/config", "sub/.git/hooks/post-checkout", ".GIT/config", ".hg/hgrc", "x/.svn/entries"].map((p) => {
+      const fs = [{ path: p, data: "[core]\n\tfsmonitor = touch pwned\n" }, { path: "SKILL.md", data: "b" }];
+      return [`vcs ${p}`, tar(fs.map((f) => ({ name: f.path, data: f.data }))), digest(fs), /version control folder/] as [string, Uint8Array, string, RegExp];
+    })),
+    ...(["notes\nREADME.md", "\u001b[31mred.md", "a\u007fb", "a\u0085b"].map((p) => {
+      const fs = [{ path: "SKILL.md", data: "b" }, { path: p, data: "x" }].sort((a, b) => Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+      return [`control ${JSON.stringify(p)}`, tar(fs.map((f) => ({ name: f.path, data: f.data }))), digest(fs), /control character/] as [string, Uint8Array, string, RegExp];
+    })),
   ];
   for (const [name, bytes, d, want] of cases) {
     assert.throws(() => unpack(bytes, d), want, name);

@@ -9,6 +9,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 
 import { connect, isStoreSkill, MaterializeError, resourcePath, type ToolResult } from "../src/index.js";
 import { removeTree, Serve, tempDir, writeSkill } from "./helpers.js";
+import { fetchObject } from "../src/materialize.js";
 
 let serve: Serve;
 let nc: NatsConnection;
@@ -121,4 +122,11 @@ test("a directory holding other files under the digest's name is refused", async
   writeFileSync(join(dir, "SKILL.md"), "something else");
   await assert.rejects(call(resourceDir, "occ1"), (err: unknown) => err instanceof MaterializeError && /other files/.test(err.message));
   assert.equal(readFileSync(join(dir, "SKILL.md"), "utf8"), "something else");
+});
+
+test("an object linked to itself is refused at once, not followed (the object store's get would never return)", async () => {
+  const os = await new Objm(nc).open("SKILLS");
+  const name = "f".repeat(64);
+  await os.link(name, { name, bucket: "SKILLS", deleted: false, isLink: () => false } as unknown as Parameters<typeof os.link>[1]);
+  await assert.rejects(fetchObject(os, name), /is a link/);
 });
