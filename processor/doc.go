@@ -316,7 +316,10 @@
 // "diverged" (reason member_serves_other_store) and report a store
 // divergence (Divergence.StoreDiffers; one error log per other member,
 // the same gauge and /readyz listing), asked again until that member is
-// gone or serves our store. A revision our bucket never reached (a restore
+// gone or serves our store. Store divergences are also found without a
+// shared session: at start and at every recheck each member asks the
+// group's members (the micro service's INFO; its metadata names the
+// consumer and the store) which store they serve. A revision our bucket never reached (a restore
 // from a backup keeps the epoch but goes back in revisions) is replaced
 // rather than waited for. A first step has no catalog to compare with and
 // always gets ours.

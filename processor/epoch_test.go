@@ -157,7 +157,8 @@ func storeRegistryWith(t *testing.T, e *env, cfg store.Config) *providers.Regist
 // got, whoever took it (no flip); every first step gets a catalog; no
 // pre-step is answered "behind"; the others answer "diverged" (reason
 // member_serves_other_store) and each member reports a store divergence:
-// error log, gauge, Divergences (the /readyz detail).
+// error log, gauge, Divergences (the /readyz detail), found by asking the
+// other members even before a session is shared.
 func TestStoreConfigurationDivergence(t *testing.T) {
 	e := newEnv(t)
 	pushSkill(t, e, "s-one", "In the default buckets.")
@@ -186,6 +187,22 @@ func TestStoreConfigurationDivergence(t *testing.T) {
 		startMember(t, e.srv, regA, viewConfig("member-a"), hooks{take: tu.hook(0)}),
 		startMember(t, e.srv, regB, viewConfig("member-b"), hooks{take: tu.hook(1)}),
 		startMember(t, e.srv, regC, viewConfig("member-c"), hooks{take: tu.hook(2)}),
+	}
+	// Found before any session is shared: each member asks the others
+	// which store they serve.
+	for _, m := range ms {
+		poll(t, func() error {
+			n := 0
+			for _, d := range m.p.Divergences() {
+				if d.StoreDiffers {
+					n++
+				}
+			}
+			if n != 2 {
+				return fmt.Errorf("%s: %d store divergences before any session, want 2", m.p.cfg.Instance, n)
+			}
+			return nil
+		})
 	}
 	w := e.worker()
 	for first := range 3 { // the first step taken by A, by B, by C

@@ -61,7 +61,8 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		Version:     serviceVersion(p.version),
 		Description: "skill catalog and skill tool for LLM agents",
 		Metadata: map[string]string{"stream": p.cfg.Stream, "prefix": p.cfg.Prefix, "owner": p.cfg.ToolOwner,
-			"protocol": ProtocolVersion, "build": p.version, "instance": p.cfg.Instance},
+			"protocol": ProtocolVersion, "build": p.version, "instance": p.cfg.Instance,
+			"consumer": p.cfg.Consumer, "store": p.store()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -408,8 +409,12 @@ type Divergence struct {
 // String describes d on one line (the /readyz body).
 func (d Divergence) String() string {
 	if d.StoreDiffers {
-		return fmt.Sprintf("store divergence: this member %s serves skill store %s, member %s serves %s (since %s, found in session %s)",
-			d.Instance, storeName(d.Store), d.Peer, storeName(d.PeerStore), d.Since.UTC().Format(time.RFC3339), d.Session)
+		found := "found in session " + d.Session
+		if d.Session == "" {
+			found = "found by asking the members"
+		}
+		return fmt.Sprintf("store divergence: this member %s serves skill store %s, member %s serves %s (since %s, %s)",
+			d.Instance, storeName(d.Store), d.Peer, storeName(d.PeerStore), d.Since.UTC().Format(time.RFC3339), found)
 	}
 	return fmt.Sprintf("view divergence: this member %s sees catalog %s, member %s sees %s, for cwd %q project %q (store revision %d, since %s, found in session %s)",
 		d.Instance, short(d.Digest), d.Peer, short(d.PeerDigest), d.Cwd, d.Project, d.Revision, d.Since.UTC().Format(time.RFC3339), d.Session)
@@ -546,6 +551,7 @@ const divergenceRecheck = 10 * time.Second
 func (p *Processor) recheckDivergences(ctx context.Context, period time.Duration) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	p.surveyStores(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -555,7 +561,66 @@ func (p *Processor) recheckDivergences(ctx context.Context, period time.Duration
 		for _, d := range p.divergences.list() {
 			p.recheck(ctx, d)
 		}
+		p.surveyStores(ctx)
 	}
+}
+
+// surveyStores asks the members of our consumer group (the micro service's
+// INFO, within ViewTimeout) which skill store they serve (their "store"
+// metadata: the store's name, empty for none; members that do not say are
+// left out) and reports a store divergence for each whose store differs
+// from ours, without waiting for a session they share. Divergences it
+// reports are resolved as the others: the member gone, or serving our
+// store.
+func (p *Processor) surveyStores(ctx context.Context) {
+	subject, err := micro.ControlSubject(micro.InfoVerb, ServiceName, "")
+	if err != nil {
+		return
+	}
+	inbox := p.nc.NewRespInbox()
+	sub, err := p.nc.SubscribeSync(inbox)
+	if err != nil {
+		return
+	}
+	defer sub.Unsubscribe()
+	if err := p.nc.PublishRequest(subject, inbox, nil); err != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
+	defer cancel()
+	ours := p.store()
+	for {
+		m, err := sub.NextMsgWithContext(wctx)
+		if err != nil {
+			return // the wait is over
+		}
+		var info micro.Info
+		if json.Unmarshal(m.Data, &info) != nil {
+			continue
+		}
+		md := info.Metadata
+		peer := md["instance"]
+		theirs, says := md["store"]
+		if !says || !events.ValidInstance(peer) || peer == p.cfg.Instance ||
+			md["stream"] != p.cfg.Stream || md["consumer"] != p.cfg.Consumer || md["prefix"] != p.cfg.Prefix {
+			continue
+		}
+		key := divergenceKey{peer: peer, store: true}
+		if theirs == ours {
+			p.divergences.resolve(key, "the other member now serves the same skill store")
+			continue
+		}
+		p.divergences.report(Divergence{Instance: p.cfg.Instance, Peer: peer, StoreDiffers: true,
+			Store: ours, PeerStore: clipStore(theirs), Since: p.now()})
+	}
+}
+
+// clipStore bounds a store name read from another member's metadata.
+func clipStore(s string) string {
+	if len(s) > 512 {
+		return s[:512] + "..."
+	}
+	return s
 }
 
 func (p *Processor) recheck(ctx context.Context, d Divergence) {
