@@ -3,7 +3,9 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/events"
 )
@@ -106,10 +108,16 @@ func validInbox(s string) bool {
 	return !prevDot
 }
 
-// truncate shortens s for a message.
+// truncate shortens a worker's string for a message or a log: at most n
+// bytes of it (cut at a character boundary), followed by its length, so
+// that no log line grows with what a worker sends.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }

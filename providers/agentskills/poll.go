@@ -95,7 +95,7 @@ type PolledFolder struct {
 // their skill folders only at its next check. It is for an operator's
 // report; it lists the folders as List does.
 func (p *Provider) Polled(ctx context.Context, q catalog.Query) ([]PolledFolder, error) {
-	roots, _, err := p.roots(q.Cwd)
+	roots, _, err := p.roots(ctx, q.Cwd)
 	if err != nil {
 		return nil, err
 	}

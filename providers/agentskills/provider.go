@@ -286,7 +286,7 @@ func (p *Provider) Stats() Stats {
 // watches, and forgets it when a .git appears or vanishes on the way (see
 // rootmemo.go).
 func ProjectRoot(cwd string) (string, error) {
-	root, _, err := findRoot(cwd)
+	root, _, err := findRoot(context.Background(), cwd)
 	return root, err
 }
 
@@ -302,7 +302,7 @@ func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
 	if p.w == nil {
 		return closedChan
 	}
-	key, err := p.projectRoot(cwd)
+	key, err := p.projectRoot(context.Background(), cwd)
 	if err != nil {
 		return closedChan
 	}
@@ -336,7 +336,7 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	if err := ctx.Err(); err != nil {
 		return catalog.Skill{}, err
 	}
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return catalog.Skill{}, err
 	}
@@ -404,7 +404,7 @@ func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 			return catalog.Skill{}, false
 		}
 	}
-	roots, _, err := p.roots(q.Cwd)
+	roots, _, err := p.roots(context.Background(), q.Cwd)
 	if err != nil {
 		return catalog.Skill{}, false
 	}
@@ -490,7 +490,7 @@ func (p *Provider) complete(r *root, f found, sk catalog.Skill, digest string) c
 // folders, with its path and reason.
 func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]providers.Diagnostic, error) {
 	cwd := q.Cwd
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
 	}
