@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
 )
 
 // TestForgedAnswersDropped: messages a forger publishes on a request's
@@ -98,7 +99,7 @@ func TestForgedAnswersDropped(t *testing.T) {
 // connection's other inboxes) under the prefix; a connection opened
 // without it, or a prefix that is not a literal subject, is refused.
 func TestInboxPrefix(t *testing.T) {
-	w := newWorld(t)
+	w := newWorld(t, natstest.WithTCP())
 	w.startProcessor()
 	ctx := timeout(t)
 	c, err := Connect(w.srv.URL(), WithInboxPrefix("_INBOX.worker-a"))
