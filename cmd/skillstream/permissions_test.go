@@ -296,3 +296,58 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 		return true
 	})
 }
+
+// TestCwdRootConfinesLinks: serve with --cwd-root serves nothing of a
+// project that lies outside the root: a skill folder linked out of it is
+// neither listed nor loadable, and a repository above the root does not
+// make its skills a project's. The same links are served without it.
+func TestCwdRootConfinesLinks(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "tenants")
+	proj := filepath.Join(root, "proj")
+	writeFile(t, base, "outside/secret/SKILL.md", skillMD("Secret body.", "name: secret", "description: Outside the root."))
+	writeFile(t, proj, ".agents/skills/good/SKILL.md", skillMD("Good body.", "name: good", "description: Inside."))
+	if err := os.Mkdir(filepath.Join(proj, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "outside", "secret"), filepath.Join(proj, ".agents", "skills", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		name    string
+		flags   []string
+		listed  string
+		loadsIt bool
+	}{
+		{"without --cwd-root", nil, "secret", true},
+		{"with --cwd-root", []string{"--cwd-root", root}, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startServe(t, t.TempDir(), empty, append([]string{"--no-skill-store"}, c.flags...)...)
+			w, err := client.Connect(s.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			sid := "s-" + randomToken(t)
+			d, err := w.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: proj, Tools: []events.Tool{client.SkillTool("skillstream")}})
+			if err != nil || d.Catalog == nil {
+				t.Fatalf("pre-step: %+v, %v", d, err)
+			}
+			text := d.Catalog.Text
+			if !strings.Contains(text, "good") || strings.Contains(text, "secret") != (c.listed != "") {
+				t.Errorf("catalog:\n%s\nwant good, and secret listed: %v", text, c.listed != "")
+			}
+			r, err := w.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: proj, Args: events.SkillArgs{Name: "secret"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := !r.IsError && strings.Contains(r.Text, "Secret body."); got != c.loadsIt {
+				t.Errorf("skill secret loaded: %v, want %v:\n%s", got, c.loadsIt, r.Text)
+			}
+		})
+	}
+}

@@ -52,11 +52,12 @@ func (p *Provider) project(key string) (*project, []*project) {
 	if key != "" {
 		for i, d := range p.projectDirs {
 			proj.roots = append(proj.roots, &root{
-				path:   filepath.Join(key, d),
-				base:   key,
-				rank:   providers.RankProject + i,
-				source: catalog.SourceProject,
-				proj:   proj,
+				path:     filepath.Join(key, d),
+				base:     key,
+				rank:     providers.RankProject + i,
+				source:   catalog.SourceProject,
+				proj:     proj,
+				confined: len(p.ceilings) > 0,
 			})
 		}
 	}

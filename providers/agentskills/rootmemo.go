@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -59,7 +60,11 @@ type cwdRoot struct {
 // a prefix of the cleaned cwd (no cleaning per level), and it stops when
 // ctx ends. (A trigger's cwd is bounded before it gets here: at most 4095
 // bytes and 256 components, so at most 256 Lstats.)
-func findRoot(ctx context.Context, cwd string) (root, top string, err error) {
+//
+// With ceilings (Config.ConfineProjects, cleaned), the walk ends at the
+// ceiling it reaches: a .git above it does not make a project, and cwd is
+// then its own root.
+func findRoot(ctx context.Context, cwd string, ceilings []string) (root, top string, err error) {
 	if cwd == "" {
 		return "", "", nil
 	}
@@ -75,11 +80,22 @@ func findRoot(ctx context.Context, cwd string) (root, top string, err error) {
 			return d, d, nil
 		}
 		parent := parentOf(d)
-		if parent == d {
+		if parent == d || slices.Contains(ceilings, d) {
 			return cwd, d, nil
 		}
 		d = parent
 	}
+}
+
+// cleanAll returns the absolute paths of dirs, cleaned.
+func cleanAll(dirs []string) []string {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		if a, err := filepath.Abs(d); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // parentOf is filepath.Dir of a clean absolute path, as a prefix of it
@@ -128,7 +144,7 @@ func chainOf(cwd, top string) []string {
 func (p *Provider) projectRoot(ctx context.Context, cwd string) (string, error) {
 	if cwd == "" || !filepath.IsAbs(cwd) || p.w == nil {
 		p.rootWalks.Add(1)
-		root, _, err := findRoot(ctx, cwd)
+		root, _, err := findRoot(ctx, cwd, p.ceilings)
 		return root, err
 	}
 	p.mu.Lock()
@@ -145,7 +161,7 @@ func (p *Provider) projectRoot(ctx context.Context, cwd string) (string, error) 
 // watch the way (see the comment at the top of this file).
 func (p *Provider) rememberRoot(ctx context.Context, cwd string) (string, error) {
 	p.rootWalks.Add(1)
-	root, top, err := findRoot(ctx, cwd)
+	root, top, err := findRoot(ctx, cwd, p.ceilings)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +184,7 @@ func (p *Provider) rememberRoot(ctx context.Context, cwd string) (string, error)
 	ok := p.watchChain(ctx, e)
 	if ok {
 		p.rootWalks.Add(1)
-		again, _, err := findRoot(ctx, cwd)
+		again, _, err := findRoot(ctx, cwd, p.ceilings)
 		ok = err == nil && again == root
 		if err == nil {
 			root = again // the newer answer, remembered or not
