@@ -119,6 +119,19 @@ func TestMaterializeRemovesLeftovers(t *testing.T) {
 	old := leftover(os.Getpid(), "2", 2*staleTemp)
 	busy := leftover(os.Getpid(), "3", 0)
 	t.Cleanup(func() { removeTree(busy) })
+	// Names that only look like temporary folders are left alone.
+	var others []string
+	for _, name := range []string{".x.tmp-", ".x.tmp-abc-1", ".x.tmp--1", ".x.tmp-0-1", "x.tmp-1-1", ".tmp-1-1"} {
+		d := filepath.Join(parent, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, d)
+	}
+	if err := os.WriteFile(filepath.Join(parent, ".y.tmp-1-1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	others = append(others, filepath.Join(parent, ".y.tmp-1-1"))
 
 	dir := filepath.Join(parent, digest[:16])
 	if err := materialize(context.Background(), obs, Config{}.withDefaults(), digest, dir); err != nil {
@@ -127,6 +140,11 @@ func TestMaterializeRemovesLeftovers(t *testing.T) {
 	for _, d := range []string{killed, old} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("leftover %s not removed: %v", filepath.Base(d), err)
+		}
+	}
+	for _, d := range others {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v, want it left alone", filepath.Base(d), err)
 		}
 	}
 	if _, err := os.Stat(busy); err != nil {
