@@ -212,7 +212,7 @@ func TestSchemasRefuse(t *testing.T) {
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"cwd":"/` + strings.Repeat("b", 256) + `"}`},
 		{"skillcall", `{"v":1,"session":"s","call":"c","args":{"name":"x"},"cwd":"/a\nb"}`},
 		{"skillcall", `{"v":1,"session":"s","call":"c","args":{"name":"x"},"resourceDir":"` + strings.Repeat("/a", 513) + `"}`},
-		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`},          // negative seq
+		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`}, // negative seq
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"maybe"}`},
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"empty","reason":"because"}`},
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":"no","text":""}`},
