@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,13 +50,22 @@ func TestLongCwdAnsweredAtOnce(t *testing.T) {
 			t.Errorf("%s: error message of %d bytes carries the whole cwd", c.name, len(d.Error.Message))
 		}
 	}
+	// Twelve 40 KB ones, as a flood.
+	before := cpuTime(t)
+	for i := range 12 {
+		d := w.preStep(events.PreStep{Session: "flood", Step: "f" + strconv.Itoa(i), Cwd: e.cwd + strings.Repeat("/a", 20000), Tools: ourTool()})
+		if d.Outcome != events.OutcomeRejected {
+			t.Errorf("40 KB cwd %d: %s", i, d.Outcome)
+		}
+	}
+	t.Logf("12 pre-steps with a 40 KB cwd: %v CPU", cpuTime(t)-before)
 	d := w.preStep(events.PreStep{Session: "honest", Step: "1", Cwd: e.cwd, Tools: ourTool()})
 	if d.Outcome != events.OutcomeAppended {
 		t.Errorf("honest pre-step after the long ones: %s, want appended", d.Outcome)
 	}
 	// As deep as the bounds allow, below the project: served.
 	deep := e.cwd + strings.Repeat("/a", events.MaxPathComponents-strings.Count(e.cwd, "/"))
-	before := cpuTime(t)
+	before = cpuTime(t)
 	d = w.preStep(events.PreStep{Session: "deep", Step: "1", Cwd: deep, Tools: ourTool()})
 	t.Logf("%d components (%d bytes): outcome %s, %v CPU", strings.Count(deep, "/"), len(deep), d.Outcome, cpuTime(t)-before)
 	if d.Outcome != events.OutcomeAppended {
