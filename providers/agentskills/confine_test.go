@@ -88,6 +88,16 @@ func TestConfineProjects(t *testing.T) {
 			t.Errorf("diagnostic for %s = %q", p, diags[p])
 		}
 	}
+	// A confining folder named through a link stops the walk whichever
+	// way the cwd is written.
+	linkedRoot := filepath.Join(t.TempDir(), "tenants-link")
+	symlink(t, root, linkedRoot)
+	viaLink := newProvider(t, agentskills.Config{NoUserDir: true, ConfineProjects: []string{linkedRoot}})
+	for _, cwd := range []string{nogit, filepath.Join(linkedRoot, "nogit", "sub")} {
+		if got := names(viaLink, cwd); len(got) != 0 {
+			t.Errorf("confined through a link, %s: %v, want nothing from above the root", cwd, got)
+		}
+	}
 	if root, err := agentskills.ProjectRoot(nogit); err != nil || root != base {
 		t.Errorf("ProjectRoot (unconfined) of %s = %q, %v; want %s", nogit, root, err, base)
 	}

@@ -87,12 +87,19 @@ func findRoot(ctx context.Context, cwd string, ceilings []string) (root, top str
 	}
 }
 
-// cleanAll returns the absolute paths of dirs, cleaned.
+// cleanAll returns the absolute paths of dirs, cleaned, and also with
+// their symbolic links resolved where that differs (a cwd may be written
+// either way).
 func cleanAll(dirs []string) []string {
 	out := make([]string, 0, len(dirs))
 	for _, d := range dirs {
-		if a, err := filepath.Abs(d); err == nil {
-			out = append(out, a)
+		a, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		out = append(out, a)
+		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+			out = append(out, real)
 		}
 	}
 	return out
