@@ -57,6 +57,9 @@ type Client struct {
 	// dropAnswer, when set (tests only), is asked about every answer before
 	// it is routed; true loses it as a network would.
 	dropAnswer func(*nats.Msg) bool
+	// ackGate, when set (tests only), holds every publication's
+	// acknowledgement until it can receive from it: a late one.
+	ackGate chan struct{}
 }
 
 // Materializer writes the files of the store skill a tool result carries
@@ -641,6 +644,13 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 			case a.err = <-fut.Err():
 			case <-stop:
 				return
+			}
+			if c.ackGate != nil {
+				select {
+				case <-c.ackGate:
+				case <-stop:
+					return
+				}
 			}
 			select {
 			case acks <- a:

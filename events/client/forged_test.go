@@ -122,3 +122,41 @@ func TestInboxPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerBeforeAck: an answer that arrives before the acknowledgement
+// of the publication it answers is held, not dropped, and returned once
+// the acknowledgement names its sequence.
+func TestAnswerBeforeAck(t *testing.T) {
+	w := newWorld(t)
+	w.startProcessor()
+	ctx := timeout(t)
+	c := w.client()
+	c.ackGate = make(chan struct{})
+	got := make(chan error, 1)
+	go func() {
+		d, err := c.PreStep(ctx, events.PreStep{Session: "late-ack", Step: "1", Cwd: w.cwd, Tools: tools()})
+		if err == nil && d.Outcome != events.OutcomeAppended {
+			err = fmt.Errorf("outcome %s", d.Outcome)
+		}
+		got <- err
+	}()
+	// The processor's answer comes; the acknowledgement is held.
+	poll(t, func() error {
+		if n := len(w.stored("late-ack", events.KindCatalog)); n != 1 {
+			return fmt.Errorf("%d catalogs stored", n)
+		}
+		return nil
+	})
+	select {
+	case err := <-got:
+		t.Fatalf("request returned before its acknowledgement: %v", err)
+	default:
+	}
+	close(c.ackGate)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := c.DroppedAnswers(); n != 0 {
+		t.Errorf("%d answers dropped, want 0", n)
+	}
+}
