@@ -168,12 +168,13 @@ func (r *plain) version(v **int) bool {
 }
 
 // triggerFields are where a fast path puts the fields both triggers have:
-// "v", session, cwd, deadlineMs, project and resourceDir, and the id, whose
-// key (step or call) is idKey.
+// "v", session, cwd, deadlineMs, project, resourceDir and
+// minStoreRevision, and the id, whose key (step or call) is idKey.
 type triggerFields struct {
 	v                                  **int
 	session, cwd, project, resourceDir *string
 	deadlineMs                         *int64
+	minStoreRevision                   *uint64
 	idKey                              string
 	id                                 *ID
 }
@@ -208,6 +209,10 @@ func fastTrigger(b []byte, f triggerFields, own func(r *plain, key string) (uint
 			return str(f.project, 1<<6)
 		case "resourceDir":
 			return str(f.resourceDir, 1<<7)
+		case "minStoreRevision":
+			n, ok := r.int()
+			*f.minStoreRevision = uint64(n)
+			return 1 << 8, ok && n >= 0
 		}
 		return own(&r, key)
 	})
@@ -216,7 +221,7 @@ func fastTrigger(b []byte, f triggerFields, own func(r *plain, key string) (uint
 
 func (w *preStepWire) fastMsgpack(b []byte) bool {
 	var x preStepWire
-	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, "step", &x.Step}
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, &x.MinStoreRevision, "step", &x.Step}
 	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
 		if key != "tools" {
 			return 0, false
@@ -260,7 +265,7 @@ func (r *plain) tools(dst *[]Tool) bool {
 
 func (w *skillCallWire) fastMsgpack(b []byte) bool {
 	var x skillCallWire
-	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, "call", &x.Call}
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, &x.MinStoreRevision, "call", &x.Call}
 	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
 		if key != "args" {
 			return 0, false

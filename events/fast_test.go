@@ -77,6 +77,13 @@ func triggerSeeds(t testing.TB) [][]byte {
 		func(m map[string]any) { m["args"] = map[string]any{"name": "a", "other": 1} },
 		func(m map[string]any) { m["args"] = map[string]any{"name": nil} },
 		func(m map[string]any) { delete(m, "args") },
+		func(m map[string]any) { m["minStoreRevision"] = 7 },
+		func(m map[string]any) { m["minStoreRevision"] = uint32(4e9) },
+		func(m map[string]any) { m["minStoreRevision"] = uint64(math.MaxUint64) },
+		func(m map[string]any) { m["minStoreRevision"] = -1 },
+		func(m map[string]any) { m["minStoreRevision"] = nil },
+		func(m map[string]any) { m["minStoreRevision"] = "7" },
+		func(m map[string]any) { m["minStoreRevision"] = 1.5 },
 	} {
 		seeds = append(seeds, pre(change), call(change))
 	}

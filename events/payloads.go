@@ -117,6 +117,10 @@ type PreStep struct {
 	// worker materialises store skills' files; empty means store skills have
 	// no resource base.
 	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
+	// MinStoreRevision is the skill store index revision the worker knows
+	// to exist (skills push prints it): the processor decides on a view of
+	// the store at that revision or later, or not at all. 0 asks nothing.
+	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
 }
 
 // ErrorInfo is a machine-readable error.
@@ -224,9 +228,11 @@ type SkillCall struct {
 	Cwd        string    `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
 	Args       SkillArgs `msgpack:"args" json:"args"`
 	DeadlineMs int64     `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
-	// Project and ResourceDir mean what they mean on a PreStep.
-	Project     string `msgpack:"project,omitempty" json:"project,omitempty"`
-	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
+	// Project, ResourceDir and MinStoreRevision mean what they mean on a
+	// PreStep.
+	Project          string `msgpack:"project,omitempty" json:"project,omitempty"`
+	ResourceDir      string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
+	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
 }
 
 // ResourceBase mirrors catalog.ResourceBase on the wire.

@@ -315,6 +315,19 @@
 // validated), so it makes the processor read nothing a trigger could not;
 // at most 16 requests are answered at once, more are answered "busy".
 //
+// # Fresh skills
+//
+// A trigger may carry minStoreRevision, the store index revision its
+// worker knows to exist (skills push prints it). Before deciding, a member
+// whose store has applied less waits for its index watch (fresh.go), at
+// most Config.CatchUpWait and stopping early enough to answer before the
+// trigger's deadline. If it cannot, or follows no store, the pre-step is
+// answered incomplete and the call unavailable (error code unavailable),
+// nothing appended; an output already in the log for the same step or
+// call is still the answer. Skill folders on disk need no token: the
+// filesystem provider applies every change its watcher has been told of
+// before it answers (see package agentskills, "Fresh listings").
+//
 // # Metrics
 //
 // Registered on the Registerer given WithRegisterer (several instances in
@@ -327,8 +340,9 @@
 // skillstream_outputs_too_large_total{kind},
 // skillstream_tool_definition_requests_total,
 // skillstream_view_checks_total{result}, the gauge
-// skillstream_view_divergence and the histogram
-// skillstream_stage_seconds{stage=read|decide|append|total}.
+// skillstream_view_divergence and the histograms
+// skillstream_stage_seconds{stage=read|decide|append|total} and
+// skillstream_store_freshness_wait_seconds{kind,result}.
 //
 // # Left to the worker
 //

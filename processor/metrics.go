@@ -31,6 +31,7 @@ type metrics struct {
 	divergence    prometheus.Gauge         // 1 while a view divergence is unresolved
 	viewChecks    *prometheus.CounterVec   // result: replacements checked against the replaced catalog's view
 	headReads     *prometheus.CounterVec   // result: reads of a large catalog's head instead of the catalog (head.go)
+	freshWaits    *prometheus.HistogramVec // kind, result: waits for the skill store revision a trigger named (fresh.go)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -112,6 +113,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Replacements of a catalog with another digest, checked against the view the replaced catalog was decided on, by result.", "result"),
 		headReads: newCounterVec("head_reads_total",
 			"Pre-steps that read the head of their session's remembered large catalog instead of the catalog, by result: hit (the catalog is still the newest), stale (it is not: read in full), unsure (read in full).", "result"),
+		freshWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "skillstream", Name: "store_freshness_wait_seconds",
+			Help:    "Triggers whose minStoreRevision this member had not applied yet, by kind and result (reached: decided after catching up; timed_out, no_store: answered unavailable), and how long they waited.",
+			Buckets: buckets,
+		}, []string{"kind", "result"}),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -136,6 +142,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.divergence = register(reg, m.divergence, &err)
 	m.viewChecks = register(reg, m.viewChecks, &err)
 	m.headReads = register(reg, m.headReads, &err)
+	m.freshWaits = register(reg, m.freshWaits, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +180,7 @@ var (
 	preStepOutcomes = []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeEmpty,
 		events.OutcomeIncomplete, events.OutcomeExpired, events.OutcomeRejected, events.OutcomeBehind, events.OutcomeDiverged}
 	skillCallOutcomes = []string{"ok", events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable,
-		events.CodeProvider, events.CodeBadRequest, events.CodeExpired}
+		events.CodeProvider, events.CodeBadRequest, events.CodeExpired, codeUnavailable}
 	rejectReasons = []string{reasonEnvelope, reasonSubject, reasonEncoding, reasonInbox, reasonTooLarge, reasonVersion,
 		reasonField, reasonUndecodable, reasonSessionMismatch, reasonID, reasonCwd}
 	stages = []string{stageRead, stageDecide, stageAppend, stageTotal}

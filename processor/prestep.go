@@ -90,7 +90,8 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
 	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner)}
-	if plan.visible {
+	plan.behind = p.awaitStore(dctx, "pre-step", ps.MinStoreRevision)
+	if plan.visible && plan.behind == nil {
 		if err := plan.prepare(dctx); err != nil {
 			d, err = expiredOr(plan, err)
 			return d, nil, err
@@ -121,6 +122,7 @@ type preStepPlan struct {
 	visible  bool          // our skill tool is in the pre-step's tools
 	prepared *catalog.View // the skills (taken again when the view rule caught up); nil when the tool is not visible
 	caughtUp bool          // this pre-step waited for the store once (view.go)
+	behind   error         // the store revision the pre-step asks for was not reached (fresh.go)
 	checked  uint64        // the catalog the view rule last allowed to replace
 
 	// Of the current attempt: the catalog history existing read, which
@@ -199,6 +201,13 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 
 func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error) {
 	p, t, ps := s.p, s.t, &s.ps
+	if s.behind != nil {
+		// Never decided on an older view of the store: the model keeps
+		// what it was shown, and the worker may ask again.
+		dec := p.decision(t, events.OutcomeIncomplete, nil)
+		dec.Error = &events.ErrorInfo{Code: codeUnavailable, Message: s.behind.Error()}
+		return built[events.Decision]{answer: dec}, nil
+	}
 	d := history.Decide(s.prepared, s.hist)
 	p.m.observe(stageDecide, p.now().Sub(s.start))
 	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)

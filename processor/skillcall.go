@@ -99,6 +99,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	}
 	dctx, cancel := withDeadline(ctx, sc.DeadlineMs)
 	defer cancel()
+	plan.behind = p.awaitStore(dctx, "skill-call", sc.MinStoreRevision)
 	res, err = appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
 	return res, plan.data, err
 }
@@ -113,6 +114,9 @@ type skillCallPlan struct {
 	sc   events.SkillCall   // the call build runs, when made is nil
 	made *events.ToolResult // the result, once made
 	data []byte             // made's msgpack encoding, once appended
+	// behind: the store revision the call asks for was not reached
+	// (fresh.go); it is answered unavailable, nothing appended.
+	behind error
 }
 
 // skillCallReads are the kinds a skill call needs: its own, and the
@@ -131,6 +135,9 @@ func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, 
 }
 
 func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], error) {
+	if s.behind != nil && s.made == nil {
+		return built[events.ToolResult]{answer: s.p.toolError(s.t, codeUnavailable, "skill tool unavailable: "+s.behind.Error())}, nil
+	}
 	if s.made == nil {
 		p, sc := s.p, &s.sc
 		start := p.now()

@@ -62,6 +62,7 @@ type Config struct {
 	Workers         int
 	AckWait         time.Duration
 	MaxDeliver      int
+	CatchUpWait     time.Duration
 	NoProvision     bool
 
 	// What workers may make serve do.
@@ -180,6 +181,7 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance (pre-steps of large catalogs are further bounded by the memory they hold)")
 	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
 	cmd.cfgInt(&c.MaxDeliver, "max-deliver", d.MaxDeliver, "give up on a trigger after this many deliveries")
+	cmd.cfgDuration(&c.CatchUpWait, "catch-up-wait", d.CatchUpWait, "wait at most this long for the skill store revision a trigger names (minStoreRevision) or a session's catalog reflects, within the trigger's deadline, before answering incomplete / unavailable / behind")
 	cmd.cfgBool(&c.NoProvision, "no-provision", false, "never create or update the stream and consumer; fail if they are missing")
 }
 

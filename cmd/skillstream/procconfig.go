@@ -24,6 +24,7 @@ func (c *Config) processorConfig() processor.Config {
 		Workers:         c.Workers,
 		AckWait:         c.AckWait,
 		MaxDeliver:      c.MaxDeliver,
+		CatchUpWait:     c.CatchUpWait,
 		NoProvision:     c.NoProvision,
 		ReplyPrefixes:   c.ReplyPrefixes,
 		CwdRoots:        c.CwdRoots,

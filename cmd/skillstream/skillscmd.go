@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -75,13 +76,14 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		out    string
 		dryRun bool
 		minAge time.Duration
+		asJSON bool
 	)
 	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|gc [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in the README).
 
-  push DIR... [--scope S] [--prune]
+  push DIR... [--scope S] [--prune] [--json]
       publish the skills in each DIR (a skills root, a skill folder or a
       flat skill file). Every skill is validated first, as validate does,
       and a skill whose name differs from its folder is refused: on any
@@ -89,7 +91,12 @@ files, see "Running a fleet" in the README).
       status is 1. Skills whose files are unchanged are not written again.
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the
-      index revision and the first 12 hex digits of the skill's digest.
+      index revision and the first 12 hex digits of the skill's digest;
+      then "store revision N": the index revision a serve must have
+      applied to see every skill as pushed. A trigger that carries it as
+      minStoreRevision is decided on that revision or later, never on an
+      older one (read-your-writes). --json prints one object instead:
+      {"revision": N, "skills": [{"name", "change", "revision", "digest"}]}.
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
   ls [--scope S]
@@ -129,6 +136,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
+	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
 	c.storeFlags(cmd)
 	cmd.pick(c.streamFlags, "replicas")
@@ -161,6 +169,9 @@ A scope is "global" (every session; the default) or "project/<id>"
 		if out != "" && action != "get" {
 			return usagef("--out applies to get only")
 		}
+		if asJSON && action != "push" {
+			return usagef("--json applies to push only")
+		}
 		gcOnly := false
 		cmd.fs.Visit(func(f *flag.Flag) { gcOnly = gcOnly || f.Name == "dry-run" || f.Name == "min-age" })
 		if gcOnly && action != "gc" {
@@ -178,8 +189,17 @@ A scope is "global" (every session; the default) or "project/<id>"
 			}
 			run = func(ctx context.Context, pb *store.Publisher) error {
 				changes, err := pb.Push(ctx, sc, locals, prune)
+				if asJSON {
+					if jerr := printPushJSON(a.stdout, changes); jerr != nil {
+						return errors.Join(err, jerr)
+					}
+					return err
+				}
 				for _, ch := range changes {
 					printChange(a.stdout, ch)
+				}
+				if rev := pushRevision(changes); rev > 0 {
+					fmt.Fprintf(a.stdout, "store revision %d\n", rev)
 				}
 				return err
 			}
@@ -358,6 +378,40 @@ func (a *app) readForPush(paths []string, cfg store.Config) ([]store.Local, erro
 		return nil, errReported
 	}
 	return locals, nil
+}
+
+// pushRevision is the index revision a reader must have applied to see
+// every change of a push: the newest revision among them (an unchanged
+// skill's is the revision that holds it already).
+func pushRevision(changes []store.Change) uint64 {
+	var rev uint64
+	for _, ch := range changes {
+		rev = max(rev, ch.Revision)
+	}
+	return rev
+}
+
+// pushJSON is push --json's output; its keys are documented in the help.
+type pushJSON struct {
+	Revision uint64           `json:"revision"`
+	Skills   []pushJSONChange `json:"skills"`
+}
+
+type pushJSONChange struct {
+	Name     string `json:"name"`
+	Change   string `json:"change"`
+	Revision uint64 `json:"revision"`
+	Digest   string `json:"digest,omitempty"`
+}
+
+func printPushJSON(w io.Writer, changes []store.Change) error {
+	out := pushJSON{Revision: pushRevision(changes), Skills: []pushJSONChange{}}
+	for _, ch := range changes {
+		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Revision: ch.Revision, Digest: ch.Digest})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 func printChange(w io.Writer, ch store.Change) {

@@ -41,8 +41,9 @@ type Client struct {
 	retry       time.Duration
 	maxAttempts int
 	materialize Materializer
-	objects     string // the skill store's object store, for the default materializer
-	nonce       string // tells this client's Msg-Ids apart from another process's
+	objects     string        // the skill store's object store, for the default materializer
+	nonce       string        // tells this client's Msg-Ids apart from another process's
+	minStore    atomic.Uint64 // the least minStoreRevision of every trigger (RequireStoreRevision)
 
 	sub  *nats.Subscription
 	base string // reply inbox prefix, ending in "."
@@ -197,6 +198,31 @@ func WithSkillObjects(name string) Option {
 	}
 }
 
+// WithMinStoreRevision sets the least skill store revision every pre-step
+// and skill call of the client asks for (see RequireStoreRevision).
+func WithMinStoreRevision(rev uint64) Option {
+	return func(c *Client) error {
+		c.RequireStoreRevision(rev)
+		return nil
+	}
+}
+
+// RequireStoreRevision raises the least skill store revision the client's
+// later pre-steps and skill calls ask for (minStoreRevision) to rev: the
+// index revision "skills push" printed. A processor whose view of the
+// store is older catches up first; if it cannot within the trigger's
+// deadline, the pre-step is answered incomplete and the call unavailable
+// (both match ErrUnavailable), never decided on the older view. It never
+// lowers the floor; a request's own MinStoreRevision may still be higher.
+func (c *Client) RequireStoreRevision(rev uint64) {
+	for {
+		cur := c.minStore.Load()
+		if rev <= cur || c.minStore.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
 // storeMaterializer fetches a store skill's files by digest from the object
 // store and writes them into dir (atomically, read-only, once per digest).
 func (c *Client) storeMaterializer(ctx context.Context, res events.ToolResult, dir string) error {
@@ -342,6 +368,7 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 		ps.V = events.Version
 	}
 	ps.DeadlineMs = deadlineOf(ctx, ps.DeadlineMs)
+	ps.MinStoreRevision = max(ps.MinStoreRevision, c.minStore.Load())
 	if err := ps.Validate(); err != nil {
 		return events.Decision{}, fmt.Errorf("client: pre-step: %w", err)
 	}
@@ -369,6 +396,7 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 		sc.V = events.Version
 	}
 	sc.DeadlineMs = deadlineOf(ctx, sc.DeadlineMs)
+	sc.MinStoreRevision = max(sc.MinStoreRevision, c.minStore.Load())
 	if err := sc.Validate(); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
 	}

@@ -66,7 +66,7 @@
 // # Hot refresh and caching
 //
 // Each folder's answer is cached with the parse of every file. The first
-// List of a folder watches it with fsnotify — every folder above it (so
+// List of a folder watches it — every folder above it (so
 // the folder appearing, or moving away when one of them is renamed, is
 // seen), the folder, every directory in it, and every linked file. A
 // folder whose skill directories and linked files would take more than
@@ -89,6 +89,32 @@
 //
 // With Config.Logger, every dropped file is logged as a warning, once per
 // version of the file.
+//
+// # Fresh listings (read-your-writes)
+//
+// A change to a watched skills folder that completed before a call to
+// Changes, List, Load, LoadQuick or Diagnostics began is in that call's
+// answer: a skill folder or file written, renamed, created or removed, a
+// description edited, a skills folder (or a .git that moves a project
+// root) appearing on the way to a remembered working directory. On Linux
+// the listings' watcher is an inotify instance of the provider's own
+// (listwatch_linux.go), and each of those calls first reads its queue
+// without blocking and applies every event in it; a burst of events
+// waiting for its debounce is announced at once. The kernel queues an
+// event before the system call that made the change returns, so nothing
+// completed earlier can be missed; a watched tree with no change costs one
+// read of an empty queue. The debounce still gathers the events of a burst
+// that arrive after such a call. A working directory or project never seen
+// before is listed when first asked for, so it is fresh too.
+//
+// Limits: a change made through another kernel (a network or FUSE file
+// system, a container's overlay seen from outside) raises no event here;
+// a folder over Config.MaxWatchesPerFolder sees skills added or removed at
+// once but edits inside its skill folders only at the next poll; and where
+// inotify is missing (other systems, where fsnotify watches) the queue
+// cannot be read on demand, so a change is seen once the watcher has
+// delivered it. Config.NoWatch avoids all three: every call then lists
+// the folders again, validating cached parses by stat.
 //
 // # Load and digests
 //
@@ -124,10 +150,12 @@
 // folders and change channels; rootmemo.go the remembered project roots
 // of working directories; folder.go the cached answer of one skills
 // folder and the scan renewing it; scan.go the folder walk itself, shared
-// with ScanFolder and ScanSkill; watch.go the fsnotify watches, the event
+// with ScanFolder and ScanSkill; watch.go the file watches, the event
 // loop and the debounced notification; poll.go the folders over the watch
-// bound; loadcache.go the parsed bodies and digests Load reuses, and
-// treewatch_linux.go the inotify watches that keep those digests. The
+// bound; listwatch_linux.go (listwatch_other.go elsewhere) the watcher
+// behind the listings; loadcache.go the parsed bodies and digests Load
+// reuses, and treewatch_linux.go the inotify watches that keep those
+// digests. The
 // bounded sets (tracked projects, remembered roots, loaded bodies and
 // digests) are LRUs from github.com/hashicorp/golang-lru/v2, in the
 // simplelru form: the provider's own locks guard them with the state an

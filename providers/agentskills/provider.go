@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -72,7 +71,7 @@ type Config struct {
 	// Custom and user folders are the operator's and keep
 	// NoFollowSymlinks.
 	ConfineProjects []string
-	// NoWatch disables fsnotify: every List then validates the cached
+	// NoWatch disables file watching: every List then validates the cached
 	// parses by stat (mtime, ctime, size, inode), and every Load of a
 	// folder skill walks the folder for its digest.
 	NoWatch bool
@@ -107,6 +106,7 @@ type Stats struct {
 	Parses        uint64 // skill files parsed
 	Scans         uint64 // skills folders listed
 	Invalidations uint64 // change notifications sent (after coalescing)
+	Syncs         uint64 // of those, sent early because a caller was about to decide (see sync)
 	RootWalks     uint64 // walks up a working directory looking for .git
 	DigestWalks   uint64 // skill folders walked by Load for their digest
 	Watches       int    // paths watched now
@@ -128,16 +128,16 @@ type Provider struct {
 	pollEvery   time.Duration
 	log         *slog.Logger
 
-	w        *fsnotify.Watcher // nil: no watching, validate by stat
+	w        *listWatch // nil: no watching, validate by stat
 	addWatch func(path string) error
 	watchErr error
-	loopDone chan struct{}
 	pollStop chan struct{}
 	pollDone chan struct{}
 
 	count         counters
 	loads         *loadCache // parsed bodies and digests (loadcache.go)
 	invalidations atomic.Uint64
+	syncs         atomic.Uint64
 	rootWalks     atomic.Uint64
 
 	// watchMu serialises changes to the watch set (fsnotify calls included)
@@ -236,16 +236,14 @@ func New(cfg Config) (*Provider, error) {
 		}
 	}
 	if !cfg.NoWatch {
-		w, err := fsnotify.NewWatcher()
+		w, err := newListWatch(p)
 		if err != nil {
 			p.watchErr = fmt.Errorf("start file watcher: %w", err)
 		} else {
 			p.w = w
 			p.addWatch = w.Add
-			p.loopDone = make(chan struct{})
 			p.pollStop = make(chan struct{})
 			p.pollDone = make(chan struct{})
-			go p.loop()
 			go p.pollLoop()
 		}
 	}
@@ -284,6 +282,7 @@ func (p *Provider) Stats() Stats {
 		Parses:        p.count.parses.Load(),
 		Scans:         p.count.scans.Load(),
 		Invalidations: p.invalidations.Load(),
+		Syncs:         p.syncs.Load(),
 		RootWalks:     p.rootWalks.Load(),
 		DigestWalks:   digestWalks,
 		Watches:       watches,
@@ -316,6 +315,7 @@ func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
 	if p.w == nil {
 		return closedChan
 	}
+	p.sync()
 	key, err := p.projectRoot(context.Background(), cwd)
 	if err != nil {
 		return closedChan
@@ -350,6 +350,7 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	p.sync()
 	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
@@ -378,6 +379,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	if err := ctx.Err(); err != nil {
 		return catalog.Skill{}, err
 	}
+	p.sync()
 	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return catalog.Skill{}, err
@@ -410,6 +412,7 @@ func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 	if p.w == nil || !catalog.ValidName(name) {
 		return catalog.Skill{}, false
 	}
+	p.sync()
 	if cwd := q.Cwd; cwd != "" {
 		p.mu.Lock()
 		_, known := p.cwdRoots.Get(cwd)
@@ -504,6 +507,7 @@ func (p *Provider) complete(r *root, f found, sk catalog.Skill, digest string) c
 // folders, with its path and reason.
 func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]providers.Diagnostic, error) {
 	cwd := q.Cwd
+	p.sync()
 	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
@@ -549,9 +553,7 @@ func (p *Provider) Close() error {
 	}
 	close(p.pollStop)
 	<-p.pollDone
-	err := p.w.Close()
-	<-p.loopDone
-	if err != nil {
+	if err := p.w.Close(); err != nil {
 		return fmt.Errorf("close file watcher: %w", err)
 	}
 	return nil

@@ -6,11 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
-// Watches: the fsnotify watches each skills folder takes (the folders
+// Watches: the file watches each skills folder takes (the folders
 // above it, itself, its skill folders and linked files), the event loop
 // that turns events into stale folders, and the debounced notification
 // that closes the affected projects' change channels.
@@ -139,7 +137,7 @@ func missing(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir)
 }
 
-// acquire watches path on behalf of r. It (re-)adds the fsnotify watch even
+// acquire watches path on behalf of r. It (re-)adds the watch even
 // when one exists, which also restores a watch the kernel dropped when the
 // path was deleted.
 func (p *Provider) acquire(r *root, path string, k watchKind) error {
@@ -234,35 +232,51 @@ func (p *Provider) unwatch(path string, let func(*watchEntry)) {
 	}
 }
 
-// loop turns fsnotify events into root invalidations. It ends when the
-// watcher is closed.
-func (p *Provider) loop() {
-	defer close(p.loopDone)
-	for {
-		select {
-		case ev, ok := <-p.w.Events:
-			if !ok {
-				return
-			}
-			if p.dispatch(ev) {
-				p.releaseStale()
-			}
-		case _, ok := <-p.w.Errors:
-			if !ok {
-				return
-			}
-			// Events may have been lost (queue overflow): distrust every
-			// cached answer.
-			p.touchAll()
-			p.releaseStale()
-		}
+// watchSink receives what the listing watcher reads (listwatch_*.go).
+type watchSink interface {
+	// event marks what a change at path affects; it reports whether
+	// remembered project roots were forgotten.
+	event(path string) (stale bool)
+	// overflow distrusts every cached answer: events may have been lost.
+	overflow() (stale bool)
+	// releaseForgotten releases the watches of forgotten project roots.
+	releaseForgotten()
+}
+
+func (p *Provider) event(path string) bool { return p.dispatch(path) }
+
+func (p *Provider) overflow() bool {
+	p.touchAll()
+	return true
+}
+
+func (p *Provider) releaseForgotten() { p.releaseStale() }
+
+// sync makes every change the kernel reported so far visible before a
+// caller decides: it dispatches the queued events (listWatch.drain), then
+// sends the notification a burst of events is waiting for at once rather
+// than after the debounce. An unchanged, watched tree costs one read of
+// an empty queue. Without inotify the queue cannot be drained; what was
+// delivered is still announced at once.
+func (p *Provider) sync() {
+	if p.w == nil {
+		return
+	}
+	if p.w.drain() {
+		p.releaseStale()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) > 0 {
+		p.syncs.Add(1)
+		p.flushLocked()
 	}
 }
 
 // dispatch marks what an event changes; it reports whether remembered
 // project roots were forgotten (their watches are then to be released).
-func (p *Provider) dispatch(ev fsnotify.Event) (stale bool) {
-	name := filepath.Clean(ev.Name)
+func (p *Provider) dispatch(path string) (stale bool) {
+	name := filepath.Clean(path)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.chainEvent(name)
@@ -345,7 +359,15 @@ func (p *Provider) touchAll() {
 func (p *Provider) flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.timer = nil
+	p.flushLocked()
+}
+
+// flushLocked is flush with p.mu held; it stops a scheduled flush.
+func (p *Provider) flushLocked() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
 	if p.closed || len(p.pending) == 0 {
 		return
 	}
