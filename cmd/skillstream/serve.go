@@ -187,7 +187,11 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			srv.Shutdown()
 			srv.WaitForShutdown()
 		}()
-		nc, err = inProcess(srv, "skillstream "+c.ToolOwner)
+		var opts []nats.Option
+		if c.InboxPrefix != "" {
+			opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+		}
+		nc, err = inProcess(srv, "skillstream "+c.ToolOwner, opts...)
 		if !loopback(c.Listen) {
 			log.Warn("the embedded NATS server takes clients without authentication on a non-loopback address; firewall it, or run an authenticated cluster and use --nats-url",
 				"listen", c.Listen)
