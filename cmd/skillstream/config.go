@@ -67,6 +67,9 @@ type Config struct {
 	ReplyPrefixes []string
 	CwdRoots      []string
 
+	// MCP hosts: serve (see MCPConfig).
+	MCP MCPConfig
+
 	// Operations.
 	MetricsListen string
 	LogFormat     string
