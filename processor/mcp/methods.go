@@ -134,7 +134,9 @@ func (s *Server) readDirectory(_ context.Context, _ *sdk.ServerSession, p *readD
 			res.Resources = append(res.Resources, &sdk.Resource{URI: dirURI(name, d), Name: c.name, MIMEType: "inode/directory"})
 			continue
 		}
-		res.Resources = append(res.Resources, s.fileResource(e, c.file))
+		r := s.fileResource(e, c.file)
+		r.Name = c.name // in a directory, a file is called by its name
+		res.Resources = append(res.Resources, r)
 	}
 	return res, nil
 }
