@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/catalog"
-	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 	"github.com/skillstream/skillstream/natstest"
+	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 func sha(b []byte) string {
