@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,6 +106,9 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Cleanup(func() { f.reg.Close() })
 	cfg := o.config
 	cfg.Registerer = f.metrics
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if cfg.Resync == 0 {
 		cfg.Resync = 50 * time.Millisecond
 	}
@@ -145,6 +149,14 @@ func (f *fixture) sync(t testing.TB) {
 	if err := f.srv.Sync(context.Background()); err != nil {
 		t.Logf("sync: %v", err)
 	}
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 type rpcError struct {

@@ -242,11 +242,17 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	}
 	var name string
 	if req.Params != nil && len(req.Params.Arguments) > 0 {
-		if err := json.Unmarshal(req.Params.Arguments, &args); err == nil {
-			if err := json.Unmarshal(args.Name, &name); err != nil {
-				name = string(args.Name) // not a string: shown as given, refused by the grammar
-			}
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+	}
+	if err := json.Unmarshal(args.Name, &name); err != nil {
+		// Not a string (or absent): refused as a name outside the grammar,
+		// shown as given.
+		raw := string(args.Name)
+		if len(raw) > 200 {
+			raw = raw[:200]
 		}
+		res := catalog.Result{Err: &catalog.ToolError{Code: catalog.CodeInvalidName, Message: `invalid skill name "` + raw + `"`}}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: true}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()

@@ -51,7 +51,8 @@ type Config struct {
 	// project scope and resource directory a skill tool call would use.
 	Query catalog.Query
 	// Options are the catalog options of the skill tool (description
-	// length, catalog size, instruction size).
+	// length, catalog size, instruction size); the zero Options stand for
+	// the catalog's defaults.
 	Options catalog.Options
 	// Version is reported as the server's version.
 	Version string
@@ -95,6 +96,10 @@ type Server struct {
 // New returns a server of reg's skills for cfg.Query. It serves nothing
 // until the first Sync (Run starts with one).
 func New(reg Registry, cfg Config) (*Server, error) {
+	if cfg.Options == (catalog.Options{}) {
+		cfg.Options = catalog.Options{DescriptionMaxLength: catalog.DefaultDescriptionMaxLength,
+			MaxLength: catalog.DefaultMaxLength, MaxSkillBytes: catalog.DefaultMaxSkillBytes}
+	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = DefaultPageSize
 	}
