@@ -106,6 +106,9 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Cleanup(func() { f.reg.Close() })
 	cfg := o.config
 	cfg.Registerer = f.metrics
+	if _, bench := t.(*testing.B); bench && cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
