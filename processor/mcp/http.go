@@ -26,6 +26,7 @@ const (
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultMaxHeaderBytes = 16 << 10
 	DefaultSessionTimeout = 30 * time.Minute
+	DefaultMaxSessions    = 1000
 )
 
 // HTTPConfig configures the Streamable HTTP endpoint.
@@ -43,6 +44,8 @@ type HTTPConfig struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the open sessions: an initialize beyond gets 503.
+	MaxSessions int
 }
 
 // Handler returns the HTTP handler of the Streamable HTTP endpoint at
@@ -56,6 +59,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
 	h := &front{
@@ -123,10 +129,23 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method string `json:"method"`
 	}
 	if json.Unmarshal(body, &m) == nil && m.Method == "initialize" {
+		if h.sessions() >= h.cfg.MaxSessions {
+			h.refuse(w, r, http.StatusServiceUnavailable, "sessions", "too many open sessions; try again later")
+			return
+		}
 		h.stateful.ServeHTTP(w, r)
 		return
 	}
 	h.stateless.ServeHTTP(w, r)
+}
+
+// sessions counts the open sessions.
+func (h *front) sessions() int {
+	n := 0
+	for range h.s.sdk.Sessions() {
+		n++
+	}
+	return n
 }
 
 // authorized compares the bearer token in constant time (of the token's

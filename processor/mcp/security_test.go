@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -121,5 +122,19 @@ func TestLoopback(t *testing.T) {
 		if got := mcpserver.Loopback(host); got != want {
 			t.Errorf("Loopback(%q) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+// TestSessionBound: an initialize beyond MaxSessions open sessions is
+// refused with 503; requests of the stateless revision still pass.
+func TestSessionBound(t *testing.T) {
+	f := newFixture(t, fixtureOpts{http: mcpserver.HTTPConfig{MaxSessions: 1}})
+	f.connect(t, "2025-11-25")
+	init := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`)
+	if _, _, status := rawRPC(t, f.url, "initialize", init, nil); status != http.StatusServiceUnavailable {
+		t.Errorf("second session: HTTP %d, want 503", status)
+	}
+	if _, rerr := f.rpc(t, "skills/list", nil); rerr != nil {
+		t.Errorf("stateless request: %+v", rerr)
 	}
 }

@@ -331,3 +331,36 @@ func TestHostileInputs(t *testing.T) {
 		t.Errorf("skills/get without params: %+v", rerr)
 	}
 }
+
+// TestLimits: a skill over 512 files or 16 MiB is not served; one at the
+// limits is.
+func TestLimits(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	many := map[string]string{"SKILL.md": skillMD("many-files", "Too many files.", "M.")}
+	exact := map[string]string{"SKILL.md": skillMD("exact-files", "Exactly 512 files.", "E.")}
+	for i := range 512 {
+		many["f/"+strconv.Itoa(i)] = "x"
+		if i < 511 {
+			exact["f/"+strconv.Itoa(i)] = "x"
+		}
+	}
+	writeSkill(t, f.root, "many-files", many)
+	writeSkill(t, f.root, "exact-files", exact)
+	big := skillMD("big-files", "Too large.", "B.")
+	writeSkill(t, f.root, "big-files", map[string]string{"SKILL.md": big, "blob.bin": strings.Repeat("b", 16<<20-len(big)+1)})
+	writeSkill(t, f.root, "ok", map[string]string{"SKILL.md": skillMD("ok", "Fine.", "O.")})
+	f.waitFor(t, "ok", "exact-files")
+	es := f.listAll(t)
+	for _, n := range []string{"many-files", "big-files"} {
+		if _, err := find(es, n); err == nil {
+			t.Errorf("%s is served", n)
+		}
+		if _, rerr := f.rpc(t, "skills/get", map[string]any{"uri": "skill://" + n + "/SKILL.md"}); rerr == nil || rerr.Code != -32602 {
+			t.Errorf("skills/get %s: %+v", n, rerr)
+		}
+	}
+	e, _ := find(es, "exact-files")
+	if len(e.Resources) != 512 {
+		t.Errorf("exact-files: %d resources", len(e.Resources))
+	}
+}
