@@ -74,10 +74,10 @@ func (s *Server) observe(next sdk.MethodHandler) sdk.MethodHandler {
 				code = je.Code
 			}
 			s.metrics.errors.WithLabelValues(label, strconv.FormatInt(code, 10)).Inc()
-			if code == jsonrpc.CodeInvalidParams {
-				s.log.Debug("mcp request refused", "method", label, "code", code, "err", err)
-			} else {
+			if code == jsonrpc.CodeInternalError {
 				s.log.Warn("mcp request failed", "method", label, "code", code, "err", err)
+			} else { // the client's request was refused
+				s.log.Debug("mcp request refused", "method", label, "code", code, "err", err)
 			}
 		}
 		return res, err

@@ -124,6 +124,9 @@ func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry,
 		}
 	}
 	key := name + "\x00" + err.Error()
+	if len(s.logged) >= 10000 {
+		clear(s.logged) // bounded: at worst a reason is logged again
+	}
 	if !s.logged[key] {
 		s.logged[key] = true
 		s.log.Warn("skill not served to MCP hosts", "skill", name, "reason", err.Error())
