@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
 // Run keeps the served skills current until ctx ends: it syncs with the
@@ -85,7 +86,6 @@ func (s *Server) Sync(ctx context.Context) error {
 		e, err := s.entryFor(ctx, old.find(sum.Name), sum.Name)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		if e != nil {
 			next.skills = append(next.skills, e)
@@ -105,7 +105,8 @@ func (s *Server) Sync(ctx context.Context) error {
 
 // entryFor returns the entry of skill name: old when the skill's digest
 // is unchanged, else one built from its current files; nil (and no
-// error) when the skill is not to be served.
+// error) when the skill is not to be served; old and the error when its
+// files could not be read this time.
 func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry, error) {
 	if old != nil {
 		sk, err := s.reg.Load(ctx, name, s.cfg.Query)
@@ -122,6 +123,11 @@ func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry,
 		if e, err = newEntry(name, files); err == nil {
 			return e, nil
 		}
+	} else if old != nil && !permanent(err) {
+		// A read that failed for now (the store unreachable, a file
+		// changing under the walk): keep serving what was served, and
+		// look again soon.
+		return old, err
 	}
 	key := name + "\x00" + err.Error()
 	if len(s.logged) >= 10000 {
@@ -132,6 +138,13 @@ func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry,
 		s.log.Warn("skill not served to MCP hosts", "skill", name, "reason", err.Error())
 	}
 	return nil, nil
+}
+
+// permanent reports whether a skill's files are refused for what they
+// are (over the limits), not for a failure to read them.
+func permanent(err error) bool {
+	return errors.Is(err, errLimit) || errors.Is(err, agentskills.ErrTooManyFiles) || errors.Is(err, agentskills.ErrTooLarge) ||
+		errors.Is(err, agentskills.ErrLinkOutside) || errors.Is(err, agentskills.ErrNotRegular)
 }
 
 // announce updates the SDK's resources and tool from old to next, which
