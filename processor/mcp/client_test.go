@@ -148,20 +148,20 @@ func TestSkillTool(t *testing.T) {
 	}
 	// Metrics: counted by method, errors by code.
 	f.rpc(t, "skills/get", map[string]any{"uri": "skill://nope/SKILL.md"})
-	if n := metric(t, f, "skillstream_mcp_errors_total", "-32602", "skills/get"); n < 1 {
+	if n := metricT(t, f, "skillstream_mcp_errors_total", "-32602", "skills/get"); n < 1 {
 		t.Errorf("errors_total{skills/get,-32602} = %v", n)
 	}
-	if n := metric(t, f, "skillstream_mcp_requests_total", "tools/call"); n != 5 {
+	if n := metricT(t, f, "skillstream_mcp_requests_total", "tools/call"); n != 5 {
 		t.Errorf("requests_total{tools/call} = %v, want 5", n)
 	}
-	if n := metric(t, f, "skillstream_mcp_request_duration_seconds", "skills/list"); n < 1 {
+	if n := metricT(t, f, "skillstream_mcp_request_duration_seconds", "skills/list"); n < 1 {
 		t.Errorf("request_duration_seconds{skills/list} count = %v", n)
 	}
 }
 
 // metric returns a counter's value (a histogram's count) for the label
 // values given in the order of the label names.
-func metric(t *testing.T, f *fixture, name string, labels ...string) float64 {
+func metricT(t *testing.T, f *fixture, name string, labels ...string) float64 {
 	t.Helper()
 	mfs, err := f.metrics.Gather()
 	if err != nil {

@@ -92,6 +92,9 @@ type front struct {
 }
 
 func (h *front) refuse(w http.ResponseWriter, r *http.Request, status int, reason, msg string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.ours = true
+	}
 	h.s.metrics.refused.WithLabelValues(reason).Inc()
 	h.s.log.Debug("mcp http request refused", "reason", reason, "status", status, "remote", r.RemoteAddr,
 		"origin", quote(r.Header.Get("Origin")), "host", quote(r.Host))
@@ -110,6 +113,8 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, http.StatusUnauthorized, "token", "Unauthorized: a valid bearer token is required")
 		return
 	}
+	w = &recorder{ResponseWriter: w}
+	defer h.refused(w.(*recorder), r)
 	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
 		h.stateful.ServeHTTP(w, r)
 		return
@@ -138,6 +143,47 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.stateless.ServeHTTP(w, r)
 }
+
+// refused counts and logs a request the SDK refused at the HTTP level
+// (a foreign Host, an unknown session, a bad content type or version).
+func (h *front) refused(rec *recorder, r *http.Request) {
+	if rec.status < 400 || rec.ours {
+		return
+	}
+	h.s.metrics.refused.WithLabelValues("protocol").Inc()
+	h.s.log.Debug("mcp http request refused", "reason", "protocol", "status", rec.status, "remote", r.RemoteAddr,
+		"host", quote(r.Host), "method", r.Method)
+}
+
+// recorder remembers the status of a response, passing flushes through
+// (event streams need them).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	ours   bool // refused by front itself (already counted)
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
+func (rw *recorder) Flush() {
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 // sessions counts the open sessions.
 func (h *front) sessions() int {

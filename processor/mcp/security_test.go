@@ -56,6 +56,12 @@ func TestOrigin(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("foreign Host: HTTP %d, want 403", resp.StatusCode)
 	}
+	if n := metricT(t, f, "skillstream_mcp_http_refused_total", "protocol"); n != 1 {
+		t.Errorf("refused_total{protocol} = %v, want 1", n)
+	}
+	if n := metricT(t, f, "skillstream_mcp_http_refused_total", "origin"); n != 6 {
+		t.Errorf("refused_total{origin} = %v, want 6", n)
+	}
 }
 
 // TestToken: with a token, every request needs it (401 otherwise).
