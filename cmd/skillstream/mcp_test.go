@@ -113,6 +113,9 @@ func TestMCPStdio(t *testing.T) {
 	if r := recv(5); !strings.Contains(string(r), `"code":-32602`) {
 		t.Errorf("traversal: %s", r)
 	}
+	// Keep reading stdout, as a host does until the server exits: a
+	// notification written meanwhile must not block it.
+	go io.Copy(io.Discard, outR)
 	inW.Close()
 	select {
 	case code := <-done:
