@@ -184,21 +184,25 @@ func (s *Server) readResource(ctx context.Context, uri string) (*readResult, err
 	if f == nil {
 		return nil, invalidParams("No resource is served at %s", quote(uri))
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-	defer cancel()
-	files, err := s.reg.Files(ctx, name, s.cfg.Query, MaxFiles, MaxBytes)
-	if errors.Is(err, catalog.ErrNotFound) {
-		return nil, invalidParams("No resource is served at %s", quote(uri))
-	}
-	if err != nil {
-		return nil, err
-	}
-	var data []byte
-	found := false
-	for _, pf := range files {
-		if pf.Path == f.path {
-			data, found = pf.Data, true
-			break
+	data, found := s.cache.files(e.digest, f.path)
+	if !found {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		defer cancel()
+		files, err := s.reg.Files(ctx, name, s.cfg.Query, MaxFiles, MaxBytes)
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, invalidParams("No resource is served at %s", quote(uri))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, err := skillDigest(files); err == nil {
+			s.cache.put(d, files)
+		}
+		for _, pf := range files {
+			if pf.Path == f.path {
+				data, found = pf.Data, true
+				break
+			}
 		}
 	}
 	if !found {

@@ -85,6 +85,7 @@ type Server struct {
 	sdk     *sdk.Server
 	cur     cursors
 	metrics *metrics
+	cache   *fileCache
 
 	st     atomic.Pointer[state]
 	syncMu sync.Mutex      // one sync at a time
@@ -128,7 +129,7 @@ func New(reg Registry, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{reg: reg, cfg: cfg, log: log, cur: cursors{key: key}, metrics: m,
-		logged: map[string]bool{}, ready: make(chan struct{})}
+		logged: map[string]bool{}, ready: make(chan struct{}), cache: newFileCache(DefaultFileCacheBytes)}
 	s.st.Store(&state{byName: map[string]*entry{}, tool: catalog.ToolDescription})
 
 	caps := &sdk.ServerCapabilities{

@@ -1,10 +1,14 @@
 package mcp_test
 
 import (
+	"fmt"
+	"time"
+
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/skillstream/skillstream/natstest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -363,4 +367,42 @@ func TestLimits(t *testing.T) {
 	if len(e.Resources) != 512 {
 		t.Errorf("exact-files: %d resources", len(e.Resources))
 	}
+}
+
+// TestReadsShareOneFetch: reading every file of a skill reads its files
+// from the provider once, and a changed skill is read anew.
+func TestReadsShareOneFetch(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	files := map[string]string{"SKILL.md": skillMD("multi", "Many files.", "M.")}
+	for i := range 20 {
+		files["f/"+strconv.Itoa(i)+".txt"] = "file " + strconv.Itoa(i)
+	}
+	dir := writeSkill(t, f.root, "multi", files)
+	f.waitFor(t, "multi")
+	before := f.reg.files.Load()
+	for p, want := range files {
+		if got, _ := f.read(t, "skill://multi/"+p); string(got) != want {
+			t.Errorf("%s: %q", p, got)
+		}
+	}
+	if n := f.reg.files.Load() - before; n != 1 {
+		t.Errorf("%d file reads for %d resources, want 1", n, len(files))
+	}
+	os.WriteFile(filepath.Join(dir, "f", "0.txt"), []byte("changed"), 0o644)
+	natstest.Eventually(t, 20*time.Second, "changed file served", func() error {
+		f.sync(t)
+		if got, _ := f.read(t, "skill://multi/f/0.txt"); string(got) != "changed" {
+			return fmt.Errorf("read %q", got)
+		}
+		e, err := find(f.listAll(t), "multi")
+		if err != nil {
+			return err
+		}
+		for _, r := range e.Resources {
+			if r.URI == "skill://multi/f/0.txt" && r.Digest != sha([]byte("changed")) {
+				return fmt.Errorf("manifest digest %s", r.Digest)
+			}
+		}
+		return nil
+	})
 }

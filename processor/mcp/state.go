@@ -170,6 +170,19 @@ func newEntry(name string, files []providers.File) (*entry, error) {
 	return e, nil
 }
 
+// skillDigest is the digest of a skill's files (its version key).
+func skillDigest(files []providers.File) (string, error) {
+	sorted := append([]providers.File(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	h := agentskills.NewHasher()
+	for _, f := range sorted {
+		if err := h.Add(f.Path, int64(len(f.Data)), bytes.NewReader(f.Data)); err != nil {
+			return "", err
+		}
+	}
+	return h.Sum(), nil
+}
+
 // dirOf is the directory of a "/"-separated relative path ("" for the
 // root). Unlike path.Dir it never answers ".".
 func dirOf(p string) string {
