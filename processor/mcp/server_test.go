@@ -1,14 +1,11 @@
 package mcp_test
 
 import (
-	"fmt"
-	"time"
-
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/skillstream/skillstream/natstest"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/natstest"
 )
 
 func sha(b []byte) string {
