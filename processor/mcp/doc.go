@@ -32,7 +32,9 @@
 //     must name a served file exactly; anything else (an unknown file,
 //     "..", percent-encoded or backslashed paths, NUL, absolute paths) is
 //     -32602 and nothing is read for it. The bytes come from the winner's
-//     provider (a store skill from its object, verified by digest).
+//     provider (a store skill from its object, verified by digest); the
+//     files of recently read skills are kept by digest (64 MiB), so a host
+//     reading a skill file by file makes the server read it once.
 //   - resources/list: the SKILL.md of every skill, named and described by
 //     its frontmatter.
 //   - resources/directory/read {uri} (capability directoryRead: true): the
