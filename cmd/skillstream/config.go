@@ -70,6 +70,9 @@ type Config struct {
 	CwdRoots      []string
 	InboxPrefix   string // serve's own connection's inboxes
 
+	// MCP hosts: serve (see MCPConfig).
+	MCP MCPConfig
+
 	// Operations.
 	MetricsListen string
 	LogFormat     string
