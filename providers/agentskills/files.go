@@ -23,7 +23,8 @@ func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxF
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	roots, _, err := p.roots(q.Cwd)
+	p.sync()
+	roots, _, err := p.roots(ctx, q.Cwd)
 	if err != nil {
 		return nil, err
 	}
