@@ -160,7 +160,7 @@ type preStepPlan struct {
 func (s *preStepPlan) prepare(ctx context.Context) error {
 	cv, err := history.Prepare(ctx, s.p.skills, s.q, s.p.cfg.Catalog)
 	if err != nil {
-		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", s.ps.Cwd, err))
+		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
 	}
 	s.prepared = &cv
 	return nil

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -37,7 +35,10 @@ func ResourcePath(resourceDir, name, digest string) string {
 // checked against the digest, made read-only and renamed into place, so dir
 // either does not exist or holds exactly those files. When dir already
 // holds exactly those files (an earlier call, another process) it does
-// nothing. Archive entries that would land outside dir are refused.
+// nothing. Archive entries that would land outside dir, and names that
+// are not valid UTF-8 or hold control characters, are refused. Temporary
+// folders of materialisations killed before their rename are removed
+// (see leftovers.go).
 func Materialize(ctx context.Context, js jetstream.JetStream, cfg Config, digest, dir string) error {
 	cfg = cfg.withDefaults()
 	obs, err := js.ObjectStore(ctx, cfg.Objects)
@@ -58,12 +59,17 @@ func materialize(ctx context.Context, obs jetstream.ObjectStore, cfg Config, dig
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
+	for _, f := range files {
+		if err := checkEntryName(f.path); err != nil {
+			return fmt.Errorf("materialize %s: %w", short(digest), err)
+		}
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
-	sweepStale(parent, "."+filepath.Base(dir)+".tmp-")
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	removeLeftovers(parent)
+	tmp, err := os.MkdirTemp(parent, tempPattern(dir))
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
@@ -89,29 +95,6 @@ func materialize(ctx context.Context, obs jetstream.ObjectStore, cfg Config, dig
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
 	return nil
-}
-
-// staleAfter is the age past which a temporary folder of a
-// materialisation is taken for one left by a process that was killed: a
-// materialisation takes seconds.
-const staleAfter = time.Hour
-
-// sweepStale removes the temporary folders (named prefix*) in parent that
-// are older than staleAfter; errors are ignored (another process may be
-// sweeping too).
-func sweepStale(parent, prefix string) {
-	es, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, e := range es {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleAfter {
-			removeTree(filepath.Join(parent, e.Name()))
-		}
-	}
 }
 
 // holds reports whether dir exists holding exactly the files of digest;

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -205,37 +204,4 @@ func TestPushTOCTOUNeverPublishesLinkedSecret(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("300 reads under swapping: %d published (none with the secret), %d refused", published, refused)
-}
-
-// A materialisation killed halfway leaves its temporary folder; the next
-// materialisation beside it removes it once it is old, and leaves a
-// fresh one (another process's, running) alone.
-func TestMaterializeSweepsStaleTempFolders(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
-	cs := push(t, pb, store.Global, false, writeSkill(t, t.TempDir(), "tmp-skill", "T.", "Body.", nil))
-	parent := t.TempDir()
-	stale := filepath.Join(parent, ".tmp-skill.tmp-123")
-	fresh := filepath.Join(parent, ".tmp-skill.tmp-456")
-	for _, d := range []string{stale, fresh} {
-		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(d, "sub", "f"), []byte("x"), 0o444)
-		os.Chmod(filepath.Join(d, "sub"), 0o555)
-	}
-	old := time.Now().Add(-2 * time.Hour)
-	if err := os.Chtimes(stale, old, old); err != nil {
-		t.Fatal(err)
-	}
-	if err := pb.Materialize(context.Background(), cs[0].Digest, filepath.Join(parent, "tmp-skill")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("stale temporary folder left: %v", err)
-	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("fresh temporary folder removed: %v", err)
-	}
-	os.Chmod(filepath.Join(fresh, "sub"), 0o755)
 }
