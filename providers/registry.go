@@ -206,14 +206,16 @@ func (r *Registry) Load(ctx context.Context, name string, q catalog.Query) (cata
 		if err != nil {
 			return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
 		}
-		sk, err := r.load(ctx, v, name, q)
-		if attempt == 0 && errors.Is(err, catalog.ErrNotFound) {
+		sk, lerr := r.load(ctx, v, name, q)
+		if attempt == 0 && errors.Is(lerr, catalog.ErrNotFound) {
 			// The view may predate a change not announced yet (a
 			// deleted override): resolve once more from a fresh one.
+			// (Its error is the loop's: a failed collection, ctx ended,
+			// is returned, not loaded from.)
 			v, err = r.collect(ctx, q)
 			continue
 		}
-		return sk, err
+		return sk, lerr
 	}
 }
 

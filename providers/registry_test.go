@@ -710,3 +710,27 @@ func TestLoadRetriesAfterUnannouncedRemoval(t *testing.T) {
 		t.Fatalf("Load = %+v, %v; want the base skill", sk, err)
 	}
 }
+
+// Load of a name no provider offers, whose ctx ends while the registry
+// collects a fresh view to be sure: the cancellation is returned (it
+// loaded from the failed collection's nil view before).
+func TestLoadCancelledDuringFreshCollection(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	f := &fake{name: "f"}
+	f.onList = func(context.Context) error {
+		if f.lists.Load() == 2 { // the fresh collection after ErrNotFound
+			cancel()
+			<-release // still listing when the caller gives up
+		}
+		return nil
+	}
+	r := providers.NewRegistry([]providers.Provider{f}, providers.WithCacheSize(0))
+	defer r.Close()
+	defer close(release) // before Close, which waits for the call
+	_, err := r.Load(ctx, "missing", catalog.Query{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Load = %v, want the cancellation", err)
+	}
+}
