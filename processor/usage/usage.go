@@ -213,36 +213,34 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 	if info.NumPending == 0 {
 		return nil
 	}
+	// Messages, not Fetch: an ordered consumer recreates its server-side
+	// consumer at every Fetch, which costs a round trip or more each batch.
+	it, err := cons.Messages(jetstream.PullMaxMessages(readBatch))
+	if err != nil {
+		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
 	for {
-		fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		batch, err := cons.Fetch(readBatch, jetstream.FetchContext(fctx))
+		// A stall longer than this (the server gone) ends the read.
+		msg, err := it.Next(jetstream.NextMaxWait(30 * time.Second))
 		if err != nil {
-			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
 		}
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			md, err := msg.Metadata()
-			if err != nil {
-				cancel()
-				return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
-			}
-			r.record(ctx, msg, md)
-			if r.opts.Progress != nil {
-				r.opts.Progress(r.rep.Records, md.NumPending)
-			}
-			if md.NumPending == 0 {
-				cancel()
-				return nil
-			}
-		}
-		cancel()
-		if err := batch.Error(); err != nil {
+		md, err := msg.Metadata()
+		if err != nil {
 			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
 		}
-		if got == 0 && ctx.Err() != nil {
-			return ctx.Err()
+		r.record(ctx, msg, md)
+		if r.opts.Progress != nil {
+			r.opts.Progress(r.rep.Records, md.NumPending)
+		}
+		if md.NumPending == 0 {
+			return nil
 		}
 	}
 }
