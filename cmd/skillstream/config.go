@@ -70,10 +70,11 @@ type Config struct {
 
 	// Operations.
 	MetricsListen string
-	// MetricsSkillLimit bounds the skill label values of the per-skill metrics.
-	MetricsSkillLimit int
 	LogFormat     string
 	LogLevel      string
+
+	// MetricsSkillLimit bounds the skill label values of the per-skill metrics.
+	MetricsSkillLimit int
 }
 
 // Defaults shown in --help and used when nothing is configured.
