@@ -148,7 +148,11 @@ func printUsage(w io.Writer, r *usage.Report) {
 	for i, n := range r.ListedNeverUsed {
 		names[i] = printable(n)
 	}
-	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), strings.Join(names, ", "))
+	list := strings.Join(names, ", ")
+	if len(names) == 0 {
+		list = "-"
+	}
+	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), list)
 }
 
 // printable quotes a name that holds anything but printable characters
