@@ -223,6 +223,9 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		// A stall longer than this (the server gone) ends the read.
 		msg, err := it.Next(jetstream.NextMaxWait(30 * time.Second))
 		if err != nil {
