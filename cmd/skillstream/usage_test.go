@@ -305,4 +305,19 @@ func TestUsageBadInput(t *testing.T) {
 	if rep.Records != 4 || rep.Unreadable != 4 || len(rep.Skills) != 0 {
 		t.Errorf("garbage: %+v, want 4 records read, all unreadable", rep)
 	}
+	// Names that are not skill names (huge, spaced) get one row, _invalid.
+	l.fail("s1", "h1", strings.Repeat("x", 100000), events.CodeInvalidName)
+	l.fail("s1", "h2", "Bad Name", events.CodeInvalidName)
+	l.raw("ev.s1.skill.invocation", events.ContentTypeJSON, []byte(`{"name":"../../etc"}`))
+	code, stdout, stderr = runMain(t, "usage", "--nats-url", url, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep = usage.Report{}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skills) != 1 || rep.Skills[0].Name != usage.InvalidSkill || rep.Skills[0].Errors["invalid_name"] != 2 || rep.Skills[0].Invocations != 1 {
+		t.Errorf("hostile names: %+v, want one _invalid row with 2 errors and 1 invocation", rep.Skills)
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -37,6 +38,10 @@ const MaxSkills = 10000
 
 // OtherSkill names the row that collects skills beyond MaxSkills.
 const OtherSkill = "_other"
+
+// InvalidSkill names the row of records naming something that is not a
+// skill name (a worker's garbage gets no row of its own, and no memory).
+const InvalidSkill = "_invalid"
 
 // UnknownSkill names the row of error results whose skill call could not
 // be read any more (removed by the stream's limits).
@@ -134,7 +139,7 @@ type skillAcc struct {
 
 type reader struct {
 	opts    Options
-	js      jetstream.JetStream
+	st      jetstream.Stream
 	skills  map[string]*skillAcc
 	listed  map[string]struct{}
 	project map[string]string // session -> project of its latest trigger
@@ -186,7 +191,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 		cfg.OptStartTime = &t
 	}
 	r := &reader{
-		opts: opts, js: js,
+		opts: opts, st: st,
 		skills:  map[string]*skillAcc{},
 		listed:  map[string]struct{}{},
 		project: map[string]string{},
@@ -292,7 +297,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 		r.rep.Catalogs.Appends[update]++
 		r.rep.Catalogs.TextBytes += int64(len(c.Text))
 		for _, e := range c.Source.Entries {
-			if len(r.listed) < MaxSkills {
+			if len(r.listed) < MaxSkills && catalog.CheckName(e.Name) == nil {
 				r.listed[e.Name] = struct{}{}
 			}
 		}
@@ -341,11 +346,7 @@ func (r *reader) callName(ctx context.Context, sid string, seq uint64) string {
 	if seq == 0 {
 		return UnknownSkill
 	}
-	st, err := r.js.Stream(ctx, r.opts.Stream)
-	if err != nil {
-		return UnknownSkill
-	}
-	m, err := st.GetMsg(ctx, seq)
+	m, err := r.st.GetMsg(ctx, seq)
 	if err != nil || m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
 		return UnknownSkill
 	}
@@ -362,6 +363,9 @@ func (r *reader) callName(ctx context.Context, sid string, seq uint64) string {
 }
 
 func (r *reader) skill(name string) *skillAcc {
+	if name != UnknownSkill && catalog.CheckName(name) != nil {
+		name = InvalidSkill
+	}
 	if a, ok := r.skills[name]; ok {
 		return a
 	}
