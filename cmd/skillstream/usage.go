@@ -41,7 +41,8 @@ window's triggers, which alone name a project, and counts a session's
 outputs under the project of its latest trigger in the window.
 
 Records inside the window that are not what their subject says (written by
-something else) are counted as unreadable. On a terminal, progress is shown
+something else) are counted as unreadable, and names that are not skill
+names in one row, _invalid. On a terminal, progress is shown
 on stderr. --json prints one object with the keys stream, prefix, since,
 session, project, records, unreadable, skills (name, loads, invocations,
 errors, sessions, first, last, digests, revisions), catalogs (appends,
