@@ -146,6 +146,12 @@ type Config struct {
 	// roots are set; an absent cwd means no project skills and is fine.
 	CwdRoots []string
 
+	// SkillLabelLimit bounds how many distinct skill names get series of
+	// their own in the per-skill metrics (skill_loads_total,
+	// skill_invocations_total); later names are counted as "_other"
+	// (default DefaultSkillLabelLimit).
+	SkillLabelLimit int
+
 	// NoProvision leaves stream and consumer to the infrastructure: the
 	// processor checks they exist and fails at start naming what is missing.
 	NoProvision bool
@@ -198,6 +204,9 @@ func (c Config) WithDefaults() Config {
 	if c.CatchUpWait == 0 {
 		c.CatchUpWait = DefaultCatchUpWait
 	}
+	if c.SkillLabelLimit == 0 {
+		c.SkillLabelLimit = DefaultSkillLabelLimit
+	}
 	if c.ViewTimeout == 0 {
 		c.ViewTimeout = DefaultViewTimeout
 	}
@@ -238,6 +247,8 @@ func (c Config) Validate() error {
 		return bad("duplicate window %v exceeds max age %v", c.DuplicateWindow, c.MaxAge)
 	case c.Workers < 1:
 		return bad("workers %d: want at least 1", c.Workers)
+	case c.SkillLabelLimit < 1:
+		return bad("skill label limit %d: want at least 1", c.SkillLabelLimit)
 	case c.InflightBytes < 1:
 		return bad("in-flight bytes %d: want at least 1", c.InflightBytes)
 	case c.AckWait < 100*time.Millisecond:

@@ -32,6 +32,7 @@ type metrics struct {
 	viewChecks    *prometheus.CounterVec   // result: replacements checked against the replaced catalog's view
 	headReads     *prometheus.CounterVec   // result: reads of a large catalog's head instead of the catalog (head.go)
 	freshWaits    *prometheus.HistogramVec // kind, result: waits for the skill store revision a trigger named (fresh.go)
+	skills        *skillMetrics            // per-skill loads and invocations (skillmetrics.go)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -118,6 +119,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Triggers whose minStoreRevision this member had not applied yet, by kind and result (reached: decided after catching up; timed_out, no_store: answered unavailable; unknown: a revision the store's bucket never reached, answered unavailable at once), and how long they waited.",
 			Buckets: buckets,
 		}, []string{"kind", "result"}),
+		skills: newSkillMetrics(DefaultSkillLabelLimit),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -143,6 +145,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.viewChecks = register(reg, m.viewChecks, &err)
 	m.headReads = register(reg, m.headReads, &err)
 	m.freshWaits = register(reg, m.freshWaits, &err)
+	m.skills.register(reg, &err)
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 	if err != nil {
 		return nil, err
 	}
+	m.skills.limit = cfg.SkillLabelLimit
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream context: %w", err)

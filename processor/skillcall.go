@@ -155,7 +155,12 @@ func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], er
 	return built[events.ToolResult]{output: *s.made, answer: *s.made}, nil
 }
 
-func (s *skillCallPlan) appended(a appended) { s.data = a.data }
+func (s *skillCallPlan) appended(a appended) {
+	s.data = a.data
+	if s.made != nil {
+		s.p.m.skills.result(s.sc.Args.Name, *s.made)
+	}
+}
 
 func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
 	orig, err := events.DecodeToolResult(enc, r.Data)

@@ -50,6 +50,7 @@ func commands() []subcommand {
 		{"skills", "publish skills to the fleet's skill store, list, inspect and fetch them", (*app).skillsCommand},
 		{"export", "write a session's log to a recording file", (*app).exportCommand},
 		{"replay", "re-run the decisions of a recorded session and diff them", (*app).replayCommand},
+		{"usage", "report which skills were loaded, invoked, failed and never used", (*app).usageCommand},
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},
 		{"mcp", "serve the skills to an MCP host over stdio", (*app).mcpCommand},
 		{"bench", "measure throughput and latency under load, next to a same-run baseline", (*app).benchCommand},

@@ -78,6 +78,9 @@ type Config struct {
 	LogFormat     string
 	LogLevel      string
 
+	// MetricsSkillLimit bounds the skill label values of the per-skill metrics.
+	MetricsSkillLimit int
+
 	// storeWarned, when set, counts the skill store's warnings (serve's
 	// metric); not a flag.
 	storeWarned func(kind string)
@@ -210,6 +213,7 @@ func (c *Config) opsFlags(cmd *command, metrics bool) {
 	cmd.group("Operations")
 	if metrics {
 		cmd.cfgString(&c.MetricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `address` (off when empty)")
+		cmd.cfgInt(&c.MetricsSkillLimit, "metrics-skill-limit", processorDefaults().SkillLabelLimit, "distinct skill `names` with series of their own in skill_loads_total and skill_invocations_total; later ones count as _other")
 	}
 	cmd.cfgString(&c.LogFormat, "log-format", "text", "log `format`: text or json")
 	cmd.cfgString(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")

@@ -29,5 +29,6 @@ func (c *Config) processorConfig() processor.Config {
 		ReplyPrefixes:   c.ReplyPrefixes,
 		CwdRoots:        c.CwdRoots,
 		InboxPrefix:     c.InboxPrefix,
+		SkillLabelLimit: c.MetricsSkillLimit,
 	}.WithDefaults()
 }

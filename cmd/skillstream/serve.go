@@ -72,6 +72,9 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if len(args) > 0 {
 			return usagef("serve takes no arguments, got %q", args[0])
 		}
+		if c.MetricsSkillLimit < 1 {
+			return usagef("--metrics-skill-limit %d: want at least 1", c.MetricsSkillLimit)
+		}
 		if err := c.validateServe(); err != nil {
 			return err
 		}

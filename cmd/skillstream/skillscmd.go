@@ -77,10 +77,11 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		dryRun bool
 		minAge time.Duration
 		asJSON bool
+		to     string
 
 		includeHidden, linksOut bool
 	)
-	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|gc [arguments] [flags]", `
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in the README).
@@ -117,6 +118,16 @@ files, see "Running a fleet" in the README).
   get NAME[@REVISION] --out DIR [--scope S]
       write a skill's files (the current revision, or REVISION) to
       DIR/NAME, read-only, verified against the skill's digest.
+  diff NAME REV_A [REV_B] [--scope S]
+      the files added, removed and changed from revision REV_A to REV_B
+      (the current one when absent), then a unified diff of each such
+      text file, read from the store alone and verified.
+  rollback NAME [--to REVISION] --scope S
+      publish the files of an earlier revision (by default the newest one
+      before the current whose files differ) as a new revision, with the
+      earlier digest; the history keeps every revision. Conditional on
+      what was read, as push. Refused when that revision's files were
+      removed by gc, or the index no longer keeps it.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -139,6 +150,8 @@ A scope is "global" (every session; the default) or "project/<id>"
   skillstream skills ls
   skillstream skills history commit-message
   skillstream skills get commit-message@12 --out /tmp/skills
+  skillstream skills diff commit-message 12
+  skillstream skills rollback commit-message --scope global
   skillstream skills gc --dry-run`[1:])
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
@@ -146,6 +159,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
 	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
+	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
 	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
@@ -155,7 +169,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 	c.storeNATSFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
-			return usagef("skills needs an action: push, ls, history, rm, get or gc")
+			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback or gc")
 		}
 		action, args := args[0], args[1:]
 		if err := c.validateNATS(); err != nil {
@@ -179,6 +193,9 @@ A scope is "global" (every session; the default) or "project/<id>"
 		}
 		if out != "" && action != "get" {
 			return usagef("--out applies to get only")
+		}
+		if to != "" && action != "rollback" {
+			return usagef("--to applies to rollback only")
 		}
 		if asJSON && action != "push" {
 			return usagef("--json applies to push only")
@@ -290,6 +307,43 @@ A scope is "global" (every session; the default) or "project/<id>"
 				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, shortDigest(p.Record.Digest), dir)
 				return nil
 			}
+		case "diff":
+			if len(args) < 2 || len(args) > 3 {
+				return usagef("skills diff needs NAME REV_A [REV_B]")
+			}
+			if err := catalog.CheckName(args[0]); err != nil {
+				return err
+			}
+			revs := make([]uint64, 2)
+			for i, s := range args[1:] {
+				var err error
+				if revs[i], err = parseRevision(s); err != nil {
+					return err
+				}
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				return a.skillsDiff(ctx, pb, sc, args[0], revs[0], revs[1])
+			}
+		case "rollback":
+			if len(args) != 1 {
+				return usagef("skills rollback needs one skill name")
+			}
+			if scope == "" {
+				return usagef("skills rollback needs --scope (global or project/<id>)")
+			}
+			if err := catalog.CheckName(args[0]); err != nil {
+				return err
+			}
+			var rev uint64
+			if to != "" {
+				var err error
+				if rev, err = parseRevision(to); err != nil {
+					return err
+				}
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				return a.skillsRollback(ctx, pb, sc, args[0], rev)
+			}
 		case "gc":
 			if len(args) > 0 {
 				return usagef("skills gc takes no arguments, got %q", args[0])
@@ -304,7 +358,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 				return a.collect(ctx, pb, store.CollectOptions{MinAge: minAge, DryRun: dryRun})
 			}
 		default:
-			return usagef("unknown skills action %q: want push, ls, history, rm, get or gc", action)
+			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback or gc", action)
 		}
 		js, closeNC, err := a.dialStore(&c, "skills", true)
 		if err != nil {
@@ -316,6 +370,9 @@ A scope is "global" (every session; the default) or "project/<id>"
 			return err
 		}
 		err = run(ctx, pb)
+		if action == "diff" || action == "rollback" {
+			return err // a missing skill, revision or scope: exit 1
+		}
 		if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrInvalidName) {
 			return inputf("%w", err)
 		}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/processor/replay"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// maxDiffFile is the largest file skills diff shows line by line.
+const maxDiffFile = 1 << 20
+
+// parseRevision reads a revision argument.
+func parseRevision(s string) (uint64, error) {
+	rev, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || rev == 0 {
+		return 0, fmt.Errorf("revision %q: want a positive integer (see skills history)", s)
+	}
+	return rev, nil
+}
+
+// explainMissing turns "not found" into what the operator must check: the
+// skill, or the scope, that does not exist.
+func explainMissing(ctx context.Context, pb *store.Publisher, sc store.Scope, err error) error {
+	if !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	if ps, lerr := pb.List(ctx, sc); lerr == nil && len(ps) == 0 {
+		return fmt.Errorf("%w (scope %s holds no skills: does it exist?)", err, sc)
+	}
+	return err
+}
+
+// skillsDiff prints the files added, removed and changed between two
+// revisions of a skill and a unified diff of the changed text files.
+func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc store.Scope, name string, revA, revB uint64) error {
+	pa, err := pb.Get(ctx, sc, name, revA)
+	if err != nil {
+		return explainMissing(ctx, pb, sc, err)
+	}
+	pbv, err := pb.Get(ctx, sc, name, revB)
+	if err != nil {
+		return explainMissing(ctx, pb, sc, err)
+	}
+	fa, err := pb.Files(ctx, pa.Record.Digest)
+	if err != nil {
+		return fmt.Errorf("revision %d: %w", pa.Revision, err)
+	}
+	fb, err := pb.Files(ctx, pbv.Record.Digest)
+	if err != nil {
+		return fmt.Errorf("revision %d: %w", pbv.Revision, err)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, shortDigest(pa.Record.Digest), pbv.Revision, shortDigest(pbv.Record.Digest))
+	return writeFileDiff(w, fa, fb, pa.Revision, pbv.Revision)
+}
+
+// writeFileDiff writes one line per file added, removed or changed (by
+// path), then the unified diffs of the changed and added or removed text
+// files.
+func writeFileDiff(w io.Writer, fa, fb []store.File, revA, revB uint64) error {
+	am, bm := map[string][]byte{}, map[string][]byte{}
+	var paths []string
+	for _, f := range fa {
+		am[f.Path] = f.Data
+		paths = append(paths, f.Path)
+	}
+	for _, f := range fb {
+		if _, ok := am[f.Path]; !ok {
+			paths = append(paths, f.Path)
+		}
+		bm[f.Path] = f.Data
+	}
+	sort.Strings(paths)
+	var diffs bytes.Buffer
+	changed := 0
+	for _, p := range paths {
+		da, inA := am[p]
+		db, inB := bm[p]
+		var what string
+		switch {
+		case !inA:
+			what = "added"
+		case !inB:
+			what = "removed"
+		case !bytes.Equal(da, db):
+			what = "changed"
+		default:
+			continue
+		}
+		changed++
+		fmt.Fprintf(w, "%-7s %s\n", what, strconv.Quote(p)[1:len(strconv.Quote(p))-1])
+		from, to := fmt.Sprintf("a/%s (rev %d)", p, revA), fmt.Sprintf("b/%s (rev %d)", p, revB)
+		if !inA {
+			from = "/dev/null"
+		}
+		if !inB {
+			to = "/dev/null"
+		}
+		if !isText(da) || !isText(db) {
+			fmt.Fprintf(&diffs, "binary or over %d bytes: %s not shown\n", maxDiffFile, p)
+			continue
+		}
+		diffs.WriteString(replay.UnifiedDiff(from, to, string(da), string(db)))
+	}
+	if changed == 0 {
+		fmt.Fprintln(w, "no file differs")
+		return nil
+	}
+	if diffs.Len() > 0 {
+		fmt.Fprintln(w)
+		_, err := w.Write(diffs.Bytes())
+		return err
+	}
+	return nil
+}
+
+// isText reports whether b is shown line by line: valid UTF-8 without NUL
+// bytes, at most maxDiffFile bytes.
+func isText(b []byte) bool {
+	return len(b) <= maxDiffFile && utf8.Valid(b) && bytes.IndexByte(b, 0) < 0
+}
+
+// skillsRollback publishes an earlier revision's files as a new revision.
+func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc store.Scope, name string, to uint64) error {
+	ch, from, err := pb.Rollback(ctx, sc, name, to)
+	if err != nil {
+		return explainMissing(ctx, pb, sc, err)
+	}
+	if ch.Action == store.Unchanged {
+		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, shortDigest(ch.Digest), from.Revision)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, shortDigest(ch.Digest))
+	fmt.Fprintf(a.stdout, "store revision %d\n", ch.Revision)
+	return nil
+}

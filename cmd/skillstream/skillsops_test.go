@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// storeRevision reads "store revision N" from push or rollback output.
+func storeRevision(t *testing.T, out string) uint64 {
+	t.Helper()
+	m := regexp.MustCompile(`store revision (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no store revision in:\n%s", out)
+	}
+	var n uint64
+	fmt.Sscan(m[1], &n)
+	return n
+}
+
+// A rollback reaches a live session through serve: the next pre-step
+// appends one replacement with the old summary; a rollback that changes
+// only the body appends nothing.
+func TestSkillsRollbackReachesLiveSession(t *testing.T) {
+	s := startServe(t, t.TempDir(), t.TempDir())
+	c, err := client.New(s.connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	skills := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", s.url)...)
+		if code != 0 {
+			t.Fatalf("skills %v: exit %d\n%s%s", args, code, stdout, stderr)
+		}
+		return stdout
+	}
+	root := t.TempDir()
+	publish := func(desc, body string) uint64 {
+		t.Helper()
+		writeFile(t, root, "roll/SKILL.md", skillMD(body, "name: roll", "description: "+desc))
+		return storeRevision(t, skills("push", root))
+	}
+	step := 0
+	preStep := func(rev uint64) events.Decision {
+		t.Helper()
+		step++
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		d, err := c.PreStep(ctx, events.PreStep{Session: "rollback", Step: fmt.Sprint(step), Cwd: t.TempDir(),
+			Tools: []events.Tool{client.SkillTool("skillstream")}, MinStoreRevision: rev})
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		return d
+	}
+	describe := func(d events.Decision) string {
+		if d.Catalog == nil {
+			return d.Outcome
+		}
+		var es []string
+		for _, e := range d.Catalog.Source.Entries {
+			es = append(es, e.Name+"="+e.Description)
+		}
+		return d.Outcome + " " + d.Catalog.Source.Update + " " + strings.Join(es, ",")
+	}
+
+	if got := describe(preStep(publish("First.", "Body one."))); got != "appended initial roll=First." {
+		t.Fatalf("first pre-step: %s", got)
+	}
+	if got := describe(preStep(publish("Second.", "Body two."))); got != "appended replacement roll=Second." {
+		t.Fatalf("after the second push: %s", got)
+	}
+	out := skills("rollback", "roll", "--scope", "global")
+	if !regexp.MustCompile(`^rolled back roll to the files of rev 1: rev 3 [0-9a-f]{12}\nstore revision 3\n$`).MatchString(out) {
+		t.Fatalf("rollback:\n%s", out)
+	}
+	if got := describe(preStep(storeRevision(t, out))); got != "appended replacement roll=First." {
+		t.Fatalf("pre-step after the rollback: %s, want one replacement with the old summary", got)
+	}
+	if got := describe(preStep(0)); got != events.OutcomeUnchanged {
+		t.Fatalf("next pre-step: %s, want unchanged", got)
+	}
+	hist := skills("history", "roll")
+	lines := strings.Split(strings.TrimSpace(hist), "\n")
+	if len(lines) != 3 || strings.Fields(lines[0])[2] != strings.Fields(lines[2])[2] || strings.Fields(lines[1])[2] == strings.Fields(lines[0])[2] {
+		t.Fatalf("history after rollback (want rev 3's digest equal to rev 1's):\n%s", hist)
+	}
+	// The body only: the listed summary is the same, no replacement.
+	if got := describe(preStep(publish("First.", "Body three."))); got != events.OutcomeUnchanged {
+		t.Fatalf("a body-only push: %s, want unchanged", got)
+	}
+	out = skills("rollback", "roll", "--scope", "global")
+	if got := describe(preStep(storeRevision(t, out))); got != events.OutcomeUnchanged {
+		t.Fatalf("a body-only rollback: %s, want unchanged", got)
+	}
+
+	// The loads and their folding show on /metrics: limit 200, one skill.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"roll", "roll", "nope"} {
+		if _, err := c.CallSkill(ctx, events.SkillCall{Session: "rollback", Call: "c" + name + fmt.Sprint(step), Cwd: t.TempDir(),
+			Args: events.SkillArgs{Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+		step++
+	}
+	body := scrape(t, s.metrics+"/metrics")
+	for _, want := range []string{
+		`skillstream_skill_loads_total{outcome="ok",skill="roll"} 2`,
+		`skillstream_skill_loads_total{outcome="unknown",skill="nope"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSkillsDiff(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", srv.URL())...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	root := t.TempDir()
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version one.\nSame line.", "name: a-skill", "description: A skill."))
+	writeFile(t, root, "a-skill/notes/ref.txt", "reference")
+	writeFile(t, root, "a-skill/old.txt", "old\n")
+	writeFile(t, root, "a-skill/blob.bin", "\x00\x01")
+	run(0, "push", root)
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version two.\nSame line.", "name: a-skill", "description: A skill."))
+	writeFile(t, root, "a-skill/scripts/new.sh", "echo new\n")
+	writeFile(t, root, "a-skill/blob.bin", "\x00\x02")
+	if err := removeFile(root, "a-skill/old.txt"); err != nil {
+		t.Fatal(err)
+	}
+	run(0, "push", root)
+
+	for _, args := range [][]string{{"diff", "a-skill", "1", "2"}, {"diff", "a-skill", "1"}} {
+		out := run(0, args...)
+		head, rest, _ := strings.Cut(out, "\n\n")
+		lines := strings.Split(head, "\n")
+		want := []string{"changed SKILL.md", "changed blob.bin", "removed old.txt", "added   scripts/new.sh"}
+		if len(lines) != 5 || !regexp.MustCompile(`^a-skill in global: rev 1 [0-9a-f]{12} -> rev 2 [0-9a-f]{12}$`).MatchString(lines[0]) ||
+			strings.Join(lines[1:], "\n") != strings.Join(want, "\n") {
+			t.Fatalf("skills %v, files:\n%s\nwant:\n%s", args, head, strings.Join(want, "\n"))
+		}
+		for _, w := range []string{"--- a/SKILL.md (rev 1)\n+++ b/SKILL.md (rev 2)\n", "-Version one.\n+Version two.\n Same line.",
+			"binary or over 1048576 bytes: blob.bin not shown", "--- a/old.txt (rev 1)\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n",
+			"--- /dev/null\n+++ b/scripts/new.sh (rev 2)\n"} {
+			if !strings.Contains(rest, w) {
+				t.Errorf("skills %v: diff lacks %q:\n%s", args, w, rest)
+			}
+		}
+		if strings.Contains(out, "ref.txt") {
+			t.Errorf("an unchanged file is named:\n%s", out)
+		}
+	}
+	if out := run(0, "diff", "a-skill", "2", "2"); !strings.HasSuffix(out, "no file differs\n") {
+		t.Errorf("diff of a revision with itself:\n%s", out)
+	}
+}
+
+func removeFile(root, rel string) error {
+	return os.Remove(filepath.Join(root, rel))
+}
+
+// Bad input to diff and rollback: a clear message, exit 1 (2 for a bad
+// command line).
+func TestSkillsDiffRollbackBadInput(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	root := t.TempDir()
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("One.", "name: a-skill", "description: A skill."))
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", srv.URL())...)
+		return code, stdout + stderr
+	}
+	if code, out := run("push", root); code != 0 {
+		t.Fatal(out)
+	}
+	writeFile(t, root, "a-skill/SKILL.md", skillMD("Two.", "name: a-skill", "description: A skill."))
+	if code, out := run("push", root); code != 0 {
+		t.Fatal(out)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"diff", "nope", "1"}, 1, `skill "nope" in global at revision 1: skill not found`},
+		{[]string{"diff", "a-skill", "99"}, 1, `skill "a-skill" in global at revision 99: skill not found`},
+		{[]string{"diff", "a-skill", "x"}, 1, `revision "x": want a positive integer`},
+		{[]string{"diff", "a-skill", "0"}, 1, `revision "0": want a positive integer`},
+		{[]string{"diff", "a-skill", "1", "-3"}, 2, "flag provided but not defined: -3"},
+		{[]string{"diff", "a-skill", "1", "99999999999999999999"}, 1, `revision "99999999999999999999": want a positive integer`},
+		{[]string{"diff", "Bad Name", "1"}, 1, "invalid skill name"},
+		{[]string{"diff", "a-skill", "1", "--scope", "project/nope"}, 1, "scope project/nope holds no skills"},
+		{[]string{"diff", "a-skill"}, 2, "skills diff needs NAME REV_A [REV_B]"},
+		{[]string{"rollback", "nope", "--scope", "global"}, 1, `skill "nope" in global: skill not found`},
+		{[]string{"rollback", "a-skill", "--scope", "project/nope"}, 1, "scope project/nope holds no skills"},
+		{[]string{"rollback", "a-skill", "--scope", "global", "--to", "99"}, 1, "revision 99 is not one the index keeps"},
+		{[]string{"rollback", "a-skill", "--scope", "global", "--to", "abc"}, 1, `revision "abc": want a positive integer`},
+		{[]string{"rollback", "a-skill", "--scope", "bogus"}, 2, "--scope"},
+		{[]string{"rollback", "a-skill"}, 2, "skills rollback needs --scope"},
+		{[]string{"ls", "--to", "1"}, 2, "--to applies to rollback only"},
+	}
+	for _, tt := range tests {
+		code, out := run(tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("skills %v: exit %d\n%s\nwant exit %d and %q", tt.args, code, out, tt.code, tt.want)
+		}
+	}
+	// The files of revision 1 removed (as gc would): refused, nothing written.
+	nc := srv.Connect()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, store.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.GetRevision(ctx, "global.a-skill", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := regexp.MustCompile(`"digest":"([0-9a-f]{64})"`).FindStringSubmatch(string(e.Value()))[1]
+	obs, err := js.ObjectStore(ctx, store.DefaultObjects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.Delete(ctx, digest); err != nil {
+		t.Fatal(err)
+	}
+	code, out := run("rollback", "a-skill", "--scope", "global")
+	if code != 1 || !strings.Contains(out, "the files of revision 1 ("+digest[:12]+") were removed by gc") {
+		t.Errorf("rollback to removed files: exit %d\n%s", code, out)
+	}
+	if code, out := run("diff", "a-skill", "1"); code != 1 || !strings.Contains(out, "skill files missing") {
+		t.Errorf("diff with removed files: exit %d\n%s", code, out)
+	}
+	if code, out := run("history", "a-skill"); code != 0 || strings.Count(out, "\n") != 2 {
+		t.Errorf("a refused rollback wrote a revision:\n%s", out)
+	}
+}
+
+func TestMetricsSkillLimitFlag(t *testing.T) {
+	code, _, stderr := runMain(t, "serve", "--metrics-skill-limit", "0", "--no-bundled", "--user-skills-dir=")
+	if code != 2 || !strings.Contains(stderr, "--metrics-skill-limit 0: want at least 1") {
+		t.Errorf("--metrics-skill-limit 0: exit %d, %s", code, stderr)
+	}
+	t.Setenv("SKILLSTREAM_METRICS_SKILL_LIMIT", "-4")
+	code, _, stderr = runMain(t, "serve", "--no-bundled", "--user-skills-dir=")
+	if code != 2 || !strings.Contains(stderr, "--metrics-skill-limit -4: want at least 1") {
+		t.Errorf("SKILLSTREAM_METRICS_SKILL_LIMIT=-4: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,435 @@
+// Package usage reads a session stream's outputs over a window of time and
+// reports how skills were used: loads by the model, invocations by users,
+// errors by code, sessions, digests and revisions seen, and what the
+// catalogs sent cost.
+//
+// It reads only the kinds a processor (or a worker, for invocations)
+// writes as outputs - catalog.append, tool.result and skill.invocation -
+// through an ordered consumer filtered to those subjects and started at the
+// window's start time, so the cost of a read grows with the outputs inside
+// the window, not with the stream's history. The triggers are not read,
+// except one direct get of the skill call behind each error result (an
+// error carries no skill name of its own) and, with a project filter, the
+// triggers of the window (a project is named by triggers only).
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// KindInvocation is the kind of a user's explicit invocation of a skill
+// (a slash command, say), written by a worker. Only its payload's "name"
+// field is read.
+const KindInvocation events.Kind = "skill.invocation"
+
+// MaxSkills bounds how many distinct skill names a report tracks; names
+// beyond it (a flood of invalid names, say) are counted under OtherSkill.
+const MaxSkills = 10000
+
+// OtherSkill names the row that collects skills beyond MaxSkills.
+const OtherSkill = "_other"
+
+// InvalidSkill names the row of records naming something that is not a
+// skill name (a worker's garbage gets no row of its own, and no memory).
+const InvalidSkill = "_invalid"
+
+// UnknownSkill names the row of error results whose skill call could not
+// be read any more (removed by the stream's limits).
+const UnknownSkill = "_unknown"
+
+// TokenBytes is the number of bytes of catalog text counted as one token
+// in the estimate: a rough average for English prose and markdown.
+const TokenBytes = 4
+
+// ErrNotSessionStream reports a stream that does not hold skillstream
+// session subjects under the prefix.
+var ErrNotSessionStream = errors.New("not a skillstream session stream")
+
+// Options select what to read.
+type Options struct {
+	Stream, Prefix string
+	// Since starts the window; zero reads from the stream's first record.
+	Since time.Time
+	// Session, when set, reads that session only.
+	Session string
+	// Project, when set, counts only the outputs of sessions whose latest
+	// trigger in the window named this project.
+	Project string
+	// Progress, when set, is called after each record with the number
+	// read and the number still to read.
+	Progress func(read int, remaining uint64)
+}
+
+// Report is the result of a read. Its JSON keys are stable.
+type Report struct {
+	Stream  string    `json:"stream"`
+	Prefix  string    `json:"prefix"`
+	Since   time.Time `json:"since,omitzero"`
+	Session string    `json:"session,omitempty"`
+	Project string    `json:"project,omitempty"`
+	// Records is how many records were read; Unreadable how many of them
+	// could not be read as what their subject says (written by something
+	// else), and are counted nowhere else.
+	Records    int          `json:"records"`
+	Unreadable int          `json:"unreadable"`
+	Skills     []SkillUsage `json:"skills"`
+	Catalogs   CatalogUsage `json:"catalogs"`
+	// ListedNeverUsed names the skills listed by a catalog in the window
+	// that were neither loaded nor invoked in it, sorted.
+	ListedNeverUsed []string `json:"listedNeverUsed"`
+}
+
+// SkillUsage is one skill's row.
+type SkillUsage struct {
+	Name string `json:"name"`
+	// Loads counts successful skill tool results (the model loaded it).
+	Loads int `json:"loads"`
+	// Invocations counts skill.invocation records (a user invoked it).
+	Invocations int `json:"invocations"`
+	// Errors counts error results by error code.
+	Errors   map[string]int `json:"errors"`
+	Sessions int            `json:"sessions"`
+	// First and Last are the times of its first and last record.
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Digests and Revisions are the content digests and store revisions
+	// its loads carried, sorted.
+	Digests   []string `json:"digests"`
+	Revisions []uint64 `json:"revisions"`
+}
+
+// ErrorCount is the sum of a row's errors.
+func (s SkillUsage) ErrorCount() int {
+	n := 0
+	for _, v := range s.Errors {
+		n += v
+	}
+	return n
+}
+
+// CatalogUsage sums the catalogs appended in the window.
+type CatalogUsage struct {
+	// Appends counts catalogs by kind: initial, replacement, tombstone (a
+	// replacement without entries).
+	Appends map[string]int `json:"appends"`
+	// TextBytes is the bytes of catalog text sent to models;
+	// EstimatedTokens is TextBytes / TokenBytes, rounded up.
+	TextBytes       int64 `json:"textBytes"`
+	EstimatedTokens int64 `json:"estimatedTokens"`
+	// Listed is how many distinct skills the catalogs listed.
+	Listed int `json:"listed"`
+}
+
+type skillAcc struct {
+	row      SkillUsage
+	sessions map[string]struct{}
+	digests  map[string]struct{}
+	revs     map[uint64]struct{}
+}
+
+type reader struct {
+	opts    Options
+	st      jetstream.Stream
+	skills  map[string]*skillAcc
+	listed  map[string]struct{}
+	project map[string]string // session -> project of its latest trigger
+	rep     Report
+}
+
+// Read reads the window and returns its report.
+func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, error) {
+	if opts.Prefix == "" {
+		opts.Prefix = events.DefaultPrefix
+	}
+	if err := events.ValidatePrefix(opts.Prefix); err != nil {
+		return nil, err
+	}
+	if opts.Session != "" {
+		if err := events.CheckSession(opts.Session); err != nil {
+			return nil, err
+		}
+	}
+	st, err := js.Stream(ctx, opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("stream %s does not exist", opts.Stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", opts.Stream, err)
+	}
+	want := events.StreamSubjects(opts.Prefix)
+	if !slices.Contains(st.CachedInfo().Config.Subjects, want) {
+		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", opts.Stream, st.CachedInfo().Config.Subjects, want, ErrNotSessionStream)
+	}
+	sid := "*"
+	if opts.Session != "" {
+		sid = opts.Session
+	}
+	filters := []string{
+		events.Subject(opts.Prefix, sid, events.KindCatalog),
+		events.Subject(opts.Prefix, sid, events.KindToolResult),
+		events.Subject(opts.Prefix, sid, KindInvocation),
+	}
+	if opts.Project != "" {
+		filters = append(filters,
+			events.Subject(opts.Prefix, sid, events.KindPreStep),
+			events.Subject(opts.Prefix, sid, events.KindSkillCall))
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if !opts.Since.IsZero() {
+		t := opts.Since
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &t
+	}
+	r := &reader{
+		opts: opts, st: st,
+		skills:  map[string]*skillAcc{},
+		listed:  map[string]struct{}{},
+		project: map[string]string{},
+		rep: Report{Stream: opts.Stream, Prefix: opts.Prefix, Since: opts.Since, Session: opts.Session, Project: opts.Project,
+			Catalogs: CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0}}},
+	}
+	if err := r.read(ctx, st, cfg); err != nil {
+		return nil, err
+	}
+	return r.finish(), nil
+}
+
+const readBatch = 512
+
+func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.OrderedConsumerConfig) error {
+	cons, err := st.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	// Messages, not Fetch: an ordered consumer recreates its server-side
+	// consumer at every Fetch, which costs a round trip or more each batch.
+	it, err := cons.Messages(jetstream.PullMaxMessages(readBatch))
+	if err != nil {
+		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+	}
+	defer it.Stop()
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A stall longer than this (the server gone) ends the read.
+		msg, err := it.Next(jetstream.NextMaxWait(30 * time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+		}
+		r.record(ctx, msg, md)
+		if r.opts.Progress != nil {
+			r.opts.Progress(r.rep.Records, md.NumPending)
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// record counts one record.
+func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata) {
+	sid, kind, err := events.ParseSubject(r.opts.Prefix, msg.Subject())
+	if err != nil {
+		r.rep.Records++
+		r.rep.Unreadable++
+		return
+	}
+	enc, err := events.EncodingOf(msg.Headers().Get(events.HeaderContentType))
+	if kind == events.KindPreStep || kind == events.KindSkillCall {
+		// Read for the project filter only; not a record of the report.
+		if err != nil {
+			return
+		}
+		if p, err := events.PeekString(enc, msg.Data(), "project"); err == nil {
+			r.project[sid] = p
+		} else {
+			r.project[sid] = ""
+		}
+		return
+	}
+	r.rep.Records++
+	if err != nil {
+		r.rep.Unreadable++
+		return
+	}
+	if r.opts.Project != "" && r.project[sid] != r.opts.Project {
+		return
+	}
+	at := md.Timestamp.UTC()
+	switch kind {
+	case events.KindCatalog:
+		c, err := events.DecodeCatalog(enc, msg.Data())
+		if err != nil || c.Session != sid {
+			r.rep.Unreadable++
+			return
+		}
+		update := c.Source.Update
+		if update == "replacement" && len(c.Source.Entries) == 0 {
+			update = "tombstone"
+		}
+		r.rep.Catalogs.Appends[update]++
+		r.rep.Catalogs.TextBytes += int64(len(c.Text))
+		for _, e := range c.Source.Entries {
+			if len(r.listed) < MaxSkills && catalog.CheckName(e.Name) == nil {
+				r.listed[e.Name] = struct{}{}
+			}
+		}
+	case events.KindToolResult:
+		res, err := events.DecodeToolResult(enc, msg.Data())
+		if err != nil || (res.Session != sid && res.Session != "") { // a bad_request result may lack its session
+			r.rep.Unreadable++
+			return
+		}
+		if !res.IsError && res.Value != nil {
+			a := r.skill(res.Value.Name)
+			a.row.Loads++
+			if res.Value.Digest != "" {
+				a.digests[res.Value.Digest] = struct{}{}
+			}
+			if res.Value.Revision != 0 {
+				a.revs[res.Value.Revision] = struct{}{}
+			}
+			a.seen(sid, at)
+			return
+		}
+		code := "unknown_error"
+		if res.Error != nil && res.Error.Code != "" {
+			code = res.Error.Code
+		}
+		a := r.skill(r.callName(ctx, sid, res.TriggerSeq))
+		a.row.Errors[code]++
+		a.seen(sid, at)
+	case KindInvocation:
+		name, err := events.PeekString(enc, msg.Data(), "name")
+		if err != nil {
+			r.rep.Unreadable++
+			return
+		}
+		a := r.skill(name)
+		a.row.Invocations++
+		a.seen(sid, at)
+	default:
+		r.rep.Unreadable++
+	}
+}
+
+// callName reads the skill name of the skill call at seq, the trigger of
+// an error result.
+func (r *reader) callName(ctx context.Context, sid string, seq uint64) string {
+	if seq == 0 {
+		return UnknownSkill
+	}
+	m, err := r.st.GetMsg(ctx, seq)
+	if err != nil || m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
+		return UnknownSkill
+	}
+	enc, err := events.EncodingOf(m.Header.Get(events.HeaderContentType))
+	if err != nil {
+		return UnknownSkill
+	}
+	call, err := events.DecodeSkillCall(enc, m.Data)
+	if err != nil {
+		// A call with an unusable name is still answered; say what it named.
+		return UnknownSkill
+	}
+	return call.Args.Name
+}
+
+func (r *reader) skill(name string) *skillAcc {
+	if name != UnknownSkill && catalog.CheckName(name) != nil {
+		name = InvalidSkill
+	}
+	if a, ok := r.skills[name]; ok {
+		return a
+	}
+	if len(r.skills) >= MaxSkills {
+		name = OtherSkill
+		if a, ok := r.skills[name]; ok {
+			return a
+		}
+	}
+	a := &skillAcc{
+		row:      SkillUsage{Name: name, Errors: map[string]int{}},
+		sessions: map[string]struct{}{},
+		digests:  map[string]struct{}{},
+		revs:     map[uint64]struct{}{},
+	}
+	r.skills[name] = a
+	return a
+}
+
+func (a *skillAcc) seen(sid string, at time.Time) {
+	a.sessions[sid] = struct{}{}
+	if a.row.First.IsZero() || at.Before(a.row.First) {
+		a.row.First = at
+	}
+	if at.After(a.row.Last) {
+		a.row.Last = at
+	}
+}
+
+func (r *reader) finish() *Report {
+	rep := r.rep
+	rep.Skills = []SkillUsage{}
+	for _, a := range r.skills {
+		row := a.row
+		row.Sessions = len(a.sessions)
+		row.Digests = []string{}
+		for d := range a.digests {
+			row.Digests = append(row.Digests, d)
+		}
+		sort.Strings(row.Digests)
+		row.Revisions = []uint64{}
+		for v := range a.revs {
+			row.Revisions = append(row.Revisions, v)
+		}
+		slices.Sort(row.Revisions)
+		rep.Skills = append(rep.Skills, row)
+	}
+	// Most used first; ties by name.
+	sort.Slice(rep.Skills, func(i, j int) bool {
+		a, b := rep.Skills[i], rep.Skills[j]
+		if ua, ub := a.Loads+a.Invocations, b.Loads+b.Invocations; ua != ub {
+			return ua > ub
+		}
+		return a.Name < b.Name
+	})
+	rep.ListedNeverUsed = []string{}
+	for name := range r.listed {
+		if a, ok := r.skills[name]; ok && a.row.Loads+a.row.Invocations > 0 {
+			continue
+		}
+		rep.ListedNeverUsed = append(rep.ListedNeverUsed, name)
+	}
+	sort.Strings(rep.ListedNeverUsed)
+	rep.Catalogs.Listed = len(r.listed)
+	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + TokenBytes - 1) / TokenBytes
+	return &rep
+}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// File is one file of a published skill version, by its path inside the
+// skill's folder.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// ErrNotKept reports a revision the index does not keep for a skill: never
+// one of its revisions, or dropped from the index's history.
+var ErrNotKept = errors.New("revision not kept")
+
+// Files returns the files of the skill version named by digest, in the
+// order they were archived, checked against the digest and bounded by the
+// store's limits. A version whose files were removed (by gc) is an error
+// wrapping ErrObjectMissing.
+func (pb *Publisher) Files(ctx context.Context, digest string) ([]File, error) {
+	if !hexDigest.MatchString(digest) {
+		return nil, fmt.Errorf("%w: digest %q is not 64 lowercase hex digits", ErrBadRecord, clip(digest))
+	}
+	fd, err := fetch(ctx, pb.obs, pb.cfg.Bucket, digest, pb.cfg.limits())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, len(fd))
+	for i, f := range fd {
+		out[i] = File{Path: f.path, Data: f.data}
+	}
+	return out, nil
+}
+
+// Rollback publishes the files of an earlier revision of name in scope as
+// a new revision: its index record (summary, digest, files) with a new
+// publication time. The history stays append-only and the new revision's
+// digest is the earlier one's. to names the revision; 0 means the newest
+// publication before the current one whose digest differs from it. The
+// write is conditional on the revision read (an error wrapping ErrChanged
+// when another publisher wrote in between). It refuses, writing nothing, a
+// revision that is not one of the skill's kept publications (ErrNotKept)
+// and one whose files are gone from the object store (ErrObjectMissing,
+// checked by fetching and verifying them). When the revision's digest is
+// the current one it writes nothing and returns Unchanged. from is the
+// revision whose files were published.
+func (pb *Publisher) Rollback(ctx context.Context, scope Scope, name string, to uint64) (c Change, from Revision, err error) {
+	hist, err := pb.History(ctx, scope, name)
+	if err != nil {
+		return Change{}, Revision{}, err
+	}
+	cur := hist[len(hist)-1]
+	last := cur.Revision
+	if to == 0 {
+		found := false
+		for i := len(hist) - 2; i >= 0; i-- {
+			h := hist[i]
+			if !h.Removed && h.Err == nil && (cur.Removed || cur.Err != nil || h.Record.Digest != cur.Record.Digest) {
+				from, found = h, true
+				break
+			}
+		}
+		if !found {
+			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: no earlier revision with other files is kept: %w", name, scope, ErrNotKept)
+		}
+	} else {
+		found := false
+		for _, h := range hist {
+			if h.Revision == to {
+				from, found = h, true
+			}
+		}
+		switch {
+		case !found:
+			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d is not one the index keeps (see skills history): %w", name, scope, to, ErrNotKept)
+		case from.Removed:
+			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d is a removal, not a publication: %w", name, scope, to, ErrNotKept)
+		case from.Err != nil:
+			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d: %w", name, scope, to, from.Err)
+		}
+	}
+	if !cur.Removed && cur.Err == nil && cur.Record.Digest == from.Record.Digest {
+		return Change{Action: Unchanged, Name: name, Revision: last, Digest: cur.Record.Digest}, from, nil
+	}
+	if _, err := pb.Files(ctx, from.Record.Digest); err != nil {
+		if errors.Is(err, ErrObjectMissing) {
+			return Change{}, from, fmt.Errorf("skill %q in %s: the files of revision %d (%s) were removed by gc; push that version from its folder instead: %w",
+				name, scope, from.Revision, short(from.Record.Digest), err)
+		}
+		return Change{}, from, fmt.Errorf("skill %q in %s: files of revision %d: %w", name, scope, from.Revision, err)
+	}
+	if pb.beforeWrite != nil {
+		pb.beforeWrite()
+	}
+	rec := from.Record
+	rec.Published = pb.now().UnixMilli()
+	rev, err := pb.kv.Update(ctx, scope.Key(name), rec.encode(), last)
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return Change{}, from, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, last)
+	}
+	if err != nil {
+		return Change{}, from, fmt.Errorf("write %s: %w", scope.Key(name), err)
+	}
+	// A gc that ran between the check and the write may have taken the
+	// files (they were named by no kept revision only if history dropped
+	// them); look again so that the operator hears of it.
+	if _, err := pb.obs.GetInfo(ctx, rec.Object); errors.Is(err, jetstream.ErrObjectNotFound) {
+		return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from,
+			fmt.Errorf("revision %d of %q names files a concurrent gc removed: %w; push that version from its folder", rev, name, ErrObjectMissing)
+	}
+	return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from, nil
+}
+
+// NotFound reports whether err says a skill or revision is not in the
+// store (catalog.ErrNotFound or ErrNotKept).
+func NotFound(err error) bool {
+	return errors.Is(err, catalog.ErrNotFound) || errors.Is(err, ErrNotKept)
+}
