@@ -464,7 +464,7 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		}
 		prepared = &cv
 	}
-	d := history.Decide(prepared, h)
+	d := history.Decide(prepared, h, r.opts.Catalog)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
