@@ -291,3 +291,44 @@ func TestUserInvocationBadInput(t *testing.T) {
 		}
 	}
 }
+
+// Invocations are neither catalogs nor heads: with catalog heads on, the
+// steps after an invocation are still read through the head, and a later
+// replacement catalog goes after the invocations.
+func TestUserInvocationWithCatalogHeads(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A.")
+	e.waitSkills("a-skill")
+	p := e.start(userInvocationOn, headsOn)
+	w := e.worker()
+	const sid = "inv-heads"
+	step := func(id string, text ...string) events.Decision {
+		return w.preStep(events.PreStep{Session: sid, Step: id, Cwd: e.cwd, Tools: ourTool(), UserText: text})
+	}
+	if d := step("1", "/a-skill"); d.Outcome != events.OutcomeAppended || len(d.Invocations) != 1 {
+		t.Fatalf("step 1: %+v", d)
+	}
+	if d := step("2", "/a-skill again"); d.Outcome != events.OutcomeUnchanged || len(d.Invocations) != 1 {
+		t.Fatalf("step 2: %+v", d)
+	}
+	if d := step("3"); d.Outcome != events.OutcomeUnchanged {
+		t.Fatalf("step 3: %+v", d)
+	}
+	if n := counter(t, p.m.headReads.WithLabelValues(headHit)); n < 2 {
+		t.Errorf("head hits %v, want the steps after the invocations read through the head", n)
+	}
+	e.writeSkill("b-skill", "B.")
+	e.waitSkills("a-skill", "b-skill")
+	d := step("4", "/b-skill")
+	if d.Outcome != events.OutcomeAppended || d.Catalog.Source.Update != "replacement" || len(d.Invocations) != 1 {
+		t.Fatalf("step 4: %+v", d)
+	}
+	_, seqs := e.invocations(sid)
+	cats := e.outputs(sid, events.KindCatalog)
+	if len(cats) != 2 || len(seqs) != 3 || !(seqs[1] < cats[1].Sequence && cats[1].Sequence < seqs[2]) {
+		t.Fatalf("catalogs %d, invocations at %v", len(cats), seqs)
+	}
+	if d := step("5"); d.Outcome != events.OutcomeUnchanged {
+		t.Fatalf("step 5: %+v", d)
+	}
+}
