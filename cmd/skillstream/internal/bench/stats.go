@@ -13,8 +13,8 @@ const (
 	SeriesAppended  = "pre-step appended"  // a catalog appended (baseline: append asked)
 	// SeriesInvoked: an unchanged pre-step whose userText invoked one
 	// skill (one skill.invocation appended); only with --gestures.
-	SeriesInvoked = "pre-step unchanged + invocation"
-	SeriesSkillCall = "skill call"         // every answered skill call
+	SeriesInvoked   = "pre-step unchanged + invocation"
+	SeriesSkillCall = "skill call" // every answered skill call
 )
 
 // Series lists the series in report order.
