@@ -2,7 +2,10 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -330,5 +333,64 @@ func TestUserInvocationWithCatalogHeads(t *testing.T) {
 	}
 	if d := step("5"); d.Outcome != events.OutcomeUnchanged {
 		t.Fatalf("step 5: %+v", d)
+	}
+}
+
+// A reply too large for one message drops the invocations' copies of the
+// content first, then the catalog, then the invocations (all in the log).
+func TestShrinkReplyInvocations(t *testing.T) {
+	cause := errors.New("too big")
+	inv := func(n string) events.SkillInvocation {
+		return events.SkillInvocation{Name: n, Text: "t", Value: events.SkillValue{Name: n, Content: "body"}}
+	}
+	d := events.Decision{V: 1, Outcome: events.OutcomeAppended, Catalog: &events.Catalog{Text: "x"},
+		Invocations: []events.SkillInvocation{inv("a"), inv("b")}}
+	v, ok := shrinkReply(d, cause)
+	got := v.(events.Decision)
+	if !ok || got.Invocations[0].Value.Content != "" || got.Invocations[1].Value.Content != "" || got.Catalog == nil || d.Invocations[0].Value.Content != "body" {
+		t.Fatalf("first shrink: %+v", got)
+	}
+	v, ok = shrinkReply(v, cause)
+	if got := v.(events.Decision); !ok || got.Catalog != nil || len(got.Invocations) != 2 || got.Error.Code != events.CodeTooLarge {
+		t.Fatalf("second shrink: %+v", got)
+	}
+	v, ok = shrinkReply(v, cause)
+	if got := v.(events.Decision); !ok || got.Invocations != nil || got.Error.Code != events.CodeTooLarge || !strings.Contains(got.Error.Message, "invocations") {
+		t.Fatalf("third shrink: %+v", got)
+	}
+	if _, ok := shrinkReply(v, cause); ok {
+		t.Error("shrank with nothing left to drop")
+	}
+}
+
+// An invocation whose text and content together exceed the stream's
+// largest message is appended without the copy of the content.
+func TestUserInvocationLargeSkill(t *testing.T) {
+	e := newEnv(t)
+	e.withoutFlaky()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cfg := Config{}.WithDefaults().streamConfig()
+	cfg.MaxMsgSize = 64 << 10
+	if _, err := e.js.CreateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(e.skillDir, "big")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("Follow this rule carefully. ", 1500) // 42 KB
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: big\ndescription: Big.\n---\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.waitSkills("big")
+	e.start(userInvocationOn, func(c *Config, _ *options) { c.Catalog.MaxLength, c.Catalog.MaxSkillBytes = 2000, 46<<10 })
+	w := e.worker()
+	d := w.preStep(events.PreStep{Session: "big", Step: "1", Cwd: e.cwd, Tools: ourTool(), UserText: []string{"/big"}})
+	if len(d.Invocations) != 1 || !strings.Contains(d.Invocations[0].Text, strings.TrimSpace(body)) || d.Invocations[0].Value.Content != "" {
+		t.Fatalf("decision: outcome %s, %d invocations, error %+v", d.Outcome, len(d.Invocations), d.Error)
+	}
+	if stored, _ := e.invocations("big"); len(stored) != 1 || stored[0].Text != d.Invocations[0].Text {
+		t.Fatalf("stored %d invocations", len(stored))
 	}
 }
