@@ -61,9 +61,53 @@ func invokes(d events.Decision) bool {
 	return d.Error == nil
 }
 
+// invocationRead is the read of a step's invocations already in the log,
+// started before the step's catalog is decided so that its round trip
+// overlaps the catalog's (the catalog touches another subject; a member
+// appending the same invocations meanwhile is stopped by their Msg-Ids).
+type invocationRead struct {
+	done chan struct{}
+	got  []history.Invocation
+	err  error
+}
+
+// readInvocations starts reading the invocations of ps's step already in
+// the log; nil when names is empty. Its owner waits for it (wait).
+func (p *Processor) readInvocations(ctx context.Context, t *trigger, ps events.PreStep, names []string) *invocationRead {
+	if len(names) == 0 {
+		return nil
+	}
+	r := &invocationRead{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		v, err := p.readSession(ctx, t.sid, t.seq, []events.Kind{events.KindPreStep, events.KindInvocation})
+		if err != nil {
+			r.err = err
+			return
+		}
+		h := history.Session{Prefix: p.cfg.Prefix, ID: t.sid, Owner: p.cfg.ToolOwner}
+		r.got, r.err = h.Invocations(ctx, sessionLog{p: p, sid: t.sid, view: v}, ps.Step, MaxGestures)
+		if r.err != nil {
+			r.err = fmt.Errorf("read invocations of %s: %w", t.sid, r.err)
+		}
+	}()
+	return r
+}
+
+// wait returns what the read found; nil, nil for a nil read. It may be
+// called more than once.
+func (r *invocationRead) wait() ([]history.Invocation, error) {
+	if r == nil {
+		return nil, nil
+	}
+	<-r.done
+	return r.got, r.err
+}
+
 // invoke appends the invocations of names after the step's catalog and
-// records them, and the names ignored, in d.
-func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, names []string, d *events.Decision) error {
+// records them, and the names ignored, in d; read is the step's
+// invocations already in the log (readInvocations of names).
+func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, names []string, read *invocationRead, d *events.Decision) error {
 	if len(ps.UserText) > 0 && !p.cfg.Catalog.UserInvocation {
 		d.Ignored = append(d.Ignored, events.Ignored{Reason: events.IgnoredDisabled})
 		return nil
@@ -71,14 +115,9 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 	if len(names) == 0 || !invokes(*d) {
 		return nil
 	}
-	v, err := p.readSession(ctx, t.sid, t.seq, []events.Kind{events.KindPreStep, events.KindInvocation})
+	done, err := read.wait()
 	if err != nil {
 		return err
-	}
-	h := history.Session{Prefix: p.cfg.Prefix, ID: t.sid, Owner: p.cfg.ToolOwner}
-	done, err := h.Invocations(ctx, sessionLog{p: p, sid: t.sid, view: v}, ps.Step, MaxGestures)
-	if err != nil {
-		return fmt.Errorf("read invocations of %s: %w", t.sid, err)
 	}
 	l := history.Lookup(p.skills, history.PreStepQuery(ps))
 	for _, name := range names {

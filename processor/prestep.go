@@ -37,11 +37,13 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	if err != nil {
 		return nil, "", p.reject(ctx, t, reasonUserText, err)
 	}
+	read := p.readInvocations(ctx, t, ps, names) // invoke.go
+	defer read.wait()
 	d, appended, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := p.invoke(ctx, t, ps, names, &d); err != nil { // invoke.go
+	if err := p.invoke(ctx, t, ps, names, read, &d); err != nil {
 		return nil, "", err
 	}
 	if appended != nil && t.enc == events.Msgpack {
