@@ -301,7 +301,7 @@ func TestDeeplyNested(t *testing.T) {
 		t.Errorf("json: err = %v, want nesting error", err)
 	}
 	// Brackets inside strings do not count.
-	s := `{"v":1,"session":"s","step":"x","cwd":"` + strings.Repeat(`[{\"`, 100) + `","tools":[]}`
+	s := `{"v":1,"session":"s","step":"x","cwd":"` + strings.Repeat(`[{\"/`, 100) + `","tools":[]}`
 	if _, err := DecodePreStep(JSON, []byte(s)); err != nil {
 		t.Errorf("json with brackets in a string: %v", err)
 	}

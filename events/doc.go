@@ -46,7 +46,7 @@
 //	SkillCall   v session call cwd? args:{name} deadlineMs? project? resourceDir? minStoreRevision?
 //	Compaction  v session retainFrom keep?:[seq]
 //	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
-//	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason?
+//	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason? catalogSeq?
 //	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content? digest? revision? truncated?:{kept total}} error?
 //	CatalogHead v session step digest view:{revision instance}
 //	ToolDefinition  name description parameters

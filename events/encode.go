@@ -88,6 +88,9 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	if d.Reason != "" {
 		n++
 	}
+	if d.CatalogSeq != 0 {
+		n++
+	}
 	var buf bytes.Buffer
 	buf.Grow(len(catalog) + 256)
 	e := msgpack.GetEncoder()
@@ -107,6 +110,9 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	}
 	if d.Reason != "" {
 		fields = append(fields, field{"reason", d.Reason})
+	}
+	if d.CatalogSeq != 0 {
+		fields = append(fields, field{"catalogSeq", d.CatalogSeq})
 	}
 	err := e.EncodeMapLen(n)
 	for _, f := range fields {

@@ -20,6 +20,8 @@ func TestEncodeDecisionSplicesCatalog(t *testing.T) {
 	for _, d := range []Decision{
 		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat},
 		{V: Version, Session: "s", Step: "1", TriggerSeq: 1 << 40, Outcome: OutcomeAppended, Catalog: &cat, Reason: ReasonNoSkills},
+		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat, CatalogSeq: 8},
+		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat, Reason: ReasonNoSkills, CatalogSeq: 1 << 35},
 		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat,
 			Error: &ErrorInfo{Code: CodeBadRequest, Message: "m"}, Reason: ReasonNoSkills},
 	} {

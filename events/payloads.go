@@ -156,6 +156,14 @@ type Decision struct {
 	// (outcomes "behind" and "diverged"): ReasonStoreRevisionAhead,
 	// ReasonMemberSeesOtherSkills. Optional; absent otherwise.
 	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
+	// CatalogSeq is the stream sequence of the catalog.append the model
+	// sees after this step: the one just appended (or found already
+	// appended, on a retry), or the visible one when nothing was appended.
+	// A worker that compacts names it in Compaction.Keep to keep that
+	// catalog visible rather than have the next pre-step append it again.
+	// Absent (0) when no catalog of the session is visible, and on
+	// expired and rejected decisions.
+	CatalogSeq uint64 `msgpack:"catalogSeq,omitempty" json:"catalogSeq,omitempty"`
 	// Invocations are the skills the user invoked in this step's userText,
 	// as appended (skill.invocation), in order; a retry of the step gets
 	// those already appended. Absent when none.

@@ -210,7 +210,11 @@ func TestSchemasRefuse(t *testing.T) {
 		{"prestep", `{"v":1,"session":"a.b","step":"1","tools":[]}`},     // session token
 		{"prestep", `{"v":1,"session":"s","step":"a\u0001","tools":[]}`}, // control character
 		{"skillcall", `{"v":1,"session":"s","call":"c","args":{}}`},      // no args.name
-		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`},          // negative seq
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"cwd":"/` + strings.Repeat("b", 4100) + `"}`},
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"cwd":"/` + strings.Repeat("b", 256) + `"}`},
+		{"skillcall", `{"v":1,"session":"s","call":"c","args":{"name":"x"},"cwd":"/a\nb"}`},
+		{"skillcall", `{"v":1,"session":"s","call":"c","args":{"name":"x"},"resourceDir":"` + strings.Repeat("/a", 513) + `"}`},
+		{"compaction", `{"v":1,"session":"s","retainFrom":-1}`}, // negative seq
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"maybe"}`},
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"empty","reason":"because"}`},
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":"no","text":""}`},

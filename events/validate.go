@@ -60,6 +60,65 @@ func checkDeadline(ms int64) error {
 // MaxResourceDirLength is the longest resourceDir accepted, in bytes.
 const MaxResourceDirLength = 1024
 
+// Bounds of a path a worker names (cwd, resourceDir). They are those of
+// Linux (PATH_MAX 4096 bytes with its terminating NUL, NAME_MAX 255 bytes
+// per component), so no path a worker could really use is refused, plus a
+// bound on the number of components: every component of a cwd costs the
+// processor a system call and a watch on the way to the project root, and
+// no real working directory is 256 folders deep. A longer path is refused
+// before anything touches the file system, so a trigger's cost does not
+// grow with what a hostile worker sends.
+const (
+	MaxPathLength     = 4095
+	MaxPathComponents = 256
+	MaxPathComponent  = 255
+)
+
+// checkPath checks the bounds of a path-like field: at most MaxPathLength
+// bytes, MaxPathComponents components of at most MaxPathComponent bytes
+// each, valid UTF-8 without control characters. Whether it must be
+// absolute is for the caller.
+func checkPath(field, p string, maxLen int) error {
+	bad := func(problem string) error { return &FieldError{Field: field, Problem: problem} }
+	if len(p) > maxLen {
+		return bad("too long: " + strconv.Itoa(len(p)) + " bytes, limit " + strconv.Itoa(maxLen))
+	}
+	if !utf8.ValidString(p) {
+		return bad("not valid UTF-8")
+	}
+	components, run := 0, 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c == '/' {
+			run = 0
+			continue
+		}
+		if run == 0 {
+			if components++; components > MaxPathComponents {
+				return bad("too many components: more than " + strconv.Itoa(MaxPathComponents))
+			}
+		}
+		if run++; run > MaxPathComponent {
+			return bad("a component is longer than " + strconv.Itoa(MaxPathComponent) + " bytes")
+		}
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) {
+			return bad("control character " + strconv.QuoteRune(r))
+		}
+	}
+	return nil
+}
+
+// checkCwd checks an optional cwd's bounds (checkPath). That it is
+// absolute, and where it may lead, is the processor's to check.
+func checkCwd(cwd string) error {
+	if cwd == "" {
+		return nil
+	}
+	return checkPath("cwd", cwd, MaxPathLength)
+}
+
 // checkProject checks an optional store project id: the same grammar as a
 // session token.
 func checkProject(id string) error {
@@ -77,21 +136,15 @@ func checkResourceDir(dir string) error {
 	if dir == "" {
 		return nil
 	}
+	if err := checkPath("resourceDir", dir, MaxResourceDirLength); err != nil {
+		return err
+	}
 	bad := func(problem string) error { return &FieldError{Field: "resourceDir", Problem: problem} }
 	switch {
-	case len(dir) > MaxResourceDirLength:
-		return bad("too long: " + strconv.Itoa(len(dir)) + " bytes, limit " + strconv.Itoa(MaxResourceDirLength))
-	case !utf8.ValidString(dir):
-		return bad("not valid UTF-8")
 	case !strings.HasPrefix(dir, "/"):
 		return bad("not an absolute path")
 	case path.Clean(dir) != dir:
 		return bad("not a clean path (no \".\", \"..\", \"//\" or trailing \"/\")")
-	}
-	for _, r := range dir {
-		if unicode.IsControl(r) {
-			return bad("control character " + strconv.QuoteRune(r))
-		}
 	}
 	return nil
 }
@@ -145,7 +198,7 @@ func first(errs ...error) error {
 // (checkUserText).
 func (p PreStep) Validate() error {
 	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
-		checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText)); err != nil {
+		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText)); err != nil {
 		return err
 	}
 	for i, t := range p.Tools {
@@ -162,7 +215,7 @@ func (p PreStep) Validate() error {
 // decoders, which can tell missing from empty.)
 func (c SkillCall) Validate() error {
 	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
-		checkProject(c.Project), checkResourceDir(c.ResourceDir))
+		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir))
 }
 
 // Validate checks v and session.

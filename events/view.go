@@ -27,10 +27,11 @@ type ViewRequest struct {
 	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
 }
 
-// Validate checks v, project and resourceDir as a PreStep's (the cwd is
-// the processor's to check, as for a trigger).
+// Validate checks v, the bounds of cwd, project and resourceDir as a
+// PreStep's (where the cwd may lead is the processor's to check, as for a
+// trigger).
 func (r ViewRequest) Validate() error {
-	return first(checkVersion(r.V), checkProject(r.Project), checkResourceDir(r.ResourceDir))
+	return first(checkVersion(r.V), checkCwd(r.Cwd), checkProject(r.Project), checkResourceDir(r.ResourceDir))
 }
 
 // ViewReply is a processor instance's answer to a ViewRequest: the digest

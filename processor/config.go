@@ -129,6 +129,16 @@ type Config struct {
 	// Reply-Inbox is rejected (reason inbox) and answered nowhere.
 	ReplyPrefixes []string
 
+	// InboxPrefix is the inbox prefix of the processor's NATS connection
+	// (nats.CustomInboxPrefix), under which its own inboxes lie: the
+	// consumer's deliveries, its reads of the stream, its requests. Empty:
+	// whatever the connection uses; New checks that a set prefix is the
+	// connection's. With a prefix of its own, answers are never published
+	// under it, and no reply prefix may overlap it, so a worker can neither
+	// subscribe to those inboxes (given the permissions of the deployment)
+	// nor name one as its Reply-Inbox.
+	InboxPrefix string
+
 	// CwdRoots, when set, confine the working directories triggers may
 	// name: a trigger whose cleaned cwd (and the same with its symbolic
 	// links resolved) is not one of these absolute folders or below one is
@@ -191,6 +201,7 @@ func (c Config) WithDefaults() Config {
 	if c.ViewTimeout == 0 {
 		c.ViewTimeout = DefaultViewTimeout
 	}
+	c.InboxPrefix = normalPrefix(c.InboxPrefix)
 	if len(c.ReplyPrefixes) == 0 {
 		c.ReplyPrefixes = []string{DefaultReplyPrefix}
 	} else {
@@ -252,6 +263,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateReplyPrefixes(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if err := c.validateInboxPrefix(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if err := c.Catalog.Validate(); err != nil {

@@ -59,11 +59,11 @@ func (r cwdRoots) check(cwd string) (string, error) {
 	}
 	if !inside(clean, r.clean) {
 		return "", fmt.Errorf("%w: cwd %q (%s) is outside the allowed cwd roots %s", errCwd,
-			truncate(cwd, 300), clean, strings.Join(r.clean, ", "))
+			truncate(cwd, 300), truncate(clean, 300), strings.Join(r.clean, ", "))
 	}
 	if real := resolveExisting(clean); !inside(real, r.resolved) {
 		return "", fmt.Errorf("%w: cwd %q leads through a symbolic link to %s, outside the allowed cwd roots %s", errCwd,
-			truncate(cwd, 300), real, strings.Join(r.clean, ", "))
+			truncate(cwd, 300), truncate(real, 300), strings.Join(r.clean, ", "))
 	}
 	return clean, nil
 }

@@ -368,6 +368,18 @@
 // headers. Catalogs are user-role messages the worker places in the model's
 // context in log order; tool results are ordinary tool results.
 //
+// Who may publish and read which subjects is the NATS permissions' to
+// decide. The processor does its share: it answers only on a Reply-Inbox
+// under Config.ReplyPrefixes, never on the stream's, the server's or its
+// own subjects, nor under its connection's inbox prefix
+// (Config.InboxPrefix, which no reply prefix may overlap), so a worker can
+// neither make it publish where the worker may not nor name the
+// processor's own inboxes; and a worker's cwd and resourceDir are bounded
+// (events.MaxPathLength, events.MaxPathComponents) before they touch the
+// file system. Each answer names its trigger's stream sequence
+// (triggerSeq), which a worker checks against its publications'
+// acknowledgements before it accepts the answer.
+//
 // # Limits
 //
 // After a conflict the session read returns the newest event of every

@@ -3,7 +3,9 @@ package processor
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/events"
 )
@@ -11,6 +13,12 @@ import (
 // DefaultReplyPrefix is where answers may go by default: the inboxes NATS
 // clients create (nats.go's NewInbox, request/reply).
 const DefaultReplyPrefix = "_INBOX"
+
+// DefaultInboxPrefix is the inbox prefix serve gives its processor's
+// connection: apart from nats.go's default "_INBOX" that workers' inboxes
+// use, so that a deployment can let workers subscribe under _INBOX.<worker>
+// and no worker under it.
+const DefaultInboxPrefix = "_SKILLSTREAM_INBOX"
 
 // errInbox is wrapped by every refusal of a Reply-Inbox.
 var errInbox = errors.New("reply inbox not allowed")
@@ -57,8 +65,32 @@ func (c Config) reserved(subject string) string {
 		return fmt.Sprintf("overlaps the session stream's subjects %s.>", c.Prefix)
 	case under(subject, serviceToken) || under(serviceToken, subject):
 		return fmt.Sprintf("overlaps the service's own subjects %s.>", serviceToken)
+	case c.InboxPrefix != "" && (under(subject, c.InboxPrefix) || under(c.InboxPrefix, subject)):
+		return fmt.Sprintf("overlaps the processor's own inboxes %s.>", c.InboxPrefix)
 	}
 	return ""
+}
+
+// validateInboxPrefix checks c.InboxPrefix: a literal subject prefix,
+// none of the subjects answers never go to, and apart from every reply
+// prefix (neither under the other).
+func (c Config) validateInboxPrefix() error {
+	p := c.InboxPrefix
+	if p == "" {
+		return nil
+	}
+	if !validInbox(p) {
+		return fmt.Errorf("inbox prefix %q: want a literal subject prefix such as %s (no wildcards, no empty tokens)", p, DefaultInboxPrefix)
+	}
+	if why := (Config{Prefix: c.Prefix}).reserved(p); why != "" {
+		return fmt.Errorf("inbox prefix %q %s", p, why)
+	}
+	for _, r := range c.ReplyPrefixes {
+		if under(p, r) || under(r, p) {
+			return fmt.Errorf("inbox prefix %q overlaps reply prefix %q: a worker could have answers published into the processor's own inboxes; give the processor an inbox prefix apart from the workers'", p, r)
+		}
+	}
+	return nil
 }
 
 // under reports whether subject is prefix itself or below it, token-wise:
@@ -106,10 +138,16 @@ func validInbox(s string) bool {
 	return !prevDot
 }
 
-// truncate shortens s for a message.
+// truncate shortens a worker's string for a message or a log: at most n
+// bytes of it (cut at a character boundary), followed by its length, so
+// that no log line grows with what a worker sends.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }

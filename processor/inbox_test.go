@@ -190,3 +190,51 @@ func TestReplyInboxConfined(t *testing.T) {
 		t.Fatalf("answer %+v, %v", d, err)
 	}
 }
+
+// TestInboxPrefixConfig: the processor's own inbox prefix is never a
+// place answers go, may not overlap a reply prefix, and must be the
+// connection's.
+func TestInboxPrefixConfig(t *testing.T) {
+	own := Config{InboxPrefix: DefaultInboxPrefix + "."}.WithDefaults()
+	if err := own.Validate(); err != nil {
+		t.Fatalf("default inbox prefix beside the default reply prefix: %v", err)
+	}
+	for _, subject := range []string{DefaultInboxPrefix, DefaultInboxPrefix + ".abc.1"} {
+		if err := own.checkInbox(subject); !errors.Is(err, errInbox) || !strings.Contains(err.Error(), "own inboxes") {
+			t.Errorf("checkInbox(%q) = %v, want refused as the processor's own", subject, err)
+		}
+	}
+	if err := own.checkInbox("_INBOX.worker-a.1"); err != nil {
+		t.Errorf("a worker's inbox: %v", err)
+	}
+	for _, c := range []Config{
+		{InboxPrefix: "_INBOX.proc"},
+		{InboxPrefix: "replies", ReplyPrefixes: []string{"replies.team-a"}},
+		{InboxPrefix: "_INBOX.*"},
+		{InboxPrefix: "ev.inbox"},
+		{InboxPrefix: "$JS.inbox"},
+	} {
+		if err := c.WithDefaults().Validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("inbox prefix %q with reply prefixes %q: %v, want refused", c.InboxPrefix, c.ReplyPrefixes, err)
+		}
+	}
+
+	srv := natstest.Start(t)
+	skills := newEnv(t).registry
+	nc := srv.Connect()
+	if _, err := New(nc, skills, Config{InboxPrefix: DefaultInboxPrefix}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a prefix the connection does not use: %v", err)
+	}
+	pnc := srv.Connect(nats.CustomInboxPrefix(DefaultInboxPrefix))
+	p, err := New(pnc, skills, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Config().InboxPrefix; got != DefaultInboxPrefix {
+		t.Errorf("inbox prefix taken from the connection: %q", got)
+	}
+	onINBOX := srv.Connect(nats.CustomInboxPrefix("_INBOX.processors"))
+	if _, err := New(onINBOX, skills, Config{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a processor connection inboxed under the reply prefix: %v, want refused", err)
+	}
+}

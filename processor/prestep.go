@@ -115,7 +115,26 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	}
 	defer release()
 	d, err = appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
+	if err == nil {
+		d.CatalogSeq = plan.catalogSeq(d.Outcome)
+	}
 	return d, plan.data, err
+}
+
+// catalogSeq is the sequence of the catalog the model sees after a
+// decision with outcome: the one appended for the step (or found appended
+// by an earlier attempt), else the visible one the decision keeps; 0 when
+// none is visible or the trigger expired.
+func (s *preStepPlan) catalogSeq(outcome string) uint64 {
+	switch {
+	case outcome == events.OutcomeExpired:
+		return 0
+	case s.answerSeq != 0:
+		return s.answerSeq
+	case outcome != events.OutcomeAppended && s.hist.Seen != nil:
+		return s.hist.Seen.Seq
+	}
+	return 0
 }
 
 // preStepPlan is a pre-step's part in appendAnswer. Its answer already in
@@ -141,13 +160,16 @@ type preStepPlan struct {
 	start time.Time
 	cat   *events.Catalog
 	data  []byte // cat's msgpack encoding, once appended
+	// answerSeq is the sequence of the catalog answering this step, once
+	// appended or found in the log.
+	answerSeq uint64
 }
 
 // prepare takes the skills for the pre-step's query.
 func (s *preStepPlan) prepare(ctx context.Context) error {
 	cv, err := history.Prepare(ctx, s.p.skills, s.q, s.p.cfg.Catalog)
 	if err != nil {
-		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", s.ps.Cwd, err))
+		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
 	}
 	s.prepared = &cv
 	return nil
@@ -205,6 +227,7 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 	if err != nil {
 		return events.Decision{}, true, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
 	}
+	s.answerSeq = hist.Newest.Seq
 	return p.decision(t, events.OutcomeAppended, &cat), true, nil
 }
 
@@ -274,7 +297,7 @@ func (s *preStepPlan) appended(a appended) {
 	}
 	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog)
 	p.recognised.remember(a.seq, subject, a.data, rc)
-	s.data = a.data
+	s.data, s.answerSeq = a.data, a.seq
 	if a.head != 0 {
 		p.heads.remember(t.sid, a.head, history.Catalog{
 			Record: record{Seq: a.seq, Subject: subject, Header: history.Header{
@@ -291,6 +314,7 @@ func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, 
 	if err != nil {
 		return events.Decision{}, fmt.Errorf("decode catalog %d: %w", r.Seq, err)
 	}
+	s.answerSeq = r.Seq
 	return s.p.decision(s.t, events.OutcomeAppended, &orig), nil
 }
 

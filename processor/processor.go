@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,12 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 	cfg = cfg.WithDefaults()
 	if cfg.Instance == "" {
 		cfg.Instance = DefaultInstance()
+	}
+	own := strings.TrimSuffix(nc.Opts.InboxPrefix, ".")
+	if cfg.InboxPrefix == "" {
+		cfg.InboxPrefix = own
+	} else if normalPrefix(cfg.InboxPrefix) != own {
+		return nil, fmt.Errorf("%w: inbox prefix %q, but the connection's is %q: connect with nats.CustomInboxPrefix", ErrInvalidConfig, cfg.InboxPrefix, own)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

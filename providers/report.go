@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -120,8 +122,22 @@ func (r *Registry) logView(q catalog.Query, v *view) {
 
 // queryAttrs are the log attributes naming a query: its cwd, and its store
 // project when it has one.
+// clipLog shortens a worker's string for a log line: at most 300 bytes of
+// it, followed by its length.
+func clipLog(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
 func queryAttrs(q catalog.Query) []any {
-	attrs := []any{"cwd", q.Cwd}
+	attrs := []any{"cwd", clipLog(q.Cwd)}
 	if q.Project != "" {
 		attrs = append(attrs, "project", q.Project)
 	}

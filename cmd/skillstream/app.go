@@ -24,6 +24,7 @@ var errReported = errors.New("failure already reported")
 // app is one invocation of the program: where it writes, where it reads its
 // environment.
 type app struct {
+	stdin          io.Reader // nil: os.Stdin
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
 }
@@ -50,6 +51,7 @@ func commands() []subcommand {
 		{"export", "write a session's log to a recording file", (*app).exportCommand},
 		{"replay", "re-run the decisions of a recorded session and diff them", (*app).replayCommand},
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},
+		{"mcp", "serve the skills to an MCP host over stdio", (*app).mcpCommand},
 		{"bench", "measure throughput and latency under load, next to a same-run baseline", (*app).benchCommand},
 		{"version", "print the version", (*app).versionCommand},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -68,6 +69,10 @@ type Config struct {
 	// What workers may make serve do.
 	ReplyPrefixes []string
 	CwdRoots      []string
+	InboxPrefix   string // serve's own connection's inboxes
+
+	// MCP hosts: serve (see MCPConfig).
+	MCP MCPConfig
 
 	// Operations.
 	MetricsListen string
@@ -192,6 +197,8 @@ func (c *Config) securityFlags(cmd *command) {
 	cmd.group("Untrusted workers")
 	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",
 		"answer only on Reply-Inbox `subject`s under this prefix (default _INBOX.); the session stream, $-subjects and skillstream.* are always refused; repeatable")
+	cmd.cfgString(&c.InboxPrefix, "inbox-prefix", processor.DefaultInboxPrefix,
+		"create the processor's own inboxes (deliveries, stream reads, requests) under this `subject`; keep it apart from the workers' inbox prefixes and grant no worker a subscription to it")
 	cmd.cfgList(&c.CwdRoots, "cwd-root",
 		"accept only triggers whose cwd lies under this absolute folder (default: any absolute cwd); repeatable")
 }

@@ -141,6 +141,9 @@ func (c *Config) connectOptions(log *slog.Logger) ([]nats.Option, error) {
 			log.Warn("NATS asynchronous error", "subject", subject, "err", err)
 		}),
 	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	}
 	switch {
 	case c.NATSUser != "":
 		opts = append(opts, nats.UserInfo(c.NATSUser, c.NATSPassword))
@@ -165,8 +168,8 @@ func (c *Config) connectOptions(log *slog.Logger) ([]nats.Option, error) {
 }
 
 // inProcess connects to an embedded server without a socket.
-func inProcess(srv *server.Server, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect("", nats.InProcessServer(srv), nats.Name(name))
+func inProcess(srv *server.Server, name string, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect("", append([]nats.Option{nats.InProcessServer(srv), nats.Name(name)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to embedded NATS server: %w", err)
 	}

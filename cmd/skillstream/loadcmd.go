@@ -159,6 +159,7 @@ type preview struct {
 	project     string
 	resourceDir string
 	asJSON      bool
+	watch       bool                  // follow changes to the skill folders
 	fs          *agentskills.Provider // set by open; owned by the registry
 }
 
@@ -167,14 +168,16 @@ func (p *preview) query(cwd string) catalog.Query {
 	return catalog.Query{Cwd: cwd, Project: p.project, ResourceDir: p.resourceDir}
 }
 
-// flags registers --cwd, --json (described by jsonUsage) and the skills
-// flags.
+// flags registers --cwd, --json (described by jsonUsage; none when it is
+// empty) and the skills flags.
 func (p *preview) flags(cmd *command, jsonUsage string) {
 	cmd.group("Flags")
 	cmd.localString(&p.cwd, "cwd", "", "session working `dir` whose project skills apply (default: the current directory)")
 	cmd.localString(&p.project, "project", "", "skill store project `id` of the session (its project/<id> scope applies)")
 	cmd.localString(&p.resourceDir, "resource-dir", "", "worker's `dir` for store skills' files, as a trigger's resourceDir")
-	cmd.localBool(&p.asJSON, "json", false, jsonUsage)
+	if jsonUsage != "" {
+		cmd.localBool(&p.asJSON, "json", false, jsonUsage)
+	}
 	p.c.skillFlags(cmd)
 	p.c.storeFlags(cmd)
 	p.c.storeNATSFlags(cmd)
@@ -211,7 +214,7 @@ func (p *preview) open(ctx context.Context, a *app, name string) (*previewRegist
 	if err != nil {
 		return nil, "", err
 	}
-	reg, fs, err := p.c.skillSources(ctx, nil, false, js)
+	reg, fs, err := p.c.skillSources(ctx, nil, p.watch, js)
 	if err != nil {
 		closeNC()
 		return nil, "", err

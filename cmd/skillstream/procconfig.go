@@ -28,5 +28,6 @@ func (c *Config) processorConfig() processor.Config {
 		NoProvision:     c.NoProvision,
 		ReplyPrefixes:   c.ReplyPrefixes,
 		CwdRoots:        c.CwdRoots,
+		InboxPrefix:     c.InboxPrefix,
 	}.WithDefaults()
 }

@@ -66,6 +66,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
 	c.securityFlags(cmd)
+	c.mcpFlags(cmd)
 	c.opsFlags(cmd, true)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
@@ -74,7 +75,11 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if err := c.validateServe(); err != nil {
 			return err
 		}
-		return a.serve(ctx, &c)
+		token, err := c.validateMCP()
+		if err != nil {
+			return err
+		}
+		return a.serve(ctx, &c, token)
 	}
 }
 
@@ -167,7 +172,7 @@ func (t *gcTuner) collected() {
 // Actors, in the order their interrupts run: signals, processor (its
 // interrupt waits until in-flight triggers are finished and the client
 // connection is flushed and closed), metrics server, embedded NATS server.
-func (a *app) serve(ctx context.Context, c *Config) error {
+func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	log := c.newLogger(a.stderr)
 	gc, stopGC := gcPolicy()
 	defer stopGC()
@@ -187,7 +192,11 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			srv.Shutdown()
 			srv.WaitForShutdown()
 		}()
-		nc, err = inProcess(srv, "skillstream "+c.ToolOwner)
+		var opts []nats.Option
+		if c.InboxPrefix != "" {
+			opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+		}
+		nc, err = inProcess(srv, "skillstream "+c.ToolOwner, opts...)
 		if !loopback(c.Listen) {
 			log.Warn("the embedded NATS server takes clients without authentication on a non-loopback address; firewall it, or run an authenticated cluster and use --nats-url",
 				"listen", c.Listen)
@@ -253,6 +262,15 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 		}
 		defer ln.Close()
 		where = append(where, "metrics", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	var mcpFront *mcpHTTP
+	if c.MCP.Listen != "" {
+		if mcpFront, err = c.startMCP(reg, mcpToken, log, metrics, thisBuild().version); err != nil {
+			return err
+		}
+		defer mcpFront.ln.Close()
+		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
 	log.Info("skillstream serving", append(where,
@@ -323,6 +341,17 @@ func (a *app) serve(ctx context.Context, c *Config) error {
 			defer cancel()
 			_ = hs.Shutdown(sctx)
 		})
+	}
+
+	// MCP hosts: they only read the registry; stopped after the processor.
+	if mcpFront != nil {
+		mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
+		g.Add(func() error {
+			if err := mcpFront.run(mctx); err != nil {
+				return fmt.Errorf("mcp server: %w", err)
+			}
+			return nil
+		}, func(error) { mcancel() })
 	}
 
 	// Embedded server, stopped last.

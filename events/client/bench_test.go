@@ -16,8 +16,9 @@ import (
 // BenchmarkPreStep measures what the client adds to one pre-step over a
 // bare, hand-written worker doing the same wire work: encode the pre-step,
 // publish it to JetStream with Content-Type, Reply-Inbox and Nats-Msg-Id,
-// wait for the answer on an inbox, decode the Decision. A responder on the
-// same server answers every pre-step at once with a fixed Decision, so
+// wait for the answer on an inbox, decode the Decision (and the client:
+// check that it answers one of its publications). A responder on the same
+// server answers every pre-step at once with an unchanged Decision, so
 // that the figures are the worker side's and the server's only.
 //
 //	go test ./events/client -run XXX -bench PreStep -count 6
@@ -29,20 +30,38 @@ func BenchmarkPreStep(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	answer, err := events.Encode(events.Msgpack, events.Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 1, Outcome: events.OutcomeUnchanged})
+	// The responder reads the stream (it needs each trigger's sequence,
+	// which the client checks) and answers with the trigger's session,
+	// step and sequence.
+	rc := srv.Connect()
+	oc, err := srv.JS.OrderedConsumer(ctx, "SESSIONS", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"ev.*.agent.pre-step"}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	rc := srv.Connect()
-	if _, err := rc.Subscribe("ev.*.agent.pre-step", func(m *nats.Msg) {
-		_ = rc.PublishMsg(&nats.Msg{Subject: m.Header.Get(events.HeaderReplyInbox),
+	cc, err := oc.Consume(func(m jetstream.Msg) {
+		ps, err := events.DecodePreStep(events.Msgpack, m.Data())
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		answer, err := events.Encode(events.Msgpack, events.Decision{V: 1, Session: ps.Session, Step: ps.Step,
+			TriggerSeq: md.Sequence.Stream, Outcome: events.OutcomeUnchanged})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		_ = rc.PublishMsg(&nats.Msg{Subject: m.Headers().Get(events.HeaderReplyInbox),
 			Header: nats.Header{events.HeaderContentType: []string{events.ContentTypeMsgpack}}, Data: answer})
-	}); err != nil {
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
-	if err := rc.Flush(); err != nil {
-		b.Fatal(err)
-	}
+	defer cc.Stop()
 	tools := []events.Tool{{Name: "bash", Owner: "agent"}, SkillTool("skillstream")}
 
 	b.Run("bare", func(b *testing.B) {

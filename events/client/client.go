@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -34,6 +35,8 @@ type Client struct {
 	ownsConn bool
 
 	prefix      string
+	inboxPrefix string // the connection's inbox prefix this client was asked to use; "" = any
+	maxPending  int
 	enc         events.Encoding
 	retry       time.Duration
 	maxAttempts int
@@ -50,10 +53,14 @@ type Client struct {
 	closed  bool
 	done    chan struct{}
 	next    atomic.Uint64
+	dropped atomic.Uint64 // messages on the inbox not accepted as an answer
 
 	// dropAnswer, when set (tests only), is asked about every answer before
 	// it is routed; true loses it as a network would.
 	dropAnswer func(*nats.Msg) bool
+	// ackGate, when set (tests only), holds every publication's
+	// acknowledgement until it can receive from it: a late one.
+	ackGate chan struct{}
 }
 
 // Materializer writes the files of the store skill a tool result carries
@@ -121,13 +128,49 @@ func WithMaxPending(n int) Option {
 		if n < 1 {
 			return fmt.Errorf("client: max pending %d: want at least 1", n)
 		}
-		js, err := jetstream.New(c.nc, jetstream.WithPublishAsyncMaxPending(n))
-		if err != nil {
-			return fmt.Errorf("client: jetstream: %w", err)
-		}
-		c.js = js
+		c.maxPending = n
 		return nil
 	}
+}
+
+// WithInboxPrefix makes the client's connection create its inboxes (the
+// reply inbox of its requests, JetStream's acknowledgements, the store
+// reads of materialisation) under prefix instead of nats.go's "_INBOX", so
+// that a NATS account can let this worker subscribe under that prefix
+// only. Connect sets it on the connection it opens; New requires a
+// connection opened with nats.CustomInboxPrefix(prefix). The prefix is a
+// literal subject without wildcards, e.g. "_INBOX.worker-a".
+func WithInboxPrefix(prefix string) Option {
+	return func(c *Client) error {
+		if !literalSubject(prefix) {
+			return fmt.Errorf("client: inbox prefix %q: want a literal subject such as _INBOX.worker-a (no wildcards, no empty tokens)", prefix)
+		}
+		c.inboxPrefix = prefix
+		return nil
+	}
+}
+
+// literalSubject reports whether s is a subject one can publish to: tokens
+// separated by single dots, none empty, no wildcard, no white space.
+func literalSubject(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	prevDot := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if prevDot {
+				return false
+			}
+			prevDot = true
+		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
+			return false
+		default:
+			prevDot = false
+		}
+	}
+	return !prevDot
 }
 
 // WithMaterializer sets the function that materialises store skills' files.
@@ -191,14 +234,10 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
 		return nil, errors.New("client: no NATS connection")
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(DefaultMaxPending))
-	if err != nil {
-		return nil, fmt.Errorf("client: jetstream: %w", err)
-	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	c := &Client{
-		nc: nc, js: js, prefix: events.DefaultPrefix, enc: events.Msgpack, retry: DefaultRetryInterval,
+		nc: nc, prefix: events.DefaultPrefix, enc: events.Msgpack, retry: DefaultRetryInterval, maxPending: DefaultMaxPending,
 		nonce: hex.EncodeToString(nonce[:]), waiting: map[uint64]chan *nats.Msg{}, done: make(chan struct{}),
 	}
 	for _, o := range opts {
@@ -206,6 +245,15 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if c.inboxPrefix != "" && strings.TrimSuffix(nc.Opts.InboxPrefix, ".") != c.inboxPrefix {
+		return nil, fmt.Errorf("client: inbox prefix %q asked for, but the connection's is %q: connect with nats.CustomInboxPrefix(%q)",
+			c.inboxPrefix, nc.Opts.InboxPrefix, c.inboxPrefix)
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(c.maxPending))
+	if err != nil {
+		return nil, fmt.Errorf("client: jetstream: %w", err)
+	}
+	c.js = js
 	if c.materialize == nil {
 		c.materialize = c.storeMaterializer
 	}
@@ -224,9 +272,20 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 }
 
 // Connect connects to the NATS server(s) at url and returns a client on
-// that connection; Close closes it.
+// that connection; Close closes it. With WithInboxPrefix, the connection
+// creates its inboxes under that prefix.
 func Connect(url string, opts ...Option) (*Client, error) {
-	nc, err := nats.Connect(url, nats.Name("skillstream worker"), nats.MaxReconnects(-1))
+	probe := &Client{}
+	for _, o := range opts {
+		if err := o(probe); err != nil {
+			return nil, err
+		}
+	}
+	nopts := []nats.Option{nats.Name("skillstream worker"), nats.MaxReconnects(-1)}
+	if probe.inboxPrefix != "" {
+		nopts = append(nopts, nats.CustomInboxPrefix(probe.inboxPrefix))
+	}
+	nc, err := nats.Connect(url, nopts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: connect to %s: %w", url, err)
 	}
@@ -238,6 +297,14 @@ func Connect(url string, opts ...Option) (*Client, error) {
 	c.ownsConn = true
 	return c, nil
 }
+
+// DroppedAnswers counts the messages that arrived on the client's reply
+// inbox and were not accepted as an answer: undecodable, for another
+// session, step or call, or naming a trigger sequence that none of the
+// request's publications got (a forged or misdirected answer), or arriving
+// when nobody waited. With a permission set that lets only processors
+// publish to this worker's inboxes it stays 0 but for late duplicates.
+func (c *Client) DroppedAnswers() uint64 { return c.dropped.Load() }
 
 // Prefix returns the subject prefix of the session stream.
 func (c *Client) Prefix() string { return c.prefix }
@@ -308,13 +375,12 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 	if err := ps.Validate(); err != nil {
 		return events.Decision{}, fmt.Errorf("client: pre-step: %w", err)
 	}
-	m, enc, err := c.request(ctx, events.KindPreStep, ps.Session, ps.Step, ps, opts)
+	d, err := request(ctx, c, events.KindPreStep, ps.Session, ps.Step, ps, opts, events.DecodeDecision,
+		func(d events.Decision) answerID {
+			return answerID{session: d.Session, id: d.Step, seq: d.TriggerSeq, unread: d.Outcome == events.OutcomeRejected}
+		})
 	if err != nil {
 		return events.Decision{}, err
-	}
-	d, err := events.DecodeDecision(enc, m.Data)
-	if err != nil {
-		return d, fmt.Errorf("client: answer to pre-step %s/%s: %w", ps.Session, ps.Step, err)
 	}
 	if err := c.materializeInvocations(ctx, ps, d); err != nil { // invoke.go
 		return d, err
@@ -340,13 +406,13 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 	if err := sc.Validate(); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
 	}
-	m, enc, err := c.request(ctx, events.KindSkillCall, sc.Session, sc.Call, sc, opts)
+	r, err := request(ctx, c, events.KindSkillCall, sc.Session, sc.Call, sc, opts, events.DecodeToolResult,
+		func(r events.ToolResult) answerID {
+			return answerID{session: r.Session, id: r.Call, seq: r.TriggerSeq,
+				unread: r.IsError && r.Error != nil && r.Error.Code == events.CodeBadRequest}
+		})
 	if err != nil {
 		return events.ToolResult{}, err
-	}
-	r, err := events.DecodeToolResult(enc, m.Data)
-	if err != nil {
-		return r, fmt.Errorf("client: answer to skill call %s/%s: %w", sc.Session, sc.Call, err)
 	}
 	if err := resultError(r); err != nil {
 		return r, err
@@ -368,15 +434,51 @@ func IsStoreSkill(r events.ToolResult) bool {
 // StoreProvider is the provider name of skills served by the skill store.
 const StoreProvider = "store"
 
+// materializeResult writes a store skill's files where this client, not
+// the answer, says they go: <the call's resourceDir>/<name>/<first 16 hex
+// of the digest>, with the name a valid skill name and the digest 64
+// lowercase hex digits. An answer naming another path is refused: it did
+// not come from a processor serving this call.
 func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r events.ToolResult) error {
 	if sc.ResourceDir == "" || !IsStoreSkill(r) {
 		return nil
 	}
-	dir := r.Value.ResourceBase.Path
+	name, digest := r.Value.Name, r.Value.Digest
+	if !catalog.ValidName(name) {
+		return fmt.Errorf("client: skill %q: %w: not a valid skill name", clip(name), ErrMaterialize)
+	}
+	if !hexDigest(digest) {
+		return fmt.Errorf("client: skill %s: %w: digest %q is not 64 lowercase hex digits", name, ErrMaterialize, clip(digest))
+	}
+	dir := store.ResourcePath(sc.ResourceDir, name, digest)
+	if got := r.Value.ResourceBase.Path; got != dir {
+		return fmt.Errorf("client: skill %s: %w: the answer names resource directory %q, not %q", name, ErrMaterialize, clip(got), dir)
+	}
 	if err := c.materialize(ctx, r, dir); err != nil {
-		return fmt.Errorf("client: skill %q into %s: %w: %w", r.Value.Name, dir, ErrMaterialize, err)
+		return fmt.Errorf("client: skill %q into %s: %w: %w", name, dir, ErrMaterialize, err)
 	}
 	return nil
+}
+
+// hexDigest reports whether d is 64 lowercase hex digits.
+func hexDigest(d string) bool {
+	if len(d) != 64 {
+		return false
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens a string of an answer for an error message.
+func clip(s string) string {
+	if len(s) <= 100 {
+		return s
+	}
+	return s[:100] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // Compact appends a context.compact event to its session's log (v filled
@@ -477,31 +579,78 @@ func (c *Client) message(kind events.Kind, sid string, v any, extra nats.Header)
 	return m, nil
 }
 
+// answerID is what identifies an answer: the session and step or call it
+// names and the stream sequence of the trigger it answers. unread marks a
+// refusal of a trigger the processor could not read (a rejected decision,
+// a bad_request result), which may lack session and id.
+type answerID struct {
+	session, id string
+	seq         uint64
+	unread      bool
+}
+
+// maxHeld bounds the answers a request keeps while it waits for the
+// acknowledgement that would tell whether they are its own.
+const maxHeld = 8
+
+// ack is the outcome of one publication of a request's trigger.
+type ack struct {
+	seq uint64
+	err error
+}
+
 // request publishes a trigger and waits for its answer. Every attempt
 // publishes a new message (its own Nats-Msg-Id, so that the stream's
 // duplicate window does not swallow it) with the same Reply-Inbox: an
 // answer to any attempt completes the request.
-func (c *Client) request(ctx context.Context, kind events.Kind, sid, id string, v any, opts []CallOption) (*nats.Msg, events.Encoding, error) {
+//
+// An answer is accepted only when it decodes, names the request's session
+// and step or call, and answers a trigger sequence that one of the
+// request's publications was acknowledged with: only the processor that
+// took one of them knows that sequence. An answer may arrive before its
+// acknowledgement, so one that matches but names a sequence not (yet)
+// acknowledged is held until the acknowledgements tell. Everything else on
+// the inbox is dropped and counted (DroppedAnswers).
+func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id string, v any, opts []CallOption,
+	decode func(events.Encoding, []byte) (T, error), ident func(T) answerID) (T, error) {
+	var zero T
 	var o callOpts
 	for _, f := range opts {
 		f(&o)
 	}
 	m, err := c.message(kind, sid, v, o.header)
 	if err != nil {
-		return nil, 0, err
+		return zero, err
 	}
 	token := c.next.Add(1)
-	ch := make(chan *nats.Msg, 1)
+	ch := make(chan *nats.Msg, maxHeld)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, 0, ErrClosed
+		return zero, ErrClosed
 	}
 	c.waiting[token] = ch
 	c.mu.Unlock()
 	defer c.forget(token)
 	m.Header.Set(events.HeaderReplyInbox, c.base+strconv.FormatUint(token, 10))
 	msgID := sid + ":" + id + ":" + c.nonce + "-"
+
+	// Each publication's acknowledgement is forwarded by a goroutine of
+	// its own, which ends when the request does.
+	acks := make(chan ack)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	acked := map[uint64]bool{}
+	type heldAnswer struct {
+		v   T
+		seq uint64
+	}
+	var held []heldAnswer
+	defer func() { c.dropped.Add(uint64(len(held))) }()
 
 	timer := time.NewTimer(c.retry)
 	defer timer.Stop()
@@ -517,34 +666,82 @@ func (c *Client) request(ctx context.Context, kind events.Kind, sid, id string, 
 		m.Header.Set(events.HeaderMsgID, msgID+strconv.Itoa(attempt))
 		fut, err := c.js.PublishMsgAsync(m)
 		if err != nil {
-			return nil, 0, fmt.Errorf("client: append %s: %w", m.Subject, err)
+			return zero, fmt.Errorf("client: append %s: %w", m.Subject, err)
 		}
-		ackErr := fut.Err()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var a ack
+			select {
+			case pa := <-fut.Ok():
+				a.seq = pa.Sequence
+			case a.err = <-fut.Err():
+			case <-stop:
+				return
+			}
+			if c.ackGate != nil {
+				select {
+				case <-c.ackGate:
+				case <-stop:
+					return
+				}
+			}
+			select {
+			case acks <- a:
+			case <-stop:
+			}
+		}()
 		for waiting := true; waiting; {
 			select {
 			case r := <-ch:
 				enc, err := events.EncodingOf(r.Header.Get(events.HeaderContentType))
 				if err != nil {
-					return nil, 0, fmt.Errorf("client: answer to %s: %w", m.Subject, err)
-				}
-				return r, enc, nil
-			case err := <-ackErr:
-				if isTransient(err) {
-					ackErr = nil // the retry interval decides
+					c.dropped.Add(1)
 					continue
 				}
-				return nil, 0, fmt.Errorf("client: append %s: %w", m.Subject, err)
+				a, err := decode(enc, r.Data)
+				if err != nil {
+					c.dropped.Add(1)
+					continue
+				}
+				got := ident(a)
+				if !(got.session == sid && got.id == id) && !(got.unread && got.session == "" && got.id == "") {
+					c.dropped.Add(1)
+					continue
+				}
+				if acked[got.seq] {
+					return a, nil
+				}
+				if len(held) == maxHeld {
+					c.dropped.Add(1)
+					continue
+				}
+				held = append(held, heldAnswer{v: a, seq: got.seq})
+			case a := <-acks:
+				if a.err != nil {
+					if isTransient(a.err) {
+						continue // the retry interval decides
+					}
+					return zero, fmt.Errorf("client: append %s: %w", m.Subject, a.err)
+				}
+				acked[a.seq] = true
+				for i, h := range held {
+					if h.seq == a.seq {
+						held = append(held[:i], held[i+1:]...)
+						return h.v, nil
+					}
+				}
 			case <-timer.C:
 				waiting = false
 			case <-ctx.Done():
-				return nil, 0, fmt.Errorf("client: %s %s/%s: %w after %d %s: %w", kind, sid, id, ErrTimeout,
+				return zero, fmt.Errorf("client: %s %s/%s: %w after %d %s: %w", kind, sid, id, ErrTimeout,
 					attempt, plural(attempt, "attempt", "attempts"), ctx.Err())
 			case <-c.done:
-				return nil, 0, ErrClosed
+				return zero, ErrClosed
 			}
 		}
 		if c.maxAttempts > 0 && attempt >= c.maxAttempts {
-			return nil, 0, fmt.Errorf("client: %s %s/%s: %w after %d %s of %v", kind, sid, id, ErrTimeout,
+			return zero, fmt.Errorf("client: %s %s/%s: %w after %d %s of %v", kind, sid, id, ErrTimeout,
 				attempt, plural(attempt, "attempt", "attempts"), c.retry)
 		}
 		timer.Reset(c.retry)
@@ -575,22 +772,30 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// route hands an answer to the request waiting on its inbox token; answers
-// nobody waits for (a request already answered or given up) are dropped.
+// route hands a message on the inbox to the request waiting on its token,
+// which decides whether it is the answer. Messages nobody waits for (a
+// request already answered or given up), and messages beyond what a
+// request holds unread, are dropped and counted.
 func (c *Client) route(m *nats.Msg) {
 	if c.dropAnswer != nil && c.dropAnswer(m) {
 		return
 	}
 	token, err := strconv.ParseUint(strings.TrimPrefix(m.Subject, c.base), 10, 64)
 	if err != nil {
+		c.dropped.Add(1)
 		return
 	}
 	c.mu.Lock()
 	ch, ok := c.waiting[token]
-	delete(c.waiting, token)
 	c.mu.Unlock()
-	if ok {
-		ch <- m // buffered: one answer per token
+	if !ok {
+		c.dropped.Add(1)
+		return
+	}
+	select {
+	case ch <- m:
+	default:
+		c.dropped.Add(1)
 	}
 }
 

@@ -442,27 +442,43 @@ func TestMaterializer(t *testing.T) {
 	const digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	base := filepath.Join(resDir, "pdf", digest[:16])
 	responder := w.srv.Connect()
-	sub, err := responder.Subscribe("ev.*.tool.call.skill", func(m *nats.Msg) {
-		sc, err := events.DecodeSkillCall(events.Msgpack, m.Data)
+	oc, err := w.srv.JS.OrderedConsumer(ctx, "S", jetstream.OrderedConsumerConfig{FilterSubjects: []string{"ev.*.tool.call.skill"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := oc.Consume(func(m jetstream.Msg) {
+		sc, err := events.DecodeSkillCall(events.Msgpack, m.Data())
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		r := events.ToolResult{V: 1, Session: sc.Session, Call: sc.Call, TriggerSeq: 1, Text: "instructions",
-			Value: &events.SkillValue{Name: "pdf", Provider: StoreProvider, Content: "instructions", Digest: digest, Revision: 7}}
+		md, err := m.Metadata()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		name, path := "pdf", ""
 		if sc.ResourceDir != "" {
-			r.Value.ResourceBase = &events.ResourceBase{Kind: "directory", Path: filepath.Join(sc.ResourceDir, "pdf", digest[:16])}
+			path = filepath.Join(sc.ResourceDir, "pdf", digest[:16])
+		}
+		switch sc.Call {
+		case "elsewhere": // an answer naming a path of its own
+			path = filepath.Join(t.TempDir(), "autostart")
+		case "bad-name": // a name that is not a skill name
+			name, path = "../../x", filepath.Join(sc.ResourceDir, "../../x", digest[:16])
+		}
+		r := events.ToolResult{V: 1, Session: sc.Session, Call: sc.Call, TriggerSeq: md.Sequence.Stream, Text: "instructions",
+			Value: &events.SkillValue{Name: name, Provider: StoreProvider, Content: "instructions", Digest: digest, Revision: 7}}
+		if path != "" {
+			r.Value.ResourceBase = &events.ResourceBase{Kind: "directory", Path: path}
 		}
 		data, _ := events.Encode(events.Msgpack, r)
-		_ = responder.Publish(m.Header.Get(events.HeaderReplyInbox), data)
+		_ = responder.Publish(m.Headers().Get(events.HeaderReplyInbox), data)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Unsubscribe()
-	if err := responder.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	defer cc.Stop()
 
 	var calls []string
 	c := w.client(WithMaterializer(func(ctx context.Context, r events.ToolResult, dir string) error {
@@ -487,6 +503,15 @@ func TestMaterializer(t *testing.T) {
 	r, err := call("fail", resDir)
 	if !errors.Is(err, ErrMaterialize) || !strings.Contains(err.Error(), "disk full") || r.Value == nil {
 		t.Fatalf("failing materializer: %+v, %v", r, err)
+	}
+	for _, id := range []string{"elsewhere", "bad-name"} {
+		r, err := call(id, resDir)
+		if !errors.Is(err, ErrMaterialize) || r.Value == nil {
+			t.Errorf("answer %s: %+v, %v; want ErrMaterialize", id, r, err)
+		}
+	}
+	if len(calls) != 2 {
+		t.Errorf("materializer calls %q: want none for the refused answers", calls)
 	}
 	bare := w.client()
 	if _, err := bare.CallSkill(ctx, events.SkillCall{Session: "m", Call: "x", Args: events.SkillArgs{Name: "pdf"}, ResourceDir: resDir}); !errors.Is(err, ErrMaterialize) {

@@ -38,8 +38,27 @@
 // to any attempt completes the request. It goes on until the context ends
 // or WithMaxAttempts is reached (ErrTimeout).
 //
+// An answer is accepted only when its session and step or call are the
+// request's and its triggerSeq is the stream sequence of one of the
+// request's publications, learned from their JetStream acknowledgements
+// (an answer arriving before its acknowledgement is held until it
+// comes). Anything else on the inbox is dropped and counted
+// (DroppedAnswers): a forged or misdirected answer is never returned.
+//
+// # Permissions
+//
+// Where workers are untrusted, each connects as a NATS user that may
+// subscribe only under an inbox prefix of its own and publish only its
+// triggers (cmd/skillstream/deploy/nats-server.conf is such a set, with
+// the few store reads materialisation needs). WithInboxPrefix makes the
+// client create every inbox under that prefix: Connect sets it on the
+// connection it opens (nats.CustomInboxPrefix); New wants a connection
+// opened with it.
+//
 // Compact appends a context.compact event; it has no answer, the JetStream
-// acknowledgement confirms it.
+// acknowledgement confirms it. A Decision's CatalogSeq names the catalog
+// the model sees: keep it in the compaction (Keep) and the next pre-step
+// re-sends nothing.
 //
 // # Errors
 //
@@ -57,6 +76,9 @@
 //
 // A call that names a ResourceDir gets, for a skill of the skill store, a
 // resource base directory <resourceDir>/<name>/<first 16 hex of digest>.
+// The client computes that path itself from the call's ResourceDir, the
+// result's skill name (which must be a valid one) and its digest; a result
+// naming another path is refused with ErrMaterialize, never written to.
 // Before returning such a result the client writes the skill's files there,
 // so that the instructions and every file the model reads later come from
 // one version: by default it fetches them by digest from the skill store's

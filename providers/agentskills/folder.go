@@ -19,7 +19,10 @@ type root struct {
 	rank   int
 	source string
 	proj   *project // nil for custom and user folders
-	gen    atomic.Uint64
+	// confined: a project's folder under Config.ConfineProjects, read
+	// without following links
+	confined bool
+	gen      atomic.Uint64
 
 	scanMu sync.Mutex
 	last   *rootScan // guarded by scanMu
@@ -46,6 +49,10 @@ type rootScan struct {
 	needed int // watches its skill folders and linked files need
 }
 
+// noFollowIn reports whether links are refused in r: everywhere under
+// NoFollowSymlinks, in confined project folders always.
+func (p *Provider) noFollowIn(r *root) bool { return p.noFollow || r.confined }
+
 // scan returns r's current answer: the cached one when no event touched r
 // since, else a new scan that reuses the parses of unchanged files.
 func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
@@ -64,7 +71,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 	if r.last != nil && !all {
 		prev = r.last.files
 	}
-	s := &scanner{noFollow: p.noFollow, base: r.base, prev: prev, touched: touched, count: &p.count}
+	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: prev, touched: touched, count: &p.count}
 	var h *rootHooks
 	if p.w != nil {
 		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true, limit: p.maxWatches}

@@ -57,7 +57,7 @@ func (p *Provider) probe(r *root) {
 	if stale {
 		return // the next List lists it again anyway
 	}
-	s := &scanner{noFollow: p.noFollow, base: r.base, prev: last.files, count: &p.count}
+	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: last.files, count: &p.count}
 	l := s.scan(context.Background(), r.path)
 	if l.err == nil && sameListing(last, l) {
 		return
@@ -95,7 +95,7 @@ type PolledFolder struct {
 // their skill folders only at its next check. It is for an operator's
 // report; it lists the folders as List does.
 func (p *Provider) Polled(ctx context.Context, q catalog.Query) ([]PolledFolder, error) {
-	roots, _, err := p.roots(q.Cwd)
+	roots, _, err := p.roots(ctx, q.Cwd)
 	if err != nil {
 		return nil, err
 	}

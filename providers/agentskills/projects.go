@@ -1,6 +1,7 @@
 package agentskills
 
 import (
+	"context"
 	"path/filepath"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -22,8 +23,8 @@ type project struct {
 }
 
 // roots returns the skills folders for cwd in rank order.
-func (p *Provider) roots(cwd string) ([]*root, *project, error) {
-	key, err := p.projectRoot(cwd)
+func (p *Provider) roots(ctx context.Context, cwd string) ([]*root, *project, error) {
+	key, err := p.projectRoot(ctx, cwd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,11 +52,12 @@ func (p *Provider) project(key string) (*project, []*project) {
 	if key != "" {
 		for i, d := range p.projectDirs {
 			proj.roots = append(proj.roots, &root{
-				path:   filepath.Join(key, d),
-				base:   key,
-				rank:   providers.RankProject + i,
-				source: catalog.SourceProject,
-				proj:   proj,
+				path:     filepath.Join(key, d),
+				base:     key,
+				rank:     providers.RankProject + i,
+				source:   catalog.SourceProject,
+				proj:     proj,
+				confined: len(p.ceilings) > 0,
 			})
 		}
 	}

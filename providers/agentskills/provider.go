@@ -59,6 +59,18 @@ type Config struct {
 	// NoFollowSymlinks skips symbolic links inside skills folders (with a
 	// diagnostic) instead of following them.
 	NoFollowSymlinks bool
+	// ConfineProjects, when set, are the folders working directories are
+	// confined to (serve's --cwd-root), and a project's skills are then
+	// confined to them too: the walk from a working directory up to its
+	// project root stops at the confining folder holding it (a .git above
+	// it does not make a project), and a project's skills folders are read
+	// without following symbolic links, whatever NoFollowSymlinks says
+	// (a link to a skill, a linked SKILL.md, a skills folder that is or
+	// lies below a link of the project is skipped with a diagnostic). So
+	// every file served from a project lies below a confining folder.
+	// Custom and user folders are the operator's and keep
+	// NoFollowSymlinks.
+	ConfineProjects []string
 	// NoWatch disables file watching: every List then validates the cached
 	// parses by stat (mtime, ctime, size, inode), and every Load of a
 	// folder skill walks the folder for its digest.
@@ -107,6 +119,7 @@ type Stats struct {
 type Provider struct {
 	name        string
 	noFollow    bool
+	ceilings    []string // Config.ConfineProjects, cleaned
 	projectDirs []string
 	shared      []*root
 	maxProjects int
@@ -157,6 +170,7 @@ func New(cfg Config) (*Provider, error) {
 	p := &Provider{
 		name:        cfg.Name,
 		noFollow:    cfg.NoFollowSymlinks,
+		ceilings:    cleanAll(cfg.ConfineProjects),
 		maxProjects: cfg.MaxProjects,
 		debounce:    cfg.Debounce,
 		maxWatches:  cfg.MaxWatchesPerFolder,
@@ -285,7 +299,7 @@ func (p *Provider) Stats() Stats {
 // watches, and forgets it when a .git appears or vanishes on the way (see
 // rootmemo.go).
 func ProjectRoot(cwd string) (string, error) {
-	root, _, err := findRoot(cwd)
+	root, _, err := findRoot(context.Background(), cwd, nil)
 	return root, err
 }
 
@@ -302,7 +316,7 @@ func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
 		return closedChan
 	}
 	p.sync()
-	key, err := p.projectRoot(cwd)
+	key, err := p.projectRoot(context.Background(), cwd)
 	if err != nil {
 		return closedChan
 	}
@@ -337,7 +351,7 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 		return nil, err
 	}
 	p.sync()
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +380,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 		return catalog.Skill{}, err
 	}
 	p.sync()
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return catalog.Skill{}, err
 	}
@@ -407,7 +421,7 @@ func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 			return catalog.Skill{}, false
 		}
 	}
-	roots, _, err := p.roots(q.Cwd)
+	roots, _, err := p.roots(context.Background(), q.Cwd)
 	if err != nil {
 		return catalog.Skill{}, false
 	}
@@ -443,12 +457,12 @@ func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
 			return p.complete(r, f, sk, digest), nil
 		}
 	}
-	if id, ok := statFile(f.path, p.noFollow); ok {
+	if id, ok := statFile(f.path, p.noFollowIn(r)); ok {
 		if sk, ok := p.loads.body(f.path, id); ok && sk.Name == f.sum.Name {
 			return p.finish(r, f, id, sk), nil
 		}
 	}
-	data, id, reason, err := readFile(f.path, p.noFollow, &p.count)
+	data, id, reason, err := readFile(f.path, p.noFollowIn(r), &p.count)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return catalog.Skill{}, fmt.Errorf("skill %q: %w", f.sum.Name, catalog.ErrNotFound)
@@ -494,7 +508,7 @@ func (p *Provider) complete(r *root, f found, sk catalog.Skill, digest string) c
 func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]providers.Diagnostic, error) {
 	cwd := q.Cwd
 	p.sync()
-	roots, _, err := p.roots(cwd)
+	roots, _, err := p.roots(ctx, cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,13 @@
 package agentskills
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // Project roots of working directories are remembered while the provider
@@ -51,33 +55,92 @@ type cwdRoot struct {
 }
 
 // findRoot is ProjectRoot that also returns the top of the walk: the root
-// when a .git was found, the file system root otherwise.
-func findRoot(cwd string) (root, top string, err error) {
+// when a .git was found, the file system root otherwise. The walk is
+// linear in the path's length apart from the system calls: each parent is
+// a prefix of the cleaned cwd (no cleaning per level), and it stops when
+// ctx ends. (A trigger's cwd is bounded before it gets here: at most 4095
+// bytes and 256 components, so at most 256 Lstats.)
+//
+// With ceilings (Config.ConfineProjects, cleaned), the walk ends at the
+// ceiling it reaches: a .git above it does not make a project, and cwd is
+// then its own root.
+func findRoot(ctx context.Context, cwd string, ceilings []string) (root, top string, err error) {
 	if cwd == "" {
 		return "", "", nil
 	}
 	if !filepath.IsAbs(cwd) {
-		return "", "", fmt.Errorf("working directory %q is not an absolute path", cwd)
+		return "", "", fmt.Errorf("working directory %q is not an absolute path", clipPath(cwd))
 	}
 	cwd = filepath.Clean(cwd)
 	for d := cwd; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if err := ctx.Err(); err != nil {
+			return "", "", err
+		}
+		if _, err := os.Lstat(childOf(d, ".git")); err == nil {
 			return d, d, nil
 		}
-		parent := filepath.Dir(d)
-		if parent == d {
+		parent := parentOf(d)
+		if parent == d || slices.Contains(ceilings, d) {
 			return cwd, d, nil
 		}
 		d = parent
 	}
 }
 
-// chainOf lists cwd and its ancestors up to and including top.
+// cleanAll returns the absolute paths of dirs, cleaned, and also with
+// their symbolic links resolved where that differs (a cwd may be written
+// either way).
+func cleanAll(dirs []string) []string {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		out = append(out, a)
+		if real, err := filepath.EvalSymlinks(a); err == nil && real != a {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
+// parentOf is filepath.Dir of a clean absolute path, as a prefix of it
+// (filepath.Dir cleans its result again, which made a walk up a long path
+// quadratic).
+func parentOf(d string) string {
+	i := strings.LastIndexByte(d, filepath.Separator)
+	if i <= 0 {
+		return string(filepath.Separator)
+	}
+	return d[:i]
+}
+
+// childOf is filepath.Join(d, name) for a clean absolute d.
+func childOf(d, name string) string {
+	if d == string(filepath.Separator) {
+		return d + name
+	}
+	return d + string(filepath.Separator) + name
+}
+
+// clipPath shortens a path for an error or a log line: at most 300 bytes
+// of it, followed by its length.
+func clipPath(s string) string {
+	const n = 300
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// chainOf lists cwd (clean, absolute) and its ancestors up to and
+// including top. The entries are prefixes of cwd: no copies.
 func chainOf(cwd, top string) []string {
 	var chain []string
-	for d := cwd; ; d = filepath.Dir(d) {
+	for d := cwd; ; d = parentOf(d) {
 		chain = append(chain, d)
-		if d == top || filepath.Dir(d) == d {
+		if d == top || parentOf(d) == d {
 			return chain
 		}
 	}
@@ -85,10 +148,11 @@ func chainOf(cwd, top string) []string {
 
 // projectRoot is ProjectRoot(cwd), remembered per working directory while
 // the provider watches.
-func (p *Provider) projectRoot(cwd string) (string, error) {
+func (p *Provider) projectRoot(ctx context.Context, cwd string) (string, error) {
 	if cwd == "" || !filepath.IsAbs(cwd) || p.w == nil {
 		p.rootWalks.Add(1)
-		return ProjectRoot(cwd)
+		root, _, err := findRoot(ctx, cwd, p.ceilings)
+		return root, err
 	}
 	p.mu.Lock()
 	if e, ok := p.cwdRoots.Get(cwd); ok { // marks it recently used
@@ -97,14 +161,14 @@ func (p *Provider) projectRoot(cwd string) (string, error) {
 		return root, nil
 	}
 	p.mu.Unlock()
-	return p.rememberRoot(cwd)
+	return p.rememberRoot(ctx, cwd)
 }
 
 // rememberRoot walks for cwd's root and remembers the answer when it can
 // watch the way (see the comment at the top of this file).
-func (p *Provider) rememberRoot(cwd string) (string, error) {
+func (p *Provider) rememberRoot(ctx context.Context, cwd string) (string, error) {
 	p.rootWalks.Add(1)
-	root, top, err := findRoot(cwd)
+	root, top, err := findRoot(ctx, cwd, p.ceilings)
 	if err != nil {
 		return "", err
 	}
@@ -124,10 +188,10 @@ func (p *Provider) rememberRoot(cwd string) (string, error) {
 	}
 	p.mu.Unlock()
 
-	ok := p.watchChain(e)
+	ok := p.watchChain(ctx, e)
 	if ok {
 		p.rootWalks.Add(1)
-		again, _, err := findRoot(cwd)
+		again, _, err := findRoot(ctx, cwd, p.ceilings)
 		ok = err == nil && again == root
 		if err == nil {
 			root = again // the newer answer, remembered or not
@@ -165,14 +229,17 @@ func (p *Provider) rememberRoot(cwd string) (string, error) {
 
 // watchChain watches the folders of e's way, from the top down; false
 // when one cannot be watched (then nothing is remembered and the walks go
-// on). A folder that does not exist (a working directory of another
+// on, as they do when ctx ends first). A folder that does not exist (a working directory of another
 // machine, say) is not watched: its parent, watched before it was tried,
 // reports it being created, which names a folder of the way.
-func (p *Provider) watchChain(e *cwdRoot) bool {
+func (p *Provider) watchChain(ctx context.Context, e *cwdRoot) bool {
 	p.watchMu.Lock()
 	defer p.watchMu.Unlock()
 	for i := len(e.chain) - 1; i >= 0; i-- {
 		d := e.chain[i]
+		if ctx.Err() != nil {
+			return false
+		}
 		p.mu.Lock()
 		if p.closed || !e.valid {
 			p.mu.Unlock()

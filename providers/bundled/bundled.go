@@ -40,6 +40,7 @@ func WithFS(fsys fs.FS) Option { return func(o *options) { o.fsys = fsys } }
 type Provider struct {
 	name   string
 	skills []catalog.Skill // by name
+	raw    [][]byte        // the SKILL.md of each skill, as read
 }
 
 // New parses the skills once. A skill that does not parse is an error: the
@@ -89,8 +90,9 @@ func New(opts ...Option) (*Provider, error) {
 			Description: fmt.Sprintf("built into skillstream; skill %q has no separate resource files", sk.Name),
 		}
 		p.skills = append(p.skills, sk)
+		p.raw = append(p.raw, data)
 	}
-	sort.Slice(p.skills, func(i, j int) bool { return p.skills[i].Name < p.skills[j].Name })
+	sort.Sort(byName{p})
 	return p, nil
 }
 
@@ -121,6 +123,31 @@ func (p *Provider) Load(ctx context.Context, name string, _ catalog.Query) (cata
 	sk := p.skills[i]
 	sk.Summary = copySummary(sk.Summary)
 	return sk, nil
+}
+
+// Files implements providers.Filer: a bundled skill is its SKILL.md alone.
+func (p *Provider) Files(ctx context.Context, name string, _ catalog.Query, _ int, maxBytes int64) ([]providers.File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(p.skills), func(i int) bool { return p.skills[i].Name >= name })
+	if i == len(p.skills) || p.skills[i].Name != name {
+		return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	if maxBytes > 0 && int64(len(p.raw[i])) > maxBytes {
+		return nil, fmt.Errorf("skill %q: SKILL.md is larger than %d bytes", name, maxBytes)
+	}
+	return []providers.File{{Path: agentskills.SkillFile, Data: p.raw[i]}}, nil
+}
+
+// byName sorts a provider's skills and their files together.
+type byName struct{ p *Provider }
+
+func (b byName) Len() int           { return len(b.p.skills) }
+func (b byName) Less(i, j int) bool { return b.p.skills[i].Name < b.p.skills[j].Name }
+func (b byName) Swap(i, j int) {
+	b.p.skills[i], b.p.skills[j] = b.p.skills[j], b.p.skills[i]
+	b.p.raw[i], b.p.raw[j] = b.p.raw[j], b.p.raw[i]
 }
 
 // Changes implements providers.Notifier: bundled skills never change.

@@ -35,7 +35,10 @@ func ResourcePath(resourceDir, name, digest string) string {
 // checked against the digest, made read-only and renamed into place, so dir
 // either does not exist or holds exactly those files. When dir already
 // holds exactly those files (an earlier call, another process) it does
-// nothing. Archive entries that would land outside dir are refused.
+// nothing. Archive entries that would land outside dir, and names that
+// are not valid UTF-8 or hold control characters, are refused. Temporary
+// folders of materialisations killed before their rename are removed
+// (see leftovers.go).
 func Materialize(ctx context.Context, js jetstream.JetStream, cfg Config, digest, dir string) error {
 	cfg = cfg.withDefaults()
 	obs, err := js.ObjectStore(ctx, cfg.Objects)
@@ -56,11 +59,17 @@ func materialize(ctx context.Context, obs jetstream.ObjectStore, cfg Config, dig
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
+	for _, f := range files {
+		if err := checkEntryName(f.path); err != nil {
+			return fmt.Errorf("materialize %s: %w", short(digest), err)
+		}
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	removeLeftovers(parent)
+	tmp, err := os.MkdirTemp(parent, tempPattern(dir))
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", short(digest), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,8 @@ import (
 //     session, where the workload expects one (every skill call; a pre-step
 //     when the load generator marked it with AppendHeader: the first of
 //     a session, the first after a catalog change);
-//   - one core NATS reply with a pre-encoded answer of realistic size;
+//   - one core NATS reply: an answer of realistic size, encoded for the
+//     trigger (its session, id and sequence, which the worker checks);
 //   - the ack.
 //
 // It runs with the processor's worker count, on its own stream.
@@ -39,13 +41,43 @@ const (
 	BaselinePrefix = "skillstream-bench-baseline"
 )
 
-// benchBlobs are the pre-encoded outputs and answers of the baseline.
+// benchBlobs are the pre-encoded outputs of the baseline, and the answers
+// it encodes per trigger: a worker accepts an answer only when it names its
+// session, step or call and trigger sequence, so those are filled in for
+// each (the step or call id read from the trigger's Nats-Msg-Id,
+// <session>:<id>:<nonce>-<attempt>, rather than by decoding it).
 type benchBlobs struct {
-	catalog    []byte                     // stored catalog (msgpack)
-	result     []byte                     // stored tool result (msgpack)
-	unchanged  map[events.Encoding][]byte // Decision{unchanged}
-	appended   map[events.Encoding][]byte // Decision{appended, catalog}
-	toolResult map[events.Encoding][]byte // ToolResult answer
+	catalog []byte // stored catalog (msgpack)
+	result  []byte // stored tool result (msgpack)
+	cat     events.Catalog
+	res     events.ToolResult
+}
+
+// answer encodes the answer to the trigger of kind on session sid with
+// id and stream sequence seq; appended says whether a catalog was
+// appended for a pre-step.
+func (b *benchBlobs) answer(enc events.Encoding, kind events.Kind, sid, id string, seq uint64, appended bool) ([]byte, error) {
+	if kind == events.KindSkillCall {
+		r := b.res
+		r.Session, r.Call, r.TriggerSeq = sid, id, seq
+		return events.Encode(enc, r)
+	}
+	d := events.Decision{V: events.Version, Session: sid, Step: id, TriggerSeq: seq, Outcome: events.OutcomeUnchanged}
+	if appended {
+		d.Outcome, d.Catalog = events.OutcomeAppended, &b.cat
+	}
+	return events.Encode(enc, d)
+}
+
+// idOfMsgID is the step or call id in a Nats-Msg-Id of the form
+// <session>:<id>:<nonce>-<attempt> (the Go client's).
+func idOfMsgID(msgID string) string {
+	first := strings.IndexByte(msgID, ':')
+	last := strings.LastIndexByte(msgID, ':')
+	if first < 0 || last <= first {
+		return ""
+	}
+	return msgID[first+1 : last]
 }
 
 // newBenchBlobs renders a real catalog of the given skills and a real tool
@@ -66,30 +98,13 @@ func newBenchBlobs(owner string, skills []catalog.Summary, body string, opts cat
 	}
 	res := events.ToolResult{V: events.Version, Session: "session", Call: "call", TriggerSeq: 1, Text: body,
 		Value: &events.SkillValue{Name: "skill", Provider: "agentskills", Content: body}}
-	b := &benchBlobs{
-		unchanged:  map[events.Encoding][]byte{},
-		appended:   map[events.Encoding][]byte{},
-		toolResult: map[events.Encoding][]byte{},
-	}
+	b := &benchBlobs{cat: cat, res: res}
 	var err error
 	if b.catalog, err = events.Encode(events.Msgpack, cat); err != nil {
 		return nil, err
 	}
 	if b.result, err = events.Encode(events.Msgpack, res); err != nil {
 		return nil, err
-	}
-	for _, enc := range []events.Encoding{events.Msgpack, events.JSON} {
-		d := events.Decision{V: events.Version, Session: "session", Step: "step", TriggerSeq: 1, Outcome: events.OutcomeUnchanged}
-		if b.unchanged[enc], err = events.Encode(enc, d); err != nil {
-			return nil, err
-		}
-		d.Outcome, d.Catalog = events.OutcomeAppended, &cat
-		if b.appended[enc], err = events.Encode(enc, d); err != nil {
-			return nil, err
-		}
-		if b.toolResult[enc], err = events.Encode(enc, res); err != nil {
-			return nil, err
-		}
 	}
 	return b, nil
 }
@@ -204,7 +219,7 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	var stored, answer []byte
+	var stored []byte
 	switch kind {
 	case events.KindPreStep:
 		if err := b.last(ctx, events.Subject(b.prefix, sid, events.KindCatalog)); err != nil {
@@ -213,15 +228,14 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 		if err := b.last(ctx, events.Subject(b.prefix, sid, events.KindCompaction)); err != nil {
 			return err
 		}
-		answer = b.blobs.unchanged[enc]
 		if h.Get(AppendHeader) != "" {
-			stored, answer = b.blobs.catalog, b.blobs.appended[enc]
+			stored = b.blobs.catalog
 		}
 	case events.KindSkillCall:
 		if err := b.last(ctx, events.Subject(b.prefix, sid, events.KindToolResult)); err != nil {
 			return err
 		}
-		stored, answer = b.blobs.result, b.blobs.toolResult[enc]
+		stored = b.blobs.result
 	default:
 		return nil
 	}
@@ -252,6 +266,10 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	}
 	if inbox := h.Get(events.HeaderReplyInbox); inbox != "" {
+		answer, err := b.blobs.answer(enc, kind, sid, idOfMsgID(h.Get(events.HeaderMsgID)), meta.Sequence.Stream, stored != nil)
+		if err != nil {
+			return fmt.Errorf("baseline answer: %w", err)
+		}
 		r := &nats.Msg{Subject: inbox, Header: nats.Header{events.HeaderContentType: []string{enc.ContentType()}}, Data: answer}
 		if err := b.nc.PublishMsg(r); err != nil {
 			return fmt.Errorf("baseline reply: %w", err)

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillstream/skillstream/catalog"
+	mcpserver "github.com/skillstream/skillstream/processor/mcp"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// MCPConfig is serve's share of the configuration for MCP hosts.
+type MCPConfig struct {
+	Listen         string   // Streamable HTTP address; "" = off
+	TokenFile      string   // file holding the bearer token
+	AllowedOrigins []string // browser origins allowed besides loopback ones
+	Cwd            string   // working directory whose project skills are served
+	Project        string   // skill store project scope served
+}
+
+// mcpFlags registers serve's MCP flags.
+func (c *Config) mcpFlags(cmd *command) {
+	cmd.group("MCP hosts")
+	cmd.cfgString(&c.MCP.Listen, "mcp-listen", "", "serve the skills to MCP hosts (Streamable HTTP at /mcp) on this `address` (off when empty; a non-loopback address needs --mcp-token-file)")
+	cmd.cfgString(&c.MCP.TokenFile, "mcp-token-file", "", "`file` holding the bearer token MCP hosts must send (Authorization: Bearer)")
+	cmd.cfgList(&c.MCP.AllowedOrigins, "mcp-allowed-origin", "browser `origin` (scheme://host[:port]) allowed to call the MCP endpoint besides loopback ones; repeatable")
+	cmd.cfgString(&c.MCP.Cwd, "mcp-cwd", "", "working `dir` whose project skills MCP hosts are served (default: none, only the other sources)")
+	cmd.cfgString(&c.MCP.Project, "mcp-project", "", "skill store project `id` whose scope MCP hosts are served (default: the global scope only)")
+}
+
+// validateMCP checks serve's MCP settings and reads the token.
+func (c *Config) validateMCP() (token string, err error) {
+	m := &c.MCP
+	if m.Listen == "" {
+		return "", nil
+	}
+	if err := checkAddr("--mcp-listen", m.Listen); err != nil {
+		return "", err
+	}
+	if m.TokenFile != "" {
+		if token, err = readToken(m.TokenFile); err != nil {
+			return "", err
+		}
+	}
+	if token == "" && !mcpserver.Loopback(m.Listen) {
+		return "", usagef("--mcp-listen %s is not a loopback address: MCP hosts on other machines could read every skill, so a bearer token is required; give --mcp-token-file", m.Listen)
+	}
+	for _, o := range m.AllowedOrigins {
+		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+			return "", usagef("--mcp-allowed-origin %q: must be scheme://host[:port]", o)
+		}
+	}
+	if m.Project != "" {
+		if _, err := store.Project(m.Project); err != nil {
+			return "", usagef("--mcp-project: %v", err)
+		}
+	}
+	if m.Cwd != "" {
+		if m.Cwd, err = resolveCwd(m.Cwd); err != nil {
+			return "", err
+		}
+	}
+	return token, nil
+}
+
+// readToken reads a bearer token file: one line, surrounding space ignored.
+func readToken(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", usagef("--mcp-token-file: %v", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return "", usagef("--mcp-token-file %s: must be a regular file of at most 4096 bytes", path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", usagef("--mcp-token-file: %v", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", usagef("--mcp-token-file %s: must hold one token (no spaces), got %d bytes", path, len(data))
+	}
+	return tok, nil
+}
+
+// mcpHTTP is the MCP front door serve runs beside the processor.
+type mcpHTTP struct {
+	srv   *mcpserver.Server
+	ln    net.Listener
+	token string
+	cfg   mcpserver.HTTPConfig
+}
+
+// startMCP creates the MCP server for serve and binds its listener.
+func (c *Config) startMCP(reg mcpserver.Registry, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+	srv, err := mcpserver.New(reg, mcpserver.Config{
+		Query:      catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
+		Options:    c.catalogOptions(),
+		Version:    version,
+		Logger:     log.With("component", "mcp"),
+		Registerer: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", c.MCP.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mcp listener: %w", err)
+	}
+	return &mcpHTTP{srv: srv, ln: ln, token: token,
+		cfg: mcpserver.HTTPConfig{Token: token, AllowedOrigins: c.MCP.AllowedOrigins}}, nil
+}
+
+// run serves until ctx ends: the registry follower and the HTTP endpoint.
+func (m *mcpHTTP) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	synced := make(chan error, 1)
+	go func() { synced <- m.srv.Run(ctx) }()
+	err := m.srv.Serve(ctx, m.ln, m.cfg)
+	cancel()
+	<-synced
+	return err
+}
+
+func (a *app) mcpCommand() (*command, runFunc) {
+	var p preview
+	cmd := newCommand("mcp", "skillstream mcp [--cwd DIR] [flags]", `
+Serve skills to an MCP host over stdio: the host spawns this command and
+speaks MCP on its stdin and stdout. The host sees the skills a `+"`load`"+` run in
+DIR (the current directory by default) would see, project skills included,
+through the MCP Skills extension (skills/list, skills/get, resources/read,
+resources/directory/read) and, for hosts without it, the skill tool
+(tools/list, tools/call). Changes to the skill folders (and to the skill
+store, when one answers) reach the host as list-changed notifications.
+
+Nothing but MCP is written to stdout; logs go to stderr. The skill store is
+read when a NATS server answers (--nats-url, or a local serve on --listen);
+without one the folders and bundled skills are served.
+
+It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
+  skillstream mcp
+  skillstream mcp --cwd ~/src/app --skills-dir /srv/team-skills
+  host configuration: {"command": "skillstream", "args": ["mcp", "--cwd", "/home/me/src/app"]}`[1:])
+	p.flags(cmd, "")
+	cmd.cfgString(&p.c.LogLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	return cmd, func(ctx context.Context, args []string) error {
+		if len(args) > 0 {
+			return usagef("mcp takes no arguments, got %q", args[0])
+		}
+		p.watch = true
+		reg, dir, err := p.open(ctx, a, cmd.name)
+		if err != nil {
+			return err
+		}
+		defer reg.Close()
+		log := p.c.newLogger(a.stderr)
+		srv, err := mcpserver.New(reg, mcpserver.Config{
+			Query:   p.query(dir),
+			Options: p.c.catalogOptions(),
+			Version: thisBuild().version,
+			Logger:  log.With("component", "mcp"),
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		synced := make(chan error, 1)
+		go func() { synced <- srv.Run(ctx) }()
+		defer func() { cancel(); <-synced }()
+		in, out := a.stdio()
+		return srv.ServeStdio(ctx, in, out)
+	}
+}
+
+// stdio returns the streams `mcp` speaks on: the process's stdin, and
+// stdout (the app's stdout, so tests can read it).
+func (a *app) stdio() (io.ReadCloser, io.WriteCloser) {
+	in := a.stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	return io.NopCloser(in), nopWriteCloser{a.stdout}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// permissionsFile is the NATS server configuration shipped for untrusted
+// workers; the test below loads it as it is.
+const permissionsFile = "deploy/nats-server.conf"
+
+// permServer starts a real NATS server from permissionsFile, with only
+// its store folder and port replaced, and returns its URL and the users'
+// passwords.
+func permServer(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	pw := map[string]string{}
+	for _, u := range []struct{ user, env string }{
+		{"processor", "SKILLSTREAM_PROCESSOR_PASSWORD"},
+		{"operator", "SKILLSTREAM_OPERATOR_PASSWORD"},
+		{"worker-a", "SKILLSTREAM_WORKER_A_PASSWORD"},
+		{"worker-b", "SKILLSTREAM_WORKER_B_PASSWORD"},
+	} {
+		pw[u.user] = randomToken(t)
+		t.Setenv(u.env, pw[u.user])
+	}
+	opts, err := server.ProcessConfigFile(permissionsFile)
+	if err != nil {
+		t.Fatalf("%s: %v", permissionsFile, err)
+	}
+	opts.StoreDir = t.TempDir()
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	return srv.ClientURL(), pw
+}
+
+func randomToken(t testing.TB) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// userURL is u with a user's name and password.
+func userURL(t testing.TB, u, user, password string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.User = url.UserPassword(user, password)
+	return p.String()
+}
+
+// violations collects the permission violations a connection is told of.
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		v.mu.Lock()
+		v.errs = append(v.errs, err.Error())
+		v.mu.Unlock()
+	}
+}
+
+// wait waits until a violation naming subject was reported.
+func (v *violations) wait(t *testing.T, what, subject string) {
+	t.Helper()
+	eventually(t, 10*time.Second, what, func() error {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for _, e := range v.errs {
+			if strings.Contains(e, subject) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no permission violation for %s; got %q", subject, v.errs)
+	})
+}
+
+// TestPermissionsIsolateWorkers: with the shipped permission file in a
+// real server and serve connected as its processor user, two workers
+// each get their answers and store skills, and a hostile worker with the
+// same permissions cannot subscribe to another worker's inbox, to the
+// triggers or to the processors' inboxes, cannot publish an answer or a
+// processor output, cannot read the session stream, and cannot get a
+// forged answer accepted or a file written outside the resource folder.
+func TestPermissionsIsolateWorkers(t *testing.T) {
+	natsURL, pw := permServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// An operator publishes a store skill.
+	op, err := nats.Connect(userURL(t, natsURL, "operator", pw["operator"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ojs, err := jetstream.New(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "pdf")
+	writeFile(t, src, "SKILL.md", skillMD("Run scripts/fill.sh.", "name: pdf", "description: Fill PDF forms."))
+	writeFile(t, src, "scripts/fill.sh", "#!/bin/sh\necho filled\n")
+	pb, err := store.NewPublisher(ctx, ojs, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := store.ReadSkill(src, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Push(ctx, store.Global, []store.Local{local}, false); err != nil {
+		t.Fatal(err)
+	}
+
+	// serve as the processor user.
+	root := spec4Skills(t)
+	t.Chdir(t.TempDir())
+	logs := &syncBuffer{}
+	sctx, scancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(sctx, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
+			"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--workers", "2"}, io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		scancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exit %d:\n%s", code, logs)
+		}
+		if strings.Contains(logs.String(), "ermissions") {
+			t.Errorf("serve was refused something by the permission file:\n%s", logs)
+		}
+	})
+	eventually(t, 30*time.Second, "serve consuming", func() error {
+		if !strings.Contains(logs.String(), "processor started") {
+			return fmt.Errorf("not started:\n%s", logs)
+		}
+		return nil
+	})
+
+	// Worker A, an honest one.
+	a, err := client.Connect(userURL(t, natsURL, "worker-a", pw["worker-a"]), client.WithInboxPrefix("_INBOX.worker-a"),
+		client.WithRetryInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	aViol := &violations{}
+	a.Conn().SetErrorHandler(aViol.handler)
+
+	// Worker B, hostile, with the same permissions under its own prefix.
+	bViol := &violations{}
+	b, err := nats.Connect(userURL(t, natsURL, "worker-b", pw["worker-b"]), nats.CustomInboxPrefix("_INBOX.worker-b"),
+		nats.ErrorHandler(bViol.handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var seen sync.Map // subject -> true, for anything B's subscriptions got
+	for _, subj := range []string{"_INBOX.worker-a.>", "_INBOX.>", "ev.>", "ev.*.agent.pre-step", "_SKILLSTREAM_INBOX.>", ">"} {
+		if _, err := b.Subscribe(subj, func(m *nats.Msg) { seen.Store(m.Subject, true) }); err != nil {
+			t.Fatalf("subscribe %s: %v", subj, err)
+		}
+	}
+	for _, subj := range []string{"_INBOX.worker-a.>", "_INBOX.>", "ev.>", "ev.*.agent.pre-step", "_SKILLSTREAM_INBOX.>"} {
+		bViol.wait(t, "subscription refused", subj)
+	}
+
+	// A's session: a catalog, a local skill, a store skill materialised
+	// under its resource folder, the tool definition.
+	session := "a-" + randomToken(t)
+	cwd := t.TempDir()
+	d, err := a.PreStep(ctx, events.PreStep{Session: session, Step: "1", Cwd: cwd, Tools: []events.Tool{client.SkillTool("skillstream")}})
+	if err != nil || d.Outcome != events.OutcomeAppended || d.Catalog == nil || !strings.Contains(d.Catalog.Text, "pdf") {
+		t.Fatalf("worker A pre-step: %+v, %v", d, err)
+	}
+	if r, err := a.CallSkill(ctx, events.SkillCall{Session: session, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "a-skill"}}); err != nil || r.IsError {
+		t.Fatalf("worker A local skill: %+v, %v", r, err)
+	}
+	resDir := t.TempDir()
+	elsewhere := filepath.Join(t.TempDir(), "autostart")
+	r, err := a.CallSkill(ctx, events.SkillCall{Session: session, Call: "c2", Cwd: cwd, ResourceDir: resDir, Args: events.SkillArgs{Name: "pdf"}})
+	if err != nil || r.IsError {
+		t.Fatalf("worker A store skill: %+v, %v", r, err)
+	}
+	want := store.ResourcePath(resDir, "pdf", local.Record.Digest)
+	if got, err := os.ReadFile(filepath.Join(want, "scripts", "fill.sh")); err != nil || !strings.Contains(string(got), "echo filled") {
+		t.Fatalf("materialised file: %q, %v", got, err)
+	}
+	if def, err := a.ToolDefinition(ctx); err != nil || def.Name != "skill" {
+		t.Fatalf("tool definition: %+v, %v", def, err)
+	}
+
+	// B cannot answer for the processor: a forged answer to A's inbox and
+	// forged outputs in A's session are refused by the server.
+	forged := events.ToolResult{V: 1, Session: session, Call: "c3", TriggerSeq: 1, Text: "FORGED",
+		Value: &events.SkillValue{Name: "pdf", Provider: client.StoreProvider, Digest: local.Record.Digest,
+			ResourceBase: &events.ResourceBase{Kind: "directory", Path: elsewhere}}}
+	data, err := events.Encode(events.Msgpack, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{"_INBOX.worker-a.x.1", events.Subject(events.DefaultPrefix, session, events.KindToolResult),
+		events.Subject(events.DefaultPrefix, session, events.KindCatalog), "$JS.API.DIRECT.GET.SESSIONS", "$JS.API.STREAM.INFO.SESSIONS",
+		"$JS.API.CONSUMER.CREATE.SESSIONS.spy", "_SKILLSTREAM_INBOX.x"} {
+		if err := b.Publish(subj, data); err != nil {
+			t.Fatal(err)
+		}
+		bViol.wait(t, "publish refused", subj)
+	}
+	// B's own triggers are answered on its own inbox; one naming the
+	// processors' inboxes as Reply-Inbox is rejected, answered nowhere.
+	bjs, err := jetstream.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bsub, err := b.SubscribeSync("_INBOX.worker-b.answers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, inbox := range []string{"_SKILLSTREAM_INBOX.steal", "_INBOX.worker-b.answers"} {
+		ps := events.PreStep{V: 1, Session: "b-" + randomToken(t), Step: fmt.Sprint(i), Tools: []events.Tool{client.SkillTool("skillstream")}}
+		pdata, _ := events.Encode(events.Msgpack, ps)
+		m := &nats.Msg{Subject: events.Subject(events.DefaultPrefix, ps.Session, events.KindPreStep), Data: pdata,
+			Header: nats.Header{events.HeaderReplyInbox: {inbox}}}
+		if _, err := bjs.PublishMsg(ctx, m); err != nil {
+			t.Fatalf("worker B's own trigger: %v", err)
+		}
+	}
+	am, err := bsub.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("worker B's answer: %v", err)
+	}
+	if bd, err := events.DecodeDecision(events.Msgpack, am.Data); err != nil || bd.Step != "1" {
+		t.Errorf("worker B's answer: %+v, %v; want the answer to its step 1 only", bd, err)
+	}
+
+	// A goes on undisturbed: a new call is answered by the processor and
+	// materialises nowhere but under its resource folder.
+	r, err = a.CallSkill(ctx, events.SkillCall{Session: session, Call: "c3", Cwd: cwd, ResourceDir: resDir, Args: events.SkillArgs{Name: "pdf"}})
+	if err != nil || r.IsError || r.Text == "FORGED" || r.Value.ResourceBase.Path != want {
+		t.Fatalf("worker A after the attack: %+v, %v", r, err)
+	}
+	if _, err := os.Stat(elsewhere); !os.IsNotExist(err) {
+		t.Errorf("a file landed at %s: %v", elsewhere, err)
+	}
+	if n := a.DroppedAnswers(); n != 0 {
+		t.Errorf("worker A dropped %d answers; with the permissions none but the processor's reach it", n)
+	}
+	aViol.mu.Lock()
+	if len(aViol.errs) > 0 {
+		t.Errorf("worker A was refused: %q", aViol.errs)
+	}
+	aViol.mu.Unlock()
+	bViol.mu.Lock()
+	t.Logf("worker B was refused: %q", bViol.errs)
+	bViol.mu.Unlock()
+	seen.Range(func(k, _ any) bool {
+		if !strings.HasPrefix(k.(string), "_INBOX.worker-b.") {
+			t.Errorf("worker B saw a message on %s", k)
+		}
+		return true
+	})
+}
+
+// TestCwdRootConfinesLinks: serve with --cwd-root serves nothing of a
+// project that lies outside the root: a skill folder linked out of it is
+// neither listed nor loadable, and a repository above the root does not
+// make its skills a project's. The same links are served without it.
+func TestCwdRootConfinesLinks(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "tenants")
+	proj := filepath.Join(root, "proj")
+	writeFile(t, base, "outside/secret/SKILL.md", skillMD("Secret body.", "name: secret", "description: Outside the root."))
+	writeFile(t, proj, ".agents/skills/good/SKILL.md", skillMD("Good body.", "name: good", "description: Inside."))
+	if err := os.Mkdir(filepath.Join(proj, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "outside", "secret"), filepath.Join(proj, ".agents", "skills", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		name    string
+		flags   []string
+		listed  string
+		loadsIt bool
+	}{
+		{"without --cwd-root", nil, "secret", true},
+		{"with --cwd-root", []string{"--cwd-root", root}, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startServe(t, t.TempDir(), empty, append([]string{"--no-skill-store"}, c.flags...)...)
+			w, err := client.Connect(s.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			sid := "s-" + randomToken(t)
+			d, err := w.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: proj, Tools: []events.Tool{client.SkillTool("skillstream")}})
+			if err != nil || d.Catalog == nil {
+				t.Fatalf("pre-step: %+v, %v", d, err)
+			}
+			text := d.Catalog.Text
+			if !strings.Contains(text, "good") || strings.Contains(text, "secret") != (c.listed != "") {
+				t.Errorf("catalog:\n%s\nwant good, and secret listed: %v", text, c.listed != "")
+			}
+			r, err := w.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: proj, Args: events.SkillArgs{Name: "secret"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := !r.IsError && strings.Contains(r.Text, "Secret body."); got != c.loadsIt {
+				t.Errorf("skill secret loaded: %v, want %v:\n%s", got, c.loadsIt, r.Text)
+			}
+		})
+	}
+}

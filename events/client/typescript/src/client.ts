@@ -1,0 +1,665 @@
+import { randomBytes } from "node:crypto";
+import { posix } from "node:path";
+import {
+  connect as natsConnect,
+  createInbox,
+  headers as natsHeaders,
+  ClosedConnectionError,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type NodeConnectionOptions,
+  type Subscription,
+} from "@nats-io/transport-node";
+import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
+import { Objm, type ObjectStore } from "@nats-io/obj";
+
+import { contentType, decode, encode, encodingOf, type Encoding, MAX_PAYLOAD_SIZE } from "./codec.js";
+import {
+  BadPayloadError,
+  ClosedError,
+  ExpiredError,
+  MaterializeError,
+  RejectedError,
+  TimeoutError,
+  TooLargeError,
+  UnavailableError,
+} from "./errors.js";
+import type { Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
+import { materializeFromStore, resourcePath } from "./materialize.js";
+import { checkPayload, type Problem } from "./schema.js";
+
+/** One entry of an agent's tool view. */
+export type Tool = PreStep["tools"][number];
+
+/** A pre-step as a worker gives it: `v` is filled in. */
+export type PreStepInput = Omit<PreStep, "v"> & { v?: 1 };
+/** A skill call as a worker gives it: `v` is filled in. */
+export type SkillCallInput = Omit<SkillCall, "v"> & { v?: 1 };
+/** A compaction as a worker gives it: `v` is filled in. */
+export type CompactionInput = Omit<Compaction, "v"> & { v?: 1 };
+
+/**
+ * Writes the files of the store skill `result` carries (`result.value.name`,
+ * `result.value.digest`) into `dir`, the directory this client computed for
+ * it, before the result is handed to the model. It must be atomic (the
+ * directory appears complete or not at all) and idempotent (a directory
+ * already holding that digest is left as it is).
+ */
+export type Materializer = (result: ToolResult, dir: string) => Promise<void>;
+
+/** Defaults of the options. */
+export const DEFAULT_PREFIX = "ev";
+export const DEFAULT_RETRY_INTERVAL_MS = 2000;
+export const DEFAULT_MAX_PENDING = 4096;
+export const DEFAULT_SKILL_OBJECTS = "SKILLS";
+export const DEFAULT_INBOX_PREFIX = "_INBOX";
+/** The subject a processor answers tool definition requests on. */
+export const TOOL_DEFINITION_SUBJECT = "skillstream.tool.definition";
+/** The provider name of skills served by the skill store. */
+export const STORE_PROVIDER = "store";
+
+/** Options of a client. Every other key is a NATS connection option, passed through. */
+export interface ClientOptions extends NodeConnectionOptions {
+  /** Use this open connection instead of opening one; close() leaves it open. */
+  connection?: NatsConnection;
+  /** The session stream's subject prefix (default "ev"). */
+  prefix?: string;
+  /** Payload encoding of triggers and answers (default msgpack). */
+  encoding?: Encoding;
+  /** How long a request waits for its answer before it publishes its trigger again (default 2000). */
+  retryIntervalMs?: number;
+  /** How many times one request publishes its trigger at most; 0 (the default): until its timeout or signal. */
+  maxAttempts?: number;
+  /** Bound on trigger publications awaiting their JetStream acknowledgement (default 4096); more wait for room. */
+  maxPending?: number;
+  /** The skill store's object store the default materializer reads (default "SKILLS"). */
+  skillObjects?: string;
+  /** Replaces the default materializer (fetch by digest from the object store, verify, write atomically). */
+  materialize?: Materializer;
+  /**
+   * The subject prefix of this client's reply inbox (default "_INBOX", or
+   * the connection's inboxPrefix). Processors answer only on prefixes they
+   * are configured for; NATS permissions can give each worker its own.
+   */
+  inboxPrefix?: string;
+  [TEST_HOOKS]?: TestHooks;
+}
+
+/**
+ * Tests only: a hook asked about every message of the reply inbox before it
+ * is routed; true loses it, as a network would. Not part of the API.
+ */
+export const TEST_HOOKS = Symbol.for("skillstream.client.testHooks");
+export interface TestHooks {
+  dropAnswer?: (m: Msg) => boolean;
+}
+
+/** Options of one request. */
+export interface CallOptions {
+  /** Gives up after this many milliseconds (TimeoutError); also the trigger's deadlineMs unless it has one. */
+  timeoutMs?: number;
+  /** Gives up when aborted (TimeoutError with the abort reason as cause). */
+  signal?: AbortSignal;
+  /** Headers added to every publication of the trigger (e.g. tracing). */
+  headers?: Record<string, string>;
+  /** Called with the attempt's number each time the trigger is published. */
+  onAttempt?: (attempt: number) => void;
+}
+
+/** Counters of a client. */
+export interface ClientStats {
+  /** Messages on the reply inbox that answered no waiting request (stale, foreign, malformed or forged). */
+  droppedAnswers: number;
+}
+
+/** The tool view entry that shows a processor with tool owner id `owner` its skill tool. */
+export function skillTool(owner = "skillstream"): Tool {
+  return { name: "skill", owner };
+}
+
+/** Whether r is a store skill whose files belong in a resource directory on this host. */
+export function isStoreSkill(r: ToolResult): boolean {
+  const v = r.value;
+  return (
+    !r.isError &&
+    v !== undefined &&
+    v.provider === STORE_PROVIDER &&
+    !!v.digest &&
+    v.resourceBase?.kind === "directory" &&
+    !!v.resourceBase.path
+  );
+}
+
+function checkTokens(s: string): string | null {
+  for (const tok of s.split(".")) {
+    if (tok === "") return "empty token";
+    if (tok === "*" || tok === ">") return "wildcard token";
+    if (/\s/.test(tok)) return "whitespace";
+  }
+  return null;
+}
+
+function checkTokensOrThrow(what: string, s: string): void {
+  const why = typeof s === "string" ? checkTokens(s) : "not a string";
+  if (why) throw new BadPayloadError(what, `${JSON.stringify(String(s).slice(0, 80))}: ${why}`, "invalid option or subject");
+}
+
+const SESSION = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Checks what the schema cannot say: ids in bytes, resourceDir clean and absolute. */
+function extraChecks(p: Record<string, unknown>, idField: "step" | "call" | null): Problem | null {
+  if (idField) {
+    const id = String(p[idField]);
+    if (Buffer.byteLength(id) > 256) return { field: idField, problem: `too long: ${Buffer.byteLength(id)} bytes, limit 256` };
+  }
+  const dir = p.resourceDir;
+  if (typeof dir === "string" && dir !== "") {
+    if (Buffer.byteLength(dir) > 1024) return { field: "resourceDir", problem: "too long" };
+    if (!dir.startsWith("/")) return { field: "resourceDir", problem: "not an absolute path" };
+    if (posix.normalize(dir) !== dir || (dir.length > 1 && dir.endsWith("/"))) {
+      return { field: "resourceDir", problem: 'not a clean path (no ".", "..", "//" or trailing "/")' };
+    }
+    // eslint-disable-next-line no-control-regex
+    if (/[\u0000-\u001f\u007f-\u009f]/u.test(dir)) return { field: "resourceDir", problem: "control character" };
+  }
+  return null;
+}
+
+/** A request waiting for its answer. */
+interface Waiting {
+  sid: string;
+  idField: "step" | "call";
+  id: string;
+  /** Stream sequences of this request's attempts, from their publish acknowledgements. */
+  seqs: Set<number>;
+  /** Acknowledgements still outstanding. */
+  acking: number;
+  /** Well-formed answers for this request whose trigger's sequence is not known yet. */
+  held: { answer: Record<string, unknown>; enc: Encoding }[];
+  resolve: (a: { answer: Record<string, unknown>; enc: Encoding }) => void;
+}
+
+function isTransient(err: unknown): boolean {
+  return !(err instanceof JetStreamApiError && err.code !== 503) && !(err instanceof ClosedConnectionError);
+}
+
+/**
+ * An agent worker's side of the skillstream protocol. Safe for many
+ * sessions and requests at once, all answered through one inbox
+ * subscription.
+ */
+export class Client {
+  readonly prefix: string;
+  readonly encoding: Encoding;
+  readonly retryIntervalMs: number;
+  readonly maxAttempts: number;
+  readonly maxPending: number;
+  readonly skillObjects: string;
+  readonly inboxPrefix: string;
+
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #ownsConn: boolean;
+  readonly #materialize: Materializer;
+  readonly #hooks: TestHooks;
+  readonly #nonce = randomBytes(4).toString("hex");
+  readonly #base: string;
+  readonly #sub: Subscription;
+  readonly #waiting = new Map<number, Waiting>();
+  readonly #closers = new Set<(err: Error) => void>();
+  readonly #materializing = new Map<string, Promise<void>>();
+  #objects: Promise<ObjectStore> | undefined;
+  #next = 0;
+  #closed = false;
+  #dropped = 0;
+  #pending = 0;
+  readonly #room: (() => void)[] = [];
+
+  /** Use connect(); the constructor takes an open connection. */
+  constructor(nc: NatsConnection, opts: ClientOptions = {}, ownsConn = false) {
+    this.prefix = opts.prefix ?? DEFAULT_PREFIX;
+    checkTokensOrThrow("prefix", this.prefix);
+    this.encoding = opts.encoding ?? "msgpack";
+    if (this.encoding !== "msgpack" && this.encoding !== "json") {
+      throw new BadPayloadError("encoding", `unknown encoding ${JSON.stringify(this.encoding)}`, "invalid option");
+    }
+    this.retryIntervalMs = opts.retryIntervalMs ?? DEFAULT_RETRY_INTERVAL_MS;
+    if (!(this.retryIntervalMs > 0)) throw new BadPayloadError("retryIntervalMs", "want a positive number", "invalid option");
+    this.maxAttempts = opts.maxAttempts ?? 0;
+    if (!Number.isInteger(this.maxAttempts) || this.maxAttempts < 0) {
+      throw new BadPayloadError("maxAttempts", "want a non-negative integer", "invalid option");
+    }
+    this.maxPending = opts.maxPending ?? DEFAULT_MAX_PENDING;
+    if (!Number.isInteger(this.maxPending) || this.maxPending < 1) {
+      throw new BadPayloadError("maxPending", "want an integer of at least 1", "invalid option");
+    }
+    this.skillObjects = opts.skillObjects ?? DEFAULT_SKILL_OBJECTS;
+    if (!this.skillObjects) throw new BadPayloadError("skillObjects", "empty object store name", "invalid option");
+    this.inboxPrefix = opts.inboxPrefix ??
+      (opts.connection as unknown as { options?: { inboxPrefix?: string } } | undefined)?.options?.inboxPrefix ??
+      DEFAULT_INBOX_PREFIX;
+    checkTokensOrThrow("inboxPrefix", this.inboxPrefix);
+    if (this.inboxPrefix.startsWith("$") || this.inboxPrefix === this.prefix || this.inboxPrefix.startsWith(this.prefix + ".")) {
+      throw new BadPayloadError("inboxPrefix", "must not be a $ subject or under the session stream's prefix", "invalid option");
+    }
+    this.#nc = nc;
+    this.#ownsConn = ownsConn;
+    this.#js = jetstream(nc);
+    this.#hooks = opts[TEST_HOOKS] ?? {};
+    this.#materialize = opts.materialize ?? ((r, dir) => this.#storeMaterializer(r, dir));
+    this.#base = createInbox(this.inboxPrefix) + ".";
+    this.#sub = nc.subscribe(this.#base + "*", { callback: (err, m) => (err ? undefined : this.#route(m)) });
+  }
+
+  /** The NATS connection. */
+  get connection(): NatsConnection {
+    return this.#nc;
+  }
+
+  /** Counters: answers dropped by verification. */
+  stats(): ClientStats {
+    return { droppedAnswers: this.#dropped };
+  }
+
+  /**
+   * Ends the client: requests waiting for an answer fail with ClosedError.
+   * The connection is closed only when connect() opened it.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const c of [...this.#closers]) c(new ClosedError());
+    this.#sub.unsubscribe();
+    if (this.#ownsConn) await this.#nc.close();
+  }
+
+  /**
+   * Appends a pre-step to its session's log (v and deadlineMs filled in)
+   * and returns the processor's Decision. Decisions that are not a normal
+   * outcome throw, with the decision attached: rejected → RejectedError,
+   * expired → ExpiredError, code unavailable → UnavailableError, code
+   * too_large → TooLargeError.
+   */
+  async preStep(ps: PreStepInput, opts: CallOptions = {}): Promise<Decision> {
+    const payload = this.#trigger(ps, opts, "prestep.json", "step", "pre-step");
+    const { answer } = await this.#request("agent.pre-step", payload.session, "step", String(payload.step), payload, opts);
+    const d = answer as Decision;
+    const code = d.error?.code;
+    const msg = d.error?.message ?? "";
+    const where = `pre-step ${d.session}/${d.step}`;
+    if (d.outcome === "rejected") throw new RejectedError(code ?? "", msg, d);
+    if (d.outcome === "expired") throw new ExpiredError(`${where}: trigger expired`, d);
+    if (code === "unavailable") throw new UnavailableError(`${where}: skillstream unavailable: ${msg}`, d);
+    if (code === "too_large") throw new TooLargeError(`${where}: answer too large: ${msg}`, d);
+    return d;
+  }
+
+  /**
+   * Appends a skill call to its session's log (v and deadlineMs filled in)
+   * and returns the processor's ToolResult. Errors the model should see
+   * (invalid_name, unknown, not_model_invocable, provider, too_large) are
+   * results with isError: hand r.text to the model. bad_request throws
+   * RejectedError, expired ExpiredError, unavailable UnavailableError. A
+   * store skill of a call with resourceDir is materialised first, at
+   * `<resourceDir>/<name>/<first 16 hex of digest>`; a failure throws
+   * MaterializeError.
+   */
+  async callSkill(sc: SkillCallInput, opts: CallOptions = {}): Promise<ToolResult> {
+    const payload = this.#trigger(sc, opts, "skillcall.json", "call", "skill call");
+    const { answer } = await this.#request("tool.call.skill", payload.session, "call", String(payload.call), payload, opts);
+    const r = answer as ToolResult;
+    const where = `skill call ${r.session}/${r.call}`;
+    if (r.isError && r.error) {
+      switch (r.error.code) {
+        case "bad_request":
+          throw new RejectedError(r.error.code, r.error.message, undefined, r);
+        case "expired":
+          throw new ExpiredError(`${where}: trigger expired`, undefined, r);
+        case "unavailable":
+          throw new UnavailableError(`${where}: skillstream unavailable: ${r.error.message}`, undefined, r);
+      }
+    }
+    if (typeof payload.resourceDir === "string" && payload.resourceDir !== "" && isStoreSkill(r)) {
+      await this.#materializeResult(payload.resourceDir, r);
+    }
+    return r;
+  }
+
+  /**
+   * Appends a context.compact event and returns its stream sequence. It
+   * has no answer: the JetStream acknowledgement confirms it. Keep a
+   * Decision's catalogSeq in `keep` to keep the catalog visible.
+   */
+  async compact(cp: CompactionInput, opts: Pick<CallOptions, "headers" | "timeoutMs"> = {}): Promise<number> {
+    const payload = { ...cp, v: cp.v ?? 1 } as Record<string, unknown>;
+    const p = checkPayload("compaction.json", payload, "strict");
+    if (p) throw new BadPayloadError(p.field, p.problem, "compaction");
+    return this.append(String(payload.session), "context.compact", payload, opts);
+  }
+
+  /**
+   * Appends value, encoded in the client's encoding, as an event of kind
+   * to session sid's log and returns its stream sequence. Use it for the
+   * session's other events (messages, other tools' calls and results): the
+   * processor ignores kinds it does not know. A trigger kind appended this
+   * way gets no answer.
+   */
+  async append(sid: string, kind: string, value: unknown, opts: Pick<CallOptions, "headers" | "timeoutMs"> = {}): Promise<number> {
+    if (typeof sid !== "string" || !SESSION.test(sid)) {
+      throw new BadPayloadError("session", "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)", "append");
+    }
+    checkTokensOrThrow("kind", kind);
+    if (this.#closed) throw new ClosedError();
+    const data = this.#encodeChecked(value);
+    const h = this.#headers(opts.headers);
+    try {
+      const ack = await this.#js.publish(`${this.prefix}.${sid}.${kind}`, data, {
+        headers: h,
+        ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
+      });
+      return ack.seq;
+    } catch (err) {
+      if (this.#closed) throw new ClosedError();
+      throw err;
+    }
+  }
+
+  /**
+   * Asks a processor for the skill tool's definition (name, description,
+   * JSON Schema of its parameters) to register with the model.
+   */
+  async toolDefinition(opts: Pick<CallOptions, "timeoutMs"> = {}): Promise<ToolDefinition> {
+    if (this.#closed) throw new ClosedError();
+    const h = natsHeaders();
+    h.set("Content-Type", contentType(this.encoding));
+    const m = await this.#nc.request(TOOL_DEFINITION_SUBJECT, new Uint8Array(0), { timeout: opts.timeoutMs ?? 5000, headers: h });
+    const enc = encodingOf(m.headers?.get("Content-Type")) ?? "json";
+    let v: unknown;
+    try {
+      v = decode(enc, m.data);
+    } catch (err) {
+      throw new BadPayloadError("", `undecodable: ${(err as Error).message}`, "tool definition");
+    }
+    const p = checkPayload("tooldefinition.json", v, "lenient");
+    if (p) throw new BadPayloadError(p.field, p.problem, "tool definition");
+    return v as ToolDefinition;
+  }
+
+  // The request machinery.
+
+  #trigger<T extends { v?: 1; deadlineMs?: number }>(
+    input: T,
+    opts: CallOptions,
+    schema: string,
+    idField: "step" | "call",
+    what: string,
+  ): Record<string, unknown> & { session: string } {
+    if (input === null || typeof input !== "object") throw new BadPayloadError("", "not an object", what);
+    const payload: Record<string, unknown> = { ...input, v: input.v ?? 1 };
+    if (payload.deadlineMs === undefined && opts.timeoutMs !== undefined) {
+      payload.deadlineMs = Math.ceil(Date.now() + opts.timeoutMs);
+    }
+    const p = checkPayload(schema, payload, "strict") ?? extraChecks(payload, idField);
+    if (p) throw new BadPayloadError(p.field, p.problem, what);
+    return payload as Record<string, unknown> & { session: string };
+  }
+
+  #encodeChecked(v: unknown): Uint8Array {
+    const data = encode(this.encoding, v);
+    if (data.length > MAX_PAYLOAD_SIZE) {
+      throw new BadPayloadError("", `payload of ${data.length} bytes, over the limit of ${MAX_PAYLOAD_SIZE}`, "encode");
+    }
+    return data;
+  }
+
+  #headers(extra: Record<string, string> | undefined): MsgHdrs {
+    const h = natsHeaders();
+    for (const [k, v] of Object.entries(extra ?? {})) h.append(k, v);
+    h.set("Content-Type", contentType(this.encoding));
+    return h;
+  }
+
+  async #acquire(): Promise<void> {
+    while (this.#pending >= this.maxPending) await new Promise<void>((r) => this.#room.push(r));
+    this.#pending++;
+  }
+
+  #release(): void {
+    this.#pending--;
+    this.#room.shift()?.();
+  }
+
+  async #request(
+    kind: string,
+    sid: string,
+    idField: "step" | "call",
+    id: string,
+    payload: unknown,
+    opts: CallOptions,
+  ): Promise<{ answer: Record<string, unknown>; enc: Encoding }> {
+    if (this.#closed) throw new ClosedError();
+    const data = this.#encodeChecked(payload);
+    const subject = `${this.prefix}.${sid}.${kind}`;
+    const token = ++this.#next;
+    const inbox = this.#base + token;
+    const msgID = `${sid}:${id}:${this.#nonce}-`;
+    let attempt = 0;
+    let finished = false;
+    let timer: NodeJS.Timeout | undefined;
+    let deadlineTimer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    let closer: ((err: Error) => void) | undefined;
+    let fail: (err: Error) => void = () => {};
+    let retry: () => void = () => {};
+
+    const done = new Promise<{ answer: Record<string, unknown>; enc: Encoding }>((resolve, reject) => {
+      fail = reject;
+      this.#waiting.set(token, { sid, idField, id, seqs: new Set(), acking: 0, held: [], resolve });
+    });
+    void done.catch(() => {});
+    const w = this.#waiting.get(token)!;
+
+    const publish = async (n: number): Promise<void> => {
+      const h = this.#headers(opts.headers);
+      h.set("Reply-Inbox", inbox);
+      h.set("Nats-Msg-Id", msgID + n);
+      await this.#acquire();
+      if (finished) {
+        this.#release(); // answered while this attempt waited for room
+        return;
+      }
+      w.acking++;
+      try {
+        const ack = await this.#js.publish(subject, data, { headers: h, timeout: Math.max(this.retryIntervalMs, 5000) });
+        w.seqs.add(ack.seq);
+      } catch (err) {
+        if (!isTransient(err)) {
+          fail(this.#closed || err instanceof ClosedConnectionError ? new ClosedError() : (err as Error));
+        }
+      } finally {
+        w.acking--;
+        this.#release();
+        this.#settleHeld(w);
+      }
+    };
+
+    try {
+      if (opts.signal?.aborted) {
+        throw new TimeoutError(`${kind} ${sid}/${id}: no answer before the signal (not sent)`, 0, { cause: opts.signal.reason });
+      }
+      if (opts.signal) {
+        onAbort = () => fail(new TimeoutError(`${kind} ${sid}/${id}: no answer after ${attempt} attempt(s): aborted`, attempt, { cause: opts.signal?.reason }));
+        opts.signal.addEventListener("abort", onAbort, { once: true });
+      }
+      if (opts.timeoutMs !== undefined) {
+        deadlineTimer = setTimeout(
+          () => fail(new TimeoutError(`${kind} ${sid}/${id}: no answer after ${attempt} attempt(s) within ${opts.timeoutMs} ms`, attempt)),
+          Math.max(0, opts.timeoutMs),
+        );
+      }
+      closer = (err) => fail(err);
+      this.#closers.add(closer);
+      retry = () => {
+        if (this.maxAttempts > 0 && attempt >= this.maxAttempts) {
+          fail(new TimeoutError(`${kind} ${sid}/${id}: no answer after ${attempt} attempt(s) of ${this.retryIntervalMs} ms`, attempt));
+          return;
+        }
+        attempt++;
+        opts.onAttempt?.(attempt);
+        void publish(attempt);
+        timer = setTimeout(retry, this.retryIntervalMs);
+      };
+      retry();
+      return await done;
+    } finally {
+      finished = true;
+      clearTimeout(timer);
+      clearTimeout(deadlineTimer);
+      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
+      if (closer) this.#closers.delete(closer);
+      this.#forget(token);
+    }
+  }
+
+  #forget(token: number): void {
+    const w = this.#waiting.get(token);
+    if (!w) return;
+    this.#waiting.delete(token);
+    this.#dropped += w.held.length;
+    w.held = [];
+  }
+
+  /** Accepts held answers whose trigger is now known; drops them when no acknowledgement is outstanding. */
+  #settleHeld(w: Waiting): void {
+    const held = w.held;
+    w.held = [];
+    const i = held.findIndex((h) => w.seqs.has(h.answer.triggerSeq as number));
+    if (i >= 0) {
+      this.#dropped += held.length - 1;
+      w.resolve(held[i]!);
+      return;
+    }
+    if (w.acking > 0) w.held = held;
+    else this.#dropped += held.length;
+  }
+
+  /**
+   * Routes a message of the reply inbox to its request. An answer is
+   * accepted only when it is a well-formed answer of the request's kind
+   * naming its session and step or call, and its triggerSeq is the stream
+   * sequence of one of the request's attempts. Anything else is dropped
+   * and counted.
+   */
+  #route(m: Msg): void {
+    if (this.#hooks.dropAnswer?.(m)) return;
+    const tail = m.subject.slice(this.#base.length);
+    const w = /^[1-9][0-9]{0,15}$/.test(tail) ? this.#waiting.get(Number(tail)) : undefined;
+    const enc = encodingOf(m.headers?.get("Content-Type"));
+    if (!w || !enc || !m.subject.startsWith(this.#base)) {
+      this.#dropped++;
+      return;
+    }
+    let answer: unknown;
+    try {
+      answer = decode(enc, m.data);
+    } catch {
+      this.#dropped++;
+      return;
+    }
+    const schema = w.idField === "step" ? "decision.json" : "toolresult.json";
+    if (checkPayload(schema, answer, "lenient") !== null) {
+      this.#dropped++;
+      return;
+    }
+    const a = answer as Record<string, unknown>;
+    if (a.session !== w.sid || a[w.idField] !== w.id) {
+      this.#dropped++;
+      return;
+    }
+    if (w.seqs.has(a.triggerSeq as number)) {
+      w.resolve({ answer: a, enc });
+      return;
+    }
+    if (w.acking > 0 && w.held.length < 16) {
+      w.held.push({ answer: a, enc });
+      return;
+    }
+    this.#dropped++;
+  }
+
+  // Store skills.
+
+  #objectStore(): Promise<ObjectStore> {
+    if (!this.#objects) {
+      this.#objects = new Objm(this.#js).open(this.skillObjects);
+      this.#objects.catch(() => (this.#objects = undefined));
+    }
+    return this.#objects;
+  }
+
+  #storeMaterializer(r: ToolResult, dir: string): Promise<void> {
+    return materializeFromStore(() => this.#objectStore(), r.value!.digest!, dir);
+  }
+
+  async #materializeResult(resourceDir: string, r: ToolResult): Promise<void> {
+    const v = r.value!;
+    let dir: string;
+    try {
+      dir = resourcePath(resourceDir, v.name, v.digest!);
+    } catch (err) {
+      throw new MaterializeError(`materialize skill files: ${(err as Error).message}`, r, { cause: err });
+    }
+    if (v.resourceBase?.path !== dir) {
+      throw new MaterializeError(
+        `materialize skill files: the answer names resource directory ${JSON.stringify(v.resourceBase?.path?.slice(0, 200))}, not ${dir}`,
+        r,
+      );
+    }
+    const key = `${dir}\0${v.digest}`;
+    let p = this.#materializing.get(key);
+    if (!p) {
+      // Done once per digest and directory; the memory of it is bounded
+      // (a forgotten one is found on disk again by the materializer).
+      if (this.#materializing.size >= 4096) this.#materializing.clear();
+      p = this.#materialize(r, dir);
+      this.#materializing.set(key, p);
+      p.catch(() => this.#materializing.delete(key));
+    }
+    try {
+      await p;
+    } catch (err) {
+      throw new MaterializeError(`materialize skill files: skill ${JSON.stringify(v.name)} into ${dir}: ${(err as Error).message}`, r, {
+        cause: err,
+      });
+    }
+  }
+}
+
+/**
+ * Returns a client. With `connection`, on that open connection (close()
+ * leaves it open); otherwise it connects with the remaining options
+ * (servers, credentials, TLS, token, user/pass... as nats.js takes them)
+ * and close() closes the connection.
+ */
+export async function connect(opts: ClientOptions = {}): Promise<Client> {
+  if (opts.connection) return new Client(opts.connection, opts, false);
+  const {
+    prefix: _p,
+    encoding: _e,
+    retryIntervalMs: _r,
+    maxAttempts: _m,
+    maxPending: _mp,
+    skillObjects: _s,
+    materialize: _mat,
+    connection: _c,
+    ...natsOpts
+  } = opts;
+  const nc = await natsConnect({ name: "skillstream worker", maxReconnectAttempts: -1, ...natsOpts });
+  try {
+    return new Client(nc, opts, true);
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+}

@@ -1,0 +1,91 @@
+// Package mcp serves the skills of the registry to MCP hosts, as the MCP
+// Skills extension (io.modelcontextprotocol/skills) describes, over
+// Streamable HTTP (Handler, Serve) and stdio (ServeStdio). It is the only
+// importer of the MCP Go SDK.
+//
+// # What is served
+//
+// The skills the skill tool would resolve for Config.Query, read through
+// the same Registry (a *providers.Registry): the same sources, ranking and
+// shadowing, enabled skills only, whether or not the model may invoke them
+// (the frontmatter carries the flags; the host applies its policy).
+// Nothing is written anywhere.
+//
+// A skill is served at skill://<name>/<path>: skill://<name>/SKILL.md for
+// its instructions, skill://<name> and skill://<name>/<dir> (no trailing
+// slash) for its directories. Its entry (skills/list, skills/get) carries
+// the URI of its SKILL.md, its frontmatter rendered verbatim as a JSON
+// object (every key the author wrote, in order; scalars keep their YAML
+// 1.2 meaning, timestamps stay strings), and a manifest of every file with
+// its sha256 digest and size. A skill of more than MaxFiles files or
+// MaxBytes bytes is not served, and the reason is logged once.
+//
+// # Methods
+//
+//   - skills/list: entries by name, a page at a time; the opaque cursor
+//     names the last skill of a page and is signed with a key of this
+//     process, so a cursor it did not issue is -32602.
+//   - skills/get {uri}: the entry of the skill whose SKILL.md is at uri;
+//     -32602 for anything else.
+//   - resources/read: the current bytes of a served file, text when they
+//     are UTF-8 (an empty file is text ""), base64 blob otherwise. The URI
+//     must name a served file exactly; anything else (an unknown file,
+//     "..", percent-encoded or backslashed paths, NUL, absolute paths) is
+//     -32602 and nothing is read for it. The bytes come from the winner's
+//     provider (a store skill from its object, verified by digest); the
+//     files of recently read skills are kept by digest (64 MiB), so a host
+//     reading a skill file by file makes the server read it once.
+//   - resources/list: the SKILL.md of every skill, named and described by
+//     its frontmatter.
+//   - resources/directory/read {uri} (capability directoryRead: true): the
+//     direct children of a skill directory, subdirectories as
+//     inode/directory; -32602 for anything that is not one.
+//   - tools/list, tools/call: the skill tool, for hosts without the
+//     extension; its description carries the catalog, its result is the
+//     text a session's tool call gets.
+//
+// Results of the extension's methods carry resultType "complete" and the
+// caching hints ttlMs and cacheScope.
+//
+// # Changes
+//
+// Run follows the registry: each change a provider announces (or, for
+// providers that cannot announce changes, a look every Config.Resync)
+// rebuilds the entries whose skill digest changed. Sessions that receive
+// notifications (2025-11-25 sessions, subscribed 2026-07-28 streams, stdio)
+// get notifications/resources/list_changed, and tools/list_changed when
+// the catalog in the tool's description changed.
+//
+// # HTTP
+//
+// Handler serves both base revisions at Path: requests of the stateless
+// revision (2026-07-28) go to the SDK's stateless handler; an initialize
+// and the requests of its session to the stateful one. Before either, a
+// request whose Origin is not a loopback or configured origin gets 403,
+// and with a token one without "Authorization: Bearer <token>" gets 401
+// (compared in constant time). The SDK refuses a non-loopback Host on a
+// loopback listener (DNS rebinding). Serve refuses to listen on a
+// non-loopback address without a token, bounds headers and bodies, and
+// times out slow clients.
+//
+// # What the SDK does and what is written here
+//
+// The SDK speaks JSON-RPC, both revisions and both transports, sessions,
+// the initialize handshake and server/discover, capability declaration,
+// resources/list and its pagination, tools/list and tools/call, and the
+// list-changed notifications. Written here: the extension's methods
+// (registered as custom methods, with resultType and caching hints set by
+// hand, nil params handled), resources/read (the SDK's own answers to
+// unknown URIs cannot always be encoded, and it drops the text of an
+// empty file), the routing between the stateful and stateless handlers,
+// the Origin and token checks, metrics and refusal logs.
+//
+// # Observability
+//
+// Every request is counted and timed by method
+// (skillstream_mcp_requests_total, skillstream_mcp_request_duration_seconds);
+// JSON-RPC errors are counted by method and code
+// (skillstream_mcp_errors_total); HTTP refusals by reason
+// (skillstream_mcp_http_refused_total). Each refused request is logged at
+// debug.
+package mcp

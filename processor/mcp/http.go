@@ -1,0 +1,270 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where the Streamable HTTP endpoint is served.
+const Path = "/mcp"
+
+// Defaults of HTTPConfig.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxHeaderBytes = 16 << 10
+	DefaultSessionTimeout = 30 * time.Minute
+	DefaultMaxSessions    = 1000
+)
+
+// HTTPConfig configures the Streamable HTTP endpoint.
+type HTTPConfig struct {
+	// Token, when not empty, is the bearer token every request must carry
+	// (Authorization: Bearer <token>); others get 401.
+	Token string
+	// AllowedOrigins are origins ("https://host[:port]") a browser may
+	// send requests from, besides loopback ones (http or https on
+	// localhost, 127.0.0.1 or [::1], any port). A request with any other
+	// Origin header gets 403; one without Origin (not from a browser) is
+	// not judged by it.
+	AllowedOrigins []string
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	// SessionTimeout closes sessions idle for that long.
+	SessionTimeout time.Duration
+	// MaxSessions bounds the open sessions: an initialize beyond gets 503.
+	MaxSessions int
+}
+
+// Handler returns the HTTP handler of the Streamable HTTP endpoint at
+// Path. Requests of the stateless revision (2026-07-28: per-request
+// metadata, no initialize) go to the SDK's stateless handler; an
+// initialize and every request of its session (Mcp-Session-Id) to the
+// stateful one, whose sessions receive list-changed notifications.
+func (s *Server) Handler(cfg HTTPConfig) http.Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	get := func(*http.Request) *sdk.Server { return s.sdk }
+	h := &front{
+		s:         s,
+		cfg:       cfg,
+		allowed:   map[string]bool{},
+		stateful:  sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{Logger: s.log, MaxRequestBodyBytes: cfg.MaxBodyBytes, SessionTimeout: cfg.SessionTimeout}),
+		stateless: sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.log, MaxRequestBodyBytes: cfg.MaxBodyBytes, PropagateRequestCancellation: true}),
+	}
+	if cfg.Token != "" {
+		sum := sha256.Sum256([]byte(cfg.Token))
+		h.token = sum[:]
+	}
+	for _, o := range cfg.AllowedOrigins {
+		h.allowed[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+	}
+	mux := http.NewServeMux()
+	mux.Handle(Path, h)
+	return mux
+}
+
+type front struct {
+	s                   *Server
+	cfg                 HTTPConfig
+	token               []byte // SHA-256 of the token; nil: none required
+	allowed             map[string]bool
+	stateful, stateless http.Handler
+}
+
+func (h *front) refuse(w http.ResponseWriter, r *http.Request, status int, reason, msg string) {
+	if rec, ok := w.(*recorder); ok {
+		rec.ours = true
+	}
+	h.s.metrics.refused.WithLabelValues(reason).Inc()
+	h.s.log.Debug("mcp http request refused", "reason", reason, "status", status, "remote", r.RemoteAddr,
+		"origin", quote(r.Header.Get("Origin")), "host", quote(r.Host))
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skillstream"`)
+	}
+	http.Error(w, msg, status)
+}
+
+func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+		h.refuse(w, r, http.StatusForbidden, "origin", "Forbidden: origin not allowed")
+		return
+	}
+	if h.token != nil && !h.authorized(r.Header.Get("Authorization")) {
+		h.refuse(w, r, http.StatusUnauthorized, "token", "Unauthorized: a valid bearer token is required")
+		return
+	}
+	w = &recorder{ResponseWriter: w}
+	defer h.refused(w.(*recorder), r)
+	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
+		h.stateful.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.refuse(w, r, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("request body exceeds %d bytes", mbe.Limit))
+			return
+		}
+		h.refuse(w, r, http.StatusBadRequest, "body", "cannot read request body")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) == nil && m.Method == "initialize" {
+		if h.sessions() >= h.cfg.MaxSessions {
+			h.refuse(w, r, http.StatusServiceUnavailable, "sessions", "too many open sessions; try again later")
+			return
+		}
+		h.stateful.ServeHTTP(w, r)
+		return
+	}
+	h.stateless.ServeHTTP(w, r)
+}
+
+// refused counts and logs a request the SDK refused at the HTTP level
+// (a foreign Host, an unknown session, a bad content type or version).
+func (h *front) refused(rec *recorder, r *http.Request) {
+	if rec.status < 400 || rec.ours {
+		return
+	}
+	h.s.metrics.refused.WithLabelValues("protocol").Inc()
+	h.s.log.Debug("mcp http request refused", "reason", "protocol", "status", rec.status, "remote", r.RemoteAddr,
+		"host", quote(r.Host), "method", r.Method)
+}
+
+// recorder remembers the status of a response, passing flushes through
+// (event streams need them).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	ours   bool // refused by front itself (already counted)
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if rw.status == 0 {
+		rw.status = code
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
+func (rw *recorder) Flush() {
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// sessions counts the open sessions.
+func (h *front) sessions() int {
+	n := 0
+	for range h.s.sdk.Sessions() {
+		n++
+	}
+	return n
+}
+
+// authorized compares the bearer token in constant time (of the token's
+// digest, so the length of the token leaks nothing either).
+func (h *front) authorized(header string) bool {
+	tok, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], h.token) == 1
+}
+
+// originAllowed reports whether a browser origin may call the server:
+// a loopback origin, or one configured.
+func (h *front) originAllowed(origin string) bool {
+	o := strings.ToLower(origin)
+	if h.allowed[o] {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" || u.User != nil {
+		return false
+	}
+	return Loopback(u.Host)
+}
+
+// Loopback reports whether host (with or without a port) names the
+// loopback interface: localhost, 127.0.0.0/8 or ::1.
+func Loopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrTokenRequired reports a non-loopback listen address without a token.
+var ErrTokenRequired = errors.New("a bearer token is required to serve MCP on a non-loopback address")
+
+// Serve serves Handler(cfg) on ln until ctx ends, with bounded headers and
+// timeouts for slow clients, then shuts down (waiting at most 5 s for
+// requests in flight).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
+	if cfg.Token == "" && !Loopback(ln.Addr().String()) {
+		return fmt.Errorf("%w (listening on %s)", ErrTokenRequired, ln.Addr())
+	}
+	hs := &http.Server{
+		Handler:           s.Handler(cfg),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		ErrorLog:          nil,
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

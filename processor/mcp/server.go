@@ -1,0 +1,207 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+)
+
+// Extension is the identifier of the MCP Skills extension.
+const Extension = "io.modelcontextprotocol/skills"
+
+// Registry is what the server reads skills from: the registry the skill
+// tool resolves (*providers.Registry implements it).
+type Registry interface {
+	Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error)
+	Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error)
+	Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error)
+	Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error)
+	Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error)
+	Changes(q catalog.Query) (chans []<-chan struct{}, complete bool)
+}
+
+// Defaults of Config.
+const (
+	DefaultPageSize   = 100
+	DefaultPageBytes  = 1 << 20
+	DefaultTTL        = 60 * time.Second
+	DefaultResync     = 5 * time.Second
+	DefaultCallTimeou = 30 * time.Second
+)
+
+// Config configures a Server. Zero fields take the defaults.
+type Config struct {
+	// Query is whose skills are served: the working directory, store
+	// project scope and resource directory a skill tool call would use.
+	Query catalog.Query
+	// Options are the catalog options of the skill tool (description
+	// length, catalog size, instruction size); the zero Options stand for
+	// the catalog's defaults.
+	Options catalog.Options
+	// Version is reported as the server's version.
+	Version string
+	// Logger gets the server's log lines (refusals at debug); nil logs
+	// nothing.
+	Logger *slog.Logger
+	// Registerer gets the server's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// PageSize and PageBytes bound a skills/list page: at most PageSize
+	// entries, and no more entries once PageBytes of them are on the page
+	// (a page always holds one).
+	PageSize  int
+	PageBytes int
+	// TTL is the freshness hint (ttlMs) of listings and reads.
+	TTL time.Duration
+	// Resync is how often the server looks at the registry again when a
+	// provider cannot announce its changes.
+	Resync time.Duration
+	// CallTimeout bounds one request's work on the registry.
+	CallTimeout time.Duration
+}
+
+// Server serves the skills of a registry to MCP hosts. Create it with New,
+// keep it current with Run, and serve it with Handler (Streamable HTTP) or
+// ServeStdio.
+type Server struct {
+	reg     Registry
+	cfg     Config
+	log     *slog.Logger
+	sdk     *sdk.Server
+	cur     cursors
+	metrics *metrics
+	cache   *fileCache
+
+	st     atomic.Pointer[state]
+	syncMu sync.Mutex      // one sync at a time
+	logged map[string]bool // skills refused, by name+reason, logged once (under syncMu)
+	ready  chan struct{}   // closed after the first sync
+	once   sync.Once
+}
+
+// New returns a server of reg's skills for cfg.Query. It serves nothing
+// until the first Sync (Run starts with one).
+func New(reg Registry, cfg Config) (*Server, error) {
+	if cfg.Options == (catalog.Options{}) {
+		cfg.Options = catalog.Options{DescriptionMaxLength: catalog.DefaultDescriptionMaxLength,
+			MaxLength: catalog.DefaultMaxLength, MaxSkillBytes: catalog.DefaultMaxSkillBytes}
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.PageBytes <= 0 {
+		cfg.PageBytes = DefaultPageBytes
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Resync <= 0 {
+		cfg.Resync = DefaultResync
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeou
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("cursor key: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{reg: reg, cfg: cfg, log: log, cur: cursors{key: key}, metrics: m,
+		logged: map[string]bool{}, ready: make(chan struct{}), cache: newFileCache(DefaultFileCacheBytes)}
+	s.st.Store(&state{byName: map[string]*entry{}, tool: catalog.ToolDescription})
+
+	caps := &sdk.ServerCapabilities{
+		Resources: &sdk.ResourceCapabilities{ListChanged: true},
+		Tools:     &sdk.ToolCapabilities{ListChanged: true},
+	}
+	caps.AddExtension(Extension, map[string]any{"directoryRead": true})
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "skillstream", Version: version}, &sdk.ServerOptions{
+		Capabilities: caps,
+		Logger:       log,
+		Instructions: "Skills served by skillstream. List them with skills/list (or resources/list), read their files with resources/read, or call the `skill` tool with a skill's name to load its instructions.",
+		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
+			if c.TTLMs == 0 {
+				c.TTLMs = int(s.cfg.TTL / time.Millisecond)
+			}
+		},
+	})
+	s.sdk.AddReceivingMiddleware(s.observe, s.intercept)
+	if err := sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills); err != nil {
+		return nil, err
+	}
+	if err := sdk.AddReceivingCustomMethod(s.sdk, "skills/get", s.getSkill); err != nil {
+		return nil, err
+	}
+	if err := sdk.AddReceivingCustomMethod(s.sdk, "resources/directory/read", s.readDirectory); err != nil {
+		return nil, err
+	}
+	s.setTool(catalog.ToolDescription)
+	return s, nil
+}
+
+// setTool registers the skill tool with description desc (replacing it,
+// which tells sessions that the tool list changed).
+func (s *Server) setTool(desc string) {
+	def := catalog.ToolDefinition()
+	s.sdk.AddTool(&sdk.Tool{Name: def.Name, Description: desc, InputSchema: json.RawMessage(def.Parameters)}, s.callTool)
+}
+
+// ServeStdio serves one host over r and w (a host that spawned the
+// process: its stdin and stdout) until the host closes r or ctx ends.
+func (s *Server) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
+	err := s.sdk.Run(ctx, &sdk.IOTransport{Reader: r, Writer: w})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// SDK returns the underlying MCP SDK server (for tests and embedding).
+func (s *Server) SDK() *sdk.Server { return s.sdk }
+
+// Ready is closed once the server has looked at the registry for the
+// first time.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// invalidParams is the -32602 error of a request naming nothing served.
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// quote renders untrusted input for an error message: ASCII, quoted,
+// clipped.
+func quote(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return strconv.QuoteToASCII(s)
+}
+
+// encodeCursorless is for tests: a cursor this server never issued.
+var _ = base64.RawURLEncoding

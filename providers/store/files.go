@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+)
+
+// Files implements providers.Filer: the files of the winning entry called
+// name for q, read by digest from the object store and verified against
+// it (a mismatch is an error wrapping ErrBadArchive), within the
+// provider's limits and maxFiles and maxBytes.
+func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error) {
+	if !catalog.ValidName(name) {
+		return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e, _, ok := p.find(name, q)
+	if !ok {
+		return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
+	}
+	lim := p.lim
+	if maxFiles > 0 && (lim.MaxFiles <= 0 || maxFiles < lim.MaxFiles) {
+		lim.MaxFiles = maxFiles
+	}
+	if maxBytes > 0 && (lim.MaxBytes <= 0 || maxBytes < lim.MaxBytes) {
+		lim.MaxBytes = maxBytes
+	}
+	files, err := fetch(ctx, p.obs, p.cfg.Objects, e.rec.Digest, lim)
+	p.fetches.Add(1)
+	if err != nil {
+		return nil, fmt.Errorf("skill %q: %w", name, err)
+	}
+	out := make([]providers.File, len(files))
+	for i, f := range files {
+		out[i] = providers.File{Path: f.path, Data: f.data}
+	}
+	return out, nil
+}
+
+var _ providers.Filer = (*Provider)(nil)
