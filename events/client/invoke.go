@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/skillstream/skillstream/events"
 )
@@ -28,21 +27,18 @@ func Invocations(d events.Decision) ([]Invocation, []events.Ignored) {
 }
 
 // materializeInvocations materialises the store skills among d's
-// invocations, as CallSkill does for a tool result, before the worker
+// invocations exactly as CallSkill does for a tool result (the directory
+// computed by the worker, checked against the answer's), before the worker
 // shows their text to the model.
 func (c *Client) materializeInvocations(ctx context.Context, ps events.PreStep, d events.Decision) error {
 	if ps.ResourceDir == "" {
 		return nil
 	}
+	sc := events.SkillCall{Session: ps.Session, ResourceDir: ps.ResourceDir}
 	for _, inv := range d.Invocations {
 		v := inv.Value
-		r := events.ToolResult{Text: inv.Text, Value: &v}
-		if !IsStoreSkill(r) {
-			continue
-		}
-		dir := v.ResourceBase.Path
-		if err := c.materialize(ctx, r, dir); err != nil {
-			return fmt.Errorf("client: skill %q into %s: %w: %w", v.Name, dir, ErrMaterialize, err)
+		if err := c.materializeResult(ctx, sc, events.ToolResult{Text: inv.Text, Value: &v}); err != nil {
+			return err
 		}
 	}
 	return nil
