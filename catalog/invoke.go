@@ -90,8 +90,8 @@ const (
 	IgnoredUnknown IgnoreReason = "unknown"
 	// IgnoredNotUserInvocable: the winner is not user-invocable.
 	IgnoredNotUserInvocable IgnoreReason = "not_user_invocable"
-	// IgnoredLoadFailed: the winner could not be loaded (it vanished, or
-	// its provider failed).
+	// IgnoredLoadFailed: the winner could not be loaded (it vanished
+	// between resolution and load, or its provider failed).
 	IgnoredLoadFailed IgnoreReason = "load_failed"
 	// IgnoredDisabled: user invocation is off; the user's text was not
 	// read.
@@ -118,11 +118,12 @@ func (g Gesture) Invoked() bool { return g.Reason == "" && g.Result.Value != nil
 // skill.
 func Invoke(ctx context.Context, l Lookup, name string, opts Options) Gesture {
 	g := Gesture{Name: name}
-	res := run(ctx, l, name, opts, func(i Invocation) bool { return i.UserInvocable }, notUserInvocable)
+	rl := &resolving{Lookup: l}
+	res := run(ctx, rl, name, opts, func(i Invocation) bool { return i.UserInvocable }, notUserInvocable)
 	switch {
 	case res.Err == nil:
 		g.Result = res
-	case res.Err.Code == CodeInvalidName || res.Err.Code == CodeUnknown:
+	case res.Err.Code == CodeInvalidName || res.Err.Code == CodeUnknown && !rl.resolved:
 		g.Reason = IgnoredUnknown
 	case res.Err.Code == codeNotUserInvocable:
 		g.Reason = IgnoredNotUserInvocable
@@ -130,6 +131,20 @@ func Invoke(ctx context.Context, l Lookup, name string, opts Options) Gesture {
 		g.Reason, g.Result = IgnoredLoadFailed, res
 	}
 	return g
+}
+
+// resolving is a Lookup that remembers whether the name resolved, so that
+// a skill that vanished between resolution and load is told from one that
+// never existed.
+type resolving struct {
+	Lookup
+	resolved bool
+}
+
+func (r *resolving) Resolve(ctx context.Context, name string) (Summary, error) {
+	s, err := r.Lookup.Resolve(ctx, name)
+	r.resolved = err == nil
+	return s, err
 }
 
 // codeNotUserInvocable is Invoke's refusal; it never reaches the model.

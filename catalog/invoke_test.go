@@ -116,7 +116,7 @@ func TestInvokeFollowsTheToolsResolution(t *testing.T) {
 	// Vanished between resolution and load, or the provider failed.
 	gone := lookupOf(skill("pdf", nil, body))
 	delete(gone.load, "pdf")
-	if g := catalog.Invoke(ctx, gone, "pdf", opts); g.Invoked() || g.Reason != catalog.IgnoredUnknown {
+	if g := catalog.Invoke(ctx, gone, "pdf", opts); g.Invoked() || g.Reason != catalog.IgnoredLoadFailed {
 		t.Errorf("gone before load: %+v", g)
 	}
 	failing := lookupOf(skill("pdf", nil, body))
