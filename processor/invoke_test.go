@@ -394,3 +394,27 @@ func TestUserInvocationLargeSkill(t *testing.T) {
 		t.Fatalf("stored %d invocations", len(stored))
 	}
 }
+
+// A skill whose provider fails to load it is ignored as load_failed; the
+// other invocations of the step go ahead; fixed, the next step invokes it.
+func TestUserInvocationLoadFailed(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A.")
+	e.waitSkills("a-skill")
+	e.flaky.offer.Store(true)
+	e.flaky.loadBroken.Store(true)
+	e.start(userInvocationOn)
+	w := e.worker()
+	d := w.preStep(events.PreStep{Session: "lf", Step: "1", Cwd: e.cwd, Tools: ourTool(), UserText: []string{"/flaky-skill then /a-skill"}})
+	if got := names(d.Invocations); !reflect.DeepEqual(got, []string{"a-skill"}) {
+		t.Fatalf("invocations %v", got)
+	}
+	if want := []events.Ignored{{Name: "flaky-skill", Reason: events.IgnoredLoadFailed}}; !reflect.DeepEqual(d.Ignored, want) {
+		t.Fatalf("ignored %+v, want %+v", d.Ignored, want)
+	}
+	e.flaky.loadBroken.Store(false)
+	d = w.preStep(events.PreStep{Session: "lf", Step: "2", Cwd: e.cwd, Tools: ourTool(), UserText: []string{"/flaky-skill"}})
+	if len(d.Invocations) != 1 || !strings.Contains(d.Invocations[0].Text, "Resources for this skill: a flaky store") {
+		t.Fatalf("step 2: %+v", d)
+	}
+}
