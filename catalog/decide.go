@@ -101,6 +101,10 @@ type View struct {
 	// Revision and Epoch are the snapshot's.
 	Revision uint64
 	Epoch    string
+	// UserInvocation is the option of the same name the View was prepared
+	// under: its catalog texts end with the user invocation line. (A View
+	// standing for a hidden tool carries it too: the tombstone has it.)
+	UserInvocation bool
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -115,11 +119,11 @@ type renderedTexts struct {
 	initial, replacement atomic.Pointer[string]
 }
 
-// render is RenderList(u, v.Entries, v.Omitted), made once per kind of
-// update when the View was prepared.
+// render is RenderWith(u, v.Entries, v.Omitted, v.UserInvocation), made
+// once per kind of update when the View was prepared.
 func (v View) render(u Update) string {
 	if v.texts == nil {
-		return RenderList(u, v.Entries, v.Omitted)
+		return RenderWith(u, v.Entries, v.Omitted, v.UserInvocation)
 	}
 	slot := &v.texts.replacement
 	if u == UpdateInitial {
@@ -128,7 +132,7 @@ func (v View) render(u Update) string {
 	if s := slot.Load(); s != nil {
 		return *s
 	}
-	s := RenderList(u, v.Entries, v.Omitted)
+	s := RenderWith(u, v.Entries, v.Omitted, v.UserInvocation)
 	slot.Store(&s)
 	return s
 }
@@ -140,12 +144,12 @@ func (v View) render(u Update) string {
 // nothing else.
 func Prepare(snap Snapshot, opts Options) View {
 	if !snap.Complete {
-		return View{Revision: snap.Revision, Epoch: snap.Epoch}
+		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
 	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
-		texts: new(renderedTexts)}
+		UserInvocation: opts.UserInvocation, texts: new(renderedTexts)}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of
@@ -191,13 +195,14 @@ var emptyDigest = Digest(nil)
 // prepared when the tool is not visible.
 func Decide(visible bool, snap Snapshot, h History, opts Options) Decision {
 	if !visible {
-		return DecideView(false, View{}, h)
+		return DecideView(false, View{UserInvocation: opts.UserInvocation}, h)
 	}
 	return DecideView(true, Prepare(snap, opts), h)
 }
 
 // DecideView is Decide on a prepared view: steps 1, 2 and 4 to 6 of
-// Decide, with v standing for the snapshot (ignored when visible is false).
+// Decide, with v standing for the snapshot (when visible is false, only
+// its UserInvocation counts).
 // Only an appending decision renders text. The Entries of the Decision are
 // v's, shared: the caller must not modify them.
 func DecideView(visible bool, v View, h History) Decision {
@@ -229,8 +234,10 @@ func DecideView(visible bool, v View, h History) Decision {
 	if !published {
 		update = UpdateInitial
 	}
-	text := RenderList(update, entries, omitted) // the tool hidden: the empty list
-	if visible {
+	var text string
+	if !visible { // the tool hidden: the empty list
+		text = RenderWith(update, entries, omitted, v.UserInvocation)
+	} else {
 		text = v.render(update) // v's own entries, rendered once per View
 	}
 	return Decision{

@@ -52,6 +52,11 @@ type Options struct {
 	// bytes (flag --max-skill-bytes): a longer body is cut (see Truncate).
 	// 0 means no limit; otherwise it must be at least 1024.
 	MaxSkillBytes int
+	// UserInvocation lets a user invoke a skill by writing /<name> in a
+	// message (flag --user-invocation; see Gestures and Invoke). With it,
+	// every catalog message ends with one more line telling the model so
+	// (see RenderWith); without it, the catalog texts are as they were.
+	UserInvocation bool
 }
 
 // DefaultOptions returns the options used when nothing is configured.

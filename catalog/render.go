@@ -27,6 +27,12 @@ const (
 	replacementIntro = "The available skill catalog changed. This complete catalog replaces every earlier available-skills list in this session:"
 	replacementOutro = "Use only names in this replacement catalog. If the user names a listed skill, or the task clearly matches its description, call the `skill` tool with the exact name before acting."
 	tombstoneOutro   = "No skills are currently available through the `skill` tool. Do not use names from earlier skill catalogs."
+
+	// The closing lines of a catalog when users may invoke skills
+	// directly: one for a catalog that lists skills (or left some out),
+	// one for the tombstone.
+	userInvocationLine          = "A user may also invoke a skill directly; its <skill_content> block then appears in this conversation. Follow it, and do not call the `skill` tool again for that skill."
+	userInvocationTombstoneLine = "A user may still invoke a skill directly; its <skill_content> block then appears in this conversation. Follow it, and do not call the `skill` tool for it."
 )
 
 // Render returns the exact text of a catalog message. UpdateInitial gives
@@ -44,12 +50,26 @@ func Render(u Update, entries []Entry) string {
 // line inside the tags. Only a list with no entries and nothing omitted is
 // the tombstone.
 func RenderList(u Update, entries []Entry, omitted int) string {
+	return RenderWith(u, entries, omitted, false)
+}
+
+// RenderWith is RenderList, with one more line as the last before
+// </system-reminder> when userInvocation is set: it tells the model that a
+// user may load a skill directly, and that a skill loaded so needs no tool
+// call. The line lies outside the list, so the digest (and the catalog
+// size limit) ignore it: turning the option on or off does not by itself
+// change a session's catalog.
+func RenderWith(u Update, entries []Entry, omitted int, userInvocation bool) string {
 	intro, outro := replacementIntro, replacementOutro
+	closing := userInvocationLine
 	switch {
 	case u == UpdateInitial:
 		intro, outro = initialIntro, initialOutro
 	case len(entries) == 0 && omitted == 0:
-		outro = tombstoneOutro
+		outro, closing = tombstoneOutro, userInvocationTombstoneLine
+	}
+	if userInvocation {
+		outro += "\n" + closing
 	}
 	head := openReminder + "\n" + intro + "\n\n" + openBlock + "\n"
 	tail := closeBlock + "\n\n" + outro + "\n" + closeReminder

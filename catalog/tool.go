@@ -144,6 +144,14 @@ const providerFailed = "skill provider failed"
 // provider's error text. Whether a skill is user-invocable plays no part.
 // Error messages quote the raw argument as given, between double quotes.
 func Execute(ctx context.Context, l Lookup, name string, opts Options) Result {
+	return run(ctx, l, name, opts, func(i Invocation) bool { return i.ModelInvocable }, notInvocable)
+}
+
+// run is Execute with the rule of who may invoke given: may says whether
+// a skill's Invocation lets the caller invoke it, refused is the failure
+// when it does not. The skill tool and a user's invocation (Invoke) share
+// every other step, so they always find the same winner.
+func run(ctx context.Context, l Lookup, name string, opts Options, may func(Invocation) bool, refused func(string) Result) Result {
 	if !ValidName(name) {
 		return fail(CodeInvalidName, `invalid skill name "`+name+`"`)
 	}
@@ -151,15 +159,15 @@ func Execute(ctx context.Context, l Lookup, name string, opts Options) Result {
 	if err != nil {
 		return lookupFailed(name, err)
 	}
-	if !sum.Invocation.ModelInvocable {
-		return notInvocable(name)
+	if !may(sum.Invocation) {
+		return refused(name)
 	}
 	sk, err := l.Load(ctx, name)
 	if err != nil {
 		return lookupFailed(name, err)
 	}
-	if !sk.Invocation.ModelInvocable {
-		return notInvocable(name)
+	if !may(sk.Invocation) {
+		return refused(name)
 	}
 	provider := sk.Provider
 	if provider == "" {

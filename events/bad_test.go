@@ -99,6 +99,16 @@ func TestBadPayloadFields(t *testing.T) {
 		{"json decision nested catalog step", JSON, []byte(`{"v":1,"session":"s","step":"x","outcome":"appended","catalog":{"v":1,"session":"s","step":[]}}`), decision, "catalog.step", "got array, want string"},
 		{"json decision without outcome", JSON, []byte(`{"v":1,"session":"s","step":"x"}`), decision, "outcome", "missing"},
 		{"msgpack toolresult isError string", Msgpack, mp(t, "v", 1, "session", "s", "call", "c", "isError", "yes"), toolResult, "isError", "got string, want bool"},
+		{"msgpack userText string", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", tools, "userText", "/pdf"), preStep, "userText", "got string, want array"},
+		{"json userText string", JSON, []byte(`{"v":1,"session":"s","step":"x","tools":[],"userText":"/pdf"}`), preStep, "userText", "want array"},
+		{"msgpack userText int element", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", tools, "userText", []any{"a", 3}), preStep, "userText[1]", "got integer, want string"},
+		{"json userText object element", JSON, []byte(`{"v":1,"session":"s","step":"x","tools":[],"userText":[{}]}`), preStep, "userText", "want string"},
+		{"msgpack userText too many", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", tools, "userText", make([]string, MaxUserTexts+1)), preStep, "userText", "too many strings: 65, limit 64"},
+		{"json userText too long", JSON, []byte(`{"v":1,"session":"s","step":"x","tools":[],"userText":["ok","` + strings.Repeat("a", MaxUserTextBytes+1) + `"]}`), preStep, "userText[1]", "too long: 262145 bytes, limit 262144"},
+		{"msgpack userText control", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", tools, "userText", []string{"/pdf\x1b[31m"}), preStep, "userText[0]", `control character '\x1b'`},
+		{"msgpack userText bad utf8", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", tools, "userText", []string{"/pdf \xff"}), preStep, "userText[0]", "not valid UTF-8"},
+		{"msgpack invocation without name", Msgpack, mp(t, "v", 1, "session", "s", "step", "x"), skillInvocation, "name", "missing"},
+		{"msgpack decision invocation session", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "outcome", "unchanged", "invocations", []any{m{"v": 1, "session": "a.b", "step": "x", "name": "n"}}), decision, "invocations[0].session", "invalid session token"},
 		{"msgpack tooldefinition without name", Msgpack, mp(t, "description", "d"), toolDefinition, "name", "missing"},
 		{"msgpack tooldefinition binary parameters", Msgpack, mp(t, "name", "skill", "parameters", []byte{1}), toolDefinition, "parameters", "no JSON form"},
 	}
@@ -118,6 +128,9 @@ func toolResult(e Encoding, b []byte) (any, error)     { return DecodeToolResult
 func decision(e Encoding, b []byte) (any, error)       { return DecodeDecision(e, b) }
 func toolDefinition(e Encoding, b []byte) (any, error) { return DecodeToolDefinition(e, b) }
 func catalogHead(e Encoding, b []byte) (any, error)    { return DecodeCatalogHead(e, b) }
+func skillInvocation(e Encoding, b []byte) (any, error) {
+	return DecodeSkillInvocation(e, b)
+}
 
 func TestUnsupportedVersion(t *testing.T) {
 	for _, tc := range []struct {

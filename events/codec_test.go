@@ -38,6 +38,15 @@ func samples() map[string]any {
 			CatalogSeq: 99},
 		"decision-rejected": Decision{V: 1, Session: "sess-1", TriggerSeq: 5, Outcome: OutcomeRejected,
 			Error: &ErrorInfo{Code: CodeBadRequest, Message: `bad payload: field "step": missing`}},
+		"prestep-usertext": PreStep{V: 1, Session: "sess-1", Step: "step-8", Cwd: "/work/project",
+			Tools:    []Tool{{Name: "skill", Owner: "skillstream"}},
+			UserText: []string{"/pdf-tools fill in the form", "then check it"}},
+		"skillinvocation": invocationSample,
+		"decision-invocations": Decision{V: 1, Session: "sess-1", Step: "step-8", TriggerSeq: 101, Outcome: OutcomeUnchanged,
+			Invocations: []SkillInvocation{invocationSample},
+			Ignored:     []Ignored{{Name: "nope", Reason: IgnoredUnknown}, {Name: "model-only", Reason: IgnoredNotUserInvocable}}},
+		"decision-disabled": Decision{V: 1, Session: "sess-1", Step: "step-8", TriggerSeq: 101, Outcome: OutcomeUnchanged,
+			Ignored: []Ignored{{Reason: IgnoredDisabled}}},
 		"cataloghead": CatalogHead{V: 1, Session: "sess-1", Step: "step-7",
 			Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", View: View{Revision: 12, Instance: "host-a-1f2e3d4c", Epoch: "5d41402abc4b2a76"}},
 		"tooldefinition": ToolDefinition{Name: "skill",
@@ -45,6 +54,14 @@ func samples() map[string]any {
 			Parameters:  RawJSON(skillParameters)},
 	}
 }
+
+// invocationSample is a skill the user invoked with /pdf-tools.
+var invocationSample = SkillInvocation{V: 1, Session: "sess-1", Step: "step-8", ID: "sess-1:step-8:skill.invocation:pdf-tools", Role: "user",
+	Name: "pdf-tools", Text: "<skill_content name=\"pdf-tools\">...",
+	Source: InvocationSource{Kind: SourceKindInvocation, Name: "pdf-tools", Form: InvocationFormInstructions},
+	Value: SkillValue{Name: "pdf-tools", Provider: "agentskills",
+		ResourceBase: &ResourceBase{Kind: "directory", Path: "/work/project/.agents/skills/pdf-tools"},
+		Content:      "# PDF tools\n\nUse pdftotext.", Digest: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}
 
 // decodeAny decodes b into a value of the same type as like.
 func decodeAny(enc Encoding, like any, b []byte) (any, error) {
@@ -65,6 +82,8 @@ func decodeAny(enc Encoding, like any, b []byte) (any, error) {
 		return DecodeToolDefinition(enc, b)
 	case CatalogHead:
 		return DecodeCatalogHead(enc, b)
+	case SkillInvocation:
+		return DecodeSkillInvocation(enc, b)
 	}
 	panic("unknown payload type")
 }

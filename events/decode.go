@@ -36,6 +36,11 @@ func DecodeCatalogHead(enc Encoding, b []byte) (CatalogHead, error) {
 	return decodeVersioned[CatalogHead, catalogHeadWire](enc, b)
 }
 
+// DecodeSkillInvocation decodes and validates a SkillInvocation.
+func DecodeSkillInvocation(enc Encoding, b []byte) (SkillInvocation, error) {
+	return decodeVersioned[SkillInvocation, skillInvocationWire](enc, b)
+}
+
 // DecodeToolResult decodes and validates a ToolResult.
 func DecodeToolResult(enc Encoding, b []byte) (ToolResult, error) {
 	return decodeVersioned[ToolResult, toolResultWire](enc, b)

@@ -76,6 +76,9 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	if enc != Msgpack || d.Catalog == nil || catalog == nil {
 		return Encode(enc, d)
 	}
+	if len(d.Invocations) > 0 || len(d.Ignored) > 0 {
+		return Encode(enc, d) // the fields below do not cover them
+	}
 	// The map the struct encoder writes for a Decision: fields in order,
 	// the omitempty ones only when set.
 	n := 6

@@ -223,10 +223,13 @@ func (w *preStepWire) fastMsgpack(b []byte) bool {
 	var x preStepWire
 	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, &x.MinStoreRevision, "step", &x.Step}
 	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
-		if key != "tools" {
-			return 0, false
+		switch key {
+		case "tools":
+			return 1 << 4, r.tools(&x.Tools)
+		case "userText":
+			return 1 << 9, r.strs(&x.UserText)
 		}
-		return 1 << 4, r.tools(&x.Tools)
+		return 0, false
 	})
 	if ok {
 		*w = x
@@ -260,6 +263,23 @@ func (r *plain) tools(dst *[]Tool) bool {
 		}
 	}
 	*dst = tools
+	return true
+}
+
+// strs reads a non-empty array of strings (a pre-step's userText); an
+// empty one is left to the library, which alone says what it reads it as.
+func (r *plain) strs(dst *[]string) bool {
+	n, ok := r.container(true)
+	if !ok || n == 0 {
+		return false
+	}
+	out := make([]string, n)
+	for i := range out {
+		if out[i], ok = r.str(); !ok {
+			return false
+		}
+	}
+	*dst = out
 	return true
 }
 

@@ -21,6 +21,11 @@ const (
 // not know.
 const KindCatalogHead Kind = "catalog.head"
 
+// KindInvocation is the kind of a skill a user invoked by writing /<name>
+// (SkillInvocation), appended by a processor after the pre-step's catalog.
+// Processors never consume it.
+const KindInvocation Kind = "skill.invocation"
+
 // Header names used on the wire.
 const (
 	HeaderContentType                = "Content-Type"
@@ -126,6 +131,12 @@ type PreStep struct {
 	// to exist (skills push prints it): the processor decides on a view of
 	// the store at that revision or later, or not at all. 0 asks nothing.
 	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
+	// UserText holds the text blocks of the user's messages that arrived
+	// since the previous step, in order: the only text a processor scans
+	// for /<name> (user invocation). At most MaxUserTexts strings of at
+	// most MaxUserTextBytes each, valid UTF-8 without control characters
+	// other than tab, line feed and carriage return.
+	UserText []string `msgpack:"userText,omitempty" json:"userText,omitempty"`
 }
 
 // ErrorInfo is a machine-readable error.
@@ -159,6 +170,65 @@ type Decision struct {
 	// Absent (0) when no catalog of the session is visible, and on
 	// expired and rejected decisions.
 	CatalogSeq uint64 `msgpack:"catalogSeq,omitempty" json:"catalogSeq,omitempty"`
+	// Invocations are the skills the user invoked in this step's userText,
+	// as appended (skill.invocation), in order; a retry of the step gets
+	// those already appended. Absent when none.
+	Invocations []SkillInvocation `msgpack:"invocations,omitempty" json:"invocations,omitempty"`
+	// Ignored lists the gestured names that invoked nothing, with the
+	// reason (Ignored*); one entry with reason IgnoredDisabled and no name
+	// when user invocation is off and the step carried userText. Absent
+	// when none.
+	Ignored []Ignored `msgpack:"ignored,omitempty" json:"ignored,omitempty"`
+}
+
+// Ignored is a name a user gestured that invoked nothing, and why.
+type Ignored struct {
+	Name   string `msgpack:"name" json:"name"`
+	Reason string `msgpack:"reason" json:"reason"`
+}
+
+// Reasons a gestured name invokes nothing (Ignored.Reason).
+const (
+	// IgnoredUnknown: no skill of that name is available to the session.
+	IgnoredUnknown = "unknown"
+	// IgnoredNotUserInvocable: the skill says user-invocable: false.
+	IgnoredNotUserInvocable = "not_user_invocable"
+	// IgnoredLoadFailed: the skill could not be loaded (it vanished, or
+	// its provider failed).
+	IgnoredLoadFailed = "load_failed"
+	// IgnoredDisabled: the processor has user invocation off; the
+	// step's userText was not read.
+	IgnoredDisabled = "disabled"
+)
+
+// SourceKindInvocation is InvocationSource.Kind.
+const SourceKindInvocation = "skill-invocation"
+
+// InvocationFormInstructions is InvocationSource.Form: the message holds
+// the skill's instructions, as the skill tool shows them.
+const InvocationFormInstructions = "instructions"
+
+// InvocationSource says where a SkillInvocation came from.
+type InvocationSource struct {
+	Kind string `msgpack:"kind" json:"kind"` // always "skill-invocation"
+	Name string `msgpack:"name" json:"name"`
+	Form string `msgpack:"form" json:"form"` // always "instructions"
+}
+
+// SkillInvocation is the durable user-role message a processor appends
+// (kind skill.invocation) for a skill the user invoked with /<name>: Text
+// is exactly the skill tool's success text for that skill, Value the
+// skill tool's success value.
+type SkillInvocation struct {
+	V       int              `msgpack:"v" json:"v"`
+	Session string           `msgpack:"session" json:"session"`
+	Step    string           `msgpack:"step" json:"step"`
+	ID      string           `msgpack:"id" json:"id"`
+	Role    string           `msgpack:"role" json:"role"` // always "user"
+	Name    string           `msgpack:"name" json:"name"`
+	Text    string           `msgpack:"text" json:"text"`
+	Source  InvocationSource `msgpack:"source" json:"source"`
+	Value   SkillValue       `msgpack:"value" json:"value"`
 }
 
 // Entry is one skill of a catalog: its name and its normalised, capped,

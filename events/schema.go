@@ -5,6 +5,7 @@ import "embed"
 // Schemas holds a JSON Schema (draft 2020-12) of every payload, as JSON
 // text: schema/prestep.json, skillcall.json, compaction.json,
 // catalog.json, cataloghead.json, decision.json, toolresult.json,
+// skillinvocation.json,
 // tooldefinition.json, and
 // defs.json with the definitions they share. Each has an absolute $id
 // under SchemaBase; their references are relative to it. They describe

@@ -126,12 +126,14 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 			Entries: []Entry{{Name: "a", Description: "d"}}, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	payloads := map[string]any{
 		"prestep": PreStep{V: 1, Session: "s", Step: "1", Cwd: "/p", Tools: []Tool{{Name: "skill", Owner: "skillstream"}},
-			DeadlineMs: 5, Project: "p1", ResourceDir: "/r"},
-		"skillcall":  SkillCall{V: 1, Session: "s", Call: "c", Cwd: "/p", Args: SkillArgs{Name: "a"}, DeadlineMs: 5, Project: "p1", ResourceDir: "/r"},
-		"compaction": Compaction{V: 1, Session: "s", RetainFrom: 4, Keep: []uint64{1}},
-		"catalog":    cat,
+			DeadlineMs: 5, Project: "p1", ResourceDir: "/r", MinStoreRevision: 3, UserText: []string{"/a b\tc\n"}},
+		"skillinvocation": invocationSample,
+		"skillcall":       SkillCall{V: 1, Session: "s", Call: "c", Cwd: "/p", Args: SkillArgs{Name: "a"}, DeadlineMs: 5, Project: "p1", ResourceDir: "/r"},
+		"compaction":      Compaction{V: 1, Session: "s", RetainFrom: 4, Keep: []uint64{1}},
+		"catalog":         cat,
 		"decision": Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 9, Outcome: OutcomeEmpty, Catalog: &cat,
-			Error: &ErrorInfo{Code: "c", Message: "m"}, Reason: ReasonNoSkills},
+			Error: &ErrorInfo{Code: "c", Message: "m"}, Reason: ReasonNoSkills,
+			Invocations: []SkillInvocation{invocationSample}, Ignored: []Ignored{{Name: "b", Reason: IgnoredLoadFailed}}},
 		"toolresult": ToolResult{V: 1, Session: "s", Call: "c", TriggerSeq: 9, IsError: true, Text: "t",
 			Value: &SkillValue{Name: "a", Provider: "store", ResourceBase: &ResourceBase{Kind: "directory", Path: "/r/a/0123"},
 				Content: "x", Digest: digest, Revision: 4, Truncated: &Truncated{Kept: 1, Total: 2}},
@@ -219,7 +221,12 @@ func TestSchemasRefuse(t *testing.T) {
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":true,"text":"","error":{"code":"oops","message":""}}`},
 		{"catalog", `{"v":1,"session":"s","step":"1","id":"x","role":"system","text":"","source":{"kind":"skill-catalog","producer":"p","update":"initial","entries":[],"digest":"` + strings.Repeat("0", 64) + `"}}`},
 		{"tooldefinition", `{"name":"skill","description":"d"}`},
-		{"cataloghead", `{"v":1,"session":"s","step":"1","digest":"ab"}`}, // no view
+		{"cataloghead", `{"v":1,"session":"s","step":"1","digest":"ab"}`},                  // no view
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":"/pdf"}`},       // not an array
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":[1]}`},          // not strings
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":["a\u0007b"]}`}, // control character
+		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"empty","ignored":[{"name":"a","reason":"bored"}]}`},
+		{"skillinvocation", `{"v":1,"session":"s","step":"1","id":"i","role":"user","name":"a","text":"t","source":{"kind":"skill-catalog","name":"a","form":"instructions"},"value":{"name":"a","provider":"p"}}`},
 	}
 	for _, b := range bad {
 		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(b.doc))
@@ -238,7 +245,7 @@ func TestSchemasCoverStructs(t *testing.T) {
 	types := map[string]any{
 		"prestep": PreStep{}, "skillcall": SkillCall{}, "compaction": Compaction{}, "catalog": Catalog{},
 		"decision": Decision{}, "toolresult": ToolResult{}, "tooldefinition": ToolDefinition{},
-		"cataloghead": CatalogHead{},
+		"cataloghead": CatalogHead{}, "skillinvocation": SkillInvocation{},
 	}
 	for name, v := range types {
 		var keys []string

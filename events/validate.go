@@ -149,6 +149,40 @@ func checkResourceDir(dir string) error {
 	return nil
 }
 
+// MaxUserTexts is the most strings a pre-step's userText may hold, and
+// MaxUserTextBytes the longest one, in bytes. The whole payload stays
+// within MaxPayloadSize besides.
+const (
+	MaxUserTexts     = 64
+	MaxUserTextBytes = 256 << 10
+)
+
+// checkUserText checks a pre-step's userText: at most MaxUserTexts strings
+// of at most MaxUserTextBytes each, valid UTF-8, no control characters but
+// tab, line feed and carriage return.
+func checkUserText(texts []string) error {
+	if len(texts) > MaxUserTexts {
+		return &FieldError{Field: "userText", Problem: "too many strings: " + strconv.Itoa(len(texts)) + ", limit " + strconv.Itoa(MaxUserTexts)}
+	}
+	for i, s := range texts {
+		bad := func(problem string) error {
+			return &FieldError{Field: "userText[" + strconv.Itoa(i) + "]", Problem: problem}
+		}
+		if len(s) > MaxUserTextBytes {
+			return bad("too long: " + strconv.Itoa(len(s)) + " bytes, limit " + strconv.Itoa(MaxUserTextBytes))
+		}
+		if !utf8.ValidString(s) {
+			return bad("not valid UTF-8")
+		}
+		for _, r := range s {
+			if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+				return bad("control character " + strconv.QuoteRune(r))
+			}
+		}
+	}
+	return nil
+}
+
 func first(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -160,10 +194,11 @@ func first(errs ...error) error {
 
 // Validate checks what a processor relies on: v is 1, session is a valid
 // token, step is present and at most MaxIDLength bytes, every tool has a
-// name, deadlineMs is not negative.
+// name, deadlineMs is not negative, userText is within its limits
+// (checkUserText).
 func (p PreStep) Validate() error {
 	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
-		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir)); err != nil {
+		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText)); err != nil {
 		return err
 	}
 	for i, t := range p.Tools {
@@ -199,6 +234,17 @@ func (c Catalog) Validate() error {
 	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("step", c.Step, false))
 }
 
+// Validate checks v, session, step and name (present).
+func (x SkillInvocation) Validate() error {
+	if err := first(checkVersion(x.V), checkSessionField(x.Session), checkID("step", x.Step, false)); err != nil {
+		return err
+	}
+	if x.Name == "" {
+		return &FieldError{Field: "name", Problem: problemMissing}
+	}
+	return nil
+}
+
 // Validate checks v, session, outcome (present; values this package does not
 // name are accepted for forward compatibility), step (present unless the
 // outcome is "rejected", which may answer an unreadable trigger) and the
@@ -220,6 +266,11 @@ func (x Decision) Validate() error {
 	if x.Catalog != nil {
 		if err := x.Catalog.Validate(); err != nil {
 			return prefixField("catalog", err)
+		}
+	}
+	for i, inv := range x.Invocations {
+		if err := inv.Validate(); err != nil {
+			return prefixField("invocations["+strconv.Itoa(i)+"]", err)
 		}
 	}
 	return nil

@@ -127,6 +127,13 @@ type compactionWire struct {
 	Compaction `msgpack:",inline"`
 }
 
+// skillInvocationWire reads a SkillInvocation.
+type skillInvocationWire struct {
+	V               *int `msgpack:"v" json:"v"`
+	Step            ID   `msgpack:"step" json:"step"`
+	SkillInvocation `msgpack:",inline"`
+}
+
 // catalogHeadWire reads a CatalogHead.
 type catalogHeadWire struct {
 	V           *int `msgpack:"v" json:"v"`

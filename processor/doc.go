@@ -139,6 +139,19 @@
 //  9. Answer: the Decision (events.Decision), to the Reply-Inbox header's
 //     subject, over core NATS, in the request's encoding, and only then ack.
 //
+// With Config.Catalog.UserInvocation, a pre-step's userText is scanned for
+// /<name> gestures (catalog.Gestures; more than MaxGestures is rejected
+// before anything else) and, between steps 8 and 9, every gestured name is
+// resolved by catalog.Invoke — the skill tool's own resolution, with the
+// user's rule of who may invoke — and each invoked skill is appended as a
+// skill.invocation after the step's catalog, in gesture order (invoke.go).
+// Each has a Msg-Id derived from session, step and name, and the step's
+// invocations already at the end of the invocation subject are read back
+// first, so a retry or a redelivery (also one interrupted between the
+// catalog and the invocations) appends only what is missing and answers
+// with all of them. Invocations are neither catalogs nor heads: the catalog
+// history, the head reads and the view rule never look at them.
+//
 // A skill call (tool.call.skill) follows the same steps: decode, validate,
 // deadline, read the session, answer from the newest tool.result if it is
 // for this trigger or this call id, otherwise run the skill tool

@@ -172,6 +172,14 @@ func shrinkReply(v any, cause error) (any, bool) {
 	case *events.ToolResult:
 		return shrinkReply(*r, cause)
 	case events.Decision:
+		if shrinkInvocations(&r) {
+			return r, true
+		}
+		if r.Catalog == nil && len(r.Invocations) > 0 {
+			r.Invocations = nil
+			r.Error = &events.ErrorInfo{Code: events.CodeTooLarge, Message: "the invocations are too large for a reply (" + cause.Error() + "); they are in the session log"}
+			return r, true
+		}
 		if r.Catalog == nil {
 			return nil, false
 		}
@@ -180,4 +188,20 @@ func shrinkReply(v any, cause error) (any, bool) {
 		return r, true
 	}
 	return nil, false
+}
+
+// shrinkInvocations leaves value.content out of a decision's invocations
+// (their text holds it) and reports whether there was any to leave out.
+func shrinkInvocations(d *events.Decision) bool {
+	shrunk := false
+	for i := range d.Invocations {
+		if d.Invocations[i].Value.Content != "" {
+			if !shrunk {
+				d.Invocations = append([]events.SkillInvocation(nil), d.Invocations...)
+			}
+			d.Invocations[i].Value.Content = ""
+			shrunk = true
+		}
+	}
+	return shrunk
 }

@@ -33,8 +33,17 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	if ps.Cwd, err = p.cwds.check(ps.Cwd); err != nil {
 		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
+	names, err := p.gestures(ps)
+	if err != nil {
+		return nil, "", p.reject(ctx, t, reasonUserText, err)
+	}
+	read := p.readInvocations(ctx, t, ps, names) // invoke.go
+	defer read.wait()
 	d, appended, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := p.invoke(ctx, t, ps, names, read, &d); err != nil {
 		return nil, "", err
 	}
 	if appended != nil && t.enc == events.Msgpack {
@@ -231,7 +240,7 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 		dec.Error = &events.ErrorInfo{Code: codeUnavailable, Message: s.behind.Error()}
 		return built[events.Decision]{answer: dec}, nil
 	}
-	d := history.Decide(s.prepared, s.hist)
+	d := history.Decide(s.prepared, s.hist, p.cfg.Catalog)
 	p.m.observe(stageDecide, p.now().Sub(s.start))
 	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)
 	if d.Outcome != catalog.OutcomeAppended {

@@ -28,6 +28,7 @@ type benchOptions struct {
 	concurrency int
 	skillCount  int
 	projects    int
+	gestures    int
 	encoding    string
 	duration    time.Duration
 	timeout     time.Duration
@@ -76,6 +77,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.localInt(&o.concurrency, "concurrency", 0, "sessions in flight at once (default: min(sessions, 1000))")
 	cmd.localInt(&o.skillCount, "skill-count", 50, "skills in the generated skills folder")
 	cmd.localInt(&o.projects, "projects", 10, "project folders the sessions work in (0: sessions have no cwd)")
+	cmd.localInt(&o.gestures, "gestures", 0, "every `N`th pre-step carries a user's message invoking a skill by /name (0: none; invokes with --user-invocation), and the report compares it with a pre-step without")
 	cmd.localString(&o.encoding, "encoding", "msgpack", "trigger and answer `encoding`: msgpack or json")
 	cmd.localDuration(&o.duration, "duration", 2*time.Minute, "cap on each phase; unfinished sessions are cut off")
 	cmd.localDuration(&o.timeout, "timeout", 10*time.Second, "wait this long for an answer before publishing the trigger again (3 attempts)")
@@ -140,6 +142,8 @@ func (o *benchOptions) validate(c *Config) error {
 		return usagef("--skill-count %d: want at least 1", o.skillCount)
 	case o.projects < 0:
 		return usagef("--projects %d: must not be negative", o.projects)
+	case o.gestures < 0:
+		return usagef("--gestures %d: must not be negative", o.gestures)
 	case o.duration <= 0:
 		return usagef("--duration %v: want a positive duration", o.duration)
 	case o.timeout <= 0:
@@ -231,14 +235,14 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		Workload: bench.Workload{
 			Sessions: o.sessions, Steps: o.steps, Calls: o.calls, Changes: o.changes,
 			Concurrency: o.concurrency, Skills: o.skillCount, Projects: o.projects,
-			Encoding: o.encoding, Processor: o.mode, Workers: pcfg.Workers,
+			Encoding: o.encoding, Processor: o.mode, Workers: pcfg.Workers, Gestures: o.gestures,
 			NATS: map[bool]string{true: "embedded, loopback", false: "--nats-url"}[c.NATSURL == ""],
 		},
 	}
 	plan := bench.Plan{
 		RunID: "b" + runID, Sessions: o.sessions, Steps: o.steps, Calls: o.calls,
 		Concurrency: o.concurrency, Enc: enc, Owner: pcfg.ToolOwner, Skills: names, Cwds: cwds,
-		Timeout: o.timeout, Tries: 3,
+		Timeout: o.timeout, Tries: 3, Gestures: o.gestures,
 	}
 	total := int64(o.sessions) * int64(o.steps)
 

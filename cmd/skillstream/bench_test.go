@@ -98,3 +98,20 @@ func TestBenchUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// With --gestures and --user-invocation, every other pre-step invokes a
+// skill; the report compares such a pre-step with one without.
+func TestBenchGestures(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	code, stdout, stderr := runMain(t, "bench", "--processor", "inprocess", "--no-baseline",
+		"--sessions", "3", "--steps", "4", "--gestures", "2", "--user-invocation",
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"invocation 6", "pre-step unchanged + invocation p50", "user invocation: an unchanged pre-step with one invocation took p50 "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -158,7 +158,7 @@ func newCatalogView(rep providers.Report, opts catalog.Options) catalogView {
 	}
 	v.Digest = view.Digest
 	if v.Complete && (len(view.Entries) > 0 || view.Omitted > 0) {
-		v.Text = catalog.RenderList(catalog.UpdateInitial, view.Entries, view.Omitted)
+		v.Text = catalog.RenderWith(catalog.UpdateInitial, view.Entries, view.Omitted, opts.UserInvocation)
 		v.ApproxTokens = approxTokens(v.Text)
 	}
 	if len(view.Entries) != len(full) || view.Omitted > 0 || slices.ContainsFunc(view.Entries, func(e catalog.Entry) bool { return e.Bare }) {

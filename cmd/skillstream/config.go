@@ -27,8 +27,9 @@ type Config struct {
 	NoFollowSymlinks     bool
 	MaxWatchesPerDir     int // file watches one skills folder may take (--max-watches-per-skills-dir)
 	DescriptionMaxLength int
-	CatalogMaxLength     int // code points between the catalog's tags; 0 = none
-	MaxSkillBytes        int // bytes of instructions in a tool result; 0 = none
+	CatalogMaxLength     int  // code points between the catalog's tags; 0 = none
+	MaxSkillBytes        int  // bytes of instructions in a tool result; 0 = none
+	UserInvocation       bool // /<name> in a user's message loads that skill (--user-invocation)
 	ToolOwner            string
 
 	// Skill store: serve, catalog, load, replay, skills.
@@ -114,6 +115,8 @@ func (c *Config) skillFlags(cmd *command) {
 		"bound on the catalog's list, in code points: over it, descriptions and then skills give way, lowest precedence first, and a notice says so; 0 for none, else at least 200")
 	cmd.cfgInt(&c.MaxSkillBytes, "max-skill-bytes", catalog.DefaultMaxSkillBytes,
 		"bound on the skill instructions a tool result shows, in bytes: a longer body is cut with a notice; 0 for none, else at least 1024")
+	cmd.cfgBool(&c.UserInvocation, "user-invocation", false,
+		"let a user invoke a skill by writing /<name> in a message (a pre-step's userText): its instructions are appended after the step's catalog, and every catalog ends with one more line saying so")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
 }
 
@@ -225,6 +228,7 @@ func (c *Config) catalogOptions() catalog.Options {
 		DescriptionMaxLength: c.DescriptionMaxLength,
 		MaxLength:            c.CatalogMaxLength,
 		MaxSkillBytes:        c.MaxSkillBytes,
+		UserInvocation:       c.UserInvocation,
 	}
 }
 

@@ -54,8 +54,8 @@ List user-visible changes first; group the rest under "Internal".`,
 }
 
 func (a *app) demoCommand() (*command, runFunc) {
-	var keep bool
-	cmd := newCommand("demo", "skillstream demo [--keep]", `
+	var keep, userInvocation bool
+	cmd := newCommand("demo", "skillstream demo [--keep] [--user-invocation]", `
 Play an agent session end to end and print what the model sees at each step.
 
 Everything runs inside this process, in a temporary folder: an embedded NATS
@@ -66,11 +66,13 @@ log with a Reply-Inbox header and waits for the answers. Along the way a skill
 is added, the context is compacted and every skill is removed, to show the
 replacement catalog, its re-establishment after compaction and the tombstone.
 The output is the same on every run apart from the temporary paths. The
-folder is removed at the end unless --keep is given.`[1:], `
+folder is removed at the end unless --keep is given. With --user-invocation,
+the user also invokes a skill by writing /<name> in a message.`[1:], `
   skillstream demo
   skillstream demo --keep     # look at the skills and the JetStream store afterwards`[1:])
 	cmd.group("Flags")
 	cmd.localBool(&keep, "keep", false, "keep the temporary folder (skills and JetStream store) and print where it is")
+	cmd.localBool(&userInvocation, "user-invocation", false, "run the processor with user invocation on, and show a user's /name")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("demo takes no arguments, got %q", args[0])
@@ -86,7 +88,7 @@ folder is removed at the end unless --keep is given.`[1:], `
 		} else {
 			defer os.RemoveAll(dir)
 		}
-		return runDemo(ctx, a.stdout, a.stderr, dir)
+		return runDemo(ctx, a.stdout, a.stderr, dir, userInvocation)
 	}
 }
 
@@ -100,9 +102,11 @@ type demo struct {
 	st      jetstream.Stream
 	step    int
 	section int
+	// userText is the user's new message for the next pre-step.
+	userText []string
 }
 
-func runDemo(ctx context.Context, out, errOut io.Writer, dir string) (err error) {
+func runDemo(ctx context.Context, out, errOut io.Writer, dir string, userInvocation bool) (err error) {
 	d := &demo{out: out, cwd: filepath.Join(dir, "project")}
 	d.skills = filepath.Join(d.cwd, ".agents", "skills")
 	if err := os.MkdirAll(filepath.Join(d.cwd, ".git"), 0o755); err != nil {
@@ -133,6 +137,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) (err error)
 	defer nc.Close()
 
 	pcfg := processor.Config{}.WithDefaults()
+	pcfg.Catalog.UserInvocation = userInvocation
 	p, err := processor.New(nc, d.reg, pcfg, processor.WithLogger(log))
 	if err != nil {
 		return err
@@ -189,6 +194,15 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) (err error)
 		func(ctx context.Context) error {
 			d.heading("The model asks for a skill that does not exist")
 			return d.call(ctx, "deploy")
+		},
+		func(ctx context.Context) error {
+			if !userInvocation {
+				return nil
+			}
+			d.heading("The user invokes skills by name")
+			d.userText = []string{"/commit-message for these changes, and /code-review please"}
+			d.printf("user: %q\n", d.userText[0])
+			return d.preStep(ctx)
 		},
 		func(ctx context.Context) error {
 			d.heading("A skill is added on disk: a replacement catalog")
@@ -288,7 +302,8 @@ func (d *demo) preStep(ctx context.Context) error {
 	d.step++
 	step := fmt.Sprint(d.step)
 	d.printf("worker: agent.pre-step %s (tools: read_file, skill), waiting on its Reply-Inbox\n", step)
-	dec, err := d.w.preStep(ctx, step, d.cwd)
+	dec, err := d.w.preStep(ctx, step, d.cwd, d.userText...)
+	d.userText = nil
 	if err != nil {
 		return err
 	}
@@ -307,6 +322,14 @@ func (d *demo) preStep(ctx context.Context) error {
 		d.model(c.Text)
 	default:
 		d.printf("processor: %s\n", dec.Outcome)
+	}
+	for _, inv := range dec.Invocations {
+		d.printf("processor: skill.invocation /%s\n", inv.Name)
+		d.printf("\nThe model sees a new user message:\n\n")
+		d.model(inv.Text)
+	}
+	for _, ig := range dec.Ignored {
+		d.printf("processor: /%s invokes nothing (%s): it stays prose\n", ig.Name, ig.Reason)
 	}
 	return nil
 }
@@ -384,6 +407,10 @@ func describeEvent(kind events.Kind, data []byte) string {
 				return fmt.Sprintf("%s: error %s", r.Call, r.Error.Code)
 			}
 			return fmt.Sprintf("%s: %s", r.Call, r.Value.Name)
+		}
+	case events.KindInvocation:
+		if inv, err := events.DecodeSkillInvocation(events.Msgpack, data); err == nil {
+			return fmt.Sprintf("step %s: /%s", inv.Step, inv.Name)
 		}
 	case events.KindCatalogHead:
 		if h, err := events.DecodeCatalogHead(events.Msgpack, data); err == nil {

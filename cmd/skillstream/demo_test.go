@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/skillstream/skillstream/events"
@@ -45,5 +46,40 @@ func TestDescribeCatalogHead(t *testing.T) {
 	}
 	if got := describeEvent(events.KindCatalogHead, []byte{0xc1}); got != "(not decoded)" {
 		t.Errorf("garbage described as %q", got)
+	}
+}
+
+// With --user-invocation the demo shows a user's /name: the invocation
+// after the catalog, the name of a skill users may not invoke left as
+// prose, and every catalog with its closing line.
+func TestDemoUserInvocation(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, stdout, stderr := runMain(t, "demo", "--user-invocation")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	norm := regexp.MustCompile(regexp.QuoteMeta(tmp)+`/skillstream-demo-[0-9]+`).ReplaceAllString(stdout, "$$DEMO")
+	golden(t, "demo_user_invocation.golden", norm)
+	for _, want := range []string{
+		"processor: skill.invocation /commit-message",
+		"processor: /code-review invokes nothing (not_user_invocable): it stays prose",
+		"| A user may also invoke a skill directly;",
+		"| A user may still invoke a skill directly;",
+		"skill.invocation       step 3: /commit-message",
+	} {
+		if !strings.Contains(norm, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+func TestDescribeInvocation(t *testing.T) {
+	b, err := events.Encode(events.Msgpack, events.SkillInvocation{V: 1, Session: "s", Step: "4", Name: "pdf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describeEvent(events.KindInvocation, b); got != "step 4: /pdf" {
+		t.Errorf("invocation described as %q", got)
 	}
 }

@@ -98,9 +98,16 @@ func printSeen(w io.Writer, s replay.Step) error {
 	if s.ID == "" {
 		head = fmt.Sprintf("undecodable pre-step (seq %d): ", s.Seq)
 	}
+	var invoked string
+	for i, inv := range s.Recorded.Invocations {
+		if i == 0 {
+			invoked = "; the user invoked"
+		}
+		invoked += fmt.Sprintf(" /%s (seq %d)", inv.Name, inv.Seq)
+	}
 	c := s.Seen
 	if c == nil {
-		_, err := fmt.Fprintln(w, head+"no catalog visible: "+whyNone(s))
+		_, err := fmt.Fprintln(w, head+"no catalog visible: "+whyNone(s)+invoked)
 		return err
 	}
 	names := make([]string, len(c.Entries))
@@ -114,7 +121,7 @@ func printSeen(w io.Writer, s replay.Step) error {
 	if s.MaskedBy != 0 {
 		line += fmt.Sprintf("; newest compaction: seq %d", s.MaskedBy)
 	}
-	_, err := fmt.Fprintln(w, line)
+	_, err := fmt.Fprintln(w, line+invoked)
 	return err
 }
 

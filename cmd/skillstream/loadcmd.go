@@ -19,7 +19,8 @@ import (
 
 func (a *app) loadCommand() (*command, runFunc) {
 	var p preview
-	cmd := newCommand("load", "skillstream load NAME [--cwd DIR] [--json] [flags]", `
+	var user bool
+	cmd := newCommand("load", "skillstream load NAME [--cwd DIR] [--user] [--json] [flags]", `
 Print exactly the text the skill tool returns to the model when it calls
 skill(name=NAME) in a session whose working directory is DIR (the current
 directory by default), followed by a newline. Exit status 0 on success, 1 when
@@ -27,11 +28,19 @@ the tool answers with an error (the "Error: ..." text is printed on stdout,
 as the model would see it). When NAME is unknown because a skill file for it
 was dropped, stderr says which file and why (as catalog does).
 
+With --user, print instead what a user's /NAME appends to the session (with
+--user-invocation on serve): the same text, for a skill the user may invoke
+(user-invocable, whether or not the model may); a name that invokes nothing
+prints the reason on stderr (unknown, not_user_invocable, load_failed) and
+exits 1.
+
 It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
   skillstream load commit-message
   skillstream load release-notes --cwd ~/src/app --skills-dir /srv/team-skills
-  skillstream load commit-message --json | jq .value.resourceBase`[1:])
+  skillstream load commit-message --json | jq .value.resourceBase
+  skillstream load deploy --user`[1:])
 	p.flags(cmd, "print the structured result (isError, text, value, error) as JSON")
+	cmd.localBool(&user, "user", false, "preview a user's /NAME invocation rather than the model's tool call")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) != 1 {
 			return usagef("load needs a skill name, exactly one (got %d arguments)", len(args))
@@ -41,7 +50,27 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 			return err
 		}
 		defer reg.Close()
-		res := catalog.Execute(ctx, history.Lookup(reg, p.query(dir)), args[0], p.c.catalogOptions())
+		lookup := history.Lookup(reg, p.query(dir))
+		var res catalog.Result
+		if !user {
+			res = catalog.Execute(ctx, lookup, args[0], p.c.catalogOptions())
+		} else {
+			g := catalog.Invoke(ctx, lookup, args[0], p.c.catalogOptions())
+			if !g.Invoked() {
+				msg := "/" + args[0] + " invokes nothing: " + string(g.Reason)
+				if g.Result.Err != nil {
+					msg += " (" + g.Result.Err.Message + ")"
+				}
+				fmt.Fprintln(a.stderr, msg)
+				if g.Reason == catalog.IgnoredUnknown {
+					for _, d := range droppedFor(reg.Inspect(ctx, p.query(dir)).Diagnostics, args[0]) {
+						fmt.Fprintf(a.stderr, "dropped: %s\n", d.String())
+					}
+				}
+				return errReported
+			}
+			res = g.Result
+		}
 		if p.asJSON {
 			out := loadJSON{IsError: res.Err != nil, Text: res.Text()}
 			if v := res.Value; v != nil {

@@ -56,6 +56,12 @@ type rig struct {
 // shuts everything down and leaves the store closed.
 func startRig(t *testing.T, dir string) *rig {
 	t.Helper()
+	return startRigWith(t, dir, processor.Config{})
+}
+
+// startRigWith is startRig with the processor configured by cfg.
+func startRigWith(t *testing.T, dir string, cfg processor.Config) *rig {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var stops []func()
 	stop := func() {
@@ -81,7 +87,7 @@ func startRig(t *testing.T, dir string) *rig {
 	}
 	reg := providers.NewRegistry([]providers.Provider{fs})
 	stops = append(stops, func() { reg.Close() })
-	p, err := processor.New(nc, reg, processor.Config{}, processor.WithLogger(quiet))
+	p, err := processor.New(nc, reg, cfg, processor.WithLogger(quiet))
 	if err != nil {
 		stop()
 		t.Fatal(err)

@@ -37,8 +37,8 @@ func (w *worker) tools() []events.Tool {
 
 // preStep appends an agent.pre-step with the skill tool visible and returns
 // the processor's Decision.
-func (w *worker) preStep(ctx context.Context, step, cwd string) (events.Decision, error) {
-	return w.c.PreStep(ctx, events.PreStep{Session: w.session, Step: step, Cwd: cwd, Tools: w.tools()})
+func (w *worker) preStep(ctx context.Context, step, cwd string, userText ...string) (events.Decision, error) {
+	return w.c.PreStep(ctx, events.PreStep{Session: w.session, Step: step, Cwd: cwd, Tools: w.tools(), UserText: userText})
 }
 
 // call appends a tool.call.skill and returns the processor's ToolResult.

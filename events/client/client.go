@@ -357,7 +357,10 @@ func Attempts(n *int) CallOption {
 
 // PreStep appends ps to its session's log (fields v and deadlineMs are
 // filled in when zero: the deadline from ctx) and returns the processor's
-// Decision. A decision that is not a normal outcome comes back together
+// Decision. ps.UserText carries the user's new messages, scanned for
+// /<name> when the processor has user invocation on; the skills so invoked
+// are in d.Invocations (see Invocations), store skills among them
+// materialised under ps.ResourceDir as CallSkill does. A decision that is not a normal outcome comes back together
 // with an error: rejected matches ErrRejected (and is a *RejectedError),
 // expired matches ErrExpired, incomplete with an "unavailable" error
 // matches ErrUnavailable, an appended catalog too large for the answer
@@ -378,6 +381,9 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 		})
 	if err != nil {
 		return events.Decision{}, err
+	}
+	if err := c.materializeInvocations(ctx, ps, d); err != nil { // invoke.go
+		return d, err
 	}
 	return d, decisionError(d)
 }

@@ -32,6 +32,8 @@ type world struct {
 	srv      *natstest.Server
 	cwd      string
 	registry *providers.Registry
+	// configure, when set, adjusts the processors' configuration.
+	configure func(*processor.Config)
 }
 
 func newWorld(t *testing.T, opts ...natstest.Option) *world {
@@ -65,6 +67,9 @@ func (w *world) startProcessor() (stop func()) {
 	w.t.Helper()
 	nc := w.srv.Connect()
 	cfg := processor.Config{AckWait: time.Second, NakDelay: 50 * time.Millisecond, Workers: 4}
+	if w.configure != nil {
+		w.configure(&cfg)
+	}
 	p, err := processor.New(nc, w.registry, cfg, processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		w.t.Fatal(err)

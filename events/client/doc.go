@@ -12,6 +12,12 @@
 //	r, err := c.CallSkill(ctx, events.SkillCall{Session: "s1", Call: "c1", Args: events.SkillArgs{Name: "pdf"}})
 //	// hand r.Text to the model as the tool result
 //
+// When the processor runs with user invocation, pass the user's new
+// message in PreStep's UserText: the skills it invokes by /<name> come back
+// in the Decision (Invocations gives their text and value, and the names
+// that invoked nothing). Add the user's message, the catalog, then each
+// invocation's text to the model's context, in that order.
+//
 // # How a request travels
 //
 // Each request (PreStep, CallSkill) publishes its trigger with JetStream on

@@ -67,9 +67,10 @@ func CallQuery(sc events.SkillCall) catalog.Query {
 
 // Decide decides a pre-step: catalog.DecideView on the skills prepared
 // for it (nil when our tool is not visible: a complete, empty view) and
-// the session's catalog history.
-func Decide(prepared *catalog.View, st State) catalog.Decision {
-	var skills catalog.View // not consulted when the tool is not visible
+// the session's catalog history; opts says how a hidden tool's tombstone
+// ends (Options.UserInvocation).
+func Decide(prepared *catalog.View, st State, opts catalog.Options) catalog.Decision {
+	skills := catalog.View{UserInvocation: opts.UserInvocation} // only that, when the tool is not visible
 	if prepared != nil {
 		skills = *prepared
 	}

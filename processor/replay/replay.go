@@ -50,6 +50,17 @@ type Outcome struct {
 	// Text is the exact model text: the catalog appended, or the tool
 	// result.
 	Text string `json:"text,omitempty"`
+	// Invocations are the skills a pre-step's userText invoked, appended
+	// after its catalog, in order.
+	Invocations []Invoked `json:"invocations,omitempty"`
+}
+
+// Invoked is a skill a user invoked at a pre-step: its name, the exact
+// model text appended, and (recorded side) the event's sequence.
+type Invoked struct {
+	Name string `json:"name"`
+	Seq  uint64 `json:"seq,omitempty"`
+	Text string `json:"text"`
 }
 
 // appends reports whether the outcome put model text into the session.
@@ -67,6 +78,9 @@ func (o Outcome) String() string {
 	}
 	if o.Seq != 0 {
 		s += fmt.Sprintf(" (seq %d)", o.Seq)
+	}
+	for _, inv := range o.Invocations {
+		s += " + /" + inv.Name
 	}
 	return s
 }
@@ -170,6 +184,11 @@ type pending struct {
 	retryOf uint64
 	done    bool
 	step    Step
+	// userText: a pre-step with userText, whose skill invocations follow
+	// its catalog; it settles when the worker acts on its answer (its next
+	// trigger) or at the end, once its invocations are in.
+	userText    bool
+	invocations []Event
 }
 
 // Replayer replays a recording fed to it one item at a time; see Run and
@@ -249,9 +268,15 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		r.st.observe(e, kind)
 		if p := r.outputOf(e, kind); p != nil {
 			p.output, p.outAt, p.seen = &e, before, r.st.mark()
-			if err := r.settle(ctx, p); err != nil {
-				return err
+			if !p.userText {
+				if err := r.settle(ctx, p); err != nil {
+					return err
+				}
 			}
+		}
+	case events.KindInvocation:
+		if p := r.outputOf(e, kind); p != nil {
+			p.invocations = append(p.invocations, e)
 		}
 	case events.KindCompaction:
 		r.st.observe(e, kind)
@@ -262,6 +287,16 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		p := &pending{event: e, kind: kind, at: r.st.mark()}
 		p.seen = p.at
 		p.id = idOf(e, kind)
+		p.userText = kind == events.KindPreStep && hasUserText(e)
+		// The worker acts once it has its answer: the invocations of
+		// earlier pre-steps are all in.
+		for _, q := range r.queue {
+			if !q.done && q.userText && q.output != nil && q.id != p.id {
+				if err := r.settle(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
 		if kind == events.KindPreStep {
 			// A worker asks for the next step only once the previous one
 			// was answered: earlier pre-steps of other step ids that got
@@ -302,6 +337,32 @@ func (r *Replayer) Finish(ctx context.Context) (Summary, error) {
 // Causation-Seq header, else by step or call id.
 func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 	want := events.KindPreStep
+	if kind == events.KindInvocation {
+		// Invocations follow the step's catalog (if any), whichever
+		// attempt at the step appended them: they belong to the waiting
+		// pre-step of that id that got the catalog, else to the trigger
+		// they name, else to the newest waiting one of the id.
+		id := idOf(e, kind)
+		if id == "" {
+			return nil
+		}
+		for _, p := range r.queue {
+			if !p.done && p.kind == want && p.id == id && p.output != nil {
+				return p
+			}
+		}
+		if seq, ok := causation(e); ok {
+			if p := r.bySeq[seq]; p != nil && p.kind == want && !p.done {
+				return p
+			}
+		}
+		for i := len(r.queue) - 1; i >= 0; i-- {
+			if p := r.queue[i]; !p.done && p.kind == want && p.id == id {
+				return p
+			}
+		}
+		return nil
+	}
 	if kind == events.KindToolResult {
 		want = events.KindSkillCall
 	}
@@ -371,6 +432,10 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 	if p.kind == events.KindPreStep {
 		s.Kind = TriggerPreStep
 		s.Recorded = recordedCatalog(p.output)
+		s.Recorded.Invocations = recordedInvocations(p.invocations)
+		if s.Recorded.Outcome == OutcomeNone && len(s.Recorded.Invocations) > 0 {
+			s.Recorded.Outcome = string(catalog.OutcomeUnchanged) // invocations without a catalog
+		}
 		h, seen, comp, herr := r.st.at(ctx, p.seen)
 		if herr != nil {
 			return herr
@@ -464,12 +529,17 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		}
 		prepared = &cv
 	}
-	d := history.Decide(prepared, h)
+	d := history.Decide(prepared, h, r.opts.Catalog)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
 		s.Replayed.Text = d.Text
 	}
+	invs, err := r.replayInvocations(ctx, p, h, ps)
+	if err != nil {
+		return err
+	}
+	s.Replayed.Invocations = invs
 	r.verdict(s)
 	if s.Differs && ps.DeadlineMs != 0 && !s.Recorded.appends() {
 		s.Note = "the trigger had a deadline: the processor may have found it expired"
@@ -535,9 +605,16 @@ func (r *Replayer) verdict(s *Step) {
 	default:
 		s.Differs = rec.appends() != rep.appends() || rec.Text != rep.Text
 	}
-	if s.Differs {
+	catalogDiffers := s.Differs
+	invDiff := ""
+	if !s.Differs || (rec.appends() && rep.appends()) {
+		invDiff = invocationsDiff(rec.Invocations, rep.Invocations)
+	}
+	s.Differs = s.Differs || invDiff != ""
+	if catalogDiffers {
 		s.Diff = UnifiedDiff("recorded", "replayed", rec.Text, rep.Text)
 	}
+	s.Diff += invDiff
 }
 
 // recordedCatalog is the recorded side of a pre-step.
@@ -604,6 +681,10 @@ func idOf(e Event, kind events.Kind) string {
 	case events.KindToolResult:
 		if t, err := events.DecodeToolResult(enc, e.Data); err == nil {
 			return t.Call
+		}
+	case events.KindInvocation:
+		if inv, err := events.DecodeSkillInvocation(enc, e.Data); err == nil {
+			return inv.Step
 		}
 	}
 	return ""

@@ -39,6 +39,9 @@ type Plan struct {
 	MarkAppends bool          // baseline: tell the consumer where to append
 	Timeout     time.Duration // wait this long for an answer before publishing again
 	Tries       int           // attempts per trigger
+	// Gestures: every Gestures-th pre-step of a session carries a user's
+	// message invoking one skill by /name (0: none).
+	Gestures int
 }
 
 // Counters are the running totals of one phase; the progress line
@@ -263,8 +266,12 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 		if p.MarkAppends && expect {
 			opts = append(opts, client.Header(AppendHeader, "1"))
 		}
+		ps := events.PreStep{Session: sid, Step: stepID, Cwd: cwd, Tools: tools}
+		if p.Gestures > 0 && step%p.Gestures == 0 {
+			ps.UserText = []string{"please use /" + p.Skills[(i+step)%len(p.Skills)] + " for this"}
+		}
 		start := time.Now()
-		d, err := cl.PreStep(ctx, events.PreStep{Session: sid, Step: stepID, Cwd: cwd, Tools: tools}, opts...)
+		d, err := cl.PreStep(ctx, ps, opts...)
 		took := time.Since(start)
 		cnt.retries.Add(int64(max(tries-1, 0)))
 		if d.Outcome == "" { // no answer
@@ -277,6 +284,10 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 		n := cnt.preSteps.Add(1)
 		changes.crossed(n)
 		cnt.outcome(d.Outcome)
+		if k := len(d.Invocations); k > 0 {
+			cnt.appends.Add(int64(k))
+			cnt.outcome("invocation")
+		}
 		local.add(SeriesPreStep, took)
 		switch {
 		case err != nil:
@@ -284,6 +295,8 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 		case d.Outcome == events.OutcomeAppended:
 			cnt.appends.Add(1)
 			local.add(SeriesAppended, took)
+		case d.Outcome == events.OutcomeUnchanged && len(d.Invocations) == 1:
+			local.add(SeriesInvoked, took)
 		case d.Outcome == events.OutcomeUnchanged:
 			local.add(SeriesUnchanged, took)
 		case d.Outcome == events.OutcomeEmpty:

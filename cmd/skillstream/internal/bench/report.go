@@ -150,8 +150,22 @@ func FormatReport(r *Report) string {
 			fmt.Fprintf(&b, "%s error: %s\n", name, e)
 		}
 	}
+	b.WriteString(invocationCost(r))
 	b.WriteString(benchTargets(r))
 	return b.String()
+}
+
+// invocationCost compares, in the processor phase, an unchanged pre-step
+// with one user invocation against one without.
+func invocationCost(r *Report) string {
+	with, ok1 := r.Processor.Latency[SeriesInvoked]
+	without, ok2 := r.Processor.Latency[SeriesUnchanged]
+	if !ok1 || !ok2 {
+		return ""
+	}
+	return fmt.Sprintf("\nuser invocation: an unchanged pre-step with one invocation took p50 %s, p99 %s (%d samples); without, p50 %s, p99 %s (%d samples): +%s at p50\n",
+		benchMicros(with.P50), benchMicros(with.P99), with.N, benchMicros(without.P50), benchMicros(without.P99), without.N,
+		benchMicros(with.P50-without.P50))
 }
 
 // benchTargets states where the run lands against issue 7's targets.
@@ -309,6 +323,8 @@ type Workload struct {
 	Processor   string `json:"processor"`
 	Workers     int    `json:"workers"`
 	NATS        string `json:"nats"`
+	// Gestures: every Gestures-th pre-step invokes a skill by /name.
+	Gestures int `json:"gestures_every,omitempty"`
 }
 
 // PhaseReport is one phase's result.

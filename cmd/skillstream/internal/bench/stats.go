@@ -11,11 +11,14 @@ const (
 	SeriesPreStep   = "pre-step"           // every answered pre-step
 	SeriesUnchanged = "pre-step unchanged" // nothing appended (baseline: no append asked)
 	SeriesAppended  = "pre-step appended"  // a catalog appended (baseline: append asked)
-	SeriesSkillCall = "skill call"         // every answered skill call
+	// SeriesInvoked: an unchanged pre-step whose userText invoked one
+	// skill (one skill.invocation appended); only with --gestures.
+	SeriesInvoked   = "pre-step unchanged + invocation"
+	SeriesSkillCall = "skill call" // every answered skill call
 )
 
 // Series lists the series in report order.
-var Series = []string{SeriesPreStep, SeriesUnchanged, SeriesAppended, SeriesSkillCall}
+var Series = []string{SeriesPreStep, SeriesUnchanged, SeriesInvoked, SeriesAppended, SeriesSkillCall}
 
 // Samples collects latency samples of one phase. Sessions record into
 // a local Local and merge it once, at their end, so that recording

@@ -20,6 +20,7 @@ const names = {
   "decision.json": "Decision",
   "toolresult.json": "ToolResult",
   "tooldefinition.json": "ToolDefinition",
+  "skillinvocation.json": "SkillInvocation",
 };
 
 const files = readdirSync(schemaDir).filter((f) => f.endsWith(".json")).sort();
