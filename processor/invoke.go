@@ -199,6 +199,9 @@ func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step strin
 	if err != nil {
 		return inv, err
 	}
+	if !ack.Duplicate {
+		p.m.skills.invocation(inv.Name)
+	}
 	if p.hooks.afterAppend != nil {
 		if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
 			return inv, err

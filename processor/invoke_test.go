@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/providers"
@@ -58,7 +60,7 @@ func TestUserInvocation(t *testing.T) {
 	e.writeSkill("hidden", "Only the user calls this.", "disable-model-invocation: true")
 	e.writeSkill("prose", "Not for users.", "user-invocable: false")
 	e.waitSkills("hidden", "pdf", "prose")
-	e.start(userInvocationOn)
+	p := e.start(userInvocationOn)
 	w := e.worker()
 	const sid = "invoke"
 
@@ -127,6 +129,12 @@ func TestUserInvocation(t *testing.T) {
 	// Invocations do not confuse the catalog history: step 3 is unchanged.
 	if d3 := w.preStep(events.PreStep{Session: sid, Step: "3", Cwd: e.cwd, Tools: ourTool()}); d3.Outcome != events.OutcomeUnchanged || d3.Invocations != nil || d3.Ignored != nil {
 		t.Fatalf("step 3: %+v", d3)
+	}
+	// Each invocation appended counts once per skill (the retry's none).
+	for name, want := range map[string]float64{"pdf": 2, "hidden": 1, "prose": 0} {
+		if got := testutil.ToFloat64(p.m.skills.invocations.WithLabelValues(name)); got != want {
+			t.Errorf("skill_invocations_total{skill=%q} = %v, want %v", name, got, want)
+		}
 	}
 }
 
