@@ -117,6 +117,28 @@ func ParseSubject(prefix, subject string) (sid string, k Kind, err error) {
 	return sid, Kind(kind), nil
 }
 
+// LiteralSubject reports whether s is a subject a message can be published
+// to and a subscription can name exactly: dot-separated tokens, none
+// empty, without wildcard characters, white space or control characters.
+// Callers bound its length as their use requires.
+func LiteralSubject(s string) bool {
+	prevDot := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '.':
+			if prevDot {
+				return false
+			}
+			prevDot = true
+		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
+			return false
+		default:
+			prevDot = false
+		}
+	}
+	return !prevDot
+}
+
 // checkTokens checks a dot-separated list of subject tokens.
 func checkTokens(s string) error {
 	for tok := range strings.SplitSeq(s, ".") {

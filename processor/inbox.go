@@ -116,27 +116,9 @@ func (c Config) validateReplyPrefixes() error {
 	return nil
 }
 
-// validInbox reports whether s is a literal subject one can publish to.
-func validInbox(s string) bool {
-	if len(s) > 1024 {
-		return false
-	}
-	prevDot := true
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			if prevDot {
-				return false
-			}
-			prevDot = true
-		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
-			return false
-		default:
-			prevDot = false
-		}
-	}
-	return !prevDot
-}
+// validInbox reports whether s is a literal subject one can publish to,
+// of at most 1024 bytes.
+func validInbox(s string) bool { return len(s) <= 1024 && events.LiteralSubject(s) }
 
 // truncate shortens a worker's string for a message or a log: at most n
 // bytes of it (cut at a character boundary), followed by its length, so

@@ -150,28 +150,9 @@ func WithInboxPrefix(prefix string) Option {
 	}
 }
 
-// literalSubject reports whether s is a subject one can publish to: tokens
-// separated by single dots, none empty, no wildcard, no white space.
-func literalSubject(s string) bool {
-	if s == "" || len(s) > 255 {
-		return false
-	}
-	prevDot := true
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '.':
-			if prevDot {
-				return false
-			}
-			prevDot = true
-		case c <= ' ' || c == '*' || c == '>' || c == 0x7f:
-			return false
-		default:
-			prevDot = false
-		}
-	}
-	return !prevDot
-}
+// literalSubject reports whether s is a subject one can publish to, of
+// at most 255 bytes (see events.LiteralSubject).
+func literalSubject(s string) bool { return s != "" && len(s) <= 255 && events.LiteralSubject(s) }
 
 // WithMaterializer sets the function that materialises store skills' files.
 // CallSkill calls it when the call named a ResourceDir and the result is a
