@@ -279,7 +279,11 @@ export class Client {
    * and returns the processor's Decision. Decisions that are not a normal
    * outcome throw, with the decision attached: rejected → RejectedError,
    * expired → ExpiredError, code unavailable → UnavailableError, code
-   * too_large → TooLargeError.
+   * too_large → TooLargeError. With userText and a processor that has user
+   * invocation on, d.invocations are the skills the user invoked (/name),
+   * to show after the catalog in that order, and d.ignored the names that
+   * invoked nothing; store skills among them are materialised first when
+   * the pre-step named resourceDir (a failure throws MaterializeError).
    */
   async preStep(ps: PreStepInput, opts: CallOptions = {}): Promise<Decision> {
     const payload = this.#trigger(ps, opts, "prestep.json", "step", "pre-step");
@@ -292,6 +296,16 @@ export class Client {
     if (d.outcome === "expired") throw new ExpiredError(`${where}: trigger expired`, d);
     if (code === "unavailable") throw new UnavailableError(`${where}: skillstream unavailable: ${msg}`, d);
     if (code === "too_large") throw new TooLargeError(`${where}: answer too large: ${msg}`, d);
+    // Store skills the user invoked (/name) are materialised as a skill
+    // call's are, before the worker shows their text to the model.
+    if (typeof payload.resourceDir === "string" && payload.resourceDir !== "") {
+      for (const inv of d.invocations ?? []) {
+        const r: ToolResult = {
+          v: 1, session: d.session, call: String(inv.id), triggerSeq: d.triggerSeq, isError: false, text: inv.text, value: inv.value,
+        } as ToolResult;
+        if (isStoreSkill(r)) await this.#materializeResult(payload.resourceDir, r);
+      }
+    }
     return d;
   }
 
