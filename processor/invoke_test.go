@@ -213,20 +213,7 @@ func TestUserInvocationCrashMidStep(t *testing.T) {
 func TestUserInvocationResolvesAsTheTool(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	pb, err := store.NewPublisher(ctx, e.js, store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := t.TempDir()
-	var locals []store.Local
-	for _, n := range []string{"shared", "s-only"} {
-		l, err := store.ReadSkill(storeSkill(t, root, n, "Store skill "+n+".", "Store body of "+n+"."), store.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		locals = append(locals, l)
-	}
-	if _, err := pb.Push(ctx, store.Global, locals, false); err != nil {
+	if _, _, err := pushGlobal(t, e, "Store body of ", "shared", "s-only"); err != nil {
 		t.Fatal(err)
 	}
 	sp, err := store.Open(ctx, e.js, store.Config{})

@@ -27,11 +27,11 @@ func storeSkill(t *testing.T, root, name, desc, body string) string {
 	return dir
 }
 
-// A store skill removed with rm leaves the next catalog: a replacement
-// catalog without it; a store skill's tool result carries its digest and
-// revision, a disk skill's its digest.
-func TestStoreRemoveReplacesCatalogAndResultsCarryDigests(t *testing.T) {
-	e := newEnv(t)
+// pushGlobal publishes global store skills named names, each described
+// "Store skill <name>." with the body bodyPrefix+name+".", and returns the
+// publisher and the push's changes.
+func pushGlobal(t *testing.T, e *env, bodyPrefix string, names ...string) (*store.Publisher, []store.Change, error) {
+	t.Helper()
 	ctx := context.Background()
 	pb, err := store.NewPublisher(ctx, e.js, store.Config{})
 	if err != nil {
@@ -39,14 +39,24 @@ func TestStoreRemoveReplacesCatalogAndResultsCarryDigests(t *testing.T) {
 	}
 	root := t.TempDir()
 	var locals []store.Local
-	for _, n := range []string{"s-one", "s-two"} {
-		l, err := store.ReadSkill(storeSkill(t, root, n, "Store skill "+n+".", "Body of "+n+"."), store.Config{})
+	for _, n := range names {
+		l, err := store.ReadSkill(storeSkill(t, root, n, "Store skill "+n+".", bodyPrefix+n+"."), store.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		locals = append(locals, l)
 	}
 	changes, err := pb.Push(ctx, store.Global, locals, false)
+	return pb, changes, err
+}
+
+// A store skill removed with rm leaves the next catalog: a replacement
+// catalog without it; a store skill's tool result carries its digest and
+// revision, a disk skill's its digest.
+func TestStoreRemoveReplacesCatalogAndResultsCarryDigests(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pb, changes, err := pushGlobal(t, e, "Body of ", "s-one", "s-two")
 	if err != nil {
 		t.Fatal(err)
 	}
