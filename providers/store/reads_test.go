@@ -225,6 +225,9 @@ func TestRecordsWithBadObjectsNotListed(t *testing.T) {
 	if p.Fetches() != fetches {
 		t.Errorf("objects read again for a record already checked: %d -> %d", fetches, p.Fetches())
 	}
+	// A change is counted as applied before its warning is counted (the
+	// warning is given outside the provider's lock): wait for the count.
+	eventually(t, "30 warnings counted", func() bool { return warned.Load()-before >= 30 })
 	if got := warned.Load() - before; got != 30 {
 		t.Errorf("%d warnings counted, want 30", got)
 	}
