@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,9 +15,6 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/providers"
-	"github.com/skillstream/skillstream/providers/agentskills"
-	"github.com/skillstream/skillstream/providers/store"
 )
 
 // userInvocationOn turns user invocation on.
@@ -212,21 +208,10 @@ func TestUserInvocationCrashMidStep(t *testing.T) {
 // the pre-step's resourceDir.
 func TestUserInvocationResolvesAsTheTool(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	if _, _, err := pushGlobal(t, e, "Store body of ", "shared", "s-only"); err != nil {
 		t.Fatal(err)
 	}
-	sp, err := store.Open(ctx, e.js, store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.registry.Close()
-	e.registry = providers.NewRegistry([]providers.Provider{fs, sp}, providers.WithLogger(quietLogger()))
-	t.Cleanup(func() { e.registry.Close() })
+	e.withStore()
 	e.writeSkill("shared", "The project's own.")
 	e.start(userInvocationOn)
 	w := e.worker()
@@ -363,13 +348,7 @@ func TestShrinkReplyInvocations(t *testing.T) {
 func TestUserInvocationLargeSkill(t *testing.T) {
 	e := newEnv(t)
 	e.withoutFlaky()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	cfg := Config{}.WithDefaults().streamConfig()
-	cfg.MaxMsgSize = 64 << 10
-	if _, err := e.js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	e.smallStream()
 	dir := filepath.Join(e.skillDir, "big")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

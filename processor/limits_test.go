@@ -278,18 +278,25 @@ func TestShrinkReply(t *testing.T) {
 	}
 }
 
-// manySkills is an env with 150 skills whose whole catalog is over the
-// stream's largest message of 64 KiB.
-func manySkills(t *testing.T) *env {
-	e := newEnv(t)
-	e.withoutFlaky()
+// smallStream creates the session stream before the processor does, with
+// a largest message of 64 KiB, so that outputs can outgrow it.
+func (e *env) smallStream() {
+	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	cfg := Config{}.WithDefaults().streamConfig()
 	cfg.MaxMsgSize = 64 << 10
 	if _, err := e.js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
+}
+
+// manySkills is an env with 150 skills whose whole catalog is over the
+// stream's largest message of 64 KiB.
+func manySkills(t *testing.T) *env {
+	e := newEnv(t)
+	e.withoutFlaky()
+	e.smallStream()
 	var names []string
 	for i := range 150 {
 		name := fmt.Sprintf("skill-%03d", i)

@@ -27,6 +27,24 @@ func storeSkill(t *testing.T, root, name, desc, body string) string {
 	return dir
 }
 
+// withStore rebuilds e's registry over the skill folders on disk and the
+// skill store, as serve composes them.
+func (e *env) withStore() {
+	e.t.Helper()
+	sp, err := store.Open(context.Background(), e.js, store.Config{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.registry.Close()
+	e.registry = providers.NewRegistry([]providers.Provider{fs, sp}, providers.WithLogger(quietLogger()))
+	r := e.registry
+	e.t.Cleanup(func() { r.Close() })
+}
+
 // pushGlobal publishes global store skills named names, each described
 // "Store skill <name>." with the body bodyPrefix+name+".", and returns the
 // publisher and the push's changes.
@@ -60,17 +78,7 @@ func TestStoreRemoveReplacesCatalogAndResultsCarryDigests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := store.Open(ctx, e.js, store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.registry.Close()
-	e.registry = providers.NewRegistry([]providers.Provider{fs, sp}, providers.WithLogger(quietLogger()))
-	t.Cleanup(func() { e.registry.Close() })
+	e.withStore()
 	e.writeSkill("a-skill", "A disk skill.")
 	e.start()
 	w := e.worker()
