@@ -21,22 +21,9 @@ import (
 func TestReplayInvocations(t *testing.T) {
 	srv := natstest.Start(t)
 	project := copyProject(t)
-	reg := newRegistry(t)
 	opts := catalog.DefaultOptions()
 	opts.UserInvocation = true
-	p, err := processor.New(srv.Conn, reg, processor.Config{Catalog: opts}, processor.WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	runProcessor(t, srv, processor.Config{Catalog: opts})
 	const sid = "inv-1"
 	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: sid, cwd: filepath.Join(project, "src")}
 	if err := os.MkdirAll(w.cwd, 0o755); err != nil {

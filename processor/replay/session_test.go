@@ -143,12 +143,11 @@ func (w *worker) call(id, name string) bool {
 	return !r.IsError
 }
 
-// playLifecycle runs the real processor on srv with skills from project and
-// plays the golden session, checking each answer.
-func playLifecycle(t testing.TB, srv *natstest.Server, project, sid string) {
+// runProcessor runs the real processor on srv, with skills from the test
+// registry and cfg, until the test ends.
+func runProcessor(t testing.TB, srv *natstest.Server, cfg processor.Config) {
 	t.Helper()
-	reg := newRegistry(t)
-	p, err := processor.New(srv.Conn, reg, processor.Config{}, processor.WithLogger(discardLogger()))
+	p, err := processor.New(srv.Conn, newRegistry(t), cfg, processor.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +160,13 @@ func playLifecycle(t testing.TB, srv *natstest.Server, project, sid string) {
 			t.Errorf("processor: %v", err)
 		}
 	})
+}
+
+// playLifecycle runs the real processor on srv with skills from project and
+// plays the golden session, checking each answer.
+func playLifecycle(t testing.TB, srv *natstest.Server, project, sid string) {
+	t.Helper()
+	runProcessor(t, srv, processor.Config{})
 	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: sid, cwd: filepath.Join(project, "src")}
 	if err := os.MkdirAll(w.cwd, 0o755); err != nil {
 		t.Fatal(err)
