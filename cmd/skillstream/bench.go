@@ -10,13 +10,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/skillstream/skillstream/cmd/skillstream/internal/bench"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/bench"
 )
 
 // benchOptions are the bench command's own flags.
@@ -284,117 +283,41 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	return nil
 }
 
-// benchConsumerPhase starts a phase's consumer (spec.Role) where --processor
-// says, plays the load against it, measures the consumer's CPU and memory
-// during the load, and stops it.
+// benchConsumerPhase runs one phase with its consumer (spec.Role) where
+// --processor says.
 func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, nc *nats.Conn, p bench.Plan, o benchOptions, changes *bench.Changes, log *slog.Logger) (*bench.PhaseReport, error) {
-	role := spec.Role
-	profile := o.cpuprofile
-	if profile != "" {
-		if abs, err := filepath.Abs(profile); err == nil {
-			profile = abs
+	c := bench.Consumer{Role: spec.Role, Mode: o.mode, CPUProfile: o.cpuprofile}
+	if c.CPUProfile != "" {
+		if abs, err := filepath.Abs(c.CPUProfile); err == nil {
+			c.CPUProfile = abs
 		}
-		if role == bench.RoleBaseline {
-			profile += ".baseline"
-		}
-	}
-	mode := o.mode
-	if role == bench.RoleBaseline && mode == bench.ModeExternal {
-		mode = bench.ModeChild // the baseline is ours to run
-	}
-	var (
-		proc bench.Proc
-		err  error
-	)
-	switch {
-	case mode == bench.ModeChild:
-		spec.CPUProfile = profile
-		proc, err = bench.StartChild(spec, spec.Role, a.stderr)
-	case mode == bench.ModeInProcess && role == bench.RoleProcessor:
-		proc, err = startBenchInProcess(ctx, &spec.Config, spec.URL, log)
-	case mode == bench.ModeInProcess:
-		proc, err = startBenchBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
-	default: // an external processor
-		err = bench.WaitProcessor(ctx, nc, time.Minute)
-	}
-	if err != nil {
-		return nil, err
-	}
-	stopProfile := func() {}
-	if profile != "" && (mode == bench.ModeChild || mode == bench.ModeInProcess) {
-		path := profile
-		if mode == bench.ModeChild {
-			path += ".bench" // this process's share: NATS server and load generator
-		}
-		f, err := os.Create(path)
-		if err != nil {
-			_, _ = proc.Stop()
-			return nil, fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			_, _ = proc.Stop()
-			return nil, fmt.Errorf("cpu profile: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
-	}
-
-	self0 := bench.SelfUsage()
-	var pu0 bench.Usage
-	measured := false
-	if proc != nil {
-		pu0, measured = proc.Measure()
-	}
-	ph, err := a.benchPhase(ctx, role, nc, p, o, changes)
-	if err != nil {
-		_, _ = proc.Stop()
-		return nil, err
-	}
-	var pu1 bench.Usage
-	if measured {
-		pu1, measured = proc.Measure()
-	}
-	self1 := bench.SelfUsage()
-	stopProfile()
-	if measured {
-		ph.SetCPU(pu1.CPU - pu0.CPU)
-		ph.RSSBytes, ph.PeakRSSBytes = pu1.RSS, pu1.HWM
-	}
-	switch mode {
-	case bench.ModeChild:
-		ph.CPUScope = role + " process (child, loopback)"
-		ph.BenchCPUSeconds = (self1.CPU - self0.CPU).Seconds()
-	case bench.ModeInProcess:
-		ph.CPUScope = "whole process: NATS server, load generator and " + role
-	default:
-		ph.CPUScope = "not measured (external processor)"
-	}
-	if proc != nil {
-		st, err := proc.Stop()
-		if err != nil {
-			ph.ErrorSamples = append(ph.ErrorSamples, role+": "+err.Error())
-		}
-		if st.FirstError != "" {
-			ph.ErrorSamples = append(ph.ErrorSamples, role+": "+st.FirstError)
-		}
-		ph.Conflicts = int64(st.Conflicts)
-		if ph.PeakRSSBytes == 0 {
-			ph.PeakRSSBytes = st.PeakRSS
-		}
-		if role == bench.RoleProcessor {
-			ph.Processor = &st
+		if c.Role == bench.RoleBaseline {
+			c.CPUProfile += ".baseline"
 		}
 	}
-	return ph, nil
+	if c.Role == bench.RoleBaseline && c.Mode == bench.ModeExternal {
+		c.Mode = bench.ModeChild // the baseline is ours to run
+	}
+	c.Child = func() (bench.Proc, error) {
+		spec.CPUProfile = c.CPUProfile
+		return bench.StartChild(spec, spec.Role, a.stderr)
+	}
+	c.InProcess = func() (bench.Proc, error) {
+		if c.Role == bench.RoleProcessor {
+			return startBenchInProcess(ctx, &spec.Config, spec.URL, log)
+		}
+		return startBenchBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
+	}
+	return a.benchPhase(ctx, nc, c, p, o, changes)
 }
 
 // benchPhase runs one phase's load with a progress line on stderr.
-func (a *app) benchPhase(ctx context.Context, name string, nc *nats.Conn, p bench.Plan, o benchOptions, changes *bench.Changes) (*bench.PhaseReport, error) {
+func (a *app) benchPhase(ctx context.Context, nc *nats.Conn, c bench.Consumer, p bench.Plan, o benchOptions, changes *bench.Changes) (*bench.PhaseReport, error) {
 	tty := isTerminal(a.stderr)
 	var last int64
-	ph, err := bench.RunPhase(ctx, nc, p, o.duration, changes, func(pr bench.Progress) {
+	ph, err := bench.Measure(ctx, nc, c, p, o.duration, changes, func(pr bench.Progress) {
 		line := fmt.Sprintf("bench %s %5.0fs  pre-steps %d (%d/s)  skill calls %d  errors %d  sessions %d/%d",
-			name, pr.Elapsed.Seconds(), pr.PreSteps, pr.PreSteps-last, pr.SkillCalls, pr.Errors, pr.Sessions, pr.Of)
+			c.Role, pr.Elapsed.Seconds(), pr.PreSteps, pr.PreSteps-last, pr.SkillCalls, pr.Errors, pr.Sessions, pr.Of)
 		last = pr.PreSteps
 		if tty {
 			fmt.Fprint(a.stderr, "\r\x1b[K"+line)

@@ -7,13 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"runtime/pprof"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/skillstream/skillstream/cmd/skillstream/internal/bench"
+	"github.com/skillstream/skillstream/processor/bench"
 )
 
 // benchChildSpec is what the parent sends a consumer child on its stdin.
@@ -64,15 +61,11 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 	c := spec.Config
 	log := c.newLogger(a.stderr)
 	if spec.CPUProfile != "" {
-		f, err := os.Create(spec.CPUProfile)
+		stop, err := bench.StartCPUProfile(spec.CPUProfile)
 		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var (
 		p   bench.Proc
@@ -94,25 +87,7 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(a.stdout, bench.Ready); err != nil {
-		_, _ = p.Stop()
-		return err
-	}
-	stopped := make(chan struct{})
-	var once sync.Once
-	go func() {
-		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), stdin))
-		once.Do(func() { close(stopped) })
-	}()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-	}
-	s, err := p.Stop()
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(a.stdout).Encode(s)
+	return bench.Serve(ctx, p, dec, stdin, a.stdout)
 }
 
 // benchConnect opens a client connection to url with the configured

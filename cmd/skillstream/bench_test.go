@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skillstream/skillstream/cmd/skillstream/internal/bench"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/bench"
 )
 
 // TestBenchSmoke runs a tiny bench end to end (embedded server, processor in

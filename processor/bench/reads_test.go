@@ -21,7 +21,7 @@ import (
 // Get last_by_subj requests (newest catalog, newest compaction: the
 // baseline's reads).
 //
-//	go test -run XXX -bench SessionRead ./cmd/skillstream
+//	go test -run XXX -bench SessionRead ./processor/bench
 func BenchmarkSessionRead(b *testing.B) {
 	srv := natstest.Start(b)
 	ctx := context.Background()
