@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/bench"
+	"github.com/skillstream/skillstream/processor/embedded"
 )
 
 // benchOptions are the bench command's own flags.
@@ -212,7 +213,7 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		if store == "" {
 			store = filepath.Join(work, "store")
 		}
-		srv, err := startEmbedded(embeddedOptions{name: "skillstream-bench", listen: c.Listen, storeDir: store}, log)
+		srv, err := embedded.Start(embedded.Options{Name: "skillstream-bench", Listen: c.Listen, StoreDir: store}, log)
 		if err != nil {
 			return err
 		}
@@ -220,7 +221,7 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 			srv.Shutdown()
 			srv.WaitForShutdown()
 		}()
-		url = listenURL(srv)
+		url = embedded.URL(srv)
 	}
 	nc, err := benchConnect(c, url, "skillstream bench load", log)
 	if err != nil {

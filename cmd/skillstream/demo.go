@@ -19,6 +19,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/providers"
 )
 
@@ -125,12 +126,12 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string, userInvocat
 	}
 	defer d.reg.Close()
 
-	srv, err := startEmbedded(embeddedOptions{name: "skillstream-demo", storeDir: filepath.Join(dir, "data")}, log)
+	srv, err := embedded.Start(embedded.Options{Name: "skillstream-demo", StoreDir: filepath.Join(dir, "data")}, log)
 	if err != nil {
 		return err
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := inProcess(srv, "skillstream demo")
+	nc, err := embedded.Connect(srv, "skillstream demo")
 	if err != nil {
 		return err
 	}

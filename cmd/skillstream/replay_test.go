@@ -20,6 +20,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -69,12 +70,12 @@ func startRigWith(t *testing.T, dir string, cfg processor.Config) *rig {
 			stops[i]()
 		}
 	}
-	srv, err := startEmbedded(embeddedOptions{name: "replay-test", storeDir: dir}, quiet)
+	srv, err := embedded.Start(embedded.Options{Name: "replay-test", StoreDir: dir}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stops = append(stops, func() { srv.Shutdown(); srv.WaitForShutdown() })
-	nc, err := inProcess(srv, "replay-test")
+	nc, err := embedded.Connect(srv, "replay-test")
 	if err != nil {
 		stop()
 		t.Fatal(err)
@@ -519,12 +520,12 @@ func TestMakeLargeSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := startEmbedded(embeddedOptions{name: "large", storeDir: filepath.Join(dir, "store")}, quiet)
+	srv, err := embedded.Start(embedded.Options{Name: "large", StoreDir: filepath.Join(dir, "store")}, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	nc, err := inProcess(srv, "large")
+	nc, err := embedded.Connect(srv, "large")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/embedded"
 )
 
 // shutdownTimeout bounds how long the metrics server and the NATS client may
@@ -187,7 +188,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		err   error
 	)
 	if c.NATSURL == "" {
-		srv, err = startEmbedded(embeddedOptions{name: c.ServerName, listen: c.Listen, storeDir: c.Data}, log)
+		srv, err = embedded.Start(embedded.Options{Name: c.ServerName, Listen: c.Listen, StoreDir: c.Data}, log)
 		if err != nil {
 			return err
 		}
@@ -199,13 +200,13 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		if c.InboxPrefix != "" {
 			opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 		}
-		nc, err = inProcess(srv, "skillstream "+c.ToolOwner, opts...)
+		nc, err = embedded.Connect(srv, "skillstream "+c.ToolOwner, opts...)
 		if !loopback(c.Listen) {
 			log.Warn("the embedded NATS server takes clients without authentication on a non-loopback address; firewall it, or run an authenticated cluster and use --nats-url",
 				"listen", c.Listen)
 		}
 		data, _ := filepath.Abs(c.Data)
-		where = []any{"nats", "embedded", "listen", listenURL(srv), "data", data}
+		where = []any{"nats", "embedded", "listen", embedded.URL(srv), "data", data}
 	} else {
 		var opts []nats.Option
 		if opts, err = c.connectOptions(log); err == nil {

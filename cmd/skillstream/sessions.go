@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/embedded"
 )
 
 // The session readers (export, replay --live, history --session) read
@@ -145,11 +146,11 @@ func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err
 			return nil, nil, usagef("--data %s: no such store directory (and nothing serves on --listen %s)", c.Data, c.Listen)
 		}
 		quiet := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-		srv, err := startEmbedded(embeddedOptions{name: readerServerName, storeDir: c.Data}, quiet)
+		srv, err := embedded.Start(embedded.Options{Name: readerServerName, StoreDir: c.Data}, quiet)
 		if err != nil {
 			return nil, nil, err
 		}
-		if nc, err = inProcess(srv, "skillstream reader"); err != nil {
+		if nc, err = embedded.Connect(srv, "skillstream reader"); err != nil {
 			srv.Shutdown()
 			srv.WaitForShutdown()
 			return nil, nil, err

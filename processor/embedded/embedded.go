@@ -1,0 +1,140 @@
+// Package embedded starts the NATS server with JetStream that serve,
+// bench, demo and the session readers run inside their own process when
+// no cluster is named: one store directory, an optional client listener,
+// the server's logs on slog, and connections without a socket.
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// MaxPayload is the embedded server's largest message: room for a
+// maximal 1 MiB trigger plus headers, and for tool results carrying large
+// skill bodies.
+const MaxPayload = 8 << 20
+
+// StartupTimeout bounds how long the embedded server may take to start.
+const StartupTimeout = 30 * time.Second
+
+// Options describe the server to start.
+type Options struct {
+	Name     string // server name
+	Listen   string // client host:port (port 0: a free one); "" means in-process connections only
+	StoreDir string // JetStream store directory
+}
+
+// Start starts a JetStream-enabled NATS server and waits until it accepts
+// connections. The caller owns it: Shutdown, then WaitForShutdown.
+func Start(o Options, log *slog.Logger) (*server.Server, error) {
+	store, err := filepath.Abs(o.StoreDir)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS store %s: %w", o.StoreDir, err)
+	}
+	opts := &server.Options{
+		ServerName: o.Name,
+		JetStream:  true,
+		StoreDir:   store,
+		MaxPayload: MaxPayload,
+		NoSigs:     true, // signals belong to the run group
+	}
+	if o.Listen == "" {
+		opts.DontListen = true
+	} else {
+		host, portText, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
+		}
+		port, err := net.LookupPort("tcp", portText)
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
+		}
+		if port == 0 {
+			port = server.RANDOM_PORT // for nats-server, 0 would mean 4222
+		}
+		opts.Host, opts.Port = host, port
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	logs := &serverLog{log: log.With("component", "nats-server")}
+	srv.SetLoggerV2(logs, false, false, false)
+	srv.Start()
+
+	deadline := time.Now().Add(StartupTimeout)
+	for !srv.ReadyForConnections(25 * time.Millisecond) {
+		if msg := logs.fatal(); msg != "" || time.Now().After(deadline) {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			if msg == "" {
+				msg = fmt.Sprintf("not ready within %v", StartupTimeout)
+			}
+			return nil, fmt.Errorf("embedded NATS server: %s", msg)
+		}
+	}
+	if !srv.JetStreamEnabled() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		if msg := logs.fatal(); msg != "" {
+			return nil, fmt.Errorf("embedded NATS server: %s", msg)
+		}
+		return nil, errors.New("embedded NATS server: JetStream did not start")
+	}
+	return srv, nil
+}
+
+// serverLog adapts the NATS server's logger to slog. Its chatty notices go
+// to debug so that skillstream's own first line says where it listens; a
+// fatal error is kept so that startup can report it instead of waiting.
+type serverLog struct {
+	log *slog.Logger
+
+	mu        sync.Mutex
+	lastFatal string
+}
+
+func (l *serverLog) fatal() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastFatal
+}
+
+func (l *serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Tracef(format string, v ...any)  {}
+func (l *serverLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.mu.Lock()
+	l.lastFatal = msg
+	l.mu.Unlock()
+	l.log.Error(msg)
+}
+
+// Connect connects to an embedded server without a socket.
+func Connect(srv *server.Server, name string, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect("", append([]nats.Option{nats.InProcessServer(srv), nats.Name(name)}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to embedded NATS server: %w", err)
+	}
+	return nc, nil
+}
+
+// URL is the client URL of an embedded server listening on TCP.
+func URL(srv *server.Server) string {
+	if a, ok := srv.Addr().(*net.TCPAddr); ok {
+		return "nats://" + net.JoinHostPort(a.IP.String(), strconv.Itoa(a.Port))
+	}
+	return srv.ClientURL()
+}
