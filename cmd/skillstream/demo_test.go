@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/skillstream/skillstream/events"
 )
 
 // TestDemo runs the demo as a newcomer would and compares its output with
@@ -34,21 +32,6 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// The demo's event listing names a catalog head and says when an event
-// does not decode.
-func TestDescribeCatalogHead(t *testing.T) {
-	b, err := events.Encode(events.Msgpack, events.CatalogHead{V: 1, Session: "s", Step: "3", Digest: "ab"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := describeEvent(events.KindCatalogHead, b); got != "head of step 3's catalog" {
-		t.Errorf("head described as %q", got)
-	}
-	if got := describeEvent(events.KindCatalogHead, []byte{0xc1}); got != "(not decoded)" {
-		t.Errorf("garbage described as %q", got)
-	}
-}
-
 // With --user-invocation the demo shows a user's /name: the invocation
 // after the catalog, the name of a skill users may not invoke left as
 // prose, and every catalog with its closing line.
@@ -71,15 +54,5 @@ func TestDemoUserInvocation(t *testing.T) {
 		if !strings.Contains(norm, want) {
 			t.Errorf("demo output lacks %q", want)
 		}
-	}
-}
-
-func TestDescribeInvocation(t *testing.T) {
-	b, err := events.Encode(events.Msgpack, events.SkillInvocation{V: 1, Session: "s", Step: "4", Name: "pdf"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := describeEvent(events.KindInvocation, b); got != "step 4: /pdf" {
-		t.Errorf("invocation described as %q", got)
 	}
 }

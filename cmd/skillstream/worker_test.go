@@ -11,8 +11,8 @@ import (
 )
 
 // worker plays one agent session with the worker client: its tool view
-// holds the skill tool of owner. The demo uses it, and so do the tests that
-// drive a running serve.
+// holds the skill tool of owner. The tests that drive a running serve use
+// it.
 type worker struct {
 	c       *client.Client
 	session string
