@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -11,55 +10,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillstream/skillstream/catalog"
-	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/history"
 )
 
-// membersWait is how long servingMembers listens for the members' answers.
+// membersWait is how long export listens for the serving members'
+// answers.
 const membersWait = 500 * time.Millisecond
-
-// servingMembers returns the instance ids of the processors that answer as
-// the skillstream micro service, in byte order: each names its view
-// endpoint in its service info.
-func servingMembers(ctx context.Context, nc *nats.Conn) ([]string, error) {
-	inbox := nc.NewRespInbox()
-	sub, err := nc.SubscribeSync(inbox)
-	if err != nil {
-		return nil, fmt.Errorf("ask the serving members: %w", err)
-	}
-	defer sub.Unsubscribe()
-	subject, err := micro.ControlSubject(micro.InfoVerb, processor.ServiceName, "")
-	if err != nil {
-		return nil, err
-	}
-	if err := nc.PublishRequest(subject, inbox, nil); err != nil {
-		return nil, fmt.Errorf("ask the serving members: %w", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, membersWait)
-	defer cancel()
-	var ids []string
-	for {
-		m, err := sub.NextMsgWithContext(wctx)
-		if err != nil {
-			break // the wait is over
-		}
-		var info micro.Info
-		if json.Unmarshal(m.Data, &info) != nil {
-			continue
-		}
-		for _, ep := range info.Endpoints {
-			if id, ok := strings.CutPrefix(ep.Subject, events.ViewSubjectPrefix+"."); ok && events.ValidInstance(id) {
-				ids = append(ids, id)
-			}
-		}
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
-}
 
 // capturing records the snapshots an export captures, to compare them with
 // what the serving members see.
@@ -87,7 +46,7 @@ func (c *capturing) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snap
 // catalog for it now, naming both digests where they differ. It returns
 // the number of differences found.
 func compareCaptured(ctx context.Context, nc *nats.Conn, w io.Writer, c *capturing, opts catalog.Options) int {
-	members, err := servingMembers(ctx, nc)
+	members, err := processor.Members(ctx, nc, membersWait)
 	if err != nil || len(members) == 0 {
 		fmt.Fprintf(w, "--capture-skills: no serving member answered, so the captured skills could not be compared with theirs\n")
 		return 0
