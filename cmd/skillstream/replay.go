@@ -10,8 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -187,20 +185,12 @@ func openRecording(path string) (*replay.Reader, func(), error) {
 // verifyRecording reads the recording at path to its end record, checking
 // every record, the event count and the checksum.
 func verifyRecording(path string) error {
-	r, closeFile, err := openRecording(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return inputf("open recording: %w", err)
 	}
-	defer closeFile()
-	for {
-		_, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return recordingError(path, err)
-		}
-	}
+	defer f.Close()
+	return recordingError(path, replay.Verify(f))
 }
 
 // recordingError marks a format error of a recording as bad input.
@@ -223,7 +213,11 @@ func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []s
 		return replay.Summary{}, err
 	}
 	defer closeJS()
-	return replayLive(ctx, js, c.Stream, c.Prefix, sid, opts)
+	sum, err := replay.Live(ctx, js, c.Stream, c.Prefix, sid, opts)
+	if errors.Is(err, replay.ErrEmptySession) {
+		return replay.Summary{}, fmt.Errorf("session %s has no events in stream %s", sid, c.Stream)
+	}
+	return sum, err
 }
 
 func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {
@@ -240,23 +234,6 @@ func replayFile(ctx context.Context, path string, opts replay.Options) (replay.S
 	defer closeFile()
 	sum, err := replay.Run(ctx, r, opts)
 	return sum, recordingError(path, err)
-}
-
-func replayLive(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, opts replay.Options) (replay.Summary, error) {
-	rp, err := replay.NewReplayer(replay.Header{Session: sid, Prefix: prefix, Stream: stream}, opts)
-	if err != nil {
-		return replay.Summary{}, err
-	}
-	err = replay.ReadSession(ctx, js, stream, prefix, sid, func(e replay.Event, _ uint64) error {
-		return rp.Add(ctx, replay.Item{Event: &e})
-	})
-	if errors.Is(err, replay.ErrEmptySession) {
-		return replay.Summary{}, fmt.Errorf("session %s has no events in stream %s", sid, stream)
-	}
-	if err != nil {
-		return replay.Summary{}, err
-	}
-	return rp.Finish(ctx)
 }
 
 // stepPrinter writes steps as text or JSON lines. With history set it
