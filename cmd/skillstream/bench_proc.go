@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skillstream/skillstream/processor/bench"
+	"github.com/skillstream/skillstream/processor/gcpolicy"
 )
 
 // benchChildSpec is what the parent sends a consumer child on its stdin.
@@ -73,7 +74,7 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 	)
 	switch spec.Role {
 	case bench.RoleProcessor:
-		_, stopGC := gcPolicy() // the processor child runs as serve does
+		_, stopGC := gcpolicy.Start() // the processor child runs as serve does
 		defer stopGC()
 		p, err = startBenchInProcess(ctx, &c, spec.URL, log)
 	case bench.RoleBaseline:

@@ -9,10 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +22,7 @@ import (
 
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
+	"github.com/skillstream/skillstream/processor/gcpolicy"
 )
 
 // shutdownTimeout bounds how long the metrics server and the NATS client may
@@ -87,90 +84,6 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	}
 }
 
-// The garbage collector policy of a serving process (gcPolicy).
-const (
-	// serveGCPercent is the GC target while the live heap is small.
-	serveGCPercent = 400
-	// serveGCHeadroom caps how far the heap may grow above the live heap
-	// before a collection, once that is less than serveGCPercent allows.
-	serveGCHeadroom = 64 << 20
-)
-
-// gcPercentFor is the GC target for a live heap of live bytes:
-// serveGCPercent, lowered so that the heap grows at most serveGCHeadroom
-// above the live heap, and never below the runtime's default of 100.
-// 400 up to 16 MiB live, 200 at 32 MiB, 100 from 64 MiB on.
-func gcPercentFor(live uint64) int {
-	if live == 0 {
-		return serveGCPercent
-	}
-	return int(min(max(serveGCHeadroom*100/live, 100), serveGCPercent))
-}
-
-// gcPolicy sets the garbage collector target of a process that serves
-// triggers, unless GOGC is set in the environment, and describes the
-// policy in force for the logs. stop ends the tuning (the target stays
-// where it is); serve stops it when it returns.
-//
-// Why: the processor's live heap is small (a few MiB: the registry's
-// snapshots and the memos of recent catalogs) while every trigger leaves
-// decoded payloads, encoded answers and NATS messages behind. At the
-// runtime's default GOGC=100 the heap target stays near its 4 MiB floor and
-// the collector runs all the time: in `skillstream bench` (50 skills) it
-// took about a fifth of the processor's CPU, and GOGC=400 cut the CPU per
-// trigger from 158 to 95 µs for a peak RSS of 25 -> 36 MiB. A fixed 400
-// lets the heap reach five times the live heap, though: with 1,000 skills
-// the peak RSS went from 87 to 190-198 MiB. So the target is retuned after
-// every collection (gcPercentFor): 400 while the live heap is under 16 MiB,
-// then at most 64 MiB of growth above it, down to the default 100. A soft
-// memory limit (GOMEMLIMIT) is not set: with a live heap above a fixed
-// limit the collector would run continuously. Operators who want another
-// trade set GOGC (this then does nothing) or GOMEMLIMIT (honoured by the
-// runtime as usual).
-//
-// serve and bench's processor child call it, so that bench measures what
-// serve runs.
-func gcPolicy() (describe string, stop func()) {
-	if v := os.Getenv("GOGC"); v != "" {
-		return "GOGC=" + v + " (environment)", func() {}
-	}
-	t := &gcTuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	t.last.Store(serveGCPercent)
-	debug.SetGCPercent(serveGCPercent)
-	t.arm()
-	return fmt.Sprintf("GOGC=%d while the live heap is under %d MiB, then at most %d MiB of growth above it (serve default)",
-		serveGCPercent, serveGCHeadroom/(serveGCPercent/100)>>20, serveGCHeadroom>>20), func() { t.stopped.Store(true) }
-}
-
-// gcTuner retunes the GC target after each collection: a cleanup attached
-// to an unreachable sentinel runs once the collector has found it, and
-// arms the next one.
-type gcTuner struct {
-	stopped atomic.Bool
-	last    atomic.Int64
-	sample  []metrics.Sample // only one sentinel is armed at a time
-}
-
-type gcSentinel struct{ _ *byte } // has a pointer: never a tiny allocation
-
-func (t *gcTuner) arm() {
-	runtime.AddCleanup(new(gcSentinel), (*gcTuner).collected, t)
-}
-
-func (t *gcTuner) collected() {
-	if t.stopped.Load() {
-		return
-	}
-	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		if pct := gcPercentFor(t.sample[0].Value.Uint64()); int64(pct) != t.last.Load() {
-			debug.SetGCPercent(pct)
-			t.last.Store(int64(pct))
-		}
-	}
-	t.arm()
-}
-
 // serve runs the processor until ctx is cancelled or a signal arrives.
 //
 // Actors, in the order their interrupts run: signals, processor (its
@@ -178,7 +91,7 @@ func (t *gcTuner) collected() {
 // connection is flushed and closed), metrics server, embedded NATS server.
 func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	log := c.newLogger(a.stderr)
-	gc, stopGC := gcPolicy()
+	gc, stopGC := gcpolicy.Start()
 	defer stopGC()
 
 	var (

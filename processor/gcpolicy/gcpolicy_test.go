@@ -1,4 +1,4 @@
-package main
+package gcpolicy
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ func TestGCPercentFor(t *testing.T) {
 		{64 << 20, 100}, {1 << 30, 100},
 	}
 	for _, c := range cases {
-		if got := gcPercentFor(c.live); got != c.want {
+		if got := PercentFor(c.live); got != c.want {
 			t.Errorf("live %d MiB: GOGC %d, want %d", c.live>>20, got, c.want)
 		}
 	}
@@ -29,7 +29,7 @@ func TestGCPolicyLeavesGOGCAlone(t *testing.T) {
 	t.Setenv("GOGC", "150")
 	prev := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(prev)
-	desc, stop := gcPolicy()
+	desc, stop := Start()
 	stop()
 	if !strings.Contains(desc, "GOGC=150 (environment)") {
 		t.Errorf("described as %q", desc)
@@ -58,7 +58,7 @@ func waitGOGC(t *testing.T, ok func(int) bool) int {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		runtime.GC()
-		want := gcPercentFor(liveHeap())
+		want := PercentFor(liveHeap())
 		got := gogc()
 		if got == want && ok(got) {
 			return got
@@ -74,21 +74,21 @@ func TestGCPolicyFollowsTheLiveHeap(t *testing.T) {
 	t.Setenv("GOGC", "")
 	prev := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prev)
-	desc, stop := gcPolicy()
+	desc, stop := Start()
 	defer stop()
 	if !strings.Contains(desc, "serve default") {
 		t.Errorf("described as %q", desc)
 	}
-	if got := gogc(); got != serveGCPercent {
-		t.Fatalf("GOGC %d right after the policy, want %d", got, serveGCPercent)
+	if got := gogc(); got != Percent {
+		t.Fatalf("GOGC %d right after the policy, want %d", got, Percent)
 	}
 	// A live heap past the headroom brings the target down to 100...
-	ballast := make([]byte, 2*serveGCHeadroom)
+	ballast := make([]byte, 2*Headroom)
 	waitGOGC(t, func(p int) bool { return p == 100 })
 	runtime.KeepAlive(ballast)
 	ballast = nil
 	// ... and it goes back up once the heap is small again.
-	if got := waitGOGC(t, func(p int) bool { return p > 100 }); got > serveGCPercent {
+	if got := waitGOGC(t, func(p int) bool { return p > 100 }); got > Percent {
 		t.Fatal(fmt.Sprint("GOGC above the policy's ceiling: ", got))
 	}
 }
