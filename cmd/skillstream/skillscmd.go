@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -181,10 +182,10 @@ A scope is "global" (every session; the default) or "project/<id>"
 		if err := c.validateStore(); err != nil {
 			return err
 		}
-		sc := store.Global
+		sc := skillstore.Global
 		if scope != "" {
 			var err error
-			if sc, err = store.ParseScope(scope); err != nil {
+			if sc, err = skillstore.ParseScope(scope); err != nil {
 				return usagef("--scope: %v", err)
 			}
 		}
