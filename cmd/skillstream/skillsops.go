@@ -60,7 +60,7 @@ func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore
 		return fmt.Errorf("revision %d: %w", pbv.Revision, err)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, shortDigest(pa.Record.Digest), pbv.Revision, shortDigest(pbv.Record.Digest))
+	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, skillstore.Short(pa.Record.Digest), pbv.Revision, skillstore.Short(pbv.Record.Digest))
 	return writeFileDiff(w, fa, fb, pa.Revision, pbv.Revision)
 }
 
@@ -137,10 +137,10 @@ func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skills
 		return explainMissing(ctx, pb, sc, err)
 	}
 	if ch.Action == store.Unchanged {
-		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, shortDigest(ch.Digest), from.Revision)
+		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, skillstore.Short(ch.Digest), from.Revision)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, shortDigest(ch.Digest))
+	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, skillstore.Short(ch.Digest))
 	fmt.Fprintf(a.stdout, "store revision %d\n", ch.Revision)
 	return nil
 }
