@@ -188,5 +188,3 @@ func VCS(name string) bool {
 	}
 	return false
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

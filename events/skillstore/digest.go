@@ -1,6 +1,7 @@
 package skillstore
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -93,7 +94,7 @@ func (h *Hasher) Sum() string { return hex.EncodeToString(h.h.Sum(nil)) }
 func Digest(files []File) (string, error) {
 	h := NewHasher()
 	for _, f := range files {
-		if err := h.Add(f.Path, int64(len(f.Data)), bytesReader(f.Data)); err != nil {
+		if err := h.Add(f.Path, int64(len(f.Data)), bytes.NewReader(f.Data)); err != nil {
 			return "", err
 		}
 	}
