@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -59,10 +60,10 @@ func TestStoreBucketsRecreatedUnderRunningMembers(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	if err := e.js.DeleteKeyValue(ctx, store.DefaultBucket); err != nil {
+	if err := e.js.DeleteKeyValue(ctx, skillstore.DefaultBucket); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.js.DeleteObjectStore(ctx, store.DefaultObjects); err != nil {
+	if err := e.js.DeleteObjectStore(ctx, skillstore.DefaultObjects); err != nil {
 		t.Fatal(err)
 	}
 	recreated := time.Now()
@@ -172,7 +173,7 @@ func TestStoreConfigurationDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pb.Push(ctx, store.Global, []store.Local{l}, false); err != nil {
+	if _, err := pb.Push(ctx, skillstore.Global, []store.Local{l}, false); err != nil {
 		t.Fatal(err)
 	}
 	dirC := t.TempDir()

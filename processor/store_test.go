@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
@@ -64,7 +65,7 @@ func pushGlobal(t *testing.T, e *env, bodyPrefix string, names ...string) (*stor
 		}
 		locals = append(locals, l)
 	}
-	changes, err := pb.Push(ctx, store.Global, locals, false)
+	changes, err := pb.Push(ctx, skillstore.Global, locals, false)
 	return pb, changes, err
 }
 
@@ -97,7 +98,7 @@ func TestStoreRemoveReplacesCatalogAndResultsCarryDigests(t *testing.T) {
 	if r.IsError || r.Value == nil || r.Value.Digest != want || want == "" || r.Value.Revision != 0 {
 		t.Fatalf("disk skill result: %+v (want digest %s)", r, want)
 	}
-	rev, err := pb.Remove(ctx, store.Global, "s-two")
+	rev, err := pb.Remove(ctx, skillstore.Global, "s-two")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -372,7 +373,7 @@ func pushSkill(t *testing.T, e *env, name, desc string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes, err := pb.Push(ctx, store.Global, []store.Local{l}, false)
+	changes, err := pb.Push(ctx, skillstore.Global, []store.Local{l}, false)
 	if err != nil || len(changes) != 1 {
 		t.Fatalf("push %s: %v %+v", name, err, changes)
 	}

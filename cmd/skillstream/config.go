@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
@@ -124,8 +125,8 @@ func (c *Config) skillFlags(cmd *command) {
 func (c *Config) storeFlags(cmd *command) {
 	cmd.group("Skill store")
 	cmd.cfgBool(&c.NoSkillStore, "no-skill-store", false, "leave out the skill store (skills published with `skillstream skills push`)")
-	cmd.cfgString(&c.SkillStoreBucket, "skill-store-bucket", store.DefaultBucket, "key-value `bucket` of the skill store's index")
-	cmd.cfgString(&c.SkillStoreObjects, "skill-store-objects", store.DefaultObjects, "object store `bucket` of the skill store's files")
+	cmd.cfgString(&c.SkillStoreBucket, "skill-store-bucket", skillstore.DefaultBucket, "key-value `bucket` of the skill store's index")
+	cmd.cfgString(&c.SkillStoreObjects, "skill-store-objects", skillstore.DefaultObjects, "object store `bucket` of the skill store's files")
 	cmd.cfgInt(&c.SkillStoreHistory, "skill-store-history", store.DefaultHistory,
 		"revisions of each skill the index keeps, 1 to 64; set when the index is created")
 }

@@ -11,10 +11,10 @@ import (
 	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor/history"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
-	"github.com/skillstream/skillstream/providers/store"
 )
 
 func (a *app) loadCommand() (*command, runFunc) {
@@ -203,7 +203,7 @@ func (p *preview) open(ctx context.Context, a *app, name string) (*previewRegist
 		return nil, "", err
 	}
 	if p.project != "" {
-		if _, err := store.Project(p.project); err != nil {
+		if _, err := skillstore.Project(p.project); err != nil {
 			return nil, "", usagef("--project: %v", err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
-	"github.com/skillstream/skillstream/providers/store"
 )
 
 // MCPConfig is serve's share of the configuration for MCP hosts.
@@ -58,7 +58,7 @@ func (c *Config) validateMCP() (token string, err error) {
 		}
 	}
 	if m.Project != "" {
-		if _, err := store.Project(m.Project); err != nil {
+		if _, err := skillstore.Project(m.Project); err != nil {
 			return "", usagef("--mcp-project: %v", err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -142,7 +143,7 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pb.Push(ctx, store.Global, []store.Local{local}, false); err != nil {
+	if _, err := pb.Push(ctx, skillstore.Global, []store.Local{local}, false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -217,7 +218,7 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("worker A store skill: %+v, %v", r, err)
 	}
-	want := store.ResourcePath(resDir, "pdf", local.Record.Digest)
+	want := skillstore.ResourcePath(resDir, "pdf", local.Record.Digest)
 	if got, err := os.ReadFile(filepath.Join(want, "scripts", "fill.sh")); err != nil || !strings.Contains(string(got), "echo filled") {
 		t.Fatalf("materialised file: %q, %v", got, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -181,10 +182,10 @@ A scope is "global" (every session; the default) or "project/<id>"
 		if err := c.validateStore(); err != nil {
 			return err
 		}
-		sc := store.Global
+		sc := skillstore.Global
 		if scope != "" {
 			var err error
-			if sc, err = store.ParseScope(scope); err != nil {
+			if sc, err = skillstore.ParseScope(scope); err != nil {
 				return usagef("--scope: %v", err)
 			}
 		}
@@ -244,7 +245,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 					ps, err = pb.List(ctx, sc)
 				}
 				for _, p := range ps {
-					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Revision, shortDigest(p.Record.Digest), stamp(p.Created))
+					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Revision, skillstore.Short(p.Record.Digest), stamp(p.Created))
 				}
 				return err
 			}
@@ -264,7 +265,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 					case h.Err != nil:
 						fmt.Fprintf(a.stdout, "rev %d malformed %s: %v\n", h.Revision, stamp(h.Created), h.Err)
 					default:
-						fmt.Fprintf(a.stdout, "rev %d %s %s\n", h.Revision, shortDigest(h.Record.Digest), stamp(h.Created))
+						fmt.Fprintf(a.stdout, "rev %d %s %s\n", h.Revision, skillstore.Short(h.Record.Digest), stamp(h.Created))
 					}
 				}
 				return nil
@@ -304,7 +305,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 				if err := pb.Materialize(ctx, p.Record.Digest, dir); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, shortDigest(p.Record.Digest), dir)
+				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, skillstore.Short(p.Record.Digest), dir)
 				return nil
 			}
 		case "diff":
@@ -389,7 +390,7 @@ func (a *app) collect(ctx context.Context, pb *store.Publisher, opts store.Colle
 		verb = "would remove"
 	}
 	for _, o := range c.Removed {
-		fmt.Fprintf(a.stdout, "%s %s %d bytes\n", verb, shortDigest(o.Digest), o.Size)
+		fmt.Fprintf(a.stdout, "%s %s %d bytes\n", verb, skillstore.Short(o.Digest), o.Size)
 	}
 	var ue *store.UnreadableError
 	if errors.As(err, &ue) {
@@ -497,14 +498,7 @@ func printChange(w io.Writer, ch store.Change) {
 		fmt.Fprintf(w, "%s %s rev %d\n", ch.Action, ch.Name, ch.Revision)
 		return
 	}
-	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Revision, shortDigest(ch.Digest))
-}
-
-func shortDigest(d string) string {
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
+	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Revision, skillstore.Short(ch.Digest))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

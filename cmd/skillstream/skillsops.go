@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor/replay"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -29,7 +30,7 @@ func parseRevision(s string) (uint64, error) {
 
 // explainMissing turns "not found" into what the operator must check: the
 // skill, or the scope, that does not exist.
-func explainMissing(ctx context.Context, pb *store.Publisher, sc store.Scope, err error) error {
+func explainMissing(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, err error) error {
 	if !errors.Is(err, catalog.ErrNotFound) {
 		return err
 	}
@@ -41,7 +42,7 @@ func explainMissing(ctx context.Context, pb *store.Publisher, sc store.Scope, er
 
 // skillsDiff prints the files added, removed and changed between two
 // revisions of a skill and a unified diff of the changed text files.
-func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc store.Scope, name string, revA, revB uint64) error {
+func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, revA, revB uint64) error {
 	pa, err := pb.Get(ctx, sc, name, revA)
 	if err != nil {
 		return explainMissing(ctx, pb, sc, err)
@@ -59,14 +60,14 @@ func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc store.Scop
 		return fmt.Errorf("revision %d: %w", pbv.Revision, err)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, shortDigest(pa.Record.Digest), pbv.Revision, shortDigest(pbv.Record.Digest))
+	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, skillstore.Short(pa.Record.Digest), pbv.Revision, skillstore.Short(pbv.Record.Digest))
 	return writeFileDiff(w, fa, fb, pa.Revision, pbv.Revision)
 }
 
 // writeFileDiff writes one line per file added, removed or changed (by
 // path), then the unified diffs of the changed and added or removed text
 // files.
-func writeFileDiff(w io.Writer, fa, fb []store.File, revA, revB uint64) error {
+func writeFileDiff(w io.Writer, fa, fb []skillstore.File, revA, revB uint64) error {
 	am, bm := map[string][]byte{}, map[string][]byte{}
 	var paths []string
 	for _, f := range fa {
@@ -130,16 +131,16 @@ func isText(b []byte) bool {
 }
 
 // skillsRollback publishes an earlier revision's files as a new revision.
-func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc store.Scope, name string, to uint64) error {
+func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, to uint64) error {
 	ch, from, err := pb.Rollback(ctx, sc, name, to)
 	if err != nil {
 		return explainMissing(ctx, pb, sc, err)
 	}
 	if ch.Action == store.Unchanged {
-		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, shortDigest(ch.Digest), from.Revision)
+		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, skillstore.Short(ch.Digest), from.Revision)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, shortDigest(ch.Digest))
+	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, skillstore.Short(ch.Digest))
 	fmt.Fprintf(a.stdout, "store revision %d\n", ch.Revision)
 	return nil
 }

@@ -16,8 +16,8 @@ import (
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
-	"github.com/skillstream/skillstream/providers/store"
 )
 
 // storeRevision reads "store revision N" from push or rollback output.
@@ -251,7 +251,7 @@ func TestSkillsDiffRollbackBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	kv, err := js.KeyValue(ctx, store.DefaultBucket)
+	kv, err := js.KeyValue(ctx, skillstore.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestSkillsDiffRollbackBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	digest := regexp.MustCompile(`"digest":"([0-9a-f]{64})"`).FindStringSubmatch(string(e.Value()))[1]
-	obs, err := js.ObjectStore(ctx, store.DefaultObjects)
+	obs, err := js.ObjectStore(ctx, skillstore.DefaultObjects)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -245,7 +246,7 @@ func (l *linter) folderFiles(dir string) {
 		name := d.Name()
 		secret := secretLike(name)
 		switch {
-		case agentskills.VCS(name):
+		case skillstore.VCS(name):
 			l.add(p, levelWarning, "version control folder: skills push never publishes it")
 		case strings.HasPrefix(name, ".") && secret:
 			l.add(p, levelWarning, "hidden, and looks like a secret: skills push leaves it out, but --include-hidden would publish it")

@@ -15,9 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/providers/store"
+	"github.com/skillstream/skillstream/events/skillstore"
 )
 
 // Defaults of the options.
@@ -159,7 +158,7 @@ func literalSubject(s string) bool { return s != "" && len(s) <= 255 && events.L
 // store skill (provider "store" with a digest) whose resource base is a
 // directory, before it returns the result. The default fetches the files
 // from the skill store's object store on the client's own connection
-// (WithSkillObjects names it) with store.Materialize.
+// (WithSkillObjects names it) with skillstore.Materialize.
 func WithMaterializer(m Materializer) Option {
 	return func(c *Client) error {
 		c.materialize = m
@@ -168,7 +167,8 @@ func WithMaterializer(m Materializer) Option {
 }
 
 // WithSkillObjects names the skill store's object store the default
-// materializer reads (default "SKILLS", as serve's --skill-store-objects).
+// materializer reads (default skillstore.DefaultObjects, "SKILLS", as
+// serve's --skill-store-objects).
 func WithSkillObjects(name string) Option {
 	return func(c *Client) error {
 		if name == "" {
@@ -207,7 +207,15 @@ func (c *Client) RequireStoreRevision(rev uint64) {
 // storeMaterializer fetches a store skill's files by digest from the object
 // store and writes them into dir (atomically, read-only, once per digest).
 func (c *Client) storeMaterializer(ctx context.Context, res events.ToolResult, dir string) error {
-	return store.Materialize(ctx, c.js, store.Config{Objects: c.objects}, res.Value.Digest, dir)
+	name := c.objects
+	if name == "" {
+		name = skillstore.DefaultObjects
+	}
+	obs, err := c.js.ObjectStore(ctx, name)
+	if err != nil {
+		return fmt.Errorf("skill object store %s: %w", name, err)
+	}
+	return skillstore.Materialize(ctx, obs, res.Value.Digest, dir, skillstore.Limits{})
 }
 
 // New returns a client on an open connection. Close does not close nc.
@@ -417,21 +425,21 @@ const StoreProvider = "store"
 
 // materializeResult writes a store skill's files where this client, not
 // the answer, says they go: <the call's resourceDir>/<name>/<first 16 hex
-// of the digest>, with the name a valid skill name and the digest 64
-// lowercase hex digits. An answer naming another path is refused: it did
+// of the digest>, with the name one the store accepts (one path element)
+// and the digest 64 lowercase hex digits. An answer naming another path is refused: it did
 // not come from a processor serving this call.
 func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r events.ToolResult) error {
 	if sc.ResourceDir == "" || !IsStoreSkill(r) {
 		return nil
 	}
 	name, digest := r.Value.Name, r.Value.Digest
-	if !catalog.ValidName(name) {
+	if !skillstore.ValidName(name) {
 		return fmt.Errorf("client: skill %q: %w: not a valid skill name", clip(name), ErrMaterialize)
 	}
-	if !hexDigest(digest) {
+	if !skillstore.ValidDigest(digest) {
 		return fmt.Errorf("client: skill %s: %w: digest %q is not 64 lowercase hex digits", name, ErrMaterialize, clip(digest))
 	}
-	dir := store.ResourcePath(sc.ResourceDir, name, digest)
+	dir := skillstore.ResourcePath(sc.ResourceDir, name, digest)
 	if got := r.Value.ResourceBase.Path; got != dir {
 		return fmt.Errorf("client: skill %s: %w: the answer names resource directory %q, not %q", name, ErrMaterialize, clip(got), dir)
 	}
@@ -439,19 +447,6 @@ func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r e
 		return fmt.Errorf("client: skill %q into %s: %w: %w", name, dir, ErrMaterialize, err)
 	}
 	return nil
-}
-
-// hexDigest reports whether d is 64 lowercase hex digits.
-func hexDigest(d string) bool {
-	if len(d) != 64 {
-		return false
-	}
-	for i := 0; i < len(d); i++ {
-		if c := d[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // clip shortens a string of an answer for an error message.

@@ -77,12 +77,13 @@
 // A call that names a ResourceDir gets, for a skill of the skill store, a
 // resource base directory <resourceDir>/<name>/<first 16 hex of digest>.
 // The client computes that path itself from the call's ResourceDir, the
-// result's skill name (which must be a valid one) and its digest; a result
+// result's skill name (which must be one the store accepts: a single path
+// element, see skillstore.ValidName) and its digest; a result
 // naming another path is refused with ErrMaterialize, never written to.
 // Before returning such a result the client writes the skill's files there,
 // so that the instructions and every file the model reads later come from
 // one version: by default it fetches them by digest from the skill store's
 // object store (WithSkillObjects) and writes them atomically and read-only
-// (store.Materialize; a second call for the same digest does nothing).
+// (skillstore.Materialize; a second call for the same digest does nothing).
 // WithMaterializer replaces that step.
 package client

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
@@ -46,7 +47,7 @@ func TestStoreSkillMaterialized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pb.Push(ctx, store.Global, []store.Local{local}, false); err != nil {
+	if _, err := pb.Push(ctx, skillstore.Global, []store.Local{local}, false); err != nil {
 		t.Fatal(err)
 	}
 	sp, err := store.Open(ctx, w.srv.JS, store.Config{})
@@ -69,7 +70,7 @@ func TestStoreSkillMaterialized(t *testing.T) {
 		if err != nil || r.IsError || r.Value == nil || r.Value.ResourceBase == nil {
 			t.Fatalf("call %s: %+v, %v", call, r, err)
 		}
-		want := store.ResourcePath(resDir, "pdf", local.Record.Digest)
+		want := skillstore.ResourcePath(resDir, "pdf", local.Record.Digest)
 		if r.Value.ResourceBase.Path != want || r.Value.Digest != local.Record.Digest {
 			t.Fatalf("call %s: resource base %q digest %s, want %q %s", call, r.Value.ResourceBase.Path, r.Value.Digest, want, local.Record.Digest)
 		}

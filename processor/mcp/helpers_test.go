@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 	"github.com/skillstream/skillstream/providers"
@@ -141,7 +142,7 @@ func (f *fixture) push(t testing.TB, dirs ...string) {
 		}
 		ls = append(ls, l)
 	}
-	if _, err := f.pub.Push(context.Background(), store.Scope{}, ls, false); err != nil {
+	if _, err := f.pub.Push(context.Background(), skillstore.Scope{}, ls, false); err != nil {
 		t.Fatal(err)
 	}
 }

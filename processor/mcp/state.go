@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -101,7 +102,7 @@ func newEntry(name string, files []providers.File) (*entry, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	e := &entry{name: name, files: make(map[string]*fileMeta, len(files)), dirs: map[string][]child{}}
-	h := agentskills.NewHasher()
+	h := skillstore.NewHasher()
 	var skillMD []byte
 	res := make([]skillResource, 0, len(files))
 	dirSeen := map[string]bool{"": true}
@@ -174,7 +175,7 @@ func newEntry(name string, files []providers.File) (*entry, error) {
 func skillDigest(files []providers.File) (string, error) {
 	sorted := append([]providers.File(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
-	h := agentskills.NewHasher()
+	h := skillstore.NewHasher()
 	for _, f := range sorted {
 		if err := h.Add(f.Path, int64(len(f.Data)), bytes.NewReader(f.Data)); err != nil {
 			return "", err

@@ -1,29 +1,25 @@
 package agentskills
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/skillstream/skillstream/events/skillstore"
 )
 
-// A skill's digest identifies the exact files of a skill: the lowercase hex
-// SHA-256 over its regular files, each contributing
-// "<relative path>\x00<size in decimal bytes>\x00<bytes>", in byte order of
-// path (with "/" separators). A flat-file skill is digested as one file
-// named SKILL.md. The skill store names its objects by it, and tool results
+// A skill's digest identifies the exact files of a skill; its rule (the
+// files hashed in byte order of path) is the skill store's, kept in
+// skillstore.Hasher. A flat-file skill is digested as one file named
+// SKILL.md. The skill store names its objects by it, and tool results
 // carry it so a worker can tell which version of a skill it was given.
 
-// Errors of Files and Hasher. Match them with errors.Is.
+// Errors of Files. Match them with errors.Is.
 var (
 	// ErrLinkOutside reports a symbolic link that leaves the skill folder.
 	ErrLinkOutside = errors.New("symbolic link leaves the skill folder")
@@ -34,9 +30,6 @@ var (
 	ErrTooManyFiles = errors.New("too many files")
 	// ErrTooLarge reports a skill whose files are larger than allowed.
 	ErrTooLarge = errors.New("too large")
-	// ErrDigestOrder reports files added to a Hasher out of path order, or
-	// a file whose content is not as long as declared.
-	ErrDigestOrder = errors.New("skill files out of order or of the wrong size")
 	// ErrFileChanged reports a file that is no longer the one Files found
 	// (replaced, by a symbolic link or another file, or resized).
 	ErrFileChanged = errors.New("file changed since the folder was listed")
@@ -57,16 +50,6 @@ const (
 	NoHidden
 )
 
-// VCS reports whether name is a version control folder's name (.git,
-// .hg, .svn, in any case): never published, never materialised.
-func VCS(name string) bool {
-	switch strings.ToLower(name) {
-	case ".git", ".hg", ".svn":
-		return true
-	}
-	return false
-}
-
 // Hidden reports whether the "/"-separated relative path p has an element
 // starting with a dot.
 func Hidden(p string) bool {
@@ -81,7 +64,7 @@ func Hidden(p string) bool {
 func (s Selection) skips(name string) bool {
 	switch s {
 	case NoVCS:
-		return VCS(name)
+		return skillstore.VCS(name)
 	case NoHidden:
 		return strings.HasPrefix(name, ".")
 	}
@@ -95,10 +78,10 @@ type Limits struct {
 	MaxDepth int   // nesting of subfolders
 }
 
-// Defaults of Limits.
+// Defaults of Limits: a skill folder holds what the skill store accepts.
 const (
-	DefaultMaxFiles = 1000
-	DefaultMaxBytes = 8 << 20
+	DefaultMaxFiles = skillstore.DefaultMaxFiles
+	DefaultMaxBytes = skillstore.DefaultMaxBytes
 	DefaultMaxDepth = 16
 )
 
@@ -282,44 +265,9 @@ func inside(root, p string) bool {
 	return p == root || strings.HasPrefix(p, root+string(filepath.Separator))
 }
 
-// Hasher computes a skill digest from files given in byte order of path.
-type Hasher struct {
-	h    hash.Hash
-	last string
-	n    int
-}
-
-// NewHasher returns an empty Hasher.
-func NewHasher() *Hasher { return &Hasher{h: sha256.New()} }
-
-// Add hashes one file of size bytes read from r. Paths must come in
-// strictly increasing byte order and r must hold exactly size bytes;
-// otherwise Add returns an error wrapping ErrDigestOrder.
-func (h *Hasher) Add(p string, size int64, r io.Reader) error {
-	if h.n > 0 && p <= h.last {
-		return fmt.Errorf("%w: %q after %q", ErrDigestOrder, p, h.last)
-	}
-	h.last, h.n = p, h.n+1
-	io.WriteString(h.h, p)
-	h.h.Write([]byte{0})
-	io.WriteString(h.h, strconv.FormatInt(size, 10))
-	h.h.Write([]byte{0})
-	n, err := io.Copy(h.h, io.LimitReader(r, size+1))
-	if err != nil {
-		return err
-	}
-	if n != size {
-		return fmt.Errorf("%w: %q holds %d bytes, not %d", ErrDigestOrder, p, n, size)
-	}
-	return nil
-}
-
-// Sum returns the digest of the files added so far.
-func (h *Hasher) Sum() string { return hex.EncodeToString(h.h.Sum(nil)) }
-
 // DigestFiles reads files (as Files lists them) and returns their digest.
 func DigestFiles(files []File) (string, error) {
-	h := NewHasher()
+	h := skillstore.NewHasher()
 	for _, f := range files {
 		if err := digestOne(h, f); err != nil {
 			return "", err
@@ -328,7 +276,7 @@ func DigestFiles(files []File) (string, error) {
 	return h.Sum(), nil
 }
 
-func digestOne(h *Hasher, f File) error {
+func digestOne(h *skillstore.Hasher, f File) error {
 	fh, err := Open(f)
 	if err != nil {
 		return err
@@ -365,7 +313,7 @@ func DigestFile(file string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("%s: %w", file, ErrNotRegular)
 	}
-	h := NewHasher()
+	h := skillstore.NewHasher()
 	if err := h.Add(SkillFile, fi.Size(), fh); err != nil {
 		return "", fmt.Errorf("%s changed while it was read: %w", file, err)
 	}

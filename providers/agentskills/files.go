@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 )
 
@@ -97,7 +98,7 @@ func readExact(lf File) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) != lf.Size {
-		return nil, fmt.Errorf("%s: changed while read: %w", lf.Source, ErrDigestOrder)
+		return nil, fmt.Errorf("%s: changed while read: %w", lf.Source, skillstore.ErrDigestOrder)
 	}
 	return data, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -31,7 +32,7 @@ func BenchmarkWarmSnapshot1000(b *testing.B) {
 		}
 		ls = append(ls, l)
 	}
-	if _, err := pb.Push(context.Background(), store.Global, ls, false); err != nil {
+	if _, err := pb.Push(context.Background(), skillstore.Global, ls, false); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
@@ -59,7 +60,7 @@ func BenchmarkLoad(b *testing.B) {
 	pb := publisher(b, srv.JS, store.Config{})
 	root := b.TempDir()
 	dir := writeSkill(b, root, "a-skill", "A.", "Body of the skill, a few lines long.\n\n1. Step.\n2. Step.", map[string]string{"ref.md": "ref"})
-	push(b, pb, store.Global, false, dir)
+	push(b, pb, skillstore.Global, false, dir)
 	sp := open(b, srv.JS, store.Config{})
 	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, CustomDirs: []string{root}})
 	if err != nil {
@@ -103,7 +104,7 @@ func BenchmarkPushToSnapshot(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		push(b, pb, store.Global, false, writeSkill(b, root, "a-skill", fmt.Sprintf("Version %d.", i), "Body.", nil))
+		push(b, pb, skillstore.Global, false, writeSkill(b, root, "a-skill", fmt.Sprintf("Version %d.", i), "Body.", nil))
 		start := time.Now()
 		for _, r := range regs {
 			for {

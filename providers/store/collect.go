@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events/skillstore"
 )
 
 // Objects are never rewritten and nothing else deletes them: an update adds
@@ -129,7 +131,7 @@ func (pb *Publisher) Collect(ctx context.Context, opts CollectOptions) (Collecti
 		case used[o.Name]:
 			c.Kept++
 			c.Named++
-		case !hexDigest.MatchString(o.Name):
+		case !skillstore.ValidDigest(o.Name):
 			c.Kept++
 		case now.Sub(o.ModTime) < opts.MinAge:
 			c.Kept++
@@ -150,7 +152,7 @@ func (pb *Publisher) Collect(ctx context.Context, opts CollectOptions) (Collecti
 				continue // removed by someone else meanwhile
 			}
 			if err != nil {
-				return c, fmt.Errorf("remove object %s: %w", short(o.Digest), err)
+				return c, fmt.Errorf("remove object %s: %w", skillstore.Short(o.Digest), err)
 			}
 			removed[o.Digest] = true
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -20,7 +21,7 @@ import (
 // objectNames lists the store's objects, sorted.
 func objectNames(t testing.TB, js jetstream.JetStream) []string {
 	t.Helper()
-	obs, err := js.ObjectStore(context.Background(), store.DefaultObjects)
+	obs, err := js.ObjectStore(context.Background(), skillstore.DefaultObjects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func digests(objs []store.Object) []string {
 // name, as `skills get NAME@REV` does.
 func readableHistory(t testing.TB, pb *store.Publisher, name string) {
 	t.Helper()
-	hs, err := pb.History(context.Background(), store.Global, name)
+	hs, err := pb.History(context.Background(), skillstore.Global, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +82,11 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 	pb := publisher(t, srv.JS, store.Config{History: 1})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "Version one.", nil)
-	v1 := push(t, pb, store.Global, false, dir, writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
+	v1 := push(t, pb, skillstore.Global, false, dir, writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
 	writeSkill(t, root, "a-skill", "A.", "Version two.", nil)
-	v2 := push(t, pb, store.Global, false, dir)
+	v2 := push(t, pb, skillstore.Global, false, dir)
 	// An object not named by a digest is not skillstream's: left alone.
-	obs, _ := srv.JS.ObjectStore(context.Background(), store.DefaultObjects)
+	obs, _ := srv.JS.ObjectStore(context.Background(), skillstore.DefaultObjects)
 	if _, err := obs.PutString(context.Background(), "README", "not a skill"); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 	if got, want := objectNames(t, srv.JS), []string{"README", v1[1].Digest, v2[0].Digest}; !slices.Equal(got, sorted(want)) {
 		t.Fatalf("objects after gc %v, want %v", got, want)
 	}
-	cur, err := pb.Get(context.Background(), store.Global, "a-skill", 0)
+	cur, err := pb.Get(context.Background(), skillstore.Global, "a-skill", 0)
 	if err != nil || cur.Record.Digest != v2[0].Digest {
 		t.Fatalf("current a-skill = %+v, %v", cur, err)
 	}
@@ -121,7 +122,7 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 
 	// Pushing the old files again stores them again.
 	writeSkill(t, root, "a-skill", "A.", "Version one.", nil)
-	back := push(t, pb, store.Global, false, dir)
+	back := push(t, pb, skillstore.Global, false, dir)
 	if back[0].Digest != v1[0].Digest {
 		t.Fatalf("version one again has digest %s, first %s", back[0].Digest, v1[0].Digest)
 	}
@@ -142,7 +143,7 @@ func TestCollectKeepsEveryRevisionInHistoryAndRemovedSkills(t *testing.T) {
 	var revs []string
 	for v := 1; v <= 4; v++ {
 		dir = writeSkill(t, root, "a-skill", "A.", fmt.Sprintf("Version %d.", v), nil)
-		revs = append(revs, push(t, pb, store.Global, false, dir)[0].Digest)
+		revs = append(revs, push(t, pb, skillstore.Global, false, dir)[0].Digest)
 	}
 	c := collect(t, pb, store.CollectOptions{})
 	if !slices.Equal(digests(c.Removed), revs[:1]) || c.Kept != 3 {
@@ -152,7 +153,7 @@ func TestCollectKeepsEveryRevisionInHistoryAndRemovedSkills(t *testing.T) {
 
 	// A removal is a revision too: revision 2 leaves the history, 3 and 4
 	// stay readable although the skill is gone.
-	if _, err := pb.Remove(context.Background(), store.Global, "a-skill"); err != nil {
+	if _, err := pb.Remove(context.Background(), skillstore.Global, "a-skill"); err != nil {
 		t.Fatal(err)
 	}
 	c = collect(t, pb, store.CollectOptions{})
@@ -170,17 +171,17 @@ func TestCollectRefusesWhenAnIndexRevisionIsUnreadable(t *testing.T) {
 	pb := publisher(t, srv.JS, store.Config{History: 2})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "One.", nil)
-	one := push(t, pb, store.Global, false, dir)
+	one := push(t, pb, skillstore.Global, false, dir)
 	for _, body := range []string{"Two.", "Three."} { // one's object is unreferenced
 		writeSkill(t, root, "a-skill", "A.", body, nil)
-		push(t, pb, store.Global, false, dir)
+		push(t, pb, skillstore.Global, false, dir)
 	}
-	kv, _ := srv.JS.KeyValue(context.Background(), store.DefaultBucket)
+	kv, _ := srv.JS.KeyValue(context.Background(), skillstore.DefaultBucket)
 	// An older revision of a key whose current one is fine still counts.
 	if _, err := kv.Put(context.Background(), "global.c-skill", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
-	c0 := push(t, pb, store.Global, false, writeSkill(t, root, "c-skill", "C.", "C.", nil))
+	c0 := push(t, pb, skillstore.Global, false, writeSkill(t, root, "c-skill", "C.", "C.", nil))
 	if _, err := kv.Put(context.Background(), "something.else.here", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -208,8 +209,8 @@ func TestCollectRefusesWhenAnIndexRevisionIsUnreadable(t *testing.T) {
 	if err := kv.Purge(context.Background(), "something.else.here"); err != nil {
 		t.Fatal(err)
 	}
-	c1 := push(t, pb, store.Global, false, writeSkill(t, root, "c-skill", "C.", "C again.", nil))
-	if h, _ := pb.History(context.Background(), store.Global, "c-skill"); len(h) != 2 ||
+	c1 := push(t, pb, skillstore.Global, false, writeSkill(t, root, "c-skill", "C.", "C again.", nil))
+	if h, _ := pb.History(context.Background(), skillstore.Global, "c-skill"); len(h) != 2 ||
 		h[0].Record.Digest != c0[0].Digest || h[1].Record.Digest != c1[0].Digest {
 		t.Fatalf("c-skill history %+v, want its two good versions", h)
 	}
@@ -225,9 +226,9 @@ func TestCollectMinAgeProtectsYoungObjects(t *testing.T) {
 	pb := publisher(t, srv.JS, store.Config{History: 1})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "One.", nil)
-	v1 := push(t, pb, store.Global, false, dir)
+	v1 := push(t, pb, skillstore.Global, false, dir)
 	writeSkill(t, root, "a-skill", "A.", "Two.", nil)
-	push(t, pb, store.Global, false, dir)
+	push(t, pb, skillstore.Global, false, dir)
 
 	c := collect(t, pb, store.CollectOptions{MinAge: time.Hour})
 	if len(c.Removed) != 0 || c.Young != 1 || c.Kept != 2 {
@@ -250,13 +251,13 @@ func TestCollectReportsAnEntryPublishedOnRemovedFiles(t *testing.T) {
 	other := publisher(t, srv.JS, store.Config{History: 1})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "One.", nil)
-	v1 := push(t, pb, store.Global, false, dir)
+	v1 := push(t, pb, skillstore.Global, false, dir)
 	writeSkill(t, root, "a-skill", "A.", "Two.", nil)
-	push(t, pb, store.Global, false, dir)
+	push(t, pb, skillstore.Global, false, dir)
 	writeSkill(t, root, "a-skill", "A.", "One.", nil)
 	store.SetBeforeDelete(pb, func() {
 		store.SetBeforeDelete(pb, nil)
-		push(t, other, store.Global, false, dir) // finds v1's object and reuses it
+		push(t, other, skillstore.Global, false, dir) // finds v1's object and reuses it
 	})
 	c, err := pb.Collect(context.Background(), store.CollectOptions{})
 	if !errors.Is(err, store.ErrRemovedInUse) || !strings.Contains(err.Error(), "global.a-skill rev 3") ||
@@ -268,7 +269,7 @@ func TestCollectReportsAnEntryPublishedOnRemovedFiles(t *testing.T) {
 	if err := pb.Materialize(context.Background(), v1[0].Digest, out); err == nil {
 		t.Fatal("the reported entry's files are still there")
 	}
-	if again := push(t, pb, store.Global, false, dir); again[0].Action != store.Unchanged {
+	if again := push(t, pb, skillstore.Global, false, dir); again[0].Action != store.Unchanged {
 		t.Fatalf("push again = %+v, want unchanged", again)
 	}
 	if err := pb.Materialize(context.Background(), v1[0].Digest, out); err != nil {

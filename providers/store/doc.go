@@ -1,15 +1,17 @@
 // Package store is the skill store: skills shared by every member of a
 // fleet, kept in the same NATS system as the sessions. It is the only
-// adapter of the store's JetStream buckets.
+// adapter of the store's JetStream buckets that publishes and serves
+// catalogs; the layout it reads and writes — buckets, keys, digests,
+// objects, unpacking and materialising — is package skillstore's, which
+// worker clients share.
 //
 // The index is a key-value bucket (default SKILLS) with one key per scope
-// and skill — "global.<name>" for every session, "project.<id>.<name>" for
-// sessions whose trigger names project <id> — whose value (a JSON Record)
-// holds the skill's summary, invocation flags, digest and object name. The
-// files are an object store (default SKILLS) holding one tar archive per
-// skill, named by the skill's digest (see agentskills.Digest), so an
-// object never changes and earlier revisions stay readable as long as the
-// index keeps them (its history depth).
+// and skill (skillstore.Scope.Key) whose value (a JSON Record) holds the
+// skill's summary, invocation flags, digest and object name. The files are
+// an object store (default SKILLS) holding one archive per skill, named by
+// the skill's digest, so an object never changes and earlier revisions
+// stay readable as long as the index keeps them (its history depth). Index
+// keys whose name the catalog refuses are not listed.
 //
 // Provider serves the store to a registry: it follows the index with a
 // watch and answers snapshots from memory, without reading an object; a
@@ -40,6 +42,6 @@
 // while it is the one listed.
 // Collect (`skills gc`) removes the objects no revision the index still
 // holds names, which nothing else ever deletes.
-// Materialize writes a skill's files to a directory atomically and
-// read-only, for workers and `skills get`.
+// Publisher.Materialize writes a skill's files to a directory atomically
+// and read-only (skillstore.Materialize), for `skills get`.
 package store

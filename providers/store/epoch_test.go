@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
@@ -46,7 +47,7 @@ func TestBucketsRecreatedAreLoadedUnderNewEpoch(t *testing.T) {
 	root := t.TempDir()
 	var cs []store.Change
 	for _, d := range []string{"One.", "Two.", "Three."} {
-		cs = push(t, pb, store.Global, false, writeSkill(t, root, "old-skill", d, "Body.", nil))
+		cs = push(t, pb, skillstore.Global, false, writeSkill(t, root, "old-skill", d, "Body.", nil))
 	}
 	var logs syncBuilder
 	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs)})
@@ -60,10 +61,10 @@ func TestBucketsRecreatedAreLoadedUnderNewEpoch(t *testing.T) {
 		t.Fatalf("snapshot at %q/%d, want %+v", s.Epoch, s.Revision, old)
 	}
 
-	if err := srv.JS.DeleteKeyValue(ctx, store.DefaultBucket); err != nil {
+	if err := srv.JS.DeleteKeyValue(ctx, skillstore.DefaultBucket); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.JS.DeleteObjectStore(ctx, store.DefaultObjects); err != nil {
+	if err := srv.JS.DeleteObjectStore(ctx, skillstore.DefaultObjects); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the deleted buckets to make the store unavailable", func() bool {
@@ -72,7 +73,7 @@ func TestBucketsRecreatedAreLoadedUnderNewEpoch(t *testing.T) {
 	})
 	start := time.Now()
 	pb2 := publisher(t, srv.JS, store.Config{})
-	nc := push(t, pb2, store.Global, false, writeSkill(t, t.TempDir(), "new-skill", "New.", "Body.", nil))
+	nc := push(t, pb2, skillstore.Global, false, writeSkill(t, t.TempDir(), "new-skill", "New.", "Body.", nil))
 	eventually(t, "the recreated buckets to be served", func() bool {
 		s, err := reg.Snapshot(ctx, catalog.Query{})
 		return err == nil && s.Complete && slices.Equal(names(s), []string{"new-skill"})
@@ -103,15 +104,15 @@ func TestRefreshFindsRecreatedBuckets(t *testing.T) {
 	srv := natstest.Start(t)
 	ctx := context.Background()
 	pb := publisher(t, srv.JS, store.Config{})
-	push(t, pb, store.Global, false, writeSkill(t, t.TempDir(), "old-skill", "Old.", "Body.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, t.TempDir(), "old-skill", "Old.", "Body.", nil))
 	p := open(t, srv.JS, store.Config{})
 	old := p.Position()
 	if got, err := p.Refresh(ctx); err != nil || got != old.Epoch {
 		t.Fatalf("Refresh of unchanged buckets = %q, %v; want %q", got, err, old.Epoch)
 	}
-	srv.JS.DeleteKeyValue(ctx, store.DefaultBucket)
-	srv.JS.DeleteObjectStore(ctx, store.DefaultObjects)
-	push(t, publisher(t, srv.JS, store.Config{}), store.Global, false, writeSkill(t, t.TempDir(), "new-skill", "New.", "Body.", nil))
+	srv.JS.DeleteKeyValue(ctx, skillstore.DefaultBucket)
+	srv.JS.DeleteObjectStore(ctx, skillstore.DefaultObjects)
+	push(t, publisher(t, srv.JS, store.Config{}), skillstore.Global, false, writeSkill(t, t.TempDir(), "new-skill", "New.", "Body.", nil))
 	var got string
 	eventually(t, "Refresh to load the recreated buckets", func() bool {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)

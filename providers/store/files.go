@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 )
 
 // Files implements providers.Filer: the files of the winning entry called
 // name for q, read by digest from the object store and verified against
-// it (a mismatch is an error wrapping ErrBadArchive), within the
+// it (a mismatch is an error wrapping skillstore.ErrBadArchive), within the
 // provider's limits and maxFiles and maxBytes.
 func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error) {
 	if !catalog.ValidName(name) {
@@ -30,14 +31,14 @@ func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxF
 	if maxBytes > 0 && (lim.MaxBytes <= 0 || maxBytes < lim.MaxBytes) {
 		lim.MaxBytes = maxBytes
 	}
-	files, err := fetch(ctx, p.obs, p.cfg.Objects, e.rec.Digest, lim)
+	files, err := skillstore.Fetch(ctx, p.obs, e.rec.Digest, lim)
 	p.fetches.Add(1)
 	if err != nil {
 		return nil, fmt.Errorf("skill %q: %w", name, err)
 	}
 	out := make([]providers.File, len(files))
 	for i, f := range files {
-		out[i] = providers.File{Path: f.path, Data: f.data}
+		out[i] = providers.File{Path: f.Path, Data: f.Data}
 	}
 	return out, nil
 }

@@ -8,14 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 )
-
-// File is one file of a published skill version, by its path inside the
-// skill's folder.
-type File struct {
-	Path string
-	Data []byte
-}
 
 // ErrNotKept reports a revision the index does not keep for a skill: never
 // one of its revisions, or dropped from the index's history.
@@ -24,20 +18,12 @@ var ErrNotKept = errors.New("revision not kept")
 // Files returns the files of the skill version named by digest, in the
 // order they were archived, checked against the digest and bounded by the
 // store's limits. A version whose files were removed (by gc) is an error
-// wrapping ErrObjectMissing.
-func (pb *Publisher) Files(ctx context.Context, digest string) ([]File, error) {
-	if !hexDigest.MatchString(digest) {
+// wrapping skillstore.ErrObjectMissing.
+func (pb *Publisher) Files(ctx context.Context, digest string) ([]skillstore.File, error) {
+	if !skillstore.ValidDigest(digest) {
 		return nil, fmt.Errorf("%w: digest %q is not 64 lowercase hex digits", ErrBadRecord, clip(digest))
 	}
-	fd, err := fetch(ctx, pb.obs, pb.cfg.Bucket, digest, pb.cfg.limits())
-	if err != nil {
-		return nil, err
-	}
-	out := make([]File, len(fd))
-	for i, f := range fd {
-		out[i] = File{Path: f.path, Data: f.data}
-	}
-	return out, nil
+	return skillstore.Fetch(ctx, pb.obs, digest, pb.cfg.objectLimits())
 }
 
 // Rollback publishes the files of an earlier revision of name in scope as
@@ -48,11 +34,11 @@ func (pb *Publisher) Files(ctx context.Context, digest string) ([]File, error) {
 // write is conditional on the revision read (an error wrapping ErrChanged
 // when another publisher wrote in between). It refuses, writing nothing, a
 // revision that is not one of the skill's kept publications (ErrNotKept)
-// and one whose files are gone from the object store (ErrObjectMissing,
+// and one whose files are gone from the object store (skillstore.ErrObjectMissing,
 // checked by fetching and verifying them). When the revision's digest is
 // the current one it writes nothing and returns Unchanged. from is the
 // revision whose files were published.
-func (pb *Publisher) Rollback(ctx context.Context, scope Scope, name string, to uint64) (c Change, from Revision, err error) {
+func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name string, to uint64) (c Change, from Revision, err error) {
 	hist, err := pb.History(ctx, scope, name)
 	if err != nil {
 		return Change{}, Revision{}, err
@@ -91,9 +77,9 @@ func (pb *Publisher) Rollback(ctx context.Context, scope Scope, name string, to 
 		return Change{Action: Unchanged, Name: name, Revision: last, Digest: cur.Record.Digest}, from, nil
 	}
 	if _, err := pb.Files(ctx, from.Record.Digest); err != nil {
-		if errors.Is(err, ErrObjectMissing) {
+		if errors.Is(err, skillstore.ErrObjectMissing) {
 			return Change{}, from, fmt.Errorf("skill %q in %s: the files of revision %d (%s) were removed by gc; push that version from its folder instead: %w",
-				name, scope, from.Revision, short(from.Record.Digest), err)
+				name, scope, from.Revision, skillstore.Short(from.Record.Digest), err)
 		}
 		return Change{}, from, fmt.Errorf("skill %q in %s: files of revision %d: %w", name, scope, from.Revision, err)
 	}
@@ -114,7 +100,7 @@ func (pb *Publisher) Rollback(ctx context.Context, scope Scope, name string, to 
 	// them); look again so that the operator hears of it.
 	if _, err := pb.obs.GetInfo(ctx, rec.Object); errors.Is(err, jetstream.ErrObjectNotFound) {
 		return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from,
-			fmt.Errorf("revision %d of %q names files a concurrent gc removed: %w; push that version from its folder", rev, name, ErrObjectMissing)
+			fmt.Errorf("revision %d of %q names files a concurrent gc removed: %w; push that version from its folder", rev, name, skillstore.ErrObjectMissing)
 	}
 	return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from, nil
 }

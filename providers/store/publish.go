@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -88,7 +90,7 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 		lim := cfg.limits()
 		max := lim.MaxBytes
 		if max <= 0 {
-			max = agentskills.DefaultMaxBytes
+			max = skillstore.DefaultMaxBytes
 		}
 		if !fi.Mode().IsRegular() {
 			return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, agentskills.ErrNotRegular)
@@ -104,7 +106,7 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 		want = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	for _, f := range files {
-		if err := checkEntryPath(f.Path); err != nil {
+		if err := skillstore.CheckPath(f.Path); err != nil {
 			return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, filepath.Join(path, filepath.FromSlash(f.Path)), err)
 		}
 	}
@@ -127,7 +129,7 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
 	}
 	// Parse what was archived, not the disk again.
-	unpacked, err := unpack(strings.NewReader(string(archive)), digest, agentskills.Limits{MaxFiles: len(files), MaxBytes: max(total, 1)})
+	unpacked, err := skillstore.Unpack(bytes.NewReader(archive), digest, skillstore.Limits{MaxFiles: len(files), MaxBytes: max(total, 1)})
 	if err != nil {
 		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
 	}
@@ -145,7 +147,7 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 	}
 	return Local{Path: path, archive: archive, Record: Record{
 		Name: sk.Name, Description: sk.Description, WhenToUse: sk.WhenToUse, Invocation: sk.Invocation,
-		Digest: digest, Object: digest, Size: total, Files: len(files),
+		Digest: digest, Object: skillstore.ObjectName(digest), Size: total, Files: len(files),
 	}}, nil
 }
 
@@ -227,7 +229,7 @@ type Change struct {
 // removed. Every write is conditional on the revision read, so a
 // concurrent publisher's change is never overwritten: it fails with an
 // error wrapping ErrChanged. Changes come by name, removals last.
-func (pb *Publisher) Push(ctx context.Context, scope Scope, skills []Local, prune bool) ([]Change, error) {
+func (pb *Publisher) Push(ctx context.Context, scope skillstore.Scope, skills []Local, prune bool) ([]Change, error) {
 	seen := make(map[string]string, len(skills))
 	for _, l := range skills {
 		if first, dup := seen[l.Record.Name]; dup {
@@ -265,7 +267,7 @@ func (pb *Publisher) Push(ctx context.Context, scope Scope, skills []Local, prun
 	return out, nil
 }
 
-func (pb *Publisher) pushOne(ctx context.Context, scope Scope, l Local) (Change, error) {
+func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Local) (Change, error) {
 	key := scope.Key(l.Record.Name)
 	var last uint64
 	e, err := pb.kv.Get(ctx, key)
@@ -321,7 +323,7 @@ func (pb *Publisher) putObject(ctx context.Context, l Local) error {
 	if _, err := pb.obs.GetInfo(ctx, l.Record.Object); err == nil {
 		return nil
 	} else if !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("look up object %s: %w", short(l.Record.Object), err)
+		return fmt.Errorf("look up object %s: %w", skillstore.Short(l.Record.Object), err)
 	}
 	_, err := pb.obs.PutBytes(ctx, l.Record.Object, l.archive)
 	if err != nil {
@@ -332,15 +334,15 @@ func (pb *Publisher) putObject(ctx context.Context, l Local) error {
 
 // Published is one skill as the index holds it.
 type Published struct {
-	Scope    Scope
+	Scope    skillstore.Scope
 	Record   Record
 	Revision uint64
 	Created  time.Time
 }
 
 // List returns the skills published in scope, by name.
-func (pb *Publisher) List(ctx context.Context, scope Scope) ([]Published, error) {
-	return pb.list(ctx, scope.prefix()+"*")
+func (pb *Publisher) List(ctx context.Context, scope skillstore.Scope) ([]Published, error) {
+	return pb.list(ctx, scope.Filter())
 }
 
 // ListAll returns every published skill, by scope (global first) and name.
@@ -367,7 +369,7 @@ func (pb *Publisher) list(ctx context.Context, filter string) ([]Published, erro
 				sort.Slice(out, func(i, j int) bool {
 					a, b := out[i], out[j]
 					if a.Scope != b.Scope {
-						return a.Scope.project < b.Scope.project
+						return a.Scope.ProjectID() < b.Scope.ProjectID()
 					}
 					return a.Record.Name < b.Record.Name
 				})
@@ -398,7 +400,7 @@ type Revision struct {
 // History returns the revisions the index keeps of name in scope, oldest
 // first. It returns an error wrapping catalog.ErrNotFound when there are
 // none.
-func (pb *Publisher) History(ctx context.Context, scope Scope, name string) ([]Revision, error) {
+func (pb *Publisher) History(ctx context.Context, scope skillstore.Scope, name string) ([]Revision, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return nil, err
 	}
@@ -424,7 +426,7 @@ func (pb *Publisher) History(ctx context.Context, scope Scope, name string) ([]R
 // readable) and returns the marker's revision. It fails with an error
 // wrapping catalog.ErrNotFound when the skill is not published there, and
 // with ErrChanged when it changed while being removed.
-func (pb *Publisher) Remove(ctx context.Context, scope Scope, name string) (uint64, error) {
+func (pb *Publisher) Remove(ctx context.Context, scope skillstore.Scope, name string) (uint64, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return 0, err
 	}
@@ -438,7 +440,7 @@ func (pb *Publisher) Remove(ctx context.Context, scope Scope, name string) (uint
 	return pb.remove(ctx, scope, name, e.Revision())
 }
 
-func (pb *Publisher) remove(ctx context.Context, scope Scope, name string, last uint64) (uint64, error) {
+func (pb *Publisher) remove(ctx context.Context, scope skillstore.Scope, name string, last uint64) (uint64, error) {
 	key := scope.Key(name)
 	err := pb.kv.Delete(ctx, key, jetstream.LastRevision(last))
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -456,7 +458,7 @@ func (pb *Publisher) remove(ctx context.Context, scope Scope, name string, last 
 
 // Get returns the entry of name in scope: the current one when revision is
 // 0, else that revision (which must be a publication, not a removal).
-func (pb *Publisher) Get(ctx context.Context, scope Scope, name string, revision uint64) (Published, error) {
+func (pb *Publisher) Get(ctx context.Context, scope skillstore.Scope, name string, revision uint64) (Published, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return Published{}, err
 	}
@@ -484,7 +486,8 @@ func (pb *Publisher) Get(ctx context.Context, scope Scope, name string, revision
 	return Published{Scope: scope, Record: rec, Revision: e.Revision(), Created: e.Created()}, nil
 }
 
-// Materialize writes the files of digest into dir (see Materialize).
+// Materialize writes the files of digest, read from the store's object
+// store within its limits, into dir (see skillstore.Materialize).
 func (pb *Publisher) Materialize(ctx context.Context, digest, dir string) error {
-	return materialize(ctx, pb.obs, pb.cfg, digest, dir)
+	return skillstore.Materialize(ctx, pb.obs, digest, dir, pb.cfg.objectLimits())
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
@@ -70,7 +71,7 @@ func TestPushLeavesOutVCSAndHiddenFiles(t *testing.T) {
 		t.Errorf("record counts %d files", l.Record.Files)
 	}
 	pb := publisher(t, srv.JS, store.Config{})
-	cs, err := pb.Push(context.Background(), store.Global, []store.Local{l}, false)
+	cs, err := pb.Push(context.Background(), skillstore.Global, []store.Local{l}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
@@ -40,8 +41,8 @@ func TestSelfLinkedObjectFailsAtOnce(t *testing.T) {
 	srv := natstest.Start(t)
 	ctx := context.Background()
 	pb := publisher(t, srv.JS, store.Config{})
-	cs := push(t, pb, store.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body A.", nil))
-	obs, err := srv.JS.ObjectStore(ctx, store.DefaultObjects)
+	cs := push(t, pb, skillstore.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body A.", nil))
+	obs, err := srv.JS.ObjectStore(ctx, skillstore.DefaultObjects)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +51,13 @@ func TestSelfLinkedObjectFailsAtOnce(t *testing.T) {
 	selfLink := func(name string) {
 		t.Helper()
 		info := jetstream.ObjectInfo{ObjectMeta: jetstream.ObjectMeta{Name: name,
-			Opts: &jetstream.ObjectMetaOptions{Link: &jetstream.ObjectLink{Bucket: store.DefaultObjects, Name: name}}},
-			Bucket: store.DefaultObjects, NUID: "selflink" + name[:8]}
+			Opts: &jetstream.ObjectMetaOptions{Link: &jetstream.ObjectLink{Bucket: skillstore.DefaultObjects, Name: name}}},
+			Bucket: skillstore.DefaultObjects, NUID: "selflink" + name[:8]}
 		data, err := json.Marshal(info)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := nats.NewMsg("$O." + store.DefaultObjects + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+		m := nats.NewMsg("$O." + skillstore.DefaultObjects + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
 		m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 		m.Data = data
 		if _, err := srv.JS.PublishMsg(ctx, m); err != nil {
@@ -81,7 +82,7 @@ func TestSelfLinkedObjectFailsAtOnce(t *testing.T) {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := reg.Load(lctx, "a-skill", catalog.Query{})
 		cancel()
-		if !errors.Is(err, store.ErrBadArchive) || !strings.Contains(err.Error(), "is a link") {
+		if !errors.Is(err, skillstore.ErrBadArchive) || !strings.Contains(err.Error(), "is a link") {
 			t.Fatalf("Load of a self-linked object = %v, want ErrBadArchive naming the link", err)
 		}
 	}
@@ -90,14 +91,14 @@ func TestSelfLinkedObjectFailsAtOnce(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	t.Logf("20 loads of a self-linked object failed in %v; heap %d -> %d KiB", took.Round(time.Millisecond), before.HeapAlloc>>10, after.HeapAlloc>>10)
 	dir := t.TempDir() + "/a-skill"
-	if err := pb.Materialize(ctx, cs[0].Digest, dir); !errors.Is(err, store.ErrBadArchive) {
+	if err := pb.Materialize(ctx, cs[0].Digest, dir); !errors.Is(err, skillstore.ErrBadArchive) {
 		t.Fatalf("Materialize of a self-linked object = %v", err)
 	}
 
 	// A record naming a self-linked object is not listed.
 	d := fakeDigest("loop")
 	selfLink(d)
-	kv, _ := srv.JS.KeyValue(ctx, store.DefaultBucket)
+	kv, _ := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
 	if _, err := kv.Put(ctx, "global.loop-skill", record("loop-skill", d)); err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +117,10 @@ func TestMalformedValueKeepsLastGoodRevision(t *testing.T) {
 	ctx := context.Background()
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
-	cs := push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil), writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
+	cs := push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil), writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
 	var logs syncBuilder
 	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs)})
-	kv, _ := srv.JS.KeyValue(ctx, store.DefaultBucket)
+	kv, _ := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
 	bad, err := kv.Put(ctx, "global.a-skill", []byte("{not json"))
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +162,7 @@ func TestRecordsWithBadObjectsNotListed(t *testing.T) {
 	ctx := context.Background()
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
-	cs := push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil), writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
+	cs := push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil), writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
 	var warned atomic.Int64
 	var logs syncBuilder
 	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs), OnWarning: func(kind string) {
@@ -169,8 +170,8 @@ func TestRecordsWithBadObjectsNotListed(t *testing.T) {
 			warned.Add(1)
 		}
 	}})
-	obs, _ := srv.JS.ObjectStore(ctx, store.DefaultObjects)
-	kv, _ := srv.JS.KeyValue(ctx, store.DefaultBucket)
+	obs, _ := srv.JS.ObjectStore(ctx, skillstore.DefaultObjects)
+	kv, _ := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
 	archiveB, err := obs.GetBytes(ctx, cs[1].Digest)
 	if err != nil {
 		t.Fatal(err)

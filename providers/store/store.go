@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -26,8 +26,6 @@ import (
 // Defaults of Config.
 const (
 	DefaultName       = "store"
-	DefaultBucket     = "SKILLS"
-	DefaultObjects    = "SKILLS"
 	DefaultHistory    = 16
 	MaxHistory        = 64 // the key-value store's own limit
 	DefaultCacheBytes = 32 << 20
@@ -39,8 +37,6 @@ var (
 	// right now (NATS disconnected, the watch not (re)established): the
 	// skills listed may be out of date.
 	ErrUnavailable = errors.New("skill store unavailable")
-	// ErrObjectMissing reports an index entry whose object is gone.
-	ErrObjectMissing = errors.New("skill files missing from the object store")
 	// ErrChanged reports a publish that lost a race: the skill changed
 	// since it was read.
 	ErrChanged = errors.New("changed since read")
@@ -54,7 +50,8 @@ type Config struct {
 	// Name is the provider name in summaries; default "store".
 	Name string
 	// Bucket is the key-value bucket of the index, Objects the object
-	// store of the skills' files; both default to "SKILLS".
+	// store of the skills' files; both default to "SKILLS"
+	// (skillstore.DefaultBucket, skillstore.DefaultObjects).
 	Bucket, Objects string
 	// Replicas of both when they are created; default 1.
 	Replicas int
@@ -62,7 +59,7 @@ type Config struct {
 	// is created (1 to 64); default 16.
 	History int
 	// MaxFiles and MaxBytes bound one skill's files (count, total bytes);
-	// defaults agentskills.DefaultMaxFiles and DefaultMaxBytes.
+	// defaults skillstore.DefaultMaxFiles and DefaultMaxBytes.
 	MaxFiles int
 	MaxBytes int64
 	// CacheBytes bounds the loaded bodies kept by digest; default 32 MiB.
@@ -86,10 +83,10 @@ func (c Config) withDefaults() Config {
 		c.Name = DefaultName
 	}
 	if c.Bucket == "" {
-		c.Bucket = DefaultBucket
+		c.Bucket = skillstore.DefaultBucket
 	}
 	if c.Objects == "" {
-		c.Objects = DefaultObjects
+		c.Objects = skillstore.DefaultObjects
 	}
 	if c.Replicas <= 0 {
 		c.Replicas = 1
@@ -114,8 +111,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// limits bound the skill folders read for publishing.
 func (c Config) limits() agentskills.Limits {
 	return agentskills.Limits{MaxFiles: c.MaxFiles, MaxBytes: c.MaxBytes}
+}
+
+// objectLimits bound the objects read from the store.
+func (c Config) objectLimits() skillstore.Limits {
+	return skillstore.Limits{MaxFiles: c.MaxFiles, MaxBytes: c.MaxBytes}
 }
 
 // buckets validates cfg, applies its defaults and opens the index and the
@@ -172,7 +175,7 @@ type Provider struct {
 	kv   jetstream.KeyValue
 	obs  jetstream.ObjectStore
 	log  *slog.Logger
-	lim  agentskills.Limits
+	lim  skillstore.Limits
 	body *bodyCache
 
 	ctx    context.Context
@@ -219,7 +222,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		return nil, err
 	}
 	p := &Provider{
-		cfg: cfg, js: js, nc: js.Conn(), kv: kv, obs: obs, log: cfg.Logger, lim: cfg.limits(),
+		cfg: cfg, js: js, nc: js.Conn(), kv: kv, obs: obs, log: cfg.Logger, lim: cfg.objectLimits(),
 		body:     newBodyCache(cfg.CacheBytes),
 		done:     make(chan struct{}),
 		why:      fmt.Errorf("%w: index not loaded yet", ErrUnavailable),
@@ -420,7 +423,7 @@ func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summ
 		Invocation: e.rec.Invocation, Source: source, Provider: p.cfg.Name,
 	}
 	if q.ResourceDir != "" {
-		s.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: ResourcePath(q.ResourceDir, e.rec.Name, e.rec.Digest)}
+		s.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: skillstore.ResourcePath(q.ResourceDir, e.rec.Name, e.rec.Digest)}
 	}
 	return s
 }
@@ -478,89 +481,33 @@ func (p *Provider) loadBody(ctx context.Context, rec Record) (catalog.Skill, err
 // readBody reads rec's object and parses its SKILL.md, checking that it
 // defines the skill rec names.
 func (p *Provider) readBody(ctx context.Context, rec Record) (catalog.Skill, error) {
-	files, err := fetch(ctx, p.obs, p.cfg.Objects, rec.Digest, p.lim)
+	files, err := skillstore.Fetch(ctx, p.obs, rec.Digest, p.lim)
 	p.fetches.Add(1)
 	if err != nil {
 		return catalog.Skill{}, fmt.Errorf("skill %q: %w", rec.Name, err)
 	}
 	sk, err := parseSkill(files)
 	if err != nil {
-		return catalog.Skill{}, fmt.Errorf("skill %q (%s): %w", rec.Name, short(rec.Digest), err)
+		return catalog.Skill{}, fmt.Errorf("skill %q (%s): %w", rec.Name, skillstore.Short(rec.Digest), err)
 	}
 	if sk.Name != rec.Name {
-		return catalog.Skill{}, fmt.Errorf("skill %q: its files (%s) define skill %q: %w", rec.Name, short(rec.Digest), sk.Name, ErrWrongSkill)
+		return catalog.Skill{}, fmt.Errorf("skill %q: its files (%s) define skill %q: %w", rec.Name, skillstore.Short(rec.Digest), sk.Name, ErrWrongSkill)
 	}
 	return sk, nil
 }
 
 // parseSkill parses the SKILL.md of unpacked files.
-func parseSkill(files []fileData) (catalog.Skill, error) {
+func parseSkill(files []skillstore.File) (catalog.Skill, error) {
 	for _, f := range files {
-		if f.path == agentskills.SkillFile {
-			if len(f.data) > agentskills.MaxFileSize {
-				return catalog.Skill{}, fmt.Errorf("%w: SKILL.md is larger than %d bytes", ErrBadArchive, agentskills.MaxFileSize)
+		if f.Path == agentskills.SkillFile {
+			if len(f.Data) > agentskills.MaxFileSize {
+				return catalog.Skill{}, fmt.Errorf("%w: SKILL.md is larger than %d bytes", skillstore.ErrBadArchive, agentskills.MaxFileSize)
 			}
-			return agentskills.ParseFile(agentskills.SkillFile, f.data)
+			return agentskills.ParseFile(agentskills.SkillFile, f.Data)
 		}
 	}
-	return catalog.Skill{}, fmt.Errorf("%w: no SKILL.md", ErrBadArchive)
+	return catalog.Skill{}, fmt.Errorf("%w: no SKILL.md", skillstore.ErrBadArchive)
 }
-
-// fetch reads and unpacks the object named digest, bounded by lim.
-func fetch(ctx context.Context, obs jetstream.ObjectStore, bucket, digest string, lim agentskills.Limits) ([]fileData, error) {
-	lim = agentskills.Limits{MaxFiles: lim.MaxFiles, MaxBytes: lim.MaxBytes}
-	if lim.MaxFiles <= 0 {
-		lim.MaxFiles = agentskills.DefaultMaxFiles
-	}
-	if lim.MaxBytes <= 0 {
-		lim.MaxBytes = agentskills.DefaultMaxBytes
-	}
-	// The object store's Get follows links, within the bucket without a
-	// bound on their number: a link to itself spins forever. Skill objects
-	// are never links, so one is refused before Get, and Get runs under a
-	// deadline in case a link was put in place meanwhile.
-	meta, err := obs.GetInfo(ctx, digest)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return nil, fmt.Errorf("%w: object %s of store %s", ErrObjectMissing, short(digest), bucket)
-		}
-		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
-	}
-	if meta.Opts != nil && meta.Opts.Link != nil {
-		return nil, fmt.Errorf("%w: object %s is a link (to %q in %q); skill objects never are", ErrBadArchive,
-			short(digest), clip(meta.Opts.Link.Name), clip(meta.Opts.Link.Bucket))
-	}
-	gctx, cancel := context.WithTimeout(ctx, objectReadTimeout)
-	defer cancel()
-	res, err := obs.Get(gctx, digest)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return nil, fmt.Errorf("%w: object %s of store %s", ErrObjectMissing, short(digest), bucket)
-		}
-		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
-	}
-	defer res.Close()
-	info, err := res.Info()
-	if err != nil {
-		return nil, fmt.Errorf("read object %s: %w", short(digest), err)
-	}
-	if info.Name != digest || (info.Opts != nil && info.Opts.Link != nil) {
-		return nil, fmt.Errorf("%w: object %s became a link while it was read", ErrBadArchive, short(digest))
-	}
-	max := lim.MaxBytes + archiveSlack(lim.MaxFiles)
-	if info.Size > uint64(max) {
-		return nil, fmt.Errorf("%w: object %s is %d bytes, over the limit of %d", ErrBadArchive, short(digest), info.Size, max)
-	}
-	files, err := unpack(io.LimitReader(res, max), digest, lim)
-	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", short(digest), err)
-	}
-	return files, nil
-}
-
-// objectReadTimeout bounds one read of an object whatever the caller's
-// deadline: skill objects are at most a few MiB.
-const objectReadTimeout = 30 * time.Second
 
 // Close stops following the index. Channels handed out by Changes are
 // closed. It is idempotent.
@@ -861,7 +808,7 @@ func (p *Provider) verify(ctx context.Context, rec Record) error {
 	defer cancel()
 	_, err = p.readBody(vctx, rec)
 	var pe *agentskills.ParseError
-	definite := err == nil || errors.Is(err, ErrObjectMissing) || errors.Is(err, ErrBadArchive) ||
+	definite := err == nil || errors.Is(err, skillstore.ErrObjectMissing) || errors.Is(err, skillstore.ErrBadArchive) ||
 		errors.Is(err, ErrWrongSkill) || errors.As(err, &pe)
 	if !definite {
 		return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -55,7 +56,7 @@ func publisher(t testing.TB, js jetstream.JetStream, cfg store.Config) *store.Pu
 	return pb
 }
 
-func push(t testing.TB, pb *store.Publisher, scope store.Scope, prune bool, dirs ...string) []store.Change {
+func push(t testing.TB, pb *store.Publisher, scope skillstore.Scope, prune bool, dirs ...string) []store.Change {
 	t.Helper()
 	var ls []store.Local
 	for _, d := range dirs {
@@ -121,16 +122,16 @@ func TestConformance(t *testing.T) {
 		pb := publisher(t, srv.JS, cfg)
 		root := t.TempDir()
 		for _, s := range seeds {
-			push(t, pb, store.Global, false, writeSkill(t, root, s.Name, s.Description, s.Body, nil))
+			push(t, pb, skillstore.Global, false, writeSkill(t, root, s.Name, s.Description, s.Body, nil))
 		}
 		p := open(t, srv.JS, cfg)
 		return providertest.Harness{
 			Provider: p,
 			Add: func(t testing.TB, s providertest.Seed) {
-				push(t, pb, store.Global, false, writeSkill(t, root, s.Name, s.Description, s.Body, nil))
+				push(t, pb, skillstore.Global, false, writeSkill(t, root, s.Name, s.Description, s.Body, nil))
 			},
 			Remove: func(t testing.TB, name string) {
-				if _, err := pb.Remove(context.Background(), store.Global, name); err != nil {
+				if _, err := pb.Remove(context.Background(), skillstore.Global, name); err != nil {
 					t.Fatalf("Remove: %v", err)
 				}
 			},
@@ -142,7 +143,7 @@ func TestTwoRegistriesConvergeAfterPush(t *testing.T) {
 	srv := natstest.Start(t)
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
-	push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil))
 	regs := make([]*providers.Registry, 2)
 	for i := range regs {
 		js, _ := jetstream.New(srv.Connect())
@@ -156,7 +157,7 @@ func TestTwoRegistriesConvergeAfterPush(t *testing.T) {
 			t.Fatalf("member %d first snapshot = %v complete %v rev %d, %v", i, names(s), s.Complete, s.Revision, err)
 		}
 	}
-	cs := push(t, pb, store.Global, false, writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
+	cs := push(t, pb, skillstore.Global, false, writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
 	if len(cs) != 1 || cs[0].Action != store.Added {
 		t.Fatalf("push = %+v", cs)
 	}
@@ -176,12 +177,12 @@ func TestPushTwiceWritesNothingAndUpdateKeepsOldRevision(t *testing.T) {
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "Version one.", map[string]string{"ref/notes.txt": "notes"})
-	first := push(t, pb, store.Global, false, dir)
-	again := push(t, pb, store.Global, false, dir)
+	first := push(t, pb, skillstore.Global, false, dir)
+	again := push(t, pb, skillstore.Global, false, dir)
 	if first[0].Action != store.Added || again[0].Action != store.Unchanged || again[0].Revision != first[0].Revision {
 		t.Fatalf("first %+v, again %+v", first, again)
 	}
-	h, err := pb.History(context.Background(), store.Global, "a-skill")
+	h, err := pb.History(context.Background(), skillstore.Global, "a-skill")
 	if err != nil || len(h) != 1 {
 		t.Fatalf("history after two identical pushes = %d revisions, %v; want 1", len(h), err)
 	}
@@ -191,11 +192,11 @@ func TestPushTwiceWritesNothingAndUpdateKeepsOldRevision(t *testing.T) {
 	}
 
 	writeSkill(t, root, "a-skill", "A.", "Version two.", nil)
-	upd := push(t, pb, store.Global, false, dir)
+	upd := push(t, pb, skillstore.Global, false, dir)
 	if upd[0].Action != store.Updated || upd[0].Revision <= first[0].Revision || upd[0].Digest == first[0].Digest {
 		t.Fatalf("update = %+v after %+v", upd, first)
 	}
-	old, err := pb.Get(context.Background(), store.Global, "a-skill", first[0].Revision)
+	old, err := pb.Get(context.Background(), skillstore.Global, "a-skill", first[0].Revision)
 	if err != nil || old.Record.Digest != first[0].Digest {
 		t.Fatalf("old revision = %+v, %v", old, err)
 	}
@@ -230,29 +231,29 @@ func TestRacingPublishersGetChangedSinceRead(t *testing.T) {
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
 	dir := writeSkill(t, root, "a-skill", "A.", "One.", nil)
-	push(t, pb, store.Global, false, dir)
+	push(t, pb, skillstore.Global, false, dir)
 	// The second publisher read revision r; the first writes meanwhile.
 	writeSkill(t, root, "a-skill", "A.", "Two.", nil)
 	l2, err := store.ReadSkill(dir, store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := srv.JS.KeyValue(context.Background(), store.DefaultBucket)
+	kv, err := srv.JS.KeyValue(context.Background(), skillstore.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e, _ := kv.Get(context.Background(), "global.a-skill")
 	writeSkill(t, root, "a-skill", "A.", "Three.", nil)
-	push(t, pb, store.Global, false, dir)
+	push(t, pb, skillstore.Global, false, dir)
 	if _, err := kv.Update(context.Background(), "global.a-skill", []byte("{}"), e.Revision()); err == nil {
 		t.Fatal("stale update succeeded")
 	}
 	// Through Push: a concurrent write between its read and its write.
 	stale := publisherWithHook(t, srv.JS, func() {
 		writeSkill(t, root, "a-skill", "A.", "Four.", nil)
-		push(t, pb, store.Global, false, dir)
+		push(t, pb, skillstore.Global, false, dir)
 	})
-	_, err = stale.Push(context.Background(), store.Global, []store.Local{l2}, false)
+	_, err = stale.Push(context.Background(), skillstore.Global, []store.Local{l2}, false)
 	if !errors.Is(err, store.ErrChanged) || !strings.Contains(err.Error(), "changed since read") {
 		t.Fatalf("racing push = %v, want ErrChanged", err)
 	}
@@ -295,9 +296,9 @@ func TestMalformedEntrySkippedDeletedObjectIsProviderError(t *testing.T) {
 	srv := natstest.Start(t)
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
-	cs := push(t, pb, store.Global, false,
+	cs := push(t, pb, skillstore.Global, false,
 		writeSkill(t, root, "a-skill", "A.", "Body A.", nil), writeSkill(t, root, "b-skill", "B.", "Body B.", nil))
-	kv, _ := srv.JS.KeyValue(context.Background(), store.DefaultBucket)
+	kv, _ := srv.JS.KeyValue(context.Background(), skillstore.DefaultBucket)
 	for key, val := range map[string]string{
 		"global.bad-json":     "{not json",
 		"global.wrong-name":   `{"name":"other","description":"x","digest":"` + cs[0].Digest + `","object":"` + cs[0].Digest + `","size":1,"files":1}`,
@@ -324,12 +325,12 @@ func TestMalformedEntrySkippedDeletedObjectIsProviderError(t *testing.T) {
 		t.Errorf("skipped entries logged more than once:\n%s", logs.String())
 	}
 
-	obs, _ := srv.JS.ObjectStore(context.Background(), store.DefaultObjects)
+	obs, _ := srv.JS.ObjectStore(context.Background(), skillstore.DefaultObjects)
 	if err := obs.Delete(context.Background(), cs[1].Digest); err != nil {
 		t.Fatal(err)
 	}
 	_, err = reg.Load(context.Background(), "b-skill", catalog.Query{})
-	if !errors.Is(err, store.ErrObjectMissing) || errors.Is(err, catalog.ErrNotFound) {
+	if !errors.Is(err, skillstore.ErrObjectMissing) || errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("Load of a skill whose object is gone = %v, want ErrObjectMissing", err)
 	}
 	s2, err := reg.Snapshot(context.Background(), catalog.Query{})
@@ -345,8 +346,8 @@ func TestScopesRanksAndResourceBase(t *testing.T) {
 	srv := natstest.Start(t)
 	pb := publisher(t, srv.JS, store.Config{})
 	root, proot := t.TempDir(), t.TempDir()
-	gl := push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "Global.", "Global body.", nil))
-	proj, _ := store.Project("team-1")
+	gl := push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "Global.", "Global body.", nil))
+	proj, _ := skillstore.Project("team-1")
 	pr := push(t, pb, proj, false, writeSkill(t, proot, "a-skill", "Project.", "Project body.", nil))
 	p := open(t, srv.JS, store.Config{})
 	reg := providers.NewRegistry([]providers.Provider{p})
@@ -377,7 +378,7 @@ func TestStoppedServerIncompleteThenRecovers(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	pb := publisher(t, js, store.Config{})
 	root := t.TempDir()
-	push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", nil))
 	p := open(t, js, store.Config{})
 	reg := providers.NewRegistry([]providers.Provider{p})
 	defer reg.Close()
@@ -395,7 +396,7 @@ func TestStoppedServerIncompleteThenRecovers(t *testing.T) {
 		s, err := reg.Snapshot(ctx, catalog.Query{})
 		return err == nil && s.Complete && slices.Equal(names(s), []string{"a-skill"})
 	})
-	push(t, pb, store.Global, false, writeSkill(t, root, "b-skill", "B.", "Body.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, root, "b-skill", "B.", "Body.", nil))
 	eventually(t, "the watch to follow new publishes", func() bool {
 		s, err := reg.Snapshot(ctx, catalog.Query{})
 		return err == nil && s.Complete && len(s.Skills) == 2
@@ -408,7 +409,7 @@ func TestClusterR3SurvivesNodeLoss(t *testing.T) {
 	js0, _ := jetstream.New(c.Connect(0))
 	pb := publisher(t, js0, cfg)
 	root := t.TempDir()
-	push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", nil))
 	var regs []*providers.Registry
 	for i := range 3 {
 		js, _ := jetstream.New(c.Connect(i))
@@ -427,7 +428,7 @@ func TestClusterR3SurvivesNodeLoss(t *testing.T) {
 			return false
 		}
 		ls = append(ls, l)
-		_, err = pb2.Push(context.Background(), store.Global, ls, false)
+		_, err = pb2.Push(context.Background(), skillstore.Global, ls, false)
 		return err == nil
 	})
 	for i, r := range regs {
@@ -454,12 +455,12 @@ func TestMaterialize(t *testing.T) {
 	srv := natstest.Start(t)
 	pb := publisher(t, srv.JS, store.Config{})
 	root := t.TempDir()
-	cs := push(t, pb, store.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", map[string]string{"scripts/run.sh": "echo hi"}))
+	cs := push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body.", map[string]string{"scripts/run.sh": "echo hi"}))
 	res := t.TempDir()
 	t.Cleanup(func() { makeWritable(res) })
-	dir := store.ResourcePath(res, "a-skill", cs[0].Digest)
+	dir := skillstore.ResourcePath(res, "a-skill", cs[0].Digest)
 	for range 2 { // the second call is a no-op
-		if err := store.Materialize(context.Background(), srv.JS, store.Config{}, cs[0].Digest, dir); err != nil {
+		if err := pb.Materialize(context.Background(), cs[0].Digest, dir); err != nil {
 			t.Fatalf("Materialize: %v", err)
 		}
 	}
@@ -476,7 +477,7 @@ func TestMaterialize(t *testing.T) {
 	other := filepath.Join(res, "other")
 	os.MkdirAll(other, 0o755)
 	os.WriteFile(filepath.Join(other, "x"), []byte("x"), 0o644)
-	if err := store.Materialize(context.Background(), srv.JS, store.Config{}, cs[0].Digest, other); !errors.Is(err, store.ErrExists) {
+	if err := pb.Materialize(context.Background(), cs[0].Digest, other); !errors.Is(err, skillstore.ErrExists) {
 		t.Fatalf("Materialize over other files = %v, want ErrExists", err)
 	}
 }
@@ -510,7 +511,7 @@ func TestForgottenChangeChannelStaysOpen(t *testing.T) {
 	}
 
 	pb := publisher(t, srv.JS, store.Config{})
-	push(t, pb, store.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body.", nil))
+	push(t, pb, skillstore.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body.", nil))
 	eventually(t, "a global change to close the current channels", func() bool {
 		return providers.Closed(again) && providers.Closed(recent)
 	})

@@ -26,7 +26,8 @@ import {
   UnavailableError,
 } from "./errors.js";
 import type { Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
-import { materializeFromStore, resourcePath } from "./materialize.js";
+import { materializeFromStore } from "./materialize.js";
+import { DEFAULT_OBJECTS, resourcePath } from "./storeformat.js";
 import { checkPayload, type Problem } from "./schema.js";
 
 /** One entry of an agent's tool view. */
@@ -52,7 +53,7 @@ export type Materializer = (result: ToolResult, dir: string) => Promise<void>;
 export const DEFAULT_PREFIX = "ev";
 export const DEFAULT_RETRY_INTERVAL_MS = 2000;
 export const DEFAULT_MAX_PENDING = 4096;
-export const DEFAULT_SKILL_OBJECTS = "SKILLS";
+export const DEFAULT_SKILL_OBJECTS = DEFAULT_OBJECTS;
 export const DEFAULT_INBOX_PREFIX = "_INBOX";
 /** The subject a processor answers tool definition requests on. */
 export const TOOL_DEFINITION_SUBJECT = "skillstream.tool.definition";

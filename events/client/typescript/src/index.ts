@@ -35,5 +35,5 @@ export {
   UnavailableError,
 } from "./errors.js";
 export type { Catalog, CatalogHead, Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
-export { resourcePath, validSkillName } from "./materialize.js";
+export { resourcePath, validStoreName } from "./storeformat.js";
 export { checkPayload, type Problem, type Strictness } from "./schema.js";

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package store
+package skillstore
 
 // processAlive cannot tell here: temporary folders are removed by age.
 func processAlive(pid int) bool { return true }

@@ -1,4 +1,4 @@
-package store
+package skillstore
 
 import (
 	"archive/tar"
@@ -6,12 +6,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
 func TestUnpackRefusesHostileArchives(t *testing.T) {
-	lim := agentskills.Limits{MaxFiles: 10, MaxBytes: 100}
+	lim := Limits{MaxFiles: 10, MaxBytes: 100}
 	build := func(entries ...tar.Header) []byte {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
@@ -40,12 +38,12 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		"unordered": build(tar.Header{Name: "b", Size: 1}, tar.Header{Name: "a", Size: 1}),
 		"empty":     build(),
 	} {
-		if _, err := unpack(bytes.NewReader(arc), "0000000000000000000000000000000000000000000000000000000000000000", lim); !errors.Is(err, ErrBadArchive) {
+		if _, err := Unpack(bytes.NewReader(arc), "0000000000000000000000000000000000000000000000000000000000000000", lim); !errors.Is(err, ErrBadArchive) {
 			t.Errorf("%s: unpack = %v, want ErrBadArchive", name, err)
 		}
 	}
 	ok := build(tar.Header{Name: "SKILL.md", Size: 3})
-	if _, err := unpack(bytes.NewReader(ok), "0000000000000000000000000000000000000000000000000000000000000000", lim); err == nil {
+	if _, err := Unpack(bytes.NewReader(ok), "0000000000000000000000000000000000000000000000000000000000000000", lim); err == nil {
 		t.Error("an archive with the wrong digest was accepted")
 	}
 }
@@ -54,7 +52,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 // .git/config names, in any folder below it) or names with control
 // characters are refused when unpacked, whatever their digest says.
 func TestUnpackRefusesVCSAndControlCharacters(t *testing.T) {
-	lim := agentskills.Limits{MaxFiles: 10, MaxBytes: 1000}
+	lim := Limits{MaxFiles: 10, MaxBytes: 1000}
 	for name, tc := range map[string]struct{ path, want string }{
 		"git config":     {".git/config", "version control"},
 		"nested git":     {"sub/.git/hooks/post-checkout", "version control"},
@@ -70,7 +68,7 @@ func TestUnpackRefusesVCSAndControlCharacters(t *testing.T) {
 	} {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		h := agentskills.NewHasher()
+		h := NewHasher()
 		body := []byte("[core]\n\tfsmonitor = touch /tmp/pwned\n")
 		paths := []string{"SKILL.md", tc.path}
 		if tc.path < "SKILL.md" {
@@ -82,7 +80,7 @@ func TestUnpackRefusesVCSAndControlCharacters(t *testing.T) {
 			h.Add(p, int64(len(body)), bytes.NewReader(body))
 		}
 		tw.Close()
-		_, err := unpack(bytes.NewReader(buf.Bytes()), h.Sum(), lim)
+		_, err := Unpack(bytes.NewReader(buf.Bytes()), h.Sum(), lim)
 		if tc.want == "" {
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
@@ -107,9 +105,9 @@ func FuzzUnpack(f *testing.F) {
 	f.Add(buf.Bytes(), "")
 	f.Add([]byte("not a tar"), "")
 	f.Fuzz(func(t *testing.T, data []byte, digest string) {
-		lim := agentskills.Limits{MaxFiles: 8, MaxBytes: 4096}
-		h := agentskills.NewHasher()
-		files, err := unpack(bytes.NewReader(data), digest, lim)
+		lim := Limits{MaxFiles: 8, MaxBytes: 4096}
+		h := NewHasher()
+		files, err := Unpack(bytes.NewReader(data), digest, lim)
 		if err != nil {
 			return
 		}
@@ -117,10 +115,10 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("%d files", len(files))
 		}
 		for _, fd := range files {
-			if err := checkEntryPath(fd.path); err != nil {
-				t.Fatalf("accepted %q: %v", fd.path, err)
+			if err := CheckPath(fd.Path); err != nil {
+				t.Fatalf("accepted %q: %v", fd.Path, err)
 			}
-			h.Add(fd.path, int64(len(fd.data)), bytes.NewReader(fd.data))
+			h.Add(fd.Path, int64(len(fd.Data)), bytes.NewReader(fd.Data))
 		}
 		if h.Sum() != digest {
 			t.Fatal("accepted files that do not hash to the digest")

@@ -1,14 +1,11 @@
-package store
+package skillstore
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Materialisation writes into a temporary folder beside its target and
@@ -55,19 +52,4 @@ func removeLeftovers(parent string) {
 		}
 		removeTree(filepath.Join(parent, name))
 	}
-}
-
-// checkEntryName refuses a file name a worker's file system should not
-// get from a skill: one that is not valid UTF-8 or holds a control
-// character (a newline, an escape sequence that rewrites a terminal).
-func checkEntryName(p string) error {
-	if !utf8.ValidString(p) {
-		return fmt.Errorf("%w: entry path %q is not valid UTF-8", ErrBadArchive, clip(p))
-	}
-	for _, r := range p {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: entry path %q holds control character %q", ErrBadArchive, clip(p), r)
-		}
-	}
-	return nil
 }
