@@ -162,3 +162,50 @@ func BenchmarkLoadFolder(b *testing.B) {
 		})
 	}
 }
+
+// registryLookup is the skill tool's lookup over the registry: the
+// registry's own binding when it has one, else Resolve and Load.
+func registryLookup(r *providers.Registry, q catalog.Query) catalog.Lookup {
+	if l, ok := any(r).(interface {
+		Lookup(catalog.Query) catalog.Lookup
+	}); ok {
+		return l.Lookup(q)
+	}
+	return plainLookup{r, q}
+}
+
+type plainLookup struct {
+	r *providers.Registry
+	q catalog.Query
+}
+
+func (l plainLookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
+	return l.r.Resolve(ctx, name, l.q)
+}
+
+func (l plainLookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
+	return l.r.Load(ctx, name, l.q)
+}
+
+// BenchmarkSkillCall: one call of the skill tool (catalog.Execute: resolve,
+// then load) for a warm folder skill among 1,000, through the registry, as
+// the processor makes it for every tool.call.skill.
+func BenchmarkSkillCall(b *testing.B) {
+	repo := benchTree(b)
+	p, r := benchRegistry(b, agentskills.Config{})
+	defer r.Close()
+	mustSnapshot(b, r, repo)
+	q := catalog.At(repo)
+	if res := catalog.Execute(context.Background(), registryLookup(r, q), "skill-0500", catalog.Options{}); res.Value == nil {
+		b.Fatalf("skill call: %+v", res.Err)
+	}
+	before := p.Stats()
+	b.ReportAllocs()
+	for b.Loop() {
+		res := catalog.Execute(context.Background(), registryLookup(r, q), "skill-0500", catalog.Options{})
+		if res.Value == nil || res.Value.Content == "" || res.Value.Digest == "" {
+			b.Fatalf("skill call: %+v", res.Err)
+		}
+	}
+	reportWork(b, p, before)
+}

@@ -486,3 +486,48 @@ func walkedEveryLoad(t *testing.T, p *agentskills.Provider, repo, dir string) st
 	}
 	return d
 }
+
+// LoadQuickAfterChanges answers as LoadQuick once Changes has read the
+// listings' change queue: a skill added since to a folder that outranks
+// the one answered before, completed before Changes began, is never
+// answered from the outranked folder.
+func TestLoadQuickAfterChanges(t *testing.T) {
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	user := filepath.Join(t.TempDir(), "user-skills")
+	writeResources(t, filepath.Join(user, "big"), "big")
+	p := newProvider(t, agentskills.Config{UserDir: user})
+	q := catalog.At(repo)
+	if _, ok := p.LoadQuickAfterChanges("big", q); ok {
+		t.Fatal("LoadQuickAfterChanges answered before any Load")
+	}
+	want, err := p.Load(context.Background(), "big", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Changes(q)
+	got, ok := p.LoadQuickAfterChanges("big", q)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LoadQuickAfterChanges = %+v, %v; want %+v", got, ok, want)
+	}
+	if quick, ok := p.LoadQuick("big", q); !ok || !reflect.DeepEqual(quick, got) {
+		t.Fatalf("LoadQuick = %+v, %v; LoadQuickAfterChanges %+v", quick, ok, got)
+	}
+	for _, bad := range []string{"no-such-skill", "", "../big", "Big"} {
+		if _, ok := p.LoadQuickAfterChanges(bad, q); ok {
+			t.Fatalf("LoadQuickAfterChanges answered for %q", bad)
+		}
+	}
+
+	// The project's folder outranks the user's: once it has "big", the
+	// user's is not the answer.
+	write(t, filepath.Join(repo, ".agents/skills/big/SKILL.md"), skillText("big", "The project's own.", "Project steps."))
+	_ = p.Changes(q)
+	if sk, ok := p.LoadQuickAfterChanges("big", q); ok && sk.Source == want.Source {
+		t.Fatalf("LoadQuickAfterChanges after the project gained the skill answered the user's: %+v", sk)
+	}
+	sk, err := p.Load(context.Background(), "big", q)
+	if err != nil || sk.Description != "The project's own." {
+		t.Fatalf("Load after the project gained the skill = %+v, %v", sk, err)
+	}
+}
