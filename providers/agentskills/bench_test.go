@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -207,5 +208,37 @@ func BenchmarkSkillCall(b *testing.B) {
 			b.Fatalf("skill call: %+v", res.Err)
 		}
 	}
+	reportWork(b, p, before)
+}
+
+// BenchmarkSkillCallParallel: BenchmarkSkillCall from many goroutines at
+// once, as a processor's workers make them (8 per CPU), over 8 skills.
+func BenchmarkSkillCallParallel(b *testing.B) {
+	repo := benchTree(b)
+	p, r := benchRegistry(b, agentskills.Config{})
+	defer r.Close()
+	mustSnapshot(b, r, repo)
+	q := catalog.At(repo)
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("skill-%04d", 100*i)
+		if res := catalog.Execute(context.Background(), registryLookup(r, q), names[i], catalog.Options{}); res.Value == nil {
+			b.Fatalf("skill call: %+v", res.Err)
+		}
+	}
+	before := p.Stats()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		name := names[next.Add(1)%int64(len(names))]
+		for pb.Next() {
+			res := catalog.Execute(context.Background(), registryLookup(r, q), name, catalog.Options{})
+			if res.Value == nil || res.Value.Content == "" || res.Value.Digest == "" {
+				b.Errorf("skill call: %+v", res.Err)
+				return
+			}
+		}
+	})
 	reportWork(b, p, before)
 }

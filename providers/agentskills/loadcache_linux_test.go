@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -529,5 +530,53 @@ func TestLoadQuickAfterChanges(t *testing.T) {
 	sk, err := p.Load(context.Background(), "big", q)
 	if err != nil || sk.Description != "The project's own." {
 		t.Fatalf("Load after the project gained the skill = %+v, %v", sk, err)
+	}
+}
+
+// Loads and skill calls made at the same time share reads of the watches'
+// queues, and still each sees every change completed before it began: a
+// resource edited, then many concurrent Loads and registry skill calls,
+// every one with the new digest; round after round.
+func TestConcurrentLoadsSeeEarlierChanges(t *testing.T) {
+	repo := t.TempDir()
+	dir := folderSkill(t, repo)
+	p := newProvider(t, agentskills.Config{NoUserDir: true})
+	r := providers.NewRegistry([]providers.Provider{p})
+	defer r.Close()
+	q := catalog.At(repo)
+	loadDigest(t, p, repo, "big")
+	for round := range 20 {
+		write(t, filepath.Join(dir, "scripts", "file-01.txt"), fmt.Sprintf("resource, round %d\n", round))
+		want := freshDigest(t, dir)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for g := range 16 {
+			wg.Go(func() {
+				var digest string
+				if g%2 == 0 {
+					sk, err := p.Load(context.Background(), "big", q)
+					if err != nil {
+						errs <- err
+						return
+					}
+					digest = sk.Digest
+				} else {
+					res := catalog.Execute(context.Background(), r.Lookup(q), "big", catalog.Options{})
+					if res.Value == nil {
+						errs <- fmt.Errorf("skill call: %+v", res.Err)
+						return
+					}
+					digest = res.Value.Digest
+				}
+				if digest != want {
+					errs <- fmt.Errorf("round %d, goroutine %d: digest %s, want %s", round, g, digest, want)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
 	}
 }
