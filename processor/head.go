@@ -197,12 +197,12 @@ func (p *Processor) headView(ctx context.Context, sid string, atLeast uint64, m 
 		head.Header.Get(hdrNumPending) != "1" {
 		return view{}, errHeadStale
 	}
-	v := view{last: m.cat.Seq, newest: make(map[string]record, len(recs)), known: &m.cat}
+	v := view{last: m.cat.Seq, newest: make([]record, 0, len(recs)), known: &m.cat}
 	for _, r := range recs {
 		if r.Subject != preStep && r.Subject != compaction {
 			return view{}, errHeadStale // a newer catalog or head
 		}
-		v.newest[r.Subject] = r
+		v.put(r)
 		v.last = max(v.last, r.Seq)
 	}
 	if v.last < atLeast {

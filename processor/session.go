@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/skillstream/skillstream/events"
@@ -15,8 +16,10 @@ import (
 type view struct {
 	// last is the sequence of the session's newest event: the expected last
 	// sequence of an append.
-	last   uint64
-	newest map[string]record // by subject
+	last uint64
+	// newest holds one record per subject read (put): a read returns a
+	// few, so a slice scanned for the subject costs less than a map.
+	newest []record
 	// known, when set, is the newest catalog, known to this member and
 	// shown to be still the newest by its head (head.go): not read, so its
 	// record has no bytes.
@@ -28,11 +31,38 @@ func (v view) of(prefix, sid string, k events.Kind) *record {
 	if k == events.KindCatalog && v.known != nil {
 		return &v.known.Record
 	}
-	s, ok := v.newest[events.Subject(prefix, sid, k)]
-	if !ok {
-		return nil
+	for i := range v.newest {
+		if isSubject(v.newest[i].Subject, prefix, sid, k) {
+			s := v.newest[i]
+			return &s
+		}
 	}
-	return &s
+	return nil
+}
+
+// put records r as the newest event of its subject.
+func (v *view) put(r record) {
+	for i := range v.newest {
+		if v.newest[i].Subject == r.Subject {
+			v.newest[i] = r
+			return
+		}
+	}
+	v.newest = append(v.newest, r)
+}
+
+// isSubject reports whether subject is events.Subject(prefix, sid, k),
+// without building that.
+func isSubject(subject, prefix, sid string, k events.Kind) bool {
+	if len(subject) != len(prefix)+len(sid)+len(k)+2 {
+		return false
+	}
+	rest, ok := strings.CutPrefix(subject, prefix)
+	if !ok || rest[0] != '.' {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest[1:], sid)
+	return ok && rest[0] == '.' && rest[1:] == string(k)
 }
 
 // readSession reads the newest event of each of the given kinds of the
@@ -62,9 +92,9 @@ func (p *Processor) readSession(ctx context.Context, sid string, atLeast uint64,
 		if err != nil {
 			return view{}, fmt.Errorf("read session %s: %w", sid, err)
 		}
-		v := view{newest: make(map[string]record, len(ms))}
+		v := view{newest: make([]record, 0, len(ms))}
 		for _, m := range ms {
-			v.newest[m.Subject] = m
+			v.put(m)
 			v.last = max(v.last, m.Seq)
 		}
 		if v.last >= atLeast {

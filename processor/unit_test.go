@@ -139,3 +139,84 @@ func TestNakDelay(t *testing.T) {
 		}
 	}
 }
+
+// A view finds the newest event of a kind by its exact subject, whatever
+// other subjects of the session (or of sessions and prefixes that share a
+// beginning with it) were read, and the event put last for a subject wins.
+func TestViewOf(t *testing.T) {
+	rec := func(subject string, seq uint64) record { return record{Subject: subject, Seq: seq} }
+	var v view
+	for _, r := range []record{
+		rec("ev.s1.agent.pre-step", 4),
+		rec("ev.s1x.catalog.append", 5),
+		rec("ev.s1.catalog.append.extra", 6),
+		rec("eva.s1.catalog.append", 7),
+		rec("ev.s1.tool.result", 8),
+		rec("ev.s1.agent.pre-step", 9),
+	} {
+		v.put(r)
+	}
+	if len(v.newest) != 5 {
+		t.Fatalf("view holds %d records, want 5 (one per subject)", len(v.newest))
+	}
+	for _, c := range []struct {
+		k   events.Kind
+		seq uint64 // 0: none
+	}{
+		{events.KindPreStep, 9},
+		{events.KindToolResult, 8},
+		{events.KindCatalog, 0},
+		{events.KindCompaction, 0},
+	} {
+		got := v.of("ev", "s1", c.k)
+		switch {
+		case c.seq == 0 && got != nil:
+			t.Errorf("of(%s) = %+v, want none", c.k, *got)
+		case c.seq != 0 && (got == nil || got.Seq != c.seq):
+			t.Errorf("of(%s) = %+v, want seq %d", c.k, got, c.seq)
+		}
+	}
+	if got := v.of("ev", "s1x", events.KindCatalog); got == nil || got.Seq != 5 {
+		t.Errorf("of(s1x catalog) = %+v, want seq 5", got)
+	}
+	for _, s := range []string{"", "ev", "ev.s1", "ev.s1.", "ev.s1.agent.pre-ste", "evXs1.agent.pre-step", "ev.s1Xagent.pre-step"} {
+		if isSubject(s, "ev", "s1", events.KindPreStep) {
+			t.Errorf("isSubject(%q) = true", s)
+		}
+	}
+	if !isSubject(events.Subject("ev", "s1", events.KindPreStep), "ev", "s1", events.KindPreStep) {
+		t.Error("isSubject of the subject itself = false")
+	}
+}
+
+// BenchmarkView: what a pre-step does with the records of its read: keep
+// the newest of each subject (in a view that outlives the read), then look
+// up the kinds it decides on.
+func BenchmarkView(b *testing.B) {
+	recs := []record{
+		{Subject: "ev.session-0001.catalog.append", Seq: 10},
+		{Subject: "ev.session-0001.context.compact", Seq: 11},
+		{Subject: "ev.session-0001.agent.pre-step", Seq: 12},
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		v := benchViewOf(recs)
+		for _, k := range []events.Kind{events.KindPreStep, events.KindCatalog, events.KindCompaction} {
+			if benchRecord = v.of("ev", "session-0001", k); benchRecord == nil {
+				b.Fatal("not found")
+			}
+		}
+	}
+}
+
+var benchRecord *record
+
+//go:noinline
+func benchViewOf(recs []record) view {
+	v := view{newest: make([]record, 0, len(recs))}
+	for _, r := range recs {
+		v.put(r)
+		v.last = max(v.last, r.Seq)
+	}
+	return v
+}

@@ -88,6 +88,18 @@ type QuickLoader interface {
 	LoadQuick(name string, q catalog.Query) (s catalog.Skill, ok bool)
 }
 
+// QuickLoaderAfterChanges is implemented by a QuickLoader that is also a
+// Notifier whose Changes brings it up to date: every change completed
+// before a call to Changes began is in what it answers afterwards (the
+// filesystem provider reads its change queue there). The registry asks
+// every provider's Changes(q) before it trusts a view of q; it then calls
+// LoadQuickAfterChanges, in the same operation, which answers as LoadQuick
+// does but may skip bringing the provider up to date again. Its answer
+// reflects at least every change completed before that Changes call began.
+type QuickLoaderAfterChanges interface {
+	LoadQuickAfterChanges(name string, q catalog.Query) (s catalog.Skill, ok bool)
+}
+
 // Diagnoser is implemented by providers that can explain what they skipped
 // (invalid files, dangling links) for operators. Diagnostics never reach the
 // model.

@@ -184,6 +184,11 @@ func (r *Registry) Resolve(ctx context.Context, name string, q catalog.Query) (c
 	if err != nil {
 		return catalog.Summary{}, fmt.Errorf("resolve skill %q: %w", name, err)
 	}
+	return resolveIn(v, name)
+}
+
+// resolveIn is Resolve from the view v.
+func resolveIn(v *view, name string) (catalog.Summary, error) {
 	i, ok := v.find(name)
 	if !ok {
 		return catalog.Summary{}, fmt.Errorf("resolve skill %q: %w", name, catalog.ErrNotFound)
@@ -202,6 +207,12 @@ func (r *Registry) Resolve(ctx context.Context, name string, q catalog.Query) (c
 // the provider's failure as `read skill "<name>": <cause>`.
 func (r *Registry) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	v, err := r.view(ctx, q)
+	return r.loadFrom(ctx, v, err, name, q)
+}
+
+// loadFrom is Load from a view of q the registry has just confirmed current
+// in this operation (or the error of getting it).
+func (r *Registry) loadFrom(ctx context.Context, v *view, err error, name string, q catalog.Query) (catalog.Skill, error) {
 	for attempt := 0; ; attempt++ {
 		if err != nil {
 			return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, err)
@@ -226,8 +237,8 @@ func (r *Registry) load(ctx context.Context, v *view, name string, q catalog.Que
 	}
 	pi := v.owner[i]
 	p := r.ps[pi]
-	if ql, ok := p.(QuickLoader); ok && ctx.Err() == nil {
-		if s, ok := ql.LoadQuick(name, q); ok {
+	if ctx.Err() == nil {
+		if s, ok := r.loadQuick(p, name, q); ok {
 			return r.loaded(pi, name, s)
 		}
 	}
@@ -243,6 +254,67 @@ func (r *Registry) load(ctx context.Context, v *view, name string, q catalog.Que
 		return catalog.Skill{}, fmt.Errorf("read skill %q: %w", name, c.err)
 	}
 	return r.loaded(pi, name, c.skill)
+}
+
+// loadQuick asks p for name from memory, when p can answer that way. v
+// was confirmed current by asking every provider's Changes(q) (view,
+// collect) in this operation, so a provider that Changes brings up to date
+// need not be brought up to date again.
+func (r *Registry) loadQuick(p Provider, name string, q catalog.Query) (catalog.Skill, bool) {
+	if _, notifier := p.(Notifier); notifier {
+		if ql, ok := p.(QuickLoaderAfterChanges); ok {
+			return ql.LoadQuickAfterChanges(name, q)
+		}
+	}
+	if ql, ok := p.(QuickLoader); ok {
+		return ql.LoadQuick(name, q)
+	}
+	return catalog.Skill{}, false
+}
+
+// Lookup returns the skills of q as one call of the skill tool looks them
+// up (catalog.Execute, catalog.Invoke): Resolve, then Load of the name
+// resolved. The two share one check that the registry's view of q is
+// current, made by the first of them: what Load answers reflects every
+// change completed before that check began, as when Resolve and Load are
+// called on the registry one after the other, minus the second check. A
+// Lookup serves one call; it is not safe for concurrent use.
+func (r *Registry) Lookup(q catalog.Query) catalog.Lookup {
+	return &lookup{r: r, q: q}
+}
+
+// lookup is Lookup's binding: the view its first method confirmed current.
+type lookup struct {
+	r *Registry
+	q catalog.Query
+	v *view
+}
+
+func (l *lookup) view(ctx context.Context) (*view, error) {
+	if l.v != nil {
+		if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return l.v, nil
+	}
+	v, err := l.r.view(ctx, l.q)
+	if err == nil && v.complete {
+		l.v = v // an incomplete view is not kept: Load looks again, as Registry.Load does
+	}
+	return v, err
+}
+
+func (l *lookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
+	v, err := l.view(ctx)
+	if err != nil {
+		return catalog.Summary{}, fmt.Errorf("resolve skill %q: %w", name, err)
+	}
+	return resolveIn(v, name)
+}
+
+func (l *lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
+	v, err := l.view(ctx)
+	return l.r.loadFrom(ctx, v, err, name, l.q)
 }
 
 // loaded checks what provider pi loaded for name and names the provider.

@@ -89,8 +89,22 @@ func CausedBy(r Record, seq uint64) bool {
 	return r.Header.Get(events.HeaderCausationSeq) == strconv.FormatUint(seq, 10)
 }
 
-// Lookup binds skills to a trigger's query, as catalog.Execute needs them.
-func Lookup(s Skills, q catalog.Query) catalog.Lookup { return lookup{s, q} }
+// Lookup binds skills to a trigger's query, as catalog.Execute needs them:
+// through the skills' own binding when they offer one (Binder).
+func Lookup(s Skills, q catalog.Query) catalog.Lookup {
+	if b, ok := s.(Binder); ok {
+		return b.Lookup(q)
+	}
+	return lookup{s, q}
+}
+
+// Binder is optionally implemented by a Skills (a *providers.Registry
+// does): Lookup binds it to q for one call of the skill tool, whose Resolve
+// and Load then answer as Skills' own would, sharing the work of checking
+// that the skills are current.
+type Binder interface {
+	Lookup(q catalog.Query) catalog.Lookup
+}
 
 // lookup is Lookup's adapter.
 type lookup struct {

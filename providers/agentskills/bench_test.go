@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -161,4 +162,83 @@ func BenchmarkLoadFolder(b *testing.B) {
 			reportWork(b, p, before)
 		})
 	}
+}
+
+// registryLookup is the skill tool's lookup over the registry: the
+// registry's own binding when it has one, else Resolve and Load.
+func registryLookup(r *providers.Registry, q catalog.Query) catalog.Lookup {
+	if l, ok := any(r).(interface {
+		Lookup(catalog.Query) catalog.Lookup
+	}); ok {
+		return l.Lookup(q)
+	}
+	return plainLookup{r, q}
+}
+
+type plainLookup struct {
+	r *providers.Registry
+	q catalog.Query
+}
+
+func (l plainLookup) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
+	return l.r.Resolve(ctx, name, l.q)
+}
+
+func (l plainLookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
+	return l.r.Load(ctx, name, l.q)
+}
+
+// BenchmarkSkillCall: one call of the skill tool (catalog.Execute: resolve,
+// then load) for a warm folder skill among 1,000, through the registry, as
+// the processor makes it for every tool.call.skill.
+func BenchmarkSkillCall(b *testing.B) {
+	repo := benchTree(b)
+	p, r := benchRegistry(b, agentskills.Config{})
+	defer r.Close()
+	mustSnapshot(b, r, repo)
+	q := catalog.At(repo)
+	if res := catalog.Execute(context.Background(), registryLookup(r, q), "skill-0500", catalog.Options{}); res.Value == nil {
+		b.Fatalf("skill call: %+v", res.Err)
+	}
+	before := p.Stats()
+	b.ReportAllocs()
+	for b.Loop() {
+		res := catalog.Execute(context.Background(), registryLookup(r, q), "skill-0500", catalog.Options{})
+		if res.Value == nil || res.Value.Content == "" || res.Value.Digest == "" {
+			b.Fatalf("skill call: %+v", res.Err)
+		}
+	}
+	reportWork(b, p, before)
+}
+
+// BenchmarkSkillCallParallel: BenchmarkSkillCall from many goroutines at
+// once, as a processor's workers make them (8 per CPU), over 8 skills.
+func BenchmarkSkillCallParallel(b *testing.B) {
+	repo := benchTree(b)
+	p, r := benchRegistry(b, agentskills.Config{})
+	defer r.Close()
+	mustSnapshot(b, r, repo)
+	q := catalog.At(repo)
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("skill-%04d", 100*i)
+		if res := catalog.Execute(context.Background(), registryLookup(r, q), names[i], catalog.Options{}); res.Value == nil {
+			b.Fatalf("skill call: %+v", res.Err)
+		}
+	}
+	before := p.Stats()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		name := names[next.Add(1)%int64(len(names))]
+		for pb.Next() {
+			res := catalog.Execute(context.Background(), registryLookup(r, q), name, catalog.Options{})
+			if res.Value == nil || res.Value.Content == "" || res.Value.Digest == "" {
+				b.Errorf("skill call: %+v", res.Err)
+				return
+			}
+		}
+	})
+	reportWork(b, p, before)
 }

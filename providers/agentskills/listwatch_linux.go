@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -27,6 +28,10 @@ type listWatch struct {
 	readMu sync.Mutex // held while events are read and dispatched
 	closed bool       // under readMu
 	buf    []byte
+	// reads counts the reads of the queue begun (under readMu, before
+	// the read): a caller that finds it grew while it waited for readMu
+	// knows a whole read began after its own call and was dispatched.
+	reads atomic.Uint64
 
 	mu     sync.Mutex
 	byWd   map[int32][]string // the paths each watch was added for
@@ -125,12 +130,21 @@ func (w *listWatch) forgetLocked(wd int32, path string) {
 // drain reads every queued event and dispatches it; it reports whether
 // remembered project roots were forgotten (their watches are then to be
 // released by the caller).
+//
+// Callers arriving together share a read: one that, once it holds
+// readMu, finds that a read began after it called (reads grew) returns at
+// once. That read began after the call, so it took every event queued
+// before the call began, and it was dispatched before readMu was released:
+// the guarantee is the same as reading the queue again, without the
+// system call.
 func (w *listWatch) drain() (stale bool) {
+	ticket := w.reads.Load()
 	w.readMu.Lock()
 	defer w.readMu.Unlock()
-	if w.closed {
+	if w.closed || w.reads.Load() != ticket {
 		return false
 	}
+	w.reads.Add(1)
 	for {
 		n, err := syscall.Read(w.fd, w.buf)
 		if errors.Is(err, syscall.EINTR) {

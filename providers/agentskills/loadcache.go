@@ -67,6 +67,22 @@ type loadCache struct {
 	tw         *treeWatch
 
 	walks atomic.Uint64 // skill folders walked for their digest
+	// treeReads counts the reads of tw's queue begun (with mu held,
+	// before the read); see drainTree.
+	treeReads atomic.Uint64
+}
+
+// drainTree reads tw's queue (c.mu held, tw not nil) unless a read began
+// since the caller took ticket (c.treeReads.Load() once its call had
+// begun): that read took every event queued before the call began, and
+// marked the trees they concern before c.mu was released. Concurrent
+// Loads thus share one system call.
+func (c *loadCache) drainTree(ticket uint64) {
+	if c.treeReads.Load() != ticket {
+		return
+	}
+	c.treeReads.Add(1)
+	c.tw.drain()
 }
 
 type cachedBody struct {
@@ -166,6 +182,7 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 	if !c.watch.Load() {
 		return catalog.Skill{}, "", false
 	}
+	ticket := c.treeReads.Load()
 	dir := filepath.Dir(file)
 	fi, ok := statFolder(dir)
 	if !ok {
@@ -176,7 +193,7 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 	if c.tw == nil {
 		return catalog.Skill{}, "", false
 	}
-	c.tw.drain()
+	c.drainTree(ticket)
 	d, ok := c.digests.Get(folderKey(dir))
 	if !ok || !d.current(fi) {
 		return catalog.Skill{}, "", false
@@ -221,6 +238,7 @@ func (c *loadCache) digest(file string, id identity, flat bool) string {
 func (c *loadCache) folderDigest(dir string) string {
 	var fi fs.FileInfo // the folder, for a watched digest
 	var err error
+	ticket := c.treeReads.Load()
 	if c.watch.Load() {
 		var ok bool
 		if fi, ok = statFolder(dir); !ok {
@@ -236,7 +254,7 @@ func (c *loadCache) folderDigest(dir string) string {
 	}
 	watching := c.tw != nil && fi != nil
 	if watching {
-		c.tw.drain()
+		c.drainTree(ticket)
 	}
 	d, ok := c.digests.Get(key)
 	if ok && d.tree != nil {

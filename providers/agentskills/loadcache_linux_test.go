@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -485,4 +486,97 @@ func walkedEveryLoad(t *testing.T, p *agentskills.Provider, repo, dir string) st
 			after.DigestWalks-before.DigestWalks, after.DigestWatches)
 	}
 	return d
+}
+
+// LoadQuickAfterChanges answers as LoadQuick once Changes has read the
+// listings' change queue: a skill added since to a folder that outranks
+// the one answered before, completed before Changes began, is never
+// answered from the outranked folder.
+func TestLoadQuickAfterChanges(t *testing.T) {
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	user := filepath.Join(t.TempDir(), "user-skills")
+	writeResources(t, filepath.Join(user, "big"), "big")
+	p := newProvider(t, agentskills.Config{UserDir: user})
+	q := catalog.At(repo)
+	if _, ok := p.LoadQuickAfterChanges("big", q); ok {
+		t.Fatal("LoadQuickAfterChanges answered before any Load")
+	}
+	want, err := p.Load(context.Background(), "big", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Changes(q)
+	got, ok := p.LoadQuickAfterChanges("big", q)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("LoadQuickAfterChanges = %+v, %v; want %+v", got, ok, want)
+	}
+	if quick, ok := p.LoadQuick("big", q); !ok || !reflect.DeepEqual(quick, got) {
+		t.Fatalf("LoadQuick = %+v, %v; LoadQuickAfterChanges %+v", quick, ok, got)
+	}
+	for _, bad := range []string{"no-such-skill", "", "../big", "Big"} {
+		if _, ok := p.LoadQuickAfterChanges(bad, q); ok {
+			t.Fatalf("LoadQuickAfterChanges answered for %q", bad)
+		}
+	}
+
+	// The project's folder outranks the user's: once it has "big", the
+	// user's is not the answer.
+	write(t, filepath.Join(repo, ".agents/skills/big/SKILL.md"), skillText("big", "The project's own.", "Project steps."))
+	_ = p.Changes(q)
+	if sk, ok := p.LoadQuickAfterChanges("big", q); ok && sk.Source == want.Source {
+		t.Fatalf("LoadQuickAfterChanges after the project gained the skill answered the user's: %+v", sk)
+	}
+	sk, err := p.Load(context.Background(), "big", q)
+	if err != nil || sk.Description != "The project's own." {
+		t.Fatalf("Load after the project gained the skill = %+v, %v", sk, err)
+	}
+}
+
+// Loads and skill calls made at the same time share reads of the watches'
+// queues, and still each sees every change completed before it began: a
+// resource edited, then many concurrent Loads and registry skill calls,
+// every one with the new digest; round after round.
+func TestConcurrentLoadsSeeEarlierChanges(t *testing.T) {
+	repo := t.TempDir()
+	dir := folderSkill(t, repo)
+	p := newProvider(t, agentskills.Config{NoUserDir: true})
+	r := providers.NewRegistry([]providers.Provider{p})
+	defer r.Close()
+	q := catalog.At(repo)
+	loadDigest(t, p, repo, "big")
+	for round := range 20 {
+		write(t, filepath.Join(dir, "scripts", "file-01.txt"), fmt.Sprintf("resource, round %d\n", round))
+		want := freshDigest(t, dir)
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for g := range 16 {
+			wg.Go(func() {
+				var digest string
+				if g%2 == 0 {
+					sk, err := p.Load(context.Background(), "big", q)
+					if err != nil {
+						errs <- err
+						return
+					}
+					digest = sk.Digest
+				} else {
+					res := catalog.Execute(context.Background(), r.Lookup(q), "big", catalog.Options{})
+					if res.Value == nil {
+						errs <- fmt.Errorf("skill call: %+v", res.Err)
+						return
+					}
+					digest = res.Value.Digest
+				}
+				if digest != want {
+					errs <- fmt.Errorf("round %d, goroutine %d: digest %s, want %s", round, g, digest, want)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
 }

@@ -413,6 +413,23 @@ func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 		return catalog.Skill{}, false
 	}
 	p.sync()
+	return p.loadQuick(name, q)
+}
+
+// LoadQuickAfterChanges implements providers.QuickLoaderAfterChanges:
+// LoadQuick for a caller that called Changes(q) earlier in the same
+// operation. Changes read the listings' change queue; this does not read it
+// again (one system call less per skill call). The skill folder's own
+// watch is still read and the folder still stat'ed (loadCache.warm).
+func (p *Provider) LoadQuickAfterChanges(name string, q catalog.Query) (catalog.Skill, bool) {
+	if p.w == nil || !catalog.ValidName(name) {
+		return catalog.Skill{}, false
+	}
+	return p.loadQuick(name, q)
+}
+
+// loadQuick is LoadQuick once the listings are up to date.
+func (p *Provider) loadQuick(name string, q catalog.Query) (catalog.Skill, bool) {
 	if cwd := q.Cwd; cwd != "" {
 		p.mu.Lock()
 		_, known := p.cwdRoots.Get(cwd)
