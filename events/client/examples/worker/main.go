@@ -65,7 +65,6 @@ func worker(ctx context.Context, url, dir string, out io.Writer) error {
 	defer cancel()
 	session := rand.Text() // session ids are secrets: random, 128 bits or more
 	tools := []events.Tool{{Name: "bash", Owner: "my-agent"}, client.SkillTool("skillstream")}
-
 	// Before each model step: is there something new for the model to see?
 	d, err := c.PreStep(ctx, events.PreStep{Session: session, Step: "1", Cwd: dir, Tools: tools})
 	if err != nil {
@@ -76,7 +75,6 @@ func worker(ctx context.Context, url, dir string, out io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(out, "catalog (a user message for the model):\n%s\n", d.Catalog.Text)
-
 	// The model calls the skill tool; here, for the first skill listed.
 	name := d.Catalog.Source.Entries[0].Name
 	r, err := c.CallSkill(ctx, events.SkillCall{Session: session, Call: "call-1", Cwd: dir,

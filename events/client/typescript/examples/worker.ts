@@ -21,14 +21,12 @@ const c = await connect({ servers: url });
 try {
   const session = randomUUID(); // session ids are secrets: random, 128 bits or more
   const tools = [{ name: "bash", owner: "my-agent" }, skillTool("skillstream")];
-
   // Before each model step: is there something new for the model to see?
   const d = await c.preStep({ session, step: "1", cwd: dir, tools }, { timeoutMs: 10_000 });
   console.log(`pre-step: ${d.outcome}`);
   const name = d.catalog?.source.entries[0]?.name;
   if (d.catalog && name) {
     console.log(`catalog (a user message for the model):\n${d.catalog.text}`);
-
     // The model calls the skill tool; here, for the first skill listed.
     const r = await c.callSkill({ session, call: "call-1", cwd: dir, args: { name } }, { timeoutMs: 10_000 });
     // An unknown skill is not an exception: r.isError is set, r.text says why.
