@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,4 +161,28 @@ func readmeArgs(t *testing.T) []string {
 	}
 	t.Fatalf("the README does not show %q", run)
 	return nil
+}
+
+// TestWorkerBadInput: more than one argument is a usage error (exit 2),
+// and a URL where no NATS server answers fails with exit 1, saying why,
+// without hanging.
+func TestWorkerBadInput(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := cli(context.Background(), []string{"a", "b"}, func(string) string { return "" }, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "usage: worker [PROJECT_DIR]") {
+		t.Errorf("two arguments: exit %d, stderr %q", code, errOut.String())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "nats://" + ln.Addr().String()
+	ln.Close()
+	for _, url := range []string{closed, "not a url \x00"} {
+		out.Reset()
+		errOut.Reset()
+		env := func(string) string { return url }
+		if code := cli(context.Background(), []string{t.TempDir()}, env, &out, &errOut); code != 1 || !strings.HasPrefix(errOut.String(), "worker: ") || out.Len() != 0 {
+			t.Errorf("url %q: exit %d, stdout %q, stderr %q", url, code, out.String(), errOut.String())
+		}
+	}
 }
