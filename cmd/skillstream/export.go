@@ -23,8 +23,9 @@ func (a *app) exportCommand() (*command, runFunc) {
 Write one session's whole log - every event of every kind, in stream order,
 with its stream sequence, subject, time, headers and payload - to a portable
 recording file (stdout by default). The format is JSON lines, versioned and
-checksummed; see "Recordings" in the README. Large sessions are streamed,
-never loaded whole; on a terminal, progress is shown on stderr.
+checksummed; see "Recording and replaying sessions" in
+cmd/skillstream/MANUAL.md. Large sessions are streamed, never loaded whole;
+on a terminal, progress is shown on stderr.
 
 The log is read from --nats-url when given, else through the server
 answering on --listen (a running "skillstream serve"), else from the --data

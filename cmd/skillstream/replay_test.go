@@ -487,7 +487,7 @@ func keep(t *testing.T, src, name string) {
 
 // TestMakeLargeSession builds a store holding one long session, played
 // through the real processor, for measuring export and replay by hand (see
-// the README). It runs only when SKILLSTREAM_LARGE_STORE names a directory:
+// cmd/skillstream/MANUAL.md). It runs only when SKILLSTREAM_LARGE_STORE names a directory:
 //
 //	SKILLSTREAM_LARGE_STORE=/tmp/big go test ./cmd/skillstream -run TestMakeLargeSession -timeout 30m
 //

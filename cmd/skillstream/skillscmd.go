@@ -85,7 +85,7 @@ func (a *app) skillsCommand() (*command, runFunc) {
 	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
-files, see "Running a fleet" in the README).
+files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
 
   push DIR... [--scope S] [--prune] [--json] [--include-hidden] [--follow-links-out]
       publish the skills in each DIR (a skills root, a skill folder or a

@@ -14,7 +14,7 @@ import (
 	"github.com/skillstream/skillstream/natstest"
 )
 
-// The README's recipe for workers in other languages, with the nats CLI:
+// The protocol's recipe for workers in other languages, with the nats CLI:
 //
 //	nats sub --raw --count 1 _INBOX.worker.s1
 //	nats pub --jetstream ev.s1.agent.pre-step -H Content-Type:application/json -H Reply-Inbox:_INBOX.worker.s1 '<pre-step JSON>'
@@ -30,18 +30,18 @@ func recipeBody(cwd string) string {
 	return `{"v":1,"session":"s1","step":"1","cwd":"` + cwd + `","tools":[{"name":"skill","owner":"skillstream"}]}`
 }
 
-// TestREADMERecipe performs the steps of the README's natscli recipe with
+// TestProtocolRecipe performs the steps of events/protocol.md's natscli recipe with
 // plain core NATS (subscribe to an inbox, publish the JSON pre-step with
 // its two headers, read the answer on the inbox) against a real processor,
 // and, when the nats CLI is on PATH, runs the recipe's own commands too.
-func TestREADMERecipe(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestProtocolRecipe(t *testing.T) {
+	doc, err := os.ReadFile("../protocol.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{recipeSub, recipePub, recipeBody(`'"$PWD"'`)} {
-		if !strings.Contains(string(readme), want) {
-			t.Fatalf("README lacks the recipe line\n%s", want)
+		if !strings.Contains(string(doc), want) {
+			t.Fatalf("events/protocol.md lacks the recipe line\n%s", want)
 		}
 	}
 
