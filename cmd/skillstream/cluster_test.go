@@ -97,11 +97,11 @@ func TestServeNATSURLConsumerGroup(t *testing.T) {
 	defer reqCancel()
 	for i := range 10 {
 		w := newTestWorker(t, nc, fmt.Sprintf("group-%d", i))
-		d, err := w.preStep(reqCtx, "1", cwd)
+		d, err := w.PreStep(reqCtx, "1", cwd)
 		if err != nil || d.Outcome != events.OutcomeAppended {
 			t.Fatalf("session %d: %+v, %v", i, d, err)
 		}
-		r, err := w.call(reqCtx, "c1", cwd, "a-skill")
+		r, err := w.Call(reqCtx, "c1", cwd, "a-skill")
 		if err != nil || r.IsError {
 			t.Fatalf("session %d call: %+v, %v", i, r, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/demo"
 )
 
 const userInvocationLine = "A user may also invoke a skill directly; its <skill_content> block then appears in this conversation. Follow it, and do not call the `skill` tool again for that skill."
@@ -79,15 +80,15 @@ func TestInvocationsExportHistoryReplay(t *testing.T) {
 	func() {
 		rig := startRigWith(t, dir, processor.Config{Catalog: opts})
 		defer rig.stop()
-		w, err := newWorker(rig.nc, events.DefaultPrefix, "u1", processor.DefaultToolOwner)
+		w, err := demo.NewWorker(rig.nc, events.DefaultPrefix, "u1", processor.DefaultToolOwner)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		if d, err := w.preStep(rig.ctx, "1", cwd, "/a-skill write it"); err != nil || len(d.Invocations) != 1 {
+		if d, err := w.PreStep(rig.ctx, "1", cwd, "/a-skill write it"); err != nil || len(d.Invocations) != 1 {
 			t.Fatalf("step 1: %+v %v", d, err)
 		}
-		if d, err := w.preStep(rig.ctx, "2", cwd, "/b-skill and /nope"); err != nil || len(d.Invocations) != 1 || len(d.Ignored) != 1 {
+		if d, err := w.PreStep(rig.ctx, "2", cwd, "/b-skill and /nope"); err != nil || len(d.Invocations) != 1 || len(d.Ignored) != 1 {
 			t.Fatalf("step 2: %+v %v", d, err)
 		}
 	}()

@@ -20,6 +20,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/demo"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -120,12 +121,12 @@ func playStore(t *testing.T, dir, cwd, sid string) {
 	rig := startRig(t, dir)
 	defer rig.stop()
 	ctx, nc := rig.ctx, rig.nc
-	w, err := newWorker(nc, events.DefaultPrefix, sid, processor.DefaultToolOwner)
+	w, err := demo.NewWorker(nc, events.DefaultPrefix, sid, processor.DefaultToolOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	shadowed, err := newWorker(nc, events.DefaultPrefix, sid, "someone-else")
+	shadowed, err := demo.NewWorker(nc, events.DefaultPrefix, sid, "someone-else")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,30 +140,30 @@ func playStore(t *testing.T, dir, cwd, sid string) {
 			t.Fatalf("%s: got %s, want %s", what, got, want)
 		}
 	}
-	d, err := w.preStep(ctx, "1", cwd)
+	d, err := w.PreStep(ctx, "1", cwd)
 	expect("step 1", d.Outcome, events.OutcomeAppended, err)
-	d, err = w.preStep(ctx, "2", cwd)
+	d, err = w.PreStep(ctx, "2", cwd)
 	expect("step 2", d.Outcome, events.OutcomeUnchanged, err)
-	r, err := w.call(ctx, "call-1", cwd, "b-skill")
+	r, err := w.Call(ctx, "call-1", cwd, "b-skill")
 	expect("call-1", r.Text[:15], "<skill_content ", err)
-	r, err = w.call(ctx, "call-2", cwd, "no-such-skill")
+	r, err = w.Call(ctx, "call-2", cwd, "no-such-skill")
 	expect("call-2", r.Text, `Error: skill "no-such-skill" is unknown or no longer available`, err)
-	seq, err := w.publish(ctx, "message.user", map[string]any{"v": 1, "text": "hi"})
+	seq, err := w.Append(ctx, "message.user", map[string]any{"v": 1, "text": "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = w.compact(ctx, seq+1)
+	_, err = w.Compact(ctx, seq+1)
 	expect("compact", "", "", err)
-	d, err = w.preStep(ctx, "3", cwd)
+	d, err = w.PreStep(ctx, "3", cwd)
 	expect("step 3", d.Outcome, events.OutcomeAppended, err)
-	d, err = shadowed.preStep(ctx, "4", cwd)
+	d, err = shadowed.PreStep(ctx, "4", cwd)
 	expect("step 4", d.Outcome, events.OutcomeAppended, err)
 	if d.Catalog == nil || len(d.Catalog.Source.Entries) != 0 {
 		t.Fatalf("step 4 is not a tombstone: %+v", d.Catalog)
 	}
-	d, err = w.preStep(ctx, "5", cwd)
+	d, err = w.PreStep(ctx, "5", cwd)
 	expect("step 5", d.Outcome, events.OutcomeAppended, err)
-	d, err = w.preStep(ctx, "6", cwd)
+	d, err = w.PreStep(ctx, "6", cwd)
 	expect("step 6", d.Outcome, events.OutcomeUnchanged, err)
 }
 
@@ -545,7 +546,7 @@ func TestMakeLargeSession(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(pctx) }()
 	defer func() { stop(); <-done }()
-	w, err := newWorker(nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
+	w, err := demo.NewWorker(nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,20 +558,20 @@ func TestMakeLargeSession(t *testing.T) {
 	for turn := 0; int(last) < total; turn++ {
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if turn%1000 == 999 {
-			if _, err := w.compact(tctx, last+1); err != nil {
+			if _, err := w.Compact(tctx, last+1); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := w.preStep(tctx, "step-"+strconv.Itoa(turn), cwd); err != nil {
+		if _, err := w.PreStep(tctx, "step-"+strconv.Itoa(turn), cwd); err != nil {
 			t.Fatal(err)
 		}
 		if turn%50 == 0 {
-			if _, err := w.call(tctx, "call-"+strconv.Itoa(turn), cwd, "skill-"+strconv.Itoa(turn%20)); err != nil {
+			if _, err := w.Call(tctx, "call-"+strconv.Itoa(turn), cwd, "skill-"+strconv.Itoa(turn%20)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := range 9 {
-			if last, err = w.publish(tctx, kinds[i%len(kinds)], filler); err != nil {
+			if last, err = w.Append(tctx, kinds[i%len(kinds)], filler); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -623,21 +624,21 @@ func TestReplayAsRecorded(t *testing.T) {
 	cwd := replayProject(t)
 	skills := filepath.Join(filepath.Dir(cwd), ".agents/skills")
 	rig := startRig(t, dir)
-	w, err := newWorker(rig.nc, events.DefaultPrefix, "s3", processor.DefaultToolOwner)
+	w, err := demo.NewWorker(rig.nc, events.DefaultPrefix, "s3", processor.DefaultToolOwner)
 	if err != nil {
 		rig.stop()
 		t.Fatal(err)
 	}
 	step := func(id, want string) {
 		t.Helper()
-		d, err := w.preStep(rig.ctx, id, cwd)
+		d, err := w.PreStep(rig.ctx, id, cwd)
 		if err != nil || d.Outcome != want {
 			t.Fatalf("step %s: %+v %v, want %s", id, d, err, want)
 		}
 	}
 	call := func(id, name, want string) {
 		t.Helper()
-		r, err := w.call(rig.ctx, id, cwd, name)
+		r, err := w.Call(rig.ctx, id, cwd, name)
 		if err != nil || !strings.Contains(r.Text, want) {
 			t.Fatalf("call %s: %q %v, want %q in it", id, r.Text, err, want)
 		}
@@ -713,14 +714,14 @@ func TestReplayWithCatalogHeads(t *testing.T) {
 			"description: "+strings.Repeat("Handles one more kind of chore for the test. ", 3)))
 	}
 	rig := startRig(t, dir)
-	w, err := newWorker(rig.nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
+	w, err := demo.NewWorker(rig.nc, events.DefaultPrefix, "big", processor.DefaultToolOwner)
 	if err != nil {
 		rig.stop()
 		t.Fatal(err)
 	}
 	waitSkills(t, rig, cwd, "150 more skills", func(s catalog.Snapshot, _ string) bool { return len(s.Skills) == 153 })
 	for i, want := range []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeUnchanged} {
-		d, err := w.preStep(rig.ctx, fmt.Sprint(i+1), cwd)
+		d, err := w.PreStep(rig.ctx, fmt.Sprint(i+1), cwd)
 		if err != nil || d.Outcome != want {
 			w.Close()
 			rig.stop()

@@ -25,6 +25,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/processor/demo"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -169,9 +170,9 @@ func (s *served) connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	return nc
 }
 
-func newTestWorker(t testing.TB, nc *nats.Conn, session string) *worker {
+func newTestWorker(t testing.TB, nc *nats.Conn, session string) *demo.Worker {
 	t.Helper()
-	w, err := newWorker(nc, events.DefaultPrefix, session, "skillstream")
+	w, err := demo.NewWorker(nc, events.DefaultPrefix, session, "skillstream")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestServeEndToEnd(t *testing.T) {
 	_, preview, _ := runMain(t, "catalog", "--catalog-description-max-length", "50", "--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--cwd", cwd)
 	_, loaded, _ := runMain(t, "load", "a-skill", "--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--cwd", cwd)
 
-	d, err := w.preStep(ctx, "1", cwd)
+	d, err := w.PreStep(ctx, "1", cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("catalog source = %+v", d.Catalog.Source)
 	}
 
-	d, err = w.preStep(ctx, "2", cwd)
+	d, err = w.PreStep(ctx, "2", cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,14 +252,14 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Errorf("second pre-step: %+v", d)
 	}
 
-	r, err := w.call(ctx, "call-1", cwd, "a-skill")
+	r, err := w.Call(ctx, "call-1", cwd, "a-skill")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.IsError || r.Text+"\n" != loaded || r.Value == nil || r.Value.Name != "a-skill" {
 		t.Errorf("skill call: %+v\nwant text %q", r, loaded)
 	}
-	r, err = w.call(ctx, "call-2", cwd, "user-only-skill")
+	r, err = w.Call(ctx, "call-2", cwd, "user-only-skill")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestServeRestartContinuesSessions(t *testing.T) {
 	s := startServe(t, data, root)
 	nc := s.connect(t)
 	w := newTestWorker(t, nc, "restart")
-	d, err := w.preStep(ctx, "1", cwd)
+	d, err := w.PreStep(ctx, "1", cwd)
 	if err != nil || d.Outcome != events.OutcomeAppended {
 		t.Fatalf("before restart: %+v, %v", d, err)
 	}
@@ -324,7 +325,7 @@ func TestServeRestartContinuesSessions(t *testing.T) {
 	s = startServe(t, data, root)
 	nc = s.connect(t)
 	w = newTestWorker(t, nc, "restart")
-	d, err = w.preStep(ctx, "2", cwd)
+	d, err = w.PreStep(ctx, "2", cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestServeRestartContinuesSessions(t *testing.T) {
 	}
 	// A different session still gets its first catalog.
 	w2 := newTestWorker(t, nc, "fresh")
-	if d, err := w2.preStep(ctx, "1", cwd); err != nil || d.Outcome != events.OutcomeAppended {
+	if d, err := w2.PreStep(ctx, "1", cwd); err != nil || d.Outcome != events.OutcomeAppended {
 		t.Errorf("new session after restart: %+v, %v", d, err)
 	}
 	if code := s.stop(); code != exitOK {

@@ -44,7 +44,7 @@ func TestServeViewDivergence(t *testing.T) {
 	defer reqCancel()
 	appended, diverged := 0, 0
 	for step := 1; step <= 40 && diverged == 0; step++ {
-		d, err := w.preStep(reqCtx, fmt.Sprint(step), "")
+		d, err := w.PreStep(reqCtx, fmt.Sprint(step), "")
 		if err != nil {
 			t.Fatal(err)
 		}

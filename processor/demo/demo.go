@@ -66,7 +66,7 @@ type demo struct {
 	skills  string // the project's skills folder
 	cwd     string // the project, the session's working directory
 	reg     *providers.Registry
-	w       *worker
+	w       *Worker
 	st      jetstream.Stream
 	step    int
 	section int
@@ -124,7 +124,7 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, lo
 		}
 	}()
 
-	if d.w, err = newWorker(nc, pcfg.Prefix, "demo", pcfg.ToolOwner); err != nil {
+	if d.w, err = NewWorker(nc, pcfg.Prefix, "demo", pcfg.ToolOwner); err != nil {
 		return err
 	}
 	defer d.w.Close()
@@ -194,7 +194,7 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, lo
 				return err
 			}
 			retain := info.State.LastSeq + 1
-			seq, err := d.w.compact(ctx, retain)
+			seq, err := d.w.Compact(ctx, retain)
 			if err != nil {
 				return err
 			}
@@ -274,7 +274,7 @@ func (d *demo) preStep(ctx context.Context) error {
 	d.step++
 	step := fmt.Sprint(d.step)
 	d.printf("worker: agent.pre-step %s (tools: read_file, skill), waiting on its Reply-Inbox\n", step)
-	dec, err := d.w.preStep(ctx, step, d.cwd, d.userText...)
+	dec, err := d.w.PreStep(ctx, step, d.cwd, d.userText...)
 	d.userText = nil
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (d *demo) call(ctx context.Context, name string) error {
 	id := "call-" + name
 	d.printf("model: skill(name=%q)\n", name)
 	d.printf("worker: tool.call.skill %s, waiting on its Reply-Inbox\n", id)
-	r, err := d.w.call(ctx, id, d.cwd, name)
+	r, err := d.w.Call(ctx, id, d.cwd, name)
 	if err != nil {
 		return err
 	}
@@ -416,39 +416,48 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// worker plays the demo's agent session with the worker client: its tool
-// view holds the processor's skill tool.
-type worker struct {
+// Worker plays one agent session with the worker client, its tool view
+// holding the processor's skill tool: the demo's agent, and the one the
+// command's tests drive a running serve with.
+type Worker struct {
 	c       *client.Client
 	session string
 	owner   string // tool owner whose skill tool is in the tool view
 }
 
-// newWorker starts a client on nc. Close ends it (nc stays open).
-func newWorker(nc *nats.Conn, prefix, session, owner string) (*worker, error) {
+// NewWorker starts a client on nc for session, with the skill tool of
+// owner in its tool view. Close ends it (nc stays open).
+func NewWorker(nc *nats.Conn, prefix, session, owner string) (*Worker, error) {
 	c, err := client.New(nc, client.WithPrefix(prefix))
 	if err != nil {
 		return nil, fmt.Errorf("worker client: %w", err)
 	}
-	return &worker{c: c, session: session, owner: owner}, nil
+	return &Worker{c: c, session: session, owner: owner}, nil
 }
 
-func (w *worker) Close() error { return w.c.Close() }
+// Close ends the worker's client.
+func (w *Worker) Close() error { return w.c.Close() }
 
-// preStep appends an agent.pre-step with the skill tool visible and returns
+// PreStep appends an agent.pre-step with the skill tool visible and returns
 // the processor's Decision.
-func (w *worker) preStep(ctx context.Context, step, cwd string, userText ...string) (events.Decision, error) {
+func (w *Worker) PreStep(ctx context.Context, step, cwd string, userText ...string) (events.Decision, error) {
 	tools := []events.Tool{{Name: "read_file", Owner: "agent"}, client.SkillTool(w.owner)}
 	return w.c.PreStep(ctx, events.PreStep{Session: w.session, Step: step, Cwd: cwd, Tools: tools, UserText: userText})
 }
 
-// call appends a tool.call.skill and returns the processor's ToolResult.
-func (w *worker) call(ctx context.Context, id, cwd, name string) (events.ToolResult, error) {
+// Call appends a tool.call.skill and returns the processor's ToolResult.
+func (w *Worker) Call(ctx context.Context, id, cwd, name string) (events.ToolResult, error) {
 	return w.c.CallSkill(ctx, events.SkillCall{Session: w.session, Call: id, Cwd: cwd, Args: events.SkillArgs{Name: name}})
 }
 
-// compact appends a context.compact keeping only events from retainFrom on
+// Compact appends a context.compact keeping only events from retainFrom on
 // visible to the model, and returns its sequence.
-func (w *worker) compact(ctx context.Context, retainFrom uint64) (uint64, error) {
+func (w *Worker) Compact(ctx context.Context, retainFrom uint64) (uint64, error) {
 	return w.c.Compact(ctx, events.Compaction{Session: w.session, RetainFrom: retainFrom})
+}
+
+// Append appends v as an event of kind (one the processor ignores, such
+// as a message) and returns its sequence.
+func (w *Worker) Append(ctx context.Context, kind events.Kind, v any) (uint64, error) {
+	return w.c.Append(ctx, w.session, kind, v)
 }
