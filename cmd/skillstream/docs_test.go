@@ -393,22 +393,10 @@ func readmeProject(t *testing.T, readme string) string {
 // environment until the test ends, and waits until it is ready.
 func startREADMEServe(t *testing.T, args []string, env func(string) (string, bool), port, mport int) *served {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{t: t, url: fmt.Sprintf("nats://127.0.0.1:%d", port), metrics: fmt.Sprintf("http://127.0.0.1:%d", mport),
-		stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
-	a := &app{stdout: io.Discard, stderr: s.stderr, lookupEnv: env}
-	go func() { s.done <- a.main(ctx, args) }()
-	t.Cleanup(func() { s.stop() })
-	eventually(t, 30*time.Second, "the README's serve ready", func() error {
-		select {
-		case code := <-s.done:
-			s.done <- code
-			t.Fatalf("serve exited early with %d:\n%s", code, s.stderr)
-		default:
-		}
-		return s.ready()
+	return runServe(t, port, mport, "the README's serve ready", func(ctx context.Context, stderr io.Writer) int {
+		a := &app{stdout: io.Discard, stderr: stderr, lookupEnv: env}
+		return a.main(ctx, args)
 	})
-	return s
 }
 
 // checkREADMEOutput checks what the README's commands say they do.

@@ -91,14 +91,23 @@ func startServeAt(t testing.TB, port int, dataDir, skillsRoot string, extra ...s
 		"--log-format", "json",
 	}
 	args = append(args, extra...)
+	return runServe(t, port, mport, "serve ready", func(ctx context.Context, stderr io.Writer) int {
+		return Main(ctx, args, io.Discard, stderr)
+	})
+}
+
+// runServe runs a serve (run, until the test ends) whose NATS server
+// listens on port and metrics on mport, and waits until it is ready.
+func runServe(t testing.TB, port, mport int, what string, run func(ctx context.Context, stderr io.Writer) int) *served {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{
 		t: t, url: fmt.Sprintf("nats://127.0.0.1:%d", port), metrics: fmt.Sprintf("http://127.0.0.1:%d", mport),
 		stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1),
 	}
-	go func() { s.done <- Main(ctx, args, io.Discard, s.stderr) }()
+	go func() { s.done <- run(ctx, s.stderr) }()
 	t.Cleanup(func() { s.stop() })
-	eventually(t, 30*time.Second, "serve ready", func() error {
+	eventually(t, 30*time.Second, what, func() error {
 		select {
 		case code := <-s.done:
 			s.done <- code
