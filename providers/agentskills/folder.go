@@ -37,10 +37,18 @@ type root struct {
 	want map[string]watchKind // guarded by Provider.watchMu
 }
 
+// scanIDs numbers the scans that vouch for their paths (rootScan.vouch).
+var scanIDs atomic.Uint64
+
 // rootScan is the cached answer of one root.
 type rootScan struct {
-	gen    uint64
-	fresh  bool // reusable while gen is unchanged
+	gen   uint64
+	fresh bool // reusable while gen is unchanged
+	// vouch, when not 0, identifies this scan among all scans: it is
+	// fresh, and every folder above the root is watched with no link on
+	// the way (rootHooks.whole), so that while it stays fresh a path of
+	// the root that named a folder names that folder (see loadCache.warm).
+	vouch  uint64
 	cands  []providers.Candidate
 	skills []found
 	diags  []providers.Diagnostic
@@ -79,7 +87,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 		s.hooks = h
 	}
 	l := s.scan(ctx, r.path)
-	watched, polled := false, false
+	watched, polled, whole := false, false, false
 	if h != nil {
 		var shed []string
 		if h.over { // the skill folders are checked by polling instead
@@ -92,7 +100,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 		}
 		p.keepWatches(r, h.want)
 		p.releaseAll(r, shed)
-		watched, polled = h.ok, h.over
+		watched, polled, whole = h.ok, h.over, h.ok && h.whole
 	}
 	p.mu.Lock()
 	r.unwatched = !watched
@@ -121,6 +129,9 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 		err:    l.err,
 		files:  l.files,
 		needed: l.needed,
+	}
+	if whole && rs.fresh {
+		rs.vouch = scanIDs.Add(1)
 	}
 	rs.cands = make([]providers.Candidate, len(l.skills))
 	for i, f := range l.skills {

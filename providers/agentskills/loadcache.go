@@ -29,8 +29,11 @@ const loadCacheSize = 1024
 // The digest of a skill folder is watched when it can be: every folder and
 // every file of the skill folder gets an inotify watch (treewatch_linux.go),
 // and the digest is served while no event was reported on any of them and
-// the folder's path still names the same directory (device and inode): a
-// stat of the folder and one read of the event queue, which finds it empty.
+// the folder's path still names the same directory: one read of the event
+// queue, which finds it empty, and for a folder whose path holds a link or
+// whose root is not watched all the way up, a stat of the folder (device
+// and inode); other folders' paths are vouched for by the listing's
+// watches (see warm).
 // The queue is read before the digest is served, and the kernel queues an
 // event before the call that made the change returns, so a change made
 // before the Load began (any file or subfolder edited, added, removed,
@@ -96,8 +99,12 @@ type cachedDigest struct {
 	digest string
 	tree   *watchedTree
 	inode  [2]uint64 // watched: the directory the folder's path named
-	skill  identity  // watched: the skill file as the digest found it
-	files  []File    // not watched: paths, sizes and identities
+	plain  bool      // watched: the folder's path held no symbolic link
+	// vouched is the scan (rootScan.vouch) under which the path was last
+	// found to name the watched directory, c.mu held.
+	vouched uint64
+	skill   identity // watched: the skill file as the digest found it
+	files   []File   // not watched: paths, sizes and identities
 }
 
 func newLoadCache(watch bool, maxWatches int) *loadCache {
@@ -178,16 +185,22 @@ func statFile(path string, noFollow bool) (identity, bool) {
 // names the watched directory, and the body kept was parsed from the file
 // the watched digest was computed from. Otherwise ok is false and Load
 // takes the usual way.
-func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool) {
+//
+// Whether the path still names the watched directory costs a stat of the
+// folder, once per scan of its root: vouch (not 0) identifies a scan that
+// vouches for its paths (rootScan.vouch: fresh, its listing's events read
+// in this operation, every folder above the root watched), and a folder
+// whose path held no link when its watch was taken, stat'ed under that
+// same scan, is not stat'ed again under it. Nothing can make the path name
+// another folder without an event: the folder moved or removed is one on
+// its own watch; a folder above it moved (so that another may take its
+// place) is one on the root's, which ends the scan.
+func (c *loadCache) warm(file string, vouch uint64) (sk catalog.Skill, digest string, ok bool) {
 	if !c.watch.Load() {
 		return catalog.Skill{}, "", false
 	}
 	ticket := c.treeReads.Load()
 	dir := filepath.Dir(file)
-	fi, ok := statFolder(dir)
-	if !ok {
-		return catalog.Skill{}, "", false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tw == nil {
@@ -195,8 +208,17 @@ func (c *loadCache) warm(file string) (sk catalog.Skill, digest string, ok bool)
 	}
 	c.drainTree(ticket)
 	d, ok := c.digests.Get(folderKey(dir))
-	if !ok || !d.current(fi) {
+	if !ok || d.tree == nil || d.tree.stale {
 		return catalog.Skill{}, "", false
+	}
+	if vouch == 0 || !d.plain || d.vouched != vouch {
+		// Once per scan (always for a linked folder): stat with c.mu
+		// held rather than look the digest up twice.
+		fi, ok := statFolder(dir)
+		if !ok || !d.current(fi) {
+			return catalog.Skill{}, "", false
+		}
+		d.vouched = vouch
 	}
 	b, ok := c.bodies.Get(file)
 	if !ok || b.id != d.skill {
@@ -361,7 +383,7 @@ func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tw != nil && !tree.stale {
-		d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root)}
+		d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root), plain: w.root == dir}
 		for _, f := range again.files {
 			if f.Path == SkillFile {
 				d.skill = f.id

@@ -580,3 +580,89 @@ func TestConcurrentLoadsSeeEarlierChanges(t *testing.T) {
 		}
 	}
 }
+
+// A skill answered from memory is answered from the folder its path names
+// now: the folder replaced, or a folder above the skills folder swapped
+// for another, is seen by the very next Changes and LoadQuickAfterChanges
+// (no stat of the skill folder is made when its path holds no link; the
+// listing's watches vouch for the path). A skills folder reached through a
+// link is checked with a stat, and its swaps are seen too.
+func TestLoadQuickFollowsPathSwaps(t *testing.T) {
+	for _, linked := range []bool{false, true} {
+		t.Run(fmt.Sprintf("linked=%v", linked), func(t *testing.T) {
+			base := t.TempDir()
+			top := filepath.Join(base, "top")
+			user := filepath.Join(top, "user-skills")
+			if linked {
+				real := filepath.Join(base, "real")
+				mkdir(t, real)
+				symlink(t, real, top)
+			}
+			repo := t.TempDir()
+			mkdir(t, filepath.Join(repo, ".git"))
+			dir := filepath.Join(user, "big")
+			writeResources(t, dir, "big")
+			p := newProvider(t, agentskills.Config{UserDir: user})
+			q := catalog.At(repo)
+
+			// quick answers as Load does, once a Load has kept the skill.
+			quick := func(step string) catalog.Skill {
+				t.Helper()
+				want, err := p.Load(context.Background(), "big", q)
+				if err != nil {
+					t.Fatalf("%s: Load: %v", step, err)
+				}
+				if want.Digest != freshDigest(t, dir) {
+					t.Fatalf("%s: Load digest %s, want %s", step, want.Digest, freshDigest(t, dir))
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					_ = p.Changes(q)
+					got, ok := p.LoadQuickAfterChanges("big", q)
+					if ok {
+						if !reflect.DeepEqual(got, want) {
+							t.Fatalf("%s: LoadQuickAfterChanges = %+v, want %+v", step, got, want)
+						}
+						return got
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: LoadQuickAfterChanges never answered", step)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			// stale fails if the next Changes and quick load still answer
+			// what was, then loads the skill as it is now.
+			stale := func(step string, was catalog.Skill) {
+				t.Helper()
+				_ = p.Changes(q)
+				if got, ok := p.LoadQuickAfterChanges("big", q); ok && (got.Digest == was.Digest || got.Content == was.Content) {
+					t.Fatalf("%s: LoadQuickAfterChanges answered the old folder: %q", step, got.Content)
+				}
+				quick(step)
+			}
+
+			first := quick("first")
+			// The skill folder moved away and another put in its place.
+			if err := os.Rename(dir, filepath.Join(user, "big-old")); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "SKILL.md"), skillText("big", "A skill with resources.", "Second folder."))
+			stale("skill folder replaced", first)
+
+			second := quick("second")
+			// The folder above the skills folder swapped for another.
+			moved := top + ".old"
+			if err := os.Rename(top, moved); err != nil {
+				t.Fatal(err)
+			}
+			if linked {
+				real := filepath.Join(base, "real2")
+				mkdir(t, real)
+				symlink(t, real, top)
+			}
+			write(t, filepath.Join(dir, "SKILL.md"), skillText("big", "A skill with resources.", "Third folder."))
+			stale("folder above swapped", second)
+		})
+	}
+}

@@ -390,7 +390,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 			if f.sum.Name != name {
 				continue
 			}
-			sk, err := p.load(r, f)
+			sk, err := p.load(r, f, s.vouch)
 			if errors.Is(err, catalog.ErrNotFound) {
 				// Deleted or renamed before the watcher said so: the
 				// next candidate of that name is the winner now.
@@ -406,8 +406,9 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 // alone, when everything it needs is kept and current: the project of
 // q.Cwd remembered, a fresh scan of every root (no event since), and the
 // winning folder skill's body and digest kept under a watch that reported
-// nothing (loadCache.warm, whose one stat is of a folder on a local file
-// system). Anything missing gives ok false, and the registry runs Load.
+// nothing (loadCache.warm, which reads the watch's queue and, only for a
+// linked folder or a root not watched all the way up, stats the folder).
+// Anything missing gives ok false, and the registry runs Load.
 func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool) {
 	if p.w == nil || !catalog.ValidName(name) {
 		return catalog.Skill{}, false
@@ -420,7 +421,7 @@ func (p *Provider) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 // LoadQuick for a caller that called Changes(q) earlier in the same
 // operation. Changes read the listings' change queue; this does not read it
 // again (one system call less per skill call). The skill folder's own
-// watch is still read and the folder still stat'ed (loadCache.warm).
+// watch is still read (loadCache.warm).
 func (p *Provider) LoadQuickAfterChanges(name string, q catalog.Query) (catalog.Skill, bool) {
 	if p.w == nil || !catalog.ValidName(name) {
 		return catalog.Skill{}, false
@@ -457,7 +458,7 @@ func (p *Provider) loadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 			if filepath.Dir(f.path) == r.path {
 				return catalog.Skill{}, false // flat file: Load stats it
 			}
-			sk, digest, ok := p.loads.warm(f.path)
+			sk, digest, ok := p.loads.warm(f.path, s.vouch)
 			if !ok || sk.Name != name {
 				return catalog.Skill{}, false
 			}
@@ -467,10 +468,12 @@ func (p *Provider) loadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 	return catalog.Skill{}, false
 }
 
-func (p *Provider) load(r *root, f found) (catalog.Skill, error) {
+// load loads the skill f of r; vouch is the scan's (rootScan.vouch), whose
+// listing events were read in this operation.
+func (p *Provider) load(r *root, f found, vouch uint64) (catalog.Skill, error) {
 	flat := filepath.Dir(f.path) == r.path
 	if !flat {
-		if sk, digest, ok := p.loads.warm(f.path); ok && sk.Name == f.sum.Name {
+		if sk, digest, ok := p.loads.warm(f.path, vouch); ok && sk.Name == f.sum.Name {
 			return p.complete(r, f, sk, digest), nil
 		}
 	}

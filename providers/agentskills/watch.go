@@ -32,10 +32,14 @@ type watchEntry struct {
 
 // rootHooks watches what a scan of one root visits.
 type rootHooks struct {
-	p     *Provider
-	r     *root
-	want  map[string]watchKind
-	ok    bool // every needed watch is in place
+	p    *Provider
+	r    *root
+	want map[string]watchKind
+	ok   bool // every needed watch is in place
+	// whole: every folder from the file system root down to the root is
+	// watched, with no link on the way, so that nothing can make the
+	// root's path name another folder without an event.
+	whole bool
 	limit int  // watches allowed for skill folders and linked files
 	n     int  // of those, taken
 	over  bool // the root needs more than limit: poll it
@@ -59,7 +63,7 @@ func (h *rootHooks) add(path string, k watchKind) error {
 // child being renamed, unless it is the one that has to report the root
 // (or the link) appearing or changing: then the root counts as unwatched.
 func (h *rootHooks) watchRoot(link string) {
-	parentWatched := true
+	parentWatched, every := true, true
 	for _, a := range ancestors(h.r.path) {
 		err := h.add(a.dir, watchKind{kind: kindAncestor, next: a.next})
 		switch {
@@ -71,7 +75,7 @@ func (h *rootHooks) watchRoot(link string) {
 			}
 			return // its watched parent reports it appearing
 		default:
-			parentWatched = false
+			parentWatched, every = false, false
 		}
 		if a.next == link {
 			if !parentWatched {
@@ -80,9 +84,11 @@ func (h *rootHooks) watchRoot(link string) {
 			return
 		}
 	}
-	if err := h.add(h.r.path, watchKind{kind: kindRoot}); err != nil && (!missing(err) || !parentWatched) {
+	err := h.add(h.r.path, watchKind{kind: kindRoot})
+	if err != nil && (!missing(err) || !parentWatched) {
 		h.ok = false
 	}
+	h.whole = every && err == nil
 }
 
 // ancestor is a folder above a root and its child on the way to the root.
