@@ -56,14 +56,20 @@ func EncodingOf(contentType string) (Encoding, error) {
 // Encode encodes v, normally one of the payload types, in enc. It does not
 // validate v (a "rejected" Decision may answer an unreadable trigger); it
 // fails with ErrTooLarge when the result would exceed MaxPayloadSize.
-func Encode(enc Encoding, v any) ([]byte, error) {
+func Encode(enc Encoding, v any) ([]byte, error) { return AppendEncode(nil, enc, v) }
+
+// AppendEncode is Encode writing msgpack into dst's capacity (dst's
+// length is ignored): a caller that encodes often can lend the same buffer
+// again and again instead of allocating one per payload. The result shares
+// dst's array when it fits. JSON is encoded as Encode does.
+func AppendEncode(dst []byte, enc Encoding, v any) ([]byte, error) {
 	var b []byte
 	switch enc {
 	case Msgpack:
-		var buf bytes.Buffer
+		buf := bytes.NewBuffer(dst[:0])
 		buf.Grow(sizeHint(v)) // one allocation instead of a doubling series
 		e := msgpack.GetEncoder()
-		e.Reset(&buf)
+		e.Reset(buf)
 		e.UseCompactInts(true) // smallest integer form, whatever the Go type
 		err := e.Encode(v)
 		msgpack.PutEncoder(e)

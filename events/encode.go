@@ -73,11 +73,17 @@ func marshalJSON(v any) ([]byte, error) {
 // catalog being encoded a second time; the result is byte for byte what
 // Encode gives.
 func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
+	return AppendDecision(nil, enc, d, catalog)
+}
+
+// AppendDecision is EncodeDecision writing into dst's spare capacity, as
+// AppendEncode does.
+func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	if enc != Msgpack || d.Catalog == nil || catalog == nil {
-		return Encode(enc, d)
+		return AppendEncode(dst, enc, d)
 	}
 	if len(d.Invocations) > 0 || len(d.Ignored) > 0 {
-		return Encode(enc, d) // the fields below do not cover them
+		return AppendEncode(dst, enc, d) // the fields below do not cover them
 	}
 	// The map the struct encoder writes for a Decision: fields in order,
 	// the omitempty ones only when set.
@@ -91,11 +97,11 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	if d.CatalogSeq != 0 {
 		n++
 	}
-	var buf bytes.Buffer
+	buf := bytes.NewBuffer(dst[:0])
 	buf.Grow(len(catalog) + 256)
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
-	e.Reset(&buf)
+	e.Reset(buf)
 	e.UseCompactInts(true)
 	type field struct {
 		key string
@@ -177,11 +183,17 @@ func (b *CatalogBody) Catalog(session, step, id string) Catalog {
 
 // Encode returns the msgpack encoding of b.Catalog(session, step, id).
 func (b *CatalogBody) Encode(session, step, id string) ([]byte, error) {
-	var buf bytes.Buffer
+	return b.AppendEncode(nil, session, step, id)
+}
+
+// AppendEncode is Encode writing into dst's spare capacity, as the
+// package's AppendEncode does.
+func (b *CatalogBody) AppendEncode(dst []byte, session, step, id string) ([]byte, error) {
+	buf := bytes.NewBuffer(dst[:0])
 	buf.Grow(len(b.raw) + len(session) + len(step) + len(id) + 48)
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
-	e.Reset(&buf)
+	e.Reset(buf)
 	e.UseCompactInts(true)
 	// A Catalog's seven fields in order, none omitted when empty.
 	err := e.EncodeMapLen(7)

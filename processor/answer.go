@@ -33,7 +33,7 @@ func (p *Processor) reply(t *trigger, v any) error {
 		}
 	}
 	if data == nil {
-		data, err = events.Encode(t.enc, v)
+		data, err = t.borrow(func(dst []byte) ([]byte, error) { return events.AppendEncode(dst, t.enc, v) })
 	}
 	if err == nil {
 		err = p.fits(h, data)

@@ -216,7 +216,7 @@ type appended struct {
 // selfEncoding is an output that encodes itself in msgpack, as
 // events.Encode would (a catalog from its shared part, catalogOutput).
 type selfEncoding interface {
-	encodeMsgpack() ([]byte, error)
+	encodeMsgpack(dst []byte) ([]byte, error)
 }
 
 // headed is an output that gets a head when it is large (a catalog,
@@ -232,9 +232,9 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 	var data []byte
 	var err error
 	if o, ok := v.(selfEncoding); ok {
-		data, err = o.encodeMsgpack()
+		data, err = t.borrow(o.encodeMsgpack)
 	} else {
-		data, err = events.Encode(events.Msgpack, v)
+		data, err = t.borrow(func(dst []byte) ([]byte, error) { return events.AppendEncode(dst, events.Msgpack, v) })
 	}
 	if errors.Is(err, events.ErrTooLarge) {
 		return appended{}, fmt.Errorf("encode %s: %w: %w", k, errTooLarge, err)

@@ -48,7 +48,7 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	}
 	if appended != nil && t.enc == events.Msgpack {
 		// The reply carries the catalog's bytes as appended.
-		if b, err := events.EncodeDecision(t.enc, d, appended); err == nil {
+		if b, err := t.borrow(func(dst []byte) ([]byte, error) { return events.AppendDecision(dst, t.enc, d, appended) }); err == nil {
 			return preEncoded{v: d, msgpack: b}, d.Outcome, nil
 		}
 	}
@@ -359,7 +359,9 @@ type catalogOutput struct {
 
 func (o catalogOutput) catalog() events.Catalog { return o.body.Catalog(o.session, o.step, o.id) }
 
-func (o catalogOutput) encodeMsgpack() ([]byte, error) { return o.body.Encode(o.session, o.step, o.id) }
+func (o catalogOutput) encodeMsgpack(dst []byte) ([]byte, error) {
+	return o.body.AppendEncode(dst, o.session, o.step, o.id)
+}
 
 func (o catalogOutput) head() events.CatalogHead {
 	src := o.catalog().Source

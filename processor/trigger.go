@@ -24,6 +24,7 @@ type trigger struct {
 	inbox     string
 	ref       string // step or call id, once read
 	start     time.Time
+	lent      []*[]byte // encoding buffers borrowed (scratch.go)
 }
 
 // kindHandler is what sets one trigger kind apart; everything else about a
@@ -90,6 +91,7 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	t := &trigger{msg: msg, start: p.now(), handler: ignoredKind{}}
+	defer t.giveBack()
 	p.m.inflight.Inc()
 	defer p.m.inflight.Dec()
 	defer func() {
