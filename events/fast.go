@@ -86,9 +86,15 @@ func (r *plain) container(array bool) (int, bool) {
 
 // str reads a string (not nil, not binary).
 func (r *plain) str() (string, bool) {
+	b, ok := r.strBytes()
+	return string(b), ok
+}
+
+// strBytes reads a string as the bytes it has in b.
+func (r *plain) strBytes() ([]byte, bool) {
 	c, ok := r.code()
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	var n uint64
 	switch {
@@ -101,14 +107,14 @@ func (r *plain) str() (string, bool) {
 	case c == 0xdb:
 		n, ok = r.n(4)
 	default:
-		return "", false
+		return nil, false
 	}
 	if !ok || n > uint64(len(r.b)-r.i) {
-		return "", false
+		return nil, false
 	}
-	s := string(r.b[r.i : r.i+int(n)])
+	b := r.b[r.i : r.i+int(n)]
 	r.i += int(n)
-	return s, true
+	return b, true
 }
 
 // int reads an integer that fits an int64 (not nil, not a float).
@@ -308,4 +314,197 @@ func (w *skillCallWire) fastMsgpack(b []byte) bool {
 		*w = x
 	}
 	return ok
+}
+
+// Answers are decoded by workers, and a pre-step's answer may carry a
+// catalog of a thousand entries; the library reads each through
+// reflection. The fast paths below read the plain shape of a Decision and
+// of a Catalog as the processor writes them, and give up on anything else
+// exactly as the triggers' do (FuzzFastAnswers checks both ways agree).
+
+func (w *decisionWire) fastMsgpack(b []byte) bool {
+	var x decisionWire
+	r := plain{b: b}
+	ok := r.fields(func(key string) (uint, bool) {
+		var ok bool
+		switch key {
+		case "v":
+			return 1 << 0, r.version(&x.V)
+		case "session":
+			x.Session, ok = r.str()
+			return 1 << 1, ok
+		case "step":
+			var s string
+			s, ok = r.str()
+			x.Step = ID(s)
+			return 1 << 2, ok
+		case "triggerSeq":
+			x.TriggerSeq, ok = r.uint()
+			return 1 << 3, ok
+		case "outcome":
+			x.Outcome, ok = r.str()
+			return 1 << 4, ok
+		case "catalog":
+			x.Catalog = new(catalogWire)
+			return 1 << 5, r.catalog(x.Catalog)
+		case "error":
+			x.Error = new(ErrorInfo)
+			return 1 << 6, r.fields(func(key string) (uint, bool) {
+				var ok bool
+				switch key {
+				case "code":
+					x.Error.Code, ok = r.str()
+					return 1 << 0, ok
+				case "message":
+					x.Error.Message, ok = r.str()
+					return 1 << 1, ok
+				}
+				return 0, false
+			})
+		case "reason":
+			x.Reason, ok = r.str()
+			return 1 << 7, ok
+		case "catalogSeq":
+			x.CatalogSeq, ok = r.uint()
+			return 1 << 8, ok
+		}
+		return 0, false
+	})
+	if ok && r.i == len(b) {
+		*w = x
+		return true
+	}
+	return false
+}
+
+func (w *catalogWire) fastMsgpack(b []byte) bool {
+	var x catalogWire
+	r := plain{b: b}
+	if r.catalog(&x) && r.i == len(b) {
+		*w = x
+		return true
+	}
+	return false
+}
+
+// uint reads an integer that is not negative and fits an int64.
+func (r *plain) uint() (uint64, bool) {
+	n, ok := r.int()
+	return uint64(n), ok && n >= 0
+}
+
+// catalog reads a catalog record's map.
+func (r *plain) catalog(x *catalogWire) bool {
+	return r.fields(func(key string) (uint, bool) {
+		var ok bool
+		switch key {
+		case "v":
+			return 1 << 0, r.version(&x.V)
+		case "session":
+			x.Session, ok = r.str()
+			return 1 << 1, ok
+		case "step":
+			var s string
+			s, ok = r.str()
+			x.Step = ID(s)
+			return 1 << 2, ok
+		case "id":
+			x.ID, ok = r.str()
+			return 1 << 3, ok
+		case "role":
+			x.Role, ok = r.str()
+			return 1 << 4, ok
+		case "text":
+			x.Text, ok = r.str()
+			return 1 << 5, ok
+		case "source":
+			return 1 << 6, r.source(&x.Source)
+		}
+		return 0, false
+	})
+}
+
+// source reads a catalog's source.
+func (r *plain) source(s *CatalogSource) bool {
+	return r.fields(func(key string) (uint, bool) {
+		var ok bool
+		switch key {
+		case "kind":
+			s.Kind, ok = r.str()
+			return 1 << 0, ok
+		case "producer":
+			s.Producer, ok = r.str()
+			return 1 << 1, ok
+		case "update":
+			s.Update, ok = r.str()
+			return 1 << 2, ok
+		case "entries":
+			return 1 << 3, r.entries(&s.Entries)
+		case "digest":
+			s.Digest, ok = r.str()
+			return 1 << 4, ok
+		case "omitted":
+			var n int64
+			n, ok = r.int()
+			s.Omitted = int(n)
+			return 1 << 5, ok && n >= math.MinInt && n <= math.MaxInt
+		case "view":
+			s.View = new(View)
+			return 1 << 6, r.fields(func(key string) (uint, bool) {
+				var ok bool
+				switch key {
+				case "revision":
+					s.View.Revision, ok = r.uint()
+					return 1 << 0, ok
+				case "instance":
+					s.View.Instance, ok = r.str()
+					return 1 << 1, ok
+				case "epoch":
+					s.View.Epoch, ok = r.str()
+					return 1 << 2, ok
+				}
+				return 0, false
+			})
+		}
+		return 0, false
+	})
+}
+
+// entries reads a catalog's entries: maps of name and description. An
+// empty list is left to the library, which alone says what it reads it as.
+// There may be thousands, so keys are compared in place, not made strings.
+func (r *plain) entries(dst *[]Entry) bool {
+	n, ok := r.container(true)
+	if !ok || n == 0 {
+		return false
+	}
+	out := make([]Entry, n)
+	for i := range out {
+		keys, ok := r.container(false)
+		if !ok {
+			return false
+		}
+		var seen uint
+		for range keys {
+			key, ok := r.strBytes()
+			if !ok {
+				return false
+			}
+			var bit uint
+			switch string(key) {
+			case "name":
+				bit = 1 << 0
+				out[i].Name, ok = r.str()
+			case "description":
+				bit = 1 << 1
+				out[i].Description, ok = r.str()
+			}
+			if !ok || bit == 0 || seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+		}
+	}
+	*dst = out
+	return true
 }

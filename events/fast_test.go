@@ -174,3 +174,133 @@ func TestTriggerUnwrapMatchesReflection(t *testing.T) {
 		t.Errorf("skill call: %+v %v, want %+v %v", *gc, gcv, *wc, wcv)
 	}
 }
+
+// answerSeeds are Decision and Catalog payloads of the plain shape (as
+// Encode writes them) and of the shapes next to it.
+func answerSeeds(t testing.TB) [][]byte {
+	enc := func(v any) []byte {
+		b, err := Encode(Msgpack, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cat := Catalog{V: 1, Session: "s-1", Step: "7", ID: "s-1:7:catalog", Role: "user", Text: "<skills>…</skills>",
+		Source: CatalogSource{Kind: "skill-catalog", Producer: "skillstream", Update: "initial", Digest: "d",
+			Entries: []Entry{{Name: "pdf", Description: "Read PDFs."}, {Name: "docx", Description: "Word."}},
+			Omitted: 2, View: &View{Revision: 9, Instance: "i", Epoch: "e"}}}
+	dec := Decision{V: 1, Session: "s-1", Step: "7", TriggerSeq: 12, Outcome: "appended", Catalog: &cat, CatalogSeq: 13}
+	seeds := [][]byte{enc(cat), enc(dec),
+		enc(Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 3, Outcome: "unchanged", CatalogSeq: 2}),
+		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "rejected", Error: &ErrorInfo{Code: "bad_request", Message: "m"}}),
+		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "empty", Reason: ReasonNoSkills}),
+		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "unchanged", Ignored: []Ignored{{Name: "x", Reason: IgnoredUnknown}}}),
+	}
+	// The same as maps, changed one way or another.
+	asMap := func(b []byte) map[string]any {
+		var m map[string]any
+		if err := msgpack.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, change := range []func(d, c, src map[string]any){
+		func(d, c, src map[string]any) {},
+		func(d, c, src map[string]any) { d["v"] = 2 },
+		func(d, c, src map[string]any) { delete(d, "v") },
+		func(d, c, src map[string]any) { d["step"] = 7 },
+		func(d, c, src map[string]any) { c["step"] = nil },
+		func(d, c, src map[string]any) { d["triggerSeq"] = -1 },
+		func(d, c, src map[string]any) { d["triggerSeq"] = uint64(math.MaxUint64) },
+		func(d, c, src map[string]any) { d["catalogSeq"] = "13" },
+		func(d, c, src map[string]any) { d["catalog"] = nil },
+		func(d, c, src map[string]any) { d["error"] = map[string]any{"code": "x", "extra": 1} },
+		func(d, c, src map[string]any) { d["error"] = map[string]any{} },
+		func(d, c, src map[string]any) { d["extra"] = true },
+		func(d, c, src map[string]any) { c["text"] = []byte("bin") },
+		func(d, c, src map[string]any) { c["text"] = nil },
+		func(d, c, src map[string]any) { c["role"] = 1 },
+		func(d, c, src map[string]any) { c["source"] = nil },
+		func(d, c, src map[string]any) { src["entries"] = []any{} },
+		func(d, c, src map[string]any) { src["entries"] = nil },
+		func(d, c, src map[string]any) { src["entries"] = []any{nil} },
+		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": "a"}} },
+		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": "a", "description": "b", "more": 1}} },
+		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": 5, "description": "b"}} },
+		func(d, c, src map[string]any) { src["entries"] = map[string]any{} },
+		func(d, c, src map[string]any) { src["omitted"] = -3 },
+		func(d, c, src map[string]any) { src["omitted"] = uint64(math.MaxUint64) },
+		func(d, c, src map[string]any) { src["omitted"] = nil },
+		func(d, c, src map[string]any) { src["view"] = nil },
+		func(d, c, src map[string]any) { src["view"] = map[string]any{"revision": -1} },
+		func(d, c, src map[string]any) { src["view"] = map[string]any{"revision": 1, "other": 2} },
+		func(d, c, src map[string]any) { src["view"] = map[string]any{} },
+		func(d, c, src map[string]any) { delete(src, "digest") },
+	} {
+		d := asMap(enc(dec))
+		c := d["catalog"].(map[string]any)
+		change(d, c, c["source"].(map[string]any))
+		seeds = append(seeds, enc(d))
+		if cc, ok := d["catalog"].(map[string]any); ok {
+			seeds = append(seeds, enc(cc))
+		}
+	}
+	return append(seeds, []byte{0x82, 0xa1, 'v', 0x01, 0xa1, 'v', 0x01})
+}
+
+// decodeAnswerBothWays decodes b as a Decision and as a Catalog with the
+// fast path on and off, and describes any difference.
+func decodeAnswerBothWays(b []byte) string {
+	defer func() { fastDecoding = true }()
+	for _, dec := range []func([]byte) (any, error){
+		func(b []byte) (any, error) { return DecodeDecision(Msgpack, b) },
+		func(b []byte) (any, error) { return DecodeCatalog(Msgpack, b) },
+	} {
+		fastDecoding = true
+		fv, ferr := dec(b)
+		fastDecoding = false
+		sv, serr := dec(b)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) || !reflect.DeepEqual(fv, sv) {
+			return fmt.Sprintf("%x: fast %#v, %v; library %#v, %v", b, fv, ferr, sv, serr)
+		}
+	}
+	return ""
+}
+
+// The answers' fast paths give what the library gives.
+func TestFastAnswersMatchLibrary(t *testing.T) {
+	for _, b := range answerSeeds(t) {
+		if diff := decodeAnswerBothWays(b); diff != "" {
+			t.Error(diff)
+		}
+	}
+}
+
+// The answers' fast paths take the plain shape.
+func TestFastAnswersTakePlainShape(t *testing.T) {
+	seeds := answerSeeds(t)
+	var c catalogWire
+	var d decisionWire
+	if !c.fastMsgpack(seeds[0]) || len(c.Source.Entries) != 2 || c.Source.View == nil {
+		t.Errorf("catalog not taken: %+v", c)
+	}
+	if !d.fastMsgpack(seeds[1]) || d.Catalog == nil || d.Catalog.Text == "" || d.CatalogSeq != 13 {
+		t.Errorf("decision not taken: %+v", d)
+	}
+	for i, b := range seeds[2:5] {
+		if !d.fastMsgpack(b) {
+			t.Errorf("decision %d not taken", i+2)
+		}
+	}
+}
+
+func FuzzFastAnswers(f *testing.F) {
+	for _, b := range answerSeeds(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if diff := decodeAnswerBothWays(b); diff != "" {
+			t.Fatal(diff)
+		}
+	})
+}
