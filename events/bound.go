@@ -42,6 +42,19 @@ func checkMsgpack(b []byte) error {
 			break
 		}
 		pending[depth]--
+		if i < len(b) {
+			// Most values are short strings and small integers: skipped
+			// here; everything else, and a string running past the end
+			// (reported below), takes readHeader.
+			switch c := b[i]; {
+			case c <= 0x7f, c >= 0xe0:
+				i++
+				continue
+			case c >= 0xa0 && c <= 0xbf && int(c&0x1f) < len(b)-i:
+				i += 1 + int(c&0x1f)
+				continue
+			}
+		}
 		h, err := readHeader(b, i)
 		if err != nil {
 			return err
