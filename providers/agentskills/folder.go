@@ -49,6 +49,7 @@ type rootScan struct {
 	// the way (rootHooks.whole), so that while it stays fresh a path of
 	// the root that named a folder names that folder (see loadCache.warm).
 	vouch  uint64
+	named  map[string]int // the index in skills of the first of each name
 	cands  []providers.Candidate
 	skills []found
 	diags  []providers.Diagnostic
@@ -133,8 +134,12 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 	if whole && rs.fresh {
 		rs.vouch = scanIDs.Add(1)
 	}
+	rs.named = make(map[string]int, len(l.skills))
 	rs.cands = make([]providers.Candidate, len(l.skills))
 	for i, f := range l.skills {
+		if _, dup := rs.named[f.sum.Name]; !dup {
+			rs.named[f.sum.Name] = i
+		}
 		sum := f.sum
 		sum.Source, sum.Provider = r.source, p.name
 		rs.cands[i] = providers.Candidate{Summary: sum, Rank: r.rank}

@@ -178,7 +178,7 @@ func statFile(path string, noFollow bool) (identity, bool) {
 	return identityOf(fi), true
 }
 
-// warm returns the kept body and digest of the folder skill whose skill
+// warm returns the kept body and digest of the folder skill dir whose skill
 // file is file without a stat of that file, when both are known to be
 // current: the folder's digest is watched and no event came since (an edit
 // of the skill file, or its replacement, is one), the folder's path still
@@ -195,12 +195,11 @@ func statFile(path string, noFollow bool) (identity, bool) {
 // another folder without an event: the folder moved or removed is one on
 // its own watch; a folder above it moved (so that another may take its
 // place) is one on the root's, which ends the scan.
-func (c *loadCache) warm(file string, vouch uint64) (sk catalog.Skill, digest string, ok bool) {
+func (c *loadCache) warm(file, dir string, vouch uint64) (sk catalog.Skill, digest string, ok bool) {
 	if !c.watch.Load() {
 		return catalog.Skill{}, "", false
 	}
 	ticket := c.treeReads.Load()
-	dir := filepath.Dir(file)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tw == nil {

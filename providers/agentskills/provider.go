@@ -451,19 +451,19 @@ func (p *Provider) loadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 		if !fresh {
 			return catalog.Skill{}, false
 		}
-		for _, f := range s.skills {
-			if f.sum.Name != name {
-				continue
-			}
-			if filepath.Dir(f.path) == r.path {
-				return catalog.Skill{}, false // flat file: Load stats it
-			}
-			sk, digest, ok := p.loads.warm(f.path, s.vouch)
-			if !ok || sk.Name != name {
-				return catalog.Skill{}, false
-			}
-			return p.complete(r, f, sk, digest), true
+		i, ok := s.named[name]
+		if !ok {
+			continue
 		}
+		f := s.skills[i]
+		if f.dir == r.path {
+			return catalog.Skill{}, false // flat file: Load stats it
+		}
+		sk, digest, ok := p.loads.warm(f.path, f.dir, s.vouch)
+		if !ok || sk.Name != name {
+			return catalog.Skill{}, false
+		}
+		return p.complete(r, f, sk, digest), true
 	}
 	return catalog.Skill{}, false
 }
@@ -471,9 +471,9 @@ func (p *Provider) loadQuick(name string, q catalog.Query) (catalog.Skill, bool)
 // load loads the skill f of r; vouch is the scan's (rootScan.vouch), whose
 // listing events were read in this operation.
 func (p *Provider) load(r *root, f found, vouch uint64) (catalog.Skill, error) {
-	flat := filepath.Dir(f.path) == r.path
+	flat := f.dir == r.path
 	if !flat {
-		if sk, digest, ok := p.loads.warm(f.path, vouch); ok && sk.Name == f.sum.Name {
+		if sk, digest, ok := p.loads.warm(f.path, f.dir, vouch); ok && sk.Name == f.sum.Name {
 			return p.complete(r, f, sk, digest), nil
 		}
 	}

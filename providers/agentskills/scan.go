@@ -34,6 +34,7 @@ type fileState struct {
 // found is a skill found in a root.
 type found struct {
 	path string          // the file read
+	dir  string          // the folder it lies in: a skill folder, or the root for a flat file
 	sum  catalog.Summary // ResourceBase set; Source, Provider left to the caller
 	body int             // bytes of its instructions
 }
@@ -259,7 +260,7 @@ func (s *scanner) add(path, base string, fi fs.FileInfo, flat bool) {
 	}
 	sum := st.sum
 	sum.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: base}
-	s.out.skills = append(s.out.skills, found{path: path, sum: sum, body: st.body})
+	s.out.skills = append(s.out.skills, found{path: path, dir: filepath.Dir(path), sum: sum, body: st.body})
 }
 
 func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error) {
