@@ -80,7 +80,7 @@ func (p *Provider) scan(ctx context.Context, r *root) *rootScan {
 	if r.last != nil && !all {
 		prev = r.last.files
 	}
-	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: prev, touched: touched, count: &p.count}
+	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: prev, touched: touched, count: &p.count, parsed: p.loads.putBody}
 	var h *rootHooks
 	if p.w != nil {
 		h = &rootHooks{p: p, r: r, want: make(map[string]watchKind), ok: true, limit: p.maxWatches}

@@ -57,7 +57,7 @@ func (p *Provider) probe(r *root) {
 	if stale {
 		return // the next List lists it again anyway
 	}
-	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: last.files, count: &p.count}
+	s := &scanner{noFollow: p.noFollowIn(r), base: r.base, prev: last.files, count: &p.count, parsed: p.loads.putBody}
 	l := s.scan(context.Background(), r.path)
 	if l.err == nil && sameListing(last, l) {
 		return

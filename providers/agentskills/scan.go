@@ -68,6 +68,9 @@ type scanner struct {
 	touched  map[string]struct{}  // files known to have changed
 	hooks    hooks                // may be nil
 	count    *counters
+	// parsed, when set, is given every skill file the scan parses, so
+	// that a first Load of it need not read and parse it again.
+	parsed func(path string, id identity, sk catalog.Skill)
 
 	out  listing
 	errs []error
@@ -288,6 +291,9 @@ func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error
 			return fileState{id: id, reason: pe.Reason}, nil
 		}
 		return fileState{}, err
+	}
+	if s.parsed != nil {
+		s.parsed(path, id, sk)
 	}
 	return fileState{id: id, sum: sk.Summary, body: len(sk.Content)}, nil
 }
