@@ -71,7 +71,8 @@ func marshalJSON(v any) ([]byte, error) {
 // catalog holds the msgpack encoding of *d.Catalog (the bytes of the catalog
 // just appended), those bytes go into the answer as they are instead of the
 // catalog being encoded a second time; the result is byte for byte what
-// Encode gives.
+// Encode gives. A decision without a catalog (and catalog nil) is written
+// field by field too, without the library's reflection.
 func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 	return AppendDecision(nil, enc, d, catalog)
 }
@@ -79,7 +80,7 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 // AppendDecision is EncodeDecision writing into dst's spare capacity, as
 // AppendEncode does.
 func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byte, error) {
-	if enc != Msgpack || d.Catalog == nil || catalog == nil {
+	if enc != Msgpack || (d.Catalog == nil) != (catalog == nil) {
 		return AppendEncode(dst, enc, d)
 	}
 	if len(d.Invocations) > 0 || len(d.Ignored) > 0 {
@@ -87,7 +88,10 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 	}
 	// The map the struct encoder writes for a Decision: fields in order,
 	// the omitempty ones only when set.
-	n := 6
+	n := 5
+	if catalog != nil {
+		n++
+	}
 	if d.Error != nil {
 		n++
 	}
@@ -107,9 +111,11 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 		key string
 		val any
 	}
-	fields := []field{
-		{"v", d.V}, {"session", d.Session}, {"step", d.Step}, {"triggerSeq", d.TriggerSeq},
-		{"outcome", d.Outcome}, {"catalog", msgpack.RawMessage(catalog)},
+	fields := make([]field, 0, 9)
+	fields = append(fields, field{"v", d.V}, field{"session", d.Session}, field{"step", d.Step},
+		field{"triggerSeq", d.TriggerSeq}, field{"outcome", d.Outcome})
+	if catalog != nil {
+		fields = append(fields, field{"catalog", msgpack.RawMessage(catalog)})
 	}
 	if d.Error != nil {
 		fields = append(fields, field{"error", d.Error})

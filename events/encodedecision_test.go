@@ -37,6 +37,13 @@ func TestEncodeDecisionSplicesCatalog(t *testing.T) {
 		if err != nil || back.Catalog == nil || back.Catalog.Source.View.Instance != "m1" {
 			t.Fatalf("decode back: %+v, %v", back, err)
 		}
+		// Without its catalog, the decision is written the same way.
+		bare := d
+		bare.Catalog = nil
+		want, _ = Encode(Msgpack, bare)
+		if got, err := EncodeDecision(Msgpack, bare, nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("EncodeDecision(%+v, nil) = %x, %v; want %x", bare, got, err, want)
+		}
 		// JSON ignores the bytes; msgpack without them encodes as usual.
 		for enc, b := range map[Encoding][]byte{JSON: raw, Msgpack: nil} {
 			got, err := EncodeDecision(enc, d, b)

@@ -46,8 +46,8 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	if err := p.invoke(ctx, t, ps, names, read, &d); err != nil {
 		return nil, "", err
 	}
-	if appended != nil && t.enc == events.Msgpack {
-		// The reply carries the catalog's bytes as appended.
+	if t.enc == events.Msgpack {
+		// The reply carries the catalog's bytes as appended, if any.
 		if b, err := t.borrow(func(dst []byte) ([]byte, error) { return events.AppendDecision(dst, t.enc, d, appended) }); err == nil {
 			return preEncoded{v: d, msgpack: b}, d.Outcome, nil
 		}
