@@ -225,7 +225,9 @@ func answerSeeds(t testing.TB) [][]byte {
 		func(d, c, src map[string]any) { src["entries"] = nil },
 		func(d, c, src map[string]any) { src["entries"] = []any{nil} },
 		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": "a"}} },
-		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": "a", "description": "b", "more": 1}} },
+		func(d, c, src map[string]any) {
+			src["entries"] = []any{map[string]any{"name": "a", "description": "b", "more": 1}}
+		},
 		func(d, c, src map[string]any) { src["entries"] = []any{map[string]any{"name": 5, "description": "b"}} },
 		func(d, c, src map[string]any) { src["entries"] = map[string]any{} },
 		func(d, c, src map[string]any) { src["omitted"] = -3 },

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -92,6 +93,10 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	t := &trigger{msg: msg, start: p.now(), handler: ignoredKind{}}
 	defer t.giveBack()
+	// What the trigger is answered from reflects every skill change made
+	// before it arrived (read-your-writes); providers may share the checks
+	// among triggers that arrived before a check began.
+	ctx = catalog.WithArrival(ctx, time.Now())
 	p.m.inflight.Inc()
 	defer p.m.inflight.Dec()
 	defer func() {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -85,7 +86,7 @@ func (r *Registry) viewAt(ctx context.Context, q catalog.Query) (*view, Position
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, Position{}, err
 	}
-	if v := r.cached(q); v != nil {
+	if v := r.cached(q, catalog.ArrivalOf(ctx)); v != nil {
 		if pos.Epoch == v.pos.Epoch && pos.Revision > v.pos.Revision {
 			return v, pos, nil
 		}
@@ -104,7 +105,7 @@ func (r *Registry) view(ctx context.Context, q catalog.Query) (*view, error) {
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return nil, err
 	}
-	if v := r.cached(q); v != nil {
+	if v := r.cached(q, catalog.ArrivalOf(ctx)); v != nil {
 		return v, nil
 	}
 	return r.shared(ctx, q)
@@ -121,7 +122,7 @@ func (r *Registry) shared(ctx context.Context, q catalog.Query) (*view, error) {
 	r.mu.Lock()
 	f := r.flights[q]
 	r.mu.Unlock()
-	if f != nil && r.current(q, f.tokens) {
+	if f != nil && r.current(q, f.tokens, catalog.ArrivalOf(ctx)) {
 		f.joined.Add(1)
 		select {
 		case <-f.done:
@@ -137,7 +138,7 @@ func (r *Registry) shared(ctx context.Context, q catalog.Query) (*view, error) {
 		}
 		return r.collect(ctx, q)
 	}
-	tokens, cacheable := r.tokens(q)
+	tokens, cacheable := r.tokens(q, catalog.ArrivalOf(ctx))
 	if !cacheable {
 		return r.collect(ctx, q) // nobody could join: current() fails
 	}
@@ -155,7 +156,7 @@ func (r *Registry) shared(ctx context.Context, q catalog.Query) (*view, error) {
 	return f.v, f.err
 }
 
-func (r *Registry) cached(q catalog.Query) *view {
+func (r *Registry) cached(q catalog.Query, since time.Time) *view {
 	if r.cache == nil {
 		return nil
 	}
@@ -165,7 +166,7 @@ func (r *Registry) cached(q catalog.Query) *view {
 	if e == nil {
 		return nil
 	}
-	if !r.current(q, e.tokens) {
+	if !r.current(q, e.tokens, since) {
 		r.mu.Lock()
 		if cur, ok := r.cache.Peek(q); ok && cur == e {
 			r.cache.Remove(q)
@@ -176,9 +177,10 @@ func (r *Registry) cached(q catalog.Query) *view {
 	return e.view
 }
 
-// tokens captures each provider's change channel before a collection.
-// cacheable is false when some provider cannot announce changes.
-func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable bool) {
+// tokens captures each provider's change channel before a collection, as
+// of since (see ChangesSincer; zero: as of the call). cacheable is false
+// when some provider cannot announce changes.
+func (r *Registry) tokens(q catalog.Query, since time.Time) (tokens []<-chan struct{}, cacheable bool) {
 	tokens = make([]<-chan struct{}, len(r.ps))
 	cacheable = true
 	for i, p := range r.ps {
@@ -187,7 +189,7 @@ func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable 
 			cacheable = false
 			continue
 		}
-		ch := n.Changes(q)
+		ch := changesOf(n, q, since)
 		tokens[i] = ch
 		if ch != nil && Closed(ch) {
 			cacheable = false
@@ -197,8 +199,8 @@ func (r *Registry) tokens(q catalog.Query) (tokens []<-chan struct{}, cacheable 
 }
 
 // current reports whether a cached entry's tokens are all still open and
-// still the providers' current channels.
-func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
+// still the providers' current channels, as of since (see tokens).
+func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}, since time.Time) bool {
 	for i, p := range r.ps {
 		n, ok := p.(Notifier)
 		if !ok {
@@ -208,7 +210,7 @@ func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 		if tok != nil && Closed(tok) {
 			return false
 		}
-		if n.Changes(q) != tok {
+		if changesOf(n, q, since) != tok {
 			return false
 		}
 	}
@@ -222,7 +224,7 @@ func (r *Registry) current(q catalog.Query, tokens []<-chan struct{}) bool {
 func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) {
 	for attempt := 0; ; attempt++ {
 		pos := r.Position()
-		tokens, cacheable := r.tokens(q)
+		tokens, cacheable := r.tokens(q, catalog.ArrivalOf(ctx))
 		open := make([]bool, len(tokens))
 		for i, t := range tokens {
 			open[i] = t != nil && !Closed(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -69,7 +70,7 @@ func (r *Registry) Files(ctx context.Context, name string, q catalog.Query, maxF
 // from time to time when complete is false. A provider whose skills never
 // change hands out no channel.
 func (r *Registry) Changes(q catalog.Query) (chans []<-chan struct{}, complete bool) {
-	toks, complete := r.tokens(q)
+	toks, complete := r.tokens(q, time.Time{})
 	for _, t := range toks {
 		if t != nil {
 			chans = append(chans, t)

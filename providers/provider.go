@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -64,6 +65,26 @@ type Provider interface {
 // under it are no longer watched.
 type Notifier interface {
 	Changes(q catalog.Query) <-chan struct{}
+}
+
+// ChangesSincer is a Notifier that can be told when the request it serves
+// arrived: ChangesSince(q, since) answers as Changes(q) does, but need only
+// reflect the changes completed before since, not those completed before
+// the call. A provider that checks its watches on every Changes can then
+// skip the check when one began after since (the filesystem provider's read
+// of its change queue). The registry calls it when the request's context
+// carries its arrival (catalog.WithArrival).
+type ChangesSincer interface {
+	ChangesSince(q catalog.Query, since time.Time) <-chan struct{}
+}
+
+// changesOf asks n for its change channel of q, as of since when n can
+// take it (ChangesSincer) and since is set.
+func changesOf(n Notifier, q catalog.Query, since time.Time) <-chan struct{} {
+	if s, ok := n.(ChangesSincer); ok && !since.IsZero() {
+		return s.ChangesSince(q, since)
+	}
+	return n.Changes(q)
 }
 
 // Closed reports whether a change channel is closed: a change announced,

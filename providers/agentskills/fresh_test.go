@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/providers"
@@ -28,6 +30,9 @@ type freshRounds struct {
 	n      int
 	stale  int
 	report []string
+	// arrival: each snapshot is asked with the moment its request arrived
+	// (catalog.WithArrival), taken after the change was made.
+	arrival bool
 }
 
 func newFreshRounds(t testing.TB, r *providers.Registry, repo, user string) *freshRounds {
@@ -85,7 +90,11 @@ func (f *freshRounds) set(project, name, desc string) {
 func (f *freshRounds) check(cwd, what string) {
 	f.t.Helper()
 	f.n++
-	s, err := f.r.Snapshot(context.Background(), catalog.At(cwd))
+	ctx := context.Background()
+	if f.arrival {
+		ctx = catalog.WithArrival(ctx, time.Now())
+	}
+	s, err := f.r.Snapshot(ctx, catalog.At(cwd))
 	if err != nil {
 		f.t.Fatalf("round %d (%s): Snapshot: %v", f.n, what, err)
 	}
@@ -179,4 +188,94 @@ func TestReadYourWrites(t *testing.T) {
 		t.Fatalf("%d of %d snapshots did not show a change made before them:\n%s", f.stale, f.n, strings.Join(f.report, "\n"))
 	}
 	t.Logf("%d snapshots, all fresh", f.n)
+}
+
+// TestReadYourWritesByArrival: the rounds of TestReadYourWrites, each
+// snapshot asked with the moment its request arrived, while requests with
+// their own arrivals run alongside and share the provider's reads of its
+// change queue (a request skips its read when one began after it arrived).
+// A change completed before a request arrived is in its snapshot, always.
+func TestReadYourWritesByArrival(t *testing.T) {
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	user := filepath.Join(t.TempDir(), "user")
+	mkdir(t, user)
+	p, r := newWatchedRegistry(t, agentskills.Config{UserDir: user})
+	f := newFreshRounds(t, r, repo, user)
+	f.arrival = true
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// A few requests that arrived together.
+				ctx := catalog.WithArrival(context.Background(), time.Now())
+				for range 4 {
+					_, _ = r.Snapshot(ctx, catalog.At(repo))
+				}
+			}
+		})
+	}
+	rounds := 400
+	if testing.Short() {
+		rounds = 100
+	}
+	before := p.Stats().QueueReads
+	for i := range rounds {
+		f.round(i)
+	}
+	close(stop)
+	wg.Wait()
+	if f.stale > 0 {
+		t.Fatalf("%d of %d snapshots did not show a change made before they arrived:\n%s", f.stale, f.n, strings.Join(f.report, "\n"))
+	}
+	t.Logf("%d snapshots, all fresh; %d queue reads", f.n, p.Stats().QueueReads-before)
+}
+
+// ChangesSince reads the change queue only when no read began after the
+// request arrived: requests that arrived together share one read, while a
+// request that arrived after the last read, and Changes, read. (The
+// provider's own goroutine also reads when events arrive, say for other
+// folders in the watched /tmp: those reads only add, so the sharing is
+// checked over a few tries for one free of them.)
+func TestChangesSinceSharesReads(t *testing.T) {
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	p := newProvider(t, agentskills.Config{NoUserDir: true})
+	if p.WatchError() != nil {
+		t.Skip("no file watching here: nothing to share")
+	}
+	q := catalog.At(repo)
+	_ = p.Changes(q)
+	reads := func() uint64 { return p.Stats().QueueReads }
+	shared := false
+	for range 50 {
+		arrived := time.Now()
+		n := reads()
+		_ = p.ChangesSince(q, arrived)
+		if reads() == n {
+			t.Fatal("a request that arrived after every read did not read")
+		}
+		n = reads()
+		for range 5 {
+			_ = p.ChangesSince(q, arrived)
+		}
+		if reads() == n {
+			shared = true
+			break
+		}
+	}
+	if !shared {
+		t.Fatal("requests that arrived before a read began read again, in every try")
+	}
+	n := reads()
+	_ = p.Changes(q)
+	if reads() == n {
+		t.Fatal("Changes did not read")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // listWatch is the inotify instance behind the listings (watch.go). A
@@ -32,6 +33,10 @@ type listWatch struct {
 	// the read): a caller that finds it grew while it waited for readMu
 	// knows a whole read began after its own call and was dispatched.
 	reads atomic.Uint64
+	// lastRead is when the latest read began (under readMu, taken before
+	// the read): a caller whose request arrived before it knows every
+	// change completed by then was read and dispatched.
+	lastRead time.Time
 
 	mu     sync.Mutex
 	byWd   map[int32][]string // the paths each watch was added for
@@ -73,7 +78,7 @@ func (w *listWatch) run(rc syscall.RawConn) {
 	defer close(w.done)
 	for {
 		err := rc.Read(func(uintptr) bool {
-			if w.drain() {
+			if w.drain(time.Time{}) {
 				w.sink.releaseForgotten()
 			}
 			return false // wait for the next event
@@ -127,6 +132,9 @@ func (w *listWatch) forgetLocked(wd int32, path string) {
 	_, _ = syscall.InotifyRmWatch(w.fd, uint32(wd)) // the kernel may have dropped it
 }
 
+// queueReads counts the reads of the queue begun.
+func (w *listWatch) queueReads() uint64 { return w.reads.Load() }
+
 // drain reads every queued event and dispatches it; it reports whether
 // remembered project roots were forgotten (their watches are then to be
 // released by the caller).
@@ -137,14 +145,20 @@ func (w *listWatch) forgetLocked(wd int32, path string) {
 // before the call began, and it was dispatched before readMu was released:
 // the guarantee is the same as reading the queue again, without the
 // system call.
-func (w *listWatch) drain() (stale bool) {
+//
+// With since set (the arrival of the request the caller serves), a read
+// that began after since is enough in the same way: the changes the
+// request must see were queued before it arrived. Requests that arrive
+// while others are being served then share reads, instead of one each.
+func (w *listWatch) drain(since time.Time) (stale bool) {
 	ticket := w.reads.Load()
 	w.readMu.Lock()
 	defer w.readMu.Unlock()
-	if w.closed || w.reads.Load() != ticket {
+	if w.closed || w.reads.Load() != ticket || (!since.IsZero() && w.lastRead.After(since)) {
 		return false
 	}
 	w.reads.Add(1)
+	w.lastRead = time.Now()
 	for {
 		n, err := syscall.Read(w.fd, w.buf)
 		if errors.Is(err, syscall.EINTR) {

@@ -2,7 +2,11 @@
 
 package agentskills
 
-import "github.com/fsnotify/fsnotify"
+import (
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
 
 // listWatch is fsnotify's watcher where there is no inotify. Its events
 // arrive on a goroutine of fsnotify's and cannot be read on demand, so
@@ -48,7 +52,8 @@ func (w *listWatch) run() {
 
 func (w *listWatch) Add(path string) error    { return w.w.Add(path) }
 func (w *listWatch) Remove(path string) error { return w.w.Remove(path) }
-func (w *listWatch) drain() bool              { return false }
+func (w *listWatch) drain(time.Time) bool     { return false }
+func (w *listWatch) queueReads() uint64       { return 0 }
 
 func (w *listWatch) Close() error {
 	err := w.w.Close()

@@ -107,6 +107,7 @@ type Stats struct {
 	Scans         uint64 // skills folders listed
 	Invalidations uint64 // change notifications sent (after coalescing)
 	Syncs         uint64 // of those, sent early because a caller was about to decide (see sync)
+	QueueReads    uint64 // reads of the listings' change queue (see ChangesSince)
 	RootWalks     uint64 // walks up a working directory looking for .git
 	DigestWalks   uint64 // skill folders walked by Load for their digest
 	Watches       int    // paths watched now
@@ -277,7 +278,12 @@ func (p *Provider) Stats() Stats {
 	watches, projects := len(p.watches), p.projects.Len()
 	p.mu.Unlock()
 	digestWalks, digestWatches := p.loads.stats()
+	var queueReads uint64
+	if p.w != nil {
+		queueReads = p.w.queueReads()
+	}
 	return Stats{
+		QueueReads:    queueReads,
 		Reads:         p.count.reads.Load(),
 		Parses:        p.count.parses.Load(),
 		Scans:         p.count.scans.Load(),
@@ -311,11 +317,18 @@ func ProjectRoot(cwd string) (string, error) {
 // out stays open and the next call returns another one: nothing changed,
 // but nothing watches the answers given under the old channel any more.
 func (p *Provider) Changes(q catalog.Query) <-chan struct{} {
+	return p.ChangesSince(q, time.Time{})
+}
+
+// ChangesSince implements providers.ChangesSincer: Changes for a request
+// that arrived at since, which reflects every change completed before since
+// and reads the change queue only when no read of it began after since.
+func (p *Provider) ChangesSince(q catalog.Query, since time.Time) <-chan struct{} {
 	cwd := q.Cwd
 	if p.w == nil {
 		return closedChan
 	}
-	p.sync()
+	p.syncSince(since)
 	key, err := p.projectRoot(context.Background(), cwd)
 	if err != nil {
 		return closedChan

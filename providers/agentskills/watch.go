@@ -264,11 +264,15 @@ func (p *Provider) releaseForgotten() { p.releaseStale() }
 // than after the debounce. An unchanged, watched tree costs one read of
 // an empty queue. Without inotify the queue cannot be drained; what was
 // delivered is still announced at once.
-func (p *Provider) sync() {
+func (p *Provider) sync() { p.syncSince(time.Time{}) }
+
+// syncSince is sync for a request that arrived at since (zero: now): the
+// queue need not be read again when a read began after since.
+func (p *Provider) syncSince(since time.Time) {
 	if p.w == nil {
 		return
 	}
-	if p.w.drain() {
+	if p.w.drain(since) {
 		p.releaseStale()
 	}
 	p.mu.Lock()
