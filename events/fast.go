@@ -334,10 +334,7 @@ func (w *decisionWire) fastMsgpack(b []byte) bool {
 			x.Session, ok = r.str()
 			return 1 << 1, ok
 		case "step":
-			var s string
-			s, ok = r.str()
-			x.Step = ID(s)
-			return 1 << 2, ok
+			return 1 << 2, r.id(&x.Step)
 		case "triggerSeq":
 			x.TriggerSeq, ok = r.uint()
 			return 1 << 3, ok
@@ -387,6 +384,13 @@ func (w *catalogWire) fastMsgpack(b []byte) bool {
 	return false
 }
 
+// id reads an id given as a string.
+func (r *plain) id(dst *ID) bool {
+	s, ok := r.str()
+	*dst = ID(s)
+	return ok
+}
+
 // uint reads an integer that is not negative and fits an int64.
 func (r *plain) uint() (uint64, bool) {
 	n, ok := r.int()
@@ -404,10 +408,7 @@ func (r *plain) catalog(x *catalogWire) bool {
 			x.Session, ok = r.str()
 			return 1 << 1, ok
 		case "step":
-			var s string
-			s, ok = r.str()
-			x.Step = ID(s)
-			return 1 << 2, ok
+			return 1 << 2, r.id(&x.Step)
 		case "id":
 			x.ID, ok = r.str()
 			return 1 << 3, ok
