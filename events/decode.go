@@ -115,14 +115,18 @@ func decode(enc Encoding, b []byte, dst any) error {
 	}
 	switch enc {
 	case Msgpack:
+		// A payload the fast path takes is a well-formed map, shallow and
+		// without trailing bytes: the bounds check would pass it, so it
+		// is not walked twice. Anything else is checked before the
+		// library sees it.
+		if f, ok := dst.(fastWire); ok && fastDecoding && f.fastMsgpack(b) {
+			return nil
+		}
 		if err := checkMsgpack(b); err != nil {
 			return err
 		}
 		if k := codeKind(b[0]); k != kindMap {
 			return badPayload("msgpack: payload is %s, want map", k)
-		}
-		if f, ok := dst.(fastWire); ok && fastDecoding && f.fastMsgpack(b) {
-			return nil
 		}
 		return decodeMsgpack(b, reflect.ValueOf(dst).Elem(), "")
 	case JSON:

@@ -19,14 +19,17 @@ var fastDecoding = true
 
 // fastWire is a wire form with a fast path for its plain shape.
 type fastWire interface {
-	// fastMsgpack decodes b, a checked msgpack map, and reports whether it
-	// did; when it did not, the wire form is left as it was.
+	// fastMsgpack decodes b, unchecked bytes, and reports whether it did;
+	// when it did not, the wire form is left as it was. It takes only a
+	// whole map of the plain shape, every read within b, nothing after
+	// it: bytes that checkMsgpack passes (FuzzFastAnswers and
+	// FuzzFastTriggers check it).
 	fastMsgpack(b []byte) bool
 }
 
 // plain reads msgpack values of the plain shape from b. Its methods report
-// false for anything else; b has passed checkMsgpack, but every read still
-// checks its bounds.
+// false for anything else; b is untrusted, so every read checks its
+// bounds, and a declared count is never more than the bytes of b.
 type plain struct {
 	b []byte
 	i int
@@ -81,7 +84,9 @@ func (r *plain) container(array bool) (int, bool) {
 	default:
 		return 0, false
 	}
-	return int(n), ok && n <= uint64(len(r.b))
+	// Every value takes a byte at least: a count beyond the bytes left is
+	// a lie, refused before anything is made for it.
+	return int(n), ok && n <= uint64(len(r.b)-r.i)
 }
 
 // str reads a string (not nil, not binary).
@@ -473,39 +478,58 @@ func (r *plain) source(s *CatalogSource) bool {
 
 // entries reads a catalog's entries: maps of name and description. An
 // empty list is left to the library, which alone says what it reads it as.
-// There may be thousands, so keys are compared in place, not made strings.
+// There may be thousands, so keys are compared in place, not made strings,
+// and the names and descriptions are not a string each: they are cut out
+// of one copy of the bytes from the list on (the list is the catalog's
+// last large part; what follows it is a few short fields).
 func (r *plain) entries(dst *[]Entry) bool {
 	n, ok := r.container(true)
 	if !ok || n == 0 {
 		return false
 	}
+	start := r.i
+	back := string(r.b[start:])
 	out := make([]Entry, n)
 	for i := range out {
-		keys, ok := r.container(false)
-		if !ok {
+		if !r.entry(&out[i], back, start) {
 			return false
-		}
-		var seen uint
-		for range keys {
-			key, ok := r.strBytes()
-			if !ok {
-				return false
-			}
-			var bit uint
-			switch string(key) {
-			case "name":
-				bit = 1 << 0
-				out[i].Name, ok = r.str()
-			case "description":
-				bit = 1 << 1
-				out[i].Description, ok = r.str()
-			}
-			if !ok || bit == 0 || seen&bit != 0 {
-				return false
-			}
-			seen |= bit
 		}
 	}
 	*dst = out
+	return true
+}
+
+// entry reads one entry's map into e, whose fields become the parts of
+// back, a copy of b from offset base, that hold them.
+func (r *plain) entry(e *Entry, back string, base int) bool {
+	keys, ok := r.container(false)
+	if !ok {
+		return false
+	}
+	var seen uint
+	for range keys {
+		key, ok := r.strBytes()
+		if !ok {
+			return false
+		}
+		var bit uint
+		var dst *string
+		switch string(key) {
+		case "name":
+			bit, dst = 1<<0, &e.Name
+		case "description":
+			bit, dst = 1<<1, &e.Description
+		}
+		if bit == 0 || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		s, ok := r.strBytes()
+		if !ok {
+			return false
+		}
+		at := r.i - len(s) - base
+		*dst = back[at : at+len(s)]
+	}
 	return true
 }

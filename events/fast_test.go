@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -116,7 +118,7 @@ func decodeTriggerBothWays(b []byte) string {
 			return fmt.Sprintf("%x: fast %#v, %v; library %#v, %v", b, fv, ferr, sv, serr)
 		}
 	}
-	return ""
+	return fastTakesOnlyChecked(b)
 }
 
 // The fast path gives what the library gives, for the plain shape and for
@@ -266,7 +268,7 @@ func decodeAnswerBothWays(b []byte) string {
 			return fmt.Sprintf("%x: fast %#v, %v; library %#v, %v", b, fv, ferr, sv, serr)
 		}
 	}
-	return ""
+	return fastTakesOnlyChecked(b)
 }
 
 // The answers' fast paths give what the library gives.
@@ -305,4 +307,39 @@ func FuzzFastAnswers(f *testing.F) {
 			t.Fatal(diff)
 		}
 	})
+}
+
+// fastTakesOnlyChecked reports bytes a fast path takes that the bounds
+// check refuses: the fast paths run before the check, so they must never
+// take what it would refuse.
+func fastTakesOnlyChecked(b []byte) string {
+	for _, w := range []fastWire{&preStepWire{}, &skillCallWire{}, &decisionWire{}, &catalogWire{}} {
+		if w.fastMsgpack(b) {
+			if err := checkMsgpack(b); err != nil {
+				return fmt.Sprintf("%x: %T takes it, the bounds check refuses it: %v", b, w, err)
+			}
+		}
+	}
+	return ""
+}
+
+// A list declaring more values than the bytes that follow is refused
+// before anything is made for it, on the fast path as by the check, even
+// when the payload as a whole is larger than the count.
+func TestFastRefusesCountBeyondBytes(t *testing.T) {
+	// {"text": <900,000 bytes>, "source": {"entries": [800,000 entries declared, one given]}}
+	b := []byte{0x82, 0xa4, 't', 'e', 'x', 't', 0xdb, 0x00, 0x0d, 0xbb, 0xa0}
+	b = append(b, make([]byte, 900_000)...)
+	b = append(b, 0xa6, 's', 'o', 'u', 'r', 'c', 'e', 0x81, 0xa7, 'e', 'n', 't', 'r', 'i', 'e', 's',
+		0xdd, 0x00, 0x0c, 0x35, 0x00, 0x80)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := DecodeCatalog(Msgpack, b)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "declares 800000 values but only 1 bytes follow") {
+		t.Fatalf("err = %v, want the declared count named", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+		t.Errorf("refusing it allocated %d bytes", grew)
+	}
 }
