@@ -30,12 +30,16 @@ import (
 //     catalog's sequence + 1 on (the server skips older ones without
 //     loading them): any catalog or head after it means the catalog is no
 //     longer the newest;
-//   - a batch read of one record from the head's sequence on, filtered to
-//     <prefix>.<sid>.catalog.>: it must be the head, byte for byte as
-//     expected, and the server's count of matching records after it must
-//     be 1. Since nothing of the session lies between head and catalog,
-//     and nothing on catalog.> lies after the catalog, that one record is
-//     the catalog: it is still in the stream.
+//   - the newest record of each subject under <prefix>.<sid>.catalog.>
+//     from the head's sequence on, one record at most (batch 1): it must
+//     be the head, byte for byte as expected, and the server's count of
+//     newest records after it must be 1. The newest catalog.append is then
+//     after the head; since nothing of the session lies between head and
+//     catalog, and (first read) nothing on catalog.> lies after the
+//     catalog, it is the catalog: still in the stream. The server finds
+//     these newest records by its subject index and loads only the head,
+//     where a count of matching records from the head on (a batch read by
+//     next_by_subj) scans every block written since.
 //
 // A catalog deleted by hand, a stream recreated under the same name, a
 // newer catalog of another member or a head left without its catalog all
@@ -105,8 +109,11 @@ func (h *heads) remember(sid string, head uint64, c history.Catalog) {
 }
 
 // learn remembers the newest catalog of a session read in full when it
-// names a head, unless it is known already.
-func (h *heads) learn(sid string, newest *history.Catalog) {
+// names a head, unless it is known already, and only when the head is
+// shown to be the session's record right before it (adjacent): the header
+// alone is the word of whoever appended the catalog.
+func (p *Processor) learnHead(ctx context.Context, sid string, newest *history.Catalog) {
+	h := p.heads
 	if newest == nil {
 		return
 	}
@@ -121,7 +128,43 @@ func (h *heads) learn(sid string, newest *history.Catalog) {
 	if m, ok := h.cache.Peek(sid); ok && m.cat.Seq == newest.Seq {
 		return
 	}
+	if ok, err := p.adjacent(ctx, sid, head, newest.Seq); !ok {
+		if err != nil {
+			p.log.Debug("check catalog head", "session", sid, "err", err)
+		}
+		return
+	}
 	h.remember(sid, head, *newest)
+}
+
+// adjacent reports whether the session's record right before the one at
+// cat is the one at head, on its catalog.head subject: the newest record
+// of each subject of the session from head up to cat-1, one at most, is
+// that record, and the server counts none after it. Records are never
+// inserted between others, so once shown this holds for good (a catalog
+// this member appended expected its head as the session's last record, so
+// the server has shown it already).
+func (p *Processor) adjacent(ctx context.Context, sid string, head, cat uint64) (bool, error) {
+	req, err := json.Marshal(directRequest{Seq: head, MultiLast: []string{events.SessionWildcard(p.cfg.Prefix, sid)}, UpToSeq: cat - 1, Batch: 1})
+	if err != nil {
+		return false, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	r, a, err := p.rd.send(req)
+	if err != nil {
+		return false, err
+	}
+	defer p.rd.closeAnswer(r)
+	rec, err := a.first(rctx)
+	switch {
+	case errors.Is(err, errNoMessage):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return rec.Seq == head && rec.Subject == events.Subject(p.cfg.Prefix, sid, events.KindCatalogHead) &&
+		rec.Header.Get(hdrNumPending) == "0", nil
 }
 
 // usable returns the catalog to read the head of for a pre-step of
@@ -164,7 +207,7 @@ func (p *Processor) headView(ctx context.Context, sid string, atLeast uint64, m 
 	if err != nil {
 		return view{}, err
 	}
-	atHead, err := json.Marshal(directRequest{Seq: m.head, NextFor: catalogs, Batch: 1})
+	atHead, err := json.Marshal(directRequest{Seq: m.head, MultiLast: []string{catalogs}, Batch: 1})
 	if err != nil {
 		return view{}, err
 	}
@@ -211,6 +254,6 @@ func (p *Processor) headView(ctx context.Context, sid string, atLeast uint64, m 
 	return v, nil
 }
 
-// hdrNumPending is the header of a batch Direct Get answer counting the
-// matching records after the one answered.
+// hdrNumPending is the header of a batch or multi-last Direct Get answer
+// counting the records after the one answered.
 const hdrNumPending = "Nats-Num-Pending"

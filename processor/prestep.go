@@ -217,7 +217,7 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 	s.hist = hist
 	if v.known == nil && p.headMin > 0 && hist.Newest != nil {
 		if r := v.of(p.cfg.Prefix, t.sid, events.KindCatalog); r != nil && r.Seq == hist.Newest.Seq {
-			p.heads.learn(t.sid, hist.Newest)
+			p.learnHead(ctx, t.sid, hist.Newest)
 		}
 	}
 	if !hist.Answers(t.seq, s.ps.Step) {
