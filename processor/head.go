@@ -23,7 +23,7 @@ import (
 // session can lie between the two.
 //
 // A member that knows such a catalog (it appended it, or read it in full
-// once) answers the next pre-steps of the session with two small Direct
+// once and saw its head right before it: adjacent) answers the next pre-steps of the session with two small Direct
 // Gets sent together instead of the full read:
 //
 //   - the newest pre-step, compaction and catalog.> record from the
