@@ -137,34 +137,32 @@ func (p *Processor) learnHead(ctx context.Context, sid string, newest *history.C
 	h.remember(sid, head, *newest)
 }
 
-// adjacent reports whether the session's record right before the one at
-// cat is the one at head, on its catalog.head subject: the newest record
-// of each subject of the session from head up to cat-1, one at most, is
-// that record, and the server counts none after it. Records are never
-// inserted between others, so once shown this holds for good (a catalog
-// this member appended expected its head as the session's last record, so
-// the server has shown it already).
+// adjacent reports whether the session's first record after the one at
+// head is the one at cat (one Direct Get of the next record on
+// <prefix>.<sid>.>, found by the server's per-block subject index; it is
+// the catalog, read once more when learned). Records are never inserted
+// between others, so once shown this holds for good; a catalog this
+// member appended expected its head as the session's last record, so the
+// server has shown it already.
 func (p *Processor) adjacent(ctx context.Context, sid string, head, cat uint64) (bool, error) {
-	req, err := json.Marshal(directRequest{Seq: head, MultiLast: []string{events.SessionWildcard(p.cfg.Prefix, sid)}, UpToSeq: cat - 1, Batch: 1})
+	req, err := json.Marshal(directRequest{Seq: head + 1, NextFor: events.SessionWildcard(p.cfg.Prefix, sid)})
 	if err != nil {
 		return false, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	r, a, err := p.rd.send(req)
+	m, err := p.rd.nc.RequestWithContext(rctx, p.rd.api, req)
 	if err != nil {
 		return false, err
 	}
-	defer p.rd.closeAnswer(r)
-	rec, err := a.first(rctx)
+	rec, err := oneRecord(m)
 	switch {
 	case errors.Is(err, errNoMessage):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return rec.Seq == head && rec.Subject == events.Subject(p.cfg.Prefix, sid, events.KindCatalogHead) &&
-		rec.Header.Get(hdrNumPending) == "0", nil
+	return rec.Seq == cat, nil
 }
 
 // usable returns the catalog to read the head of for a pre-step of
