@@ -165,17 +165,24 @@ func (f *freshRounds) round(i int) {
 	}
 }
 
+// freshSetup makes a project repository and a user skills folder, a
+// watched registry over them, and the rounds that change them.
+func freshSetup(t *testing.T) (*agentskills.Provider, *providers.Registry, string, *freshRounds) {
+	t.Helper()
+	repo := t.TempDir()
+	mkdir(t, filepath.Join(repo, ".git"))
+	user := filepath.Join(t.TempDir(), "user")
+	mkdir(t, user)
+	p, r := newWatchedRegistry(t, agentskills.Config{UserDir: user})
+	return p, r, repo, newFreshRounds(t, r, repo, user)
+}
+
 // TestReadYourWrites: a skill change on disk that completed before a
 // snapshot was asked for is in that snapshot, with no pause between the
 // two: skills added, descriptions edited, skills removed, a new project
 // and a skills folder that appears in a known project, over 1,000 rounds.
 func TestReadYourWrites(t *testing.T) {
-	repo := t.TempDir()
-	mkdir(t, filepath.Join(repo, ".git"))
-	user := filepath.Join(t.TempDir(), "user")
-	mkdir(t, user)
-	_, r := newWatchedRegistry(t, agentskills.Config{UserDir: user})
-	f := newFreshRounds(t, r, repo, user)
+	_, _, repo, f := freshSetup(t)
 	f.check(repo, "empty")
 	rounds := 1000
 	if testing.Short() {
@@ -196,12 +203,7 @@ func TestReadYourWrites(t *testing.T) {
 // change queue (a request skips its read when one began after it arrived).
 // A change completed before a request arrived is in its snapshot, always.
 func TestReadYourWritesByArrival(t *testing.T) {
-	repo := t.TempDir()
-	mkdir(t, filepath.Join(repo, ".git"))
-	user := filepath.Join(t.TempDir(), "user")
-	mkdir(t, user)
-	p, r := newWatchedRegistry(t, agentskills.Config{UserDir: user})
-	f := newFreshRounds(t, r, repo, user)
+	p, r, repo, f := freshSetup(t)
 	f.arrival = true
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
