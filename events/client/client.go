@@ -205,17 +205,19 @@ func (c *Client) RequireStoreRevision(rev uint64) {
 }
 
 // storeMaterializer fetches a store skill's files by digest from the object
-// store and writes them into dir (atomically, read-only, once per digest).
+// store, with direct gets only (skillstore.Direct: the permissions a worker
+// needs are two read-only request subjects), and writes them into dir
+// (atomically, read-only, once per digest).
 func (c *Client) storeMaterializer(ctx context.Context, res events.ToolResult, dir string) error {
 	name := c.objects
 	if name == "" {
 		name = skillstore.DefaultObjects
 	}
-	obs, err := c.js.ObjectStore(ctx, name)
+	r, err := skillstore.NewDirect(c.nc, name)
 	if err != nil {
 		return fmt.Errorf("skill object store %s: %w", name, err)
 	}
-	return skillstore.Materialize(ctx, obs, res.Value.Digest, dir, skillstore.Limits{})
+	return skillstore.MaterializeFrom(ctx, r, res.Value.Digest, dir, skillstore.Limits{})
 }
 
 // New returns a client on an open connection. Close does not close nc.
@@ -223,7 +225,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
 		return nil, errors.New("client: no NATS connection")
 	}
-	var nonce [4]byte
+	// 128 random bits: no other worker can predict this client's Msg-Ids
+	// and take one first (the stream's duplicate window is stream-wide).
+	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
 	c := &Client{
 		nc: nc, prefix: events.DefaultPrefix, enc: events.Msgpack, retry: DefaultRetryInterval, maxPending: DefaultMaxPending,
@@ -650,6 +654,12 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 			var a ack
 			select {
 			case pa := <-fut.Ok():
+				if pa.Duplicate {
+					// Not this publication: the Msg-Id was already taken
+					// (it cannot be an earlier attempt's, each has its own).
+					a.err = errMsgIDTaken
+					break
+				}
 				a.seq = pa.Sequence
 			case a.err = <-fut.Err():
 			case <-stop:
@@ -695,6 +705,10 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 				held = append(held, heldAnswer{v: a, seq: got.seq})
 			case a := <-acks:
 				if a.err != nil {
+					if errors.Is(a.err, errMsgIDTaken) {
+						timer.Reset(0) // publish again now, under the next attempt's id
+						continue
+					}
 					if isTransient(a.err) {
 						continue // the retry interval decides
 					}
@@ -723,6 +737,10 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 		timer.Reset(c.retry)
 	}
 }
+
+// errMsgIDTaken reports a publication the stream took for a duplicate of
+// another message: the request publishes again under a new Msg-Id.
+var errMsgIDTaken = errors.New("Msg-Id already used in the stream")
 
 // isTransient reports whether a failed publication may succeed when tried
 // again later (no stream leader for a moment, a reconnect, an ack timeout).

@@ -28,6 +28,24 @@ var ErrExists = errors.New("directory exists with other files")
 // (ErrBadArchive), as is everything Fetch refuses. Temporary folders of
 // materialisations killed before their rename are removed.
 func Materialize(ctx context.Context, obs jetstream.ObjectStore, digest, dir string, lim Limits) error {
+	return MaterializeFrom(ctx, storeReader{obs}, digest, dir, lim)
+}
+
+// Reader reads and unpacks skill objects by digest: a *Direct (what
+// workers use), or the object store itself through Materialize.
+type Reader interface {
+	Fetch(ctx context.Context, digest string, lim Limits) ([]File, error)
+}
+
+// storeReader is the package's Fetch as a Reader.
+type storeReader struct{ obs jetstream.ObjectStore }
+
+func (o storeReader) Fetch(ctx context.Context, digest string, lim Limits) ([]File, error) {
+	return Fetch(ctx, o.obs, digest, lim)
+}
+
+// MaterializeFrom is Materialize with the files read by r.
+func MaterializeFrom(ctx context.Context, r Reader, digest, dir string, lim Limits) error {
 	if !ValidDigest(digest) {
 		return fmt.Errorf("materialize: digest %q is not 64 lowercase hex digits", clip(digest))
 	}
@@ -35,7 +53,7 @@ func Materialize(ctx context.Context, obs jetstream.ObjectStore, digest, dir str
 	if done, err := holds(dir, digest, lim); done || err != nil {
 		return err
 	}
-	files, err := Fetch(ctx, obs, digest, lim)
+	files, err := r.Fetch(ctx, digest, lim)
 	if err != nil {
 		return fmt.Errorf("materialize %s: %w", Short(digest), err)
 	}
