@@ -118,7 +118,7 @@ func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, conte
 // under ctx so that the answer tells the truth.
 func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k events.Kind, deadlineMs int64, plan outputPlan[A]) (A, error) {
 	var zero A
-	id := outputID(t.sid, t.ref, k)
+	id := p.msgID(outputID(t.sid, t.ref, k))
 	kinds := plan.reads()
 	hr, heads := any(plan).(headReader)
 	for attempt := 1; ; attempt++ {
@@ -167,23 +167,53 @@ func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k 
 			return zero, err
 		}
 		if a.duplicate {
-			// An earlier attempt at this step or call appended first.
-			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+			// An earlier attempt at this step or call appended first, or
+			// someone else took the Msg-Id: the record must be this
+			// output, in this session, or it is not the answer.
 			s, enc, err := p.readOutput(ctx, a.seq)
 			if err != nil {
 				return zero, err
 			}
-			return plan.original(s, enc)
+			orig, err := plan.original(s, enc)
+			if err == nil && s.Subject != events.Subject(p.cfg.Prefix, t.sid, k) {
+				err = fmt.Errorf("%w: on %s", errForeignDuplicate, truncate(s.Subject, 200))
+			}
+			if errors.Is(err, errForeignDuplicate) && attempt < p.cfg.AppendRetries {
+				id = p.foreignDuplicate(t, k, id, a.seq, err)
+				kinds = nil
+				continue
+			}
+			if err != nil {
+				return zero, err
+			}
+			p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+			return orig, nil
 		}
 		plan.appended(a)
 		return b.answer, nil
 	}
 }
 
-// outputID is the Nats-Msg-Id of the output answering step or call ref of
-// session sid: the same for every retry of that step or call, so the
-// stream's duplicate window refuses a second output. A ref unfit for a
-// header is replaced by its hash.
+// errForeignDuplicate reports a duplicate append whose Msg-Id names a
+// record that is not the output it was meant for: another subject, session,
+// step or call, or producer.
+var errForeignDuplicate = errors.New("output Msg-Id taken by another record")
+
+// foreignDuplicate logs and counts a Msg-Id taken by a record at seq that
+// is not the output, and returns the id to append under instead: derived
+// from the taker's sequence, so every member that meets the same record
+// chooses the same id and the output stays exactly-once.
+func (p *Processor) foreignDuplicate(t *trigger, k events.Kind, id string, seq uint64, err error) string {
+	p.m.idsTaken.Inc()
+	p.log.Error("an output's Msg-Id was taken by a record that is not the output: appending it under another id",
+		"session", truncate(t.sid, 200), "kind", string(k), "taken_by_seq", seq, "err", err)
+	return id + "~" + strconv.FormatUint(seq, 10)
+}
+
+// outputID is the id of the output answering step or call ref of
+// session sid: the same for every retry of that step or call. Its Msg-Id
+// (msgID) is made of it, so the stream's duplicate window refuses a second
+// output. A ref unfit for a header is replaced by its hash.
 func outputID(sid, ref string, k events.Kind) string {
 	if !headerSafe(ref) {
 		sum := sha256.Sum256([]byte(ref))

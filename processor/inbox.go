@@ -133,3 +133,31 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
+
+// responsePrefix is where a server puts the reply subject of a request
+// that reached this account through a service import: the server maps
+// the answer back to the requester's own account.
+const responsePrefix = "_R_"
+
+// requestReply reports whether a core request (the tool definition, a
+// member's view request) may be answered on reply, and counts and logs a
+// refusal. The micro framework answers on whatever reply subject a request
+// names, with the processor's rights; so answers go only where a trigger's
+// answer may go (checkInbox), to a server-given reply subject of a
+// service import, and, for members (fromMembers), under the processors'
+// own inbox prefix.
+func (p *Processor) requestReply(reply string, fromMembers bool) bool {
+	if validInbox(reply) && under(reply, responsePrefix) {
+		return true
+	}
+	if fromMembers && p.cfg.InboxPrefix != "" && validInbox(reply) && under(reply, p.cfg.InboxPrefix) {
+		return true
+	}
+	err := p.cfg.checkInbox(reply)
+	if err == nil {
+		return true
+	}
+	p.m.rejects.WithLabelValues(reasonInbox).Inc()
+	p.log.Debug("request not answered", "err", err)
+	return false
+}

@@ -183,41 +183,56 @@ func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step strin
 	if err != nil {
 		return inv, fmt.Errorf("encode %s: %w", events.KindInvocation, err)
 	}
-	m := &nats.Msg{
-		Subject: events.Subject(p.cfg.Prefix, t.sid, events.KindInvocation),
-		Header: nats.Header{
-			events.HeaderContentType:  []string{events.ContentTypeMsgpack},
-			events.HeaderCausationSeq: []string{strconv.FormatUint(t.seq, 10)},
-			events.HeaderMsgID:        []string{inv.ID},
-		},
-		Data: data,
-	}
-	if err := p.fits(m.Header, data); err != nil {
-		return inv, fmt.Errorf("append %s to %s: %w", events.KindInvocation, t.sid, err)
-	}
-	ack, err := p.publish(ctx, m, events.KindInvocation, t.sid)
-	if err != nil {
-		return inv, err
-	}
-	if !ack.Duplicate {
-		p.m.skills.invocation(inv.Name)
-	}
-	if p.hooks.afterAppend != nil {
-		if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
+	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindInvocation)
+	id := p.msgID(inv.ID)
+	for attempt := 1; ; attempt++ {
+		m := &nats.Msg{
+			Subject: subject,
+			Header: nats.Header{
+				events.HeaderContentType:  []string{events.ContentTypeMsgpack},
+				events.HeaderCausationSeq: []string{strconv.FormatUint(t.seq, 10)},
+				events.HeaderMsgID:        []string{id},
+			},
+			Data: data,
+		}
+		if err := p.fits(m.Header, data); err != nil {
+			return inv, fmt.Errorf("append %s to %s: %w", events.KindInvocation, t.sid, err)
+		}
+		ack, err := p.publish(ctx, m, events.KindInvocation, t.sid)
+		if err != nil {
 			return inv, err
 		}
+		if !ack.Duplicate {
+			p.m.skills.invocation(inv.Name)
+		}
+		if p.hooks.afterAppend != nil {
+			if err := p.hooks.afterAppend(t.sid, ack.Sequence); err != nil {
+				return inv, err
+			}
+		}
+		if !ack.Duplicate {
+			return inv, nil
+		}
+		r, _, err := p.readOutput(ctx, ack.Sequence)
+		if err != nil {
+			return inv, err
+		}
+		orig, err := history.DecodeInvocation(r)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: decode invocation %d: %w", errForeignDuplicate, r.Seq, err)
+		case r.Subject != subject || orig.Session != t.sid || orig.Step != step || orig.Name != inv.Name:
+			err = fmt.Errorf("%w: invocation %d on %s is of session %q, step %q, skill %q", errForeignDuplicate, r.Seq,
+				truncate(r.Subject, 200), truncate(orig.Session, 200), truncate(orig.Step, 200), truncate(orig.Name, 200))
+		}
+		if errors.Is(err, errForeignDuplicate) && attempt < p.cfg.AppendRetries {
+			id = p.foreignDuplicate(t, events.KindInvocation, id, r.Seq, err)
+			continue
+		}
+		if err != nil {
+			return inv, err
+		}
+		p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+		return orig, nil
 	}
-	if !ack.Duplicate {
-		return inv, nil
-	}
-	p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
-	r, _, err := p.readOutput(ctx, ack.Sequence)
-	if err != nil {
-		return inv, err
-	}
-	orig, err := history.DecodeInvocation(r)
-	if err != nil {
-		return inv, fmt.Errorf("decode invocation %d: %w", r.Seq, err)
-	}
-	return orig, nil
 }

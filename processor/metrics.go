@@ -16,6 +16,7 @@ type metrics struct {
 	conflicts     prometheus.Counter       // optimistic concurrency conflicts on append
 	redeliveries  *prometheus.CounterVec   // kind
 	duplicates    *prometheus.CounterVec   // kind: answered from an output already appended
+	idsTaken      prometheus.Counter       // output Msg-Ids found taken by another record
 	providerErrs  prometheus.Counter       // skill tool calls that failed in a provider
 	rejects       *prometheus.CounterVec   // reason
 	panics        prometheus.Counter       // recovered panics
@@ -79,6 +80,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Appends refused because the session moved on; each leads to a re-read and re-decision."),
 		redeliveries: newCounterVec("redeliveries_total",
 			"Triggers received more than once.", "kind"),
+		idsTaken: newCounter("output_ids_taken_total",
+			"Outputs whose Msg-Id was taken by a record that is not the output (appended under another id)."),
 		duplicates: newCounterVec("duplicate_triggers_total",
 			"Triggers answered with an output appended earlier for the same trigger, step or call.", "kind"),
 		providerErrs: newCounter("provider_errors_total",
@@ -129,6 +132,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.conflicts = register(reg, m.conflicts, &err)
 	m.redeliveries = register(reg, m.redeliveries, &err)
 	m.duplicates = register(reg, m.duplicates, &err)
+	m.idsTaken = register(reg, m.idsTaken, &err)
 	m.providerErrs = register(reg, m.providerErrs, &err)
 	m.rejects = register(reg, m.rejects, &err)
 	m.panics = register(reg, m.panics, &err)

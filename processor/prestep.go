@@ -315,7 +315,11 @@ func (s *preStepPlan) appended(a appended) {
 func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {
 	orig, err := events.DecodeCatalog(enc, r.Data)
 	if err != nil {
-		return events.Decision{}, fmt.Errorf("decode catalog %d: %w", r.Seq, err)
+		return events.Decision{}, fmt.Errorf("decode catalog %d: %w: %w", r.Seq, errForeignDuplicate, err)
+	}
+	if orig.Session != s.t.sid || orig.Step != s.ps.Step || orig.Source.Producer != s.p.cfg.ToolOwner {
+		return events.Decision{}, fmt.Errorf("%w: catalog %d is of session %q, step %q, producer %q", errForeignDuplicate,
+			r.Seq, truncate(orig.Session, 200), truncate(orig.Step, 200), truncate(orig.Source.Producer, 200))
 	}
 	s.answerSeq = r.Seq
 	return s.p.decision(s.t, events.OutcomeAppended, &orig), nil

@@ -18,6 +18,7 @@ import (
 // One Processor is one instance of the consumer group; run as many as you
 // like against one stream.
 type Processor struct {
+	idKey       []byte // the key of output Msg-Ids (outputkey.go); nil: none
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	skills      Skills
@@ -129,6 +130,9 @@ func (p *Processor) Ready() <-chan struct{} { return p.ready }
 func (p *Processor) Prepare(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
 	cons, err := p.provision(pctx)
+	if err == nil {
+		err = p.loadOutputKey(pctx)
+	}
 	cancel()
 	if err != nil {
 		return err

@@ -165,7 +165,11 @@ func (s *skillCallPlan) appended(a appended) {
 func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
 	orig, err := events.DecodeToolResult(enc, r.Data)
 	if err != nil {
-		return events.ToolResult{}, fmt.Errorf("decode tool result %d: %w", r.Seq, err)
+		return events.ToolResult{}, fmt.Errorf("decode tool result %d: %w: %w", r.Seq, errForeignDuplicate, err)
+	}
+	if orig.Session != s.t.sid || orig.Call != s.t.ref {
+		return events.ToolResult{}, fmt.Errorf("%w: tool result %d is of session %q, call %q", errForeignDuplicate,
+			r.Seq, truncate(orig.Session, 200), truncate(orig.Call, 200))
 	}
 	orig.TriggerSeq = s.t.seq
 	return orig, nil
@@ -178,12 +182,14 @@ func (s *skillCallPlan) expired() events.ToolResult {
 // resultFor reads a stored tool.result back as the answer to t when it
 // answers the same trigger or the same call.
 func (p *Processor) resultFor(t *trigger, s record) (events.ToolResult, bool) {
-	if id := s.Header.Get(events.HeaderMsgID); id != "" && !history.CausedBy(s, t.seq) &&
-		id != outputID(t.sid, t.ref, events.KindToolResult) &&
-		strings.HasPrefix(id, t.sid+":") && strings.HasSuffix(id, ":"+string(events.KindToolResult)) {
-		// A result this processor appended for another call (its Msg-Id
-		// names the call): not the answer, and not worth decoding.
-		return events.ToolResult{}, false
+	if mid := s.Header.Get(events.HeaderMsgID); mid != "" && !history.CausedBy(s, t.seq) && !strings.Contains(mid, "~") &&
+		mid != p.msgID(outputID(t.sid, t.ref, events.KindToolResult)) {
+		if id := plainID(mid); strings.HasPrefix(id, t.sid+":") && strings.HasSuffix(id, ":"+string(events.KindToolResult)) {
+			// A result this processor appended for another call (its
+			// Msg-Id names the call): not the answer, and not worth
+			// decoding.
+			return events.ToolResult{}, false
+		}
 	}
 	enc, err := encodingOfStored(s)
 	if err != nil {

@@ -68,6 +68,9 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)
 	}
 	err = svc.AddEndpoint("tool-definition", micro.HandlerFunc(func(req micro.Request) {
+		if !p.requestReply(req.Reply(), false) {
+			return
+		}
 		p.m.definitionReq.Inc()
 		body, ct := asJSON, events.ContentTypeJSON
 		if req.Headers().Get(events.HeaderContentType) == events.ContentTypeMsgpack {

@@ -333,6 +333,9 @@ const maxViewAnswers = 16
 func (p *Processor) serveView(svc micro.Service) error {
 	slots := make(chan struct{}, maxViewAnswers)
 	return svc.AddEndpoint("view", micro.HandlerFunc(func(req micro.Request) {
+		if !p.requestReply(req.Reply(), true) {
+			return
+		}
 		select {
 		case slots <- struct{}{}:
 		default:

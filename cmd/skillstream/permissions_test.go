@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -237,7 +238,8 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	}
 	for _, subj := range []string{"_INBOX.worker-a.x.1", events.Subject(events.DefaultPrefix, session, events.KindToolResult),
 		events.Subject(events.DefaultPrefix, session, events.KindCatalog), "$JS.API.DIRECT.GET.SESSIONS", "$JS.API.STREAM.INFO.SESSIONS",
-		"$JS.API.CONSUMER.CREATE.SESSIONS.spy", "_SKILLSTREAM_INBOX.x"} {
+		"$JS.API.CONSUMER.CREATE.SESSIONS.spy", "_SKILLSTREAM_INBOX.x", "$KV.SKILLS.global.pdf", "$JS.API.STREAM.INFO.OBJ_SKILLS",
+		"$JS.API.CONSUMER.CREATE.OBJ_SKILLS.spy", "$SRV.INFO.skillstream"} {
 		if err := b.Publish(subj, data); err != nil {
 			t.Fatal(err)
 		}
@@ -268,6 +270,99 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	}
 	if bd, err := events.DecodeDecision(events.Msgpack, am.Data); err != nil || bd.Step != "1" {
 		t.Errorf("worker B's answer: %+v, %v; want the answer to its step 1 only", bd, err)
+	}
+
+	// B's reply subjects: whatever B names as the reply subject of an
+	// allowed trigger or request, JetStream's acknowledgement and the
+	// processor's answer go to that subject in B's own account, where
+	// nothing is stored. Twenty acknowledgements aimed at the store's
+	// index, one at an object's metadata, and outputs planted in a victim
+	// session that B knows the id of.
+	victim := "v-" + randomToken(t)
+	metaSubj := "$O." + skillstore.DefaultObjects + ".M." + base64.URLEncoding.EncodeToString([]byte(skillstore.ObjectName(local.Record.Digest)))
+	bSession := "b-" + randomToken(t)
+	replies := []string{metaSubj}
+	for range 20 {
+		replies = append(replies, "$KV.SKILLS.global.pdf")
+	}
+	for _, k := range []events.Kind{events.KindCatalog, events.KindCatalogHead, events.KindToolResult, events.KindInvocation} {
+		replies = append(replies, events.Subject(events.DefaultPrefix, victim, k))
+	}
+	for i, reply := range replies {
+		ps := events.PreStep{V: 1, Session: bSession, Step: fmt.Sprint("r", i), Tools: []events.Tool{client.SkillTool("skillstream")}}
+		pdata, _ := events.Encode(events.Msgpack, ps)
+		if err := b.PublishMsg(&nats.Msg{Subject: events.Subject(events.DefaultPrefix, bSession, events.KindPreStep), Reply: reply, Data: pdata}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PublishRequest(events.ToolDefinitionSubject, reply, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// B takes, in its own session, the Msg-Id an output of A's next
+	// session would have had when output ids were predictable.
+	a2 := "a-" + randomToken(t)
+	for _, id := range []string{a2 + ":1:" + string(events.KindCatalog), a2 + ":c1:" + string(events.KindToolResult)} {
+		squat := events.Compaction{V: 1, Session: bSession, RetainFrom: 1}
+		sdata, _ := events.Encode(events.Msgpack, squat)
+		if _, err := bjs.PublishMsg(ctx, &nats.Msg{Subject: events.Subject(events.DefaultPrefix, bSession, events.KindCompaction), Data: sdata,
+			Header: nats.Header{events.HeaderMsgID: {id}}}); err != nil {
+			t.Fatalf("worker B's squat of %s: %v", id, err)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := a.PreStep(ctx, events.PreStep{Session: a2, Step: "1", Cwd: cwd, Tools: []events.Tool{client.SkillTool("skillstream")}})
+	if err != nil || d2.Outcome != events.OutcomeAppended || d2.Catalog == nil || d2.Catalog.Session != a2 || !strings.Contains(d2.Catalog.Text, "pdf") {
+		t.Fatalf("worker A's pre-step after B took its Msg-Id: %+v, %v", d2, err)
+	}
+	r2, err := a.CallSkill(ctx, events.SkillCall{Session: a2, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "a-skill"}})
+	if err != nil || r2.IsError || r2.Session != a2 || r2.Call != "c1" {
+		t.Fatalf("worker A's call after B took its Msg-Id: %+v, %v", r2, err)
+	}
+	sessions, err := ojs.Stream(ctx, "SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		subject string
+		seq     uint64
+	}{{events.Subject(events.DefaultPrefix, a2, events.KindCatalog), d2.CatalogSeq}, {events.Subject(events.DefaultPrefix, a2, events.KindToolResult), 0}} {
+		m, err := sessions.GetLastMsgForSubject(ctx, c.subject)
+		if err != nil {
+			t.Errorf("A's session holds no %s: %v", c.subject, err)
+			continue
+		}
+		if c.seq != 0 && m.Sequence != c.seq {
+			t.Errorf("A's catalog was answered from %d, the log holds it at %d", c.seq, m.Sequence)
+		}
+	}
+	// Every trigger of B was handled (its pre-steps appended catalogs) by
+	// the time the processor answered A; nothing landed in the victim's
+	// session, and the skill's index and object are as pushed.
+	eventually(t, 10*time.Second, "B's triggers handled", func() error {
+		m, err := sessions.GetLastMsgForSubject(ctx, events.Subject(events.DefaultPrefix, bSession, events.KindCatalog))
+		if err != nil {
+			return err
+		}
+		if m.Sequence == 0 {
+			return errors.New("no catalog yet")
+		}
+		return nil
+	})
+	info, err := sessions.Info(ctx, jetstream.WithSubjectFilter(events.SessionWildcard(events.DefaultPrefix, victim)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.State.Subjects) != 0 {
+		t.Errorf("B planted records in the victim's session: %v", info.State.Subjects)
+	}
+	hist, err := pb.History(ctx, skillstore.Global, "pdf")
+	if err != nil || len(hist) != 1 {
+		t.Errorf("the skill's index history after B's replies: %d revisions, %v; want the one pushed", len(hist), err)
+	}
+	if err := pb.Materialize(ctx, local.Record.Digest, filepath.Join(t.TempDir(), "pdf")); err != nil {
+		t.Errorf("the skill's object after B's replies: %v", err)
 	}
 
 	// A goes on undisturbed: a new call is answered by the processor and

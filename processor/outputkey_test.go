@@ -1,0 +1,83 @@
+package processor
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// TestOutputIDsCannotBeTaken: output Msg-Ids carry an HMAC under the
+// stream's key, which the first processor adds and every later one reads.
+// A record appended under the plain id of another session's next output
+// changes nothing; and even a record appended under the keyed id (the key
+// leaked) is not taken for the output: the processor appends the real one
+// under another id, answers from it, and counts the event.
+func TestOutputIDsCannotBeTaken(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	p := e.start()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := st.CachedInfo().Config.Metadata[OutputKeyMetadata]
+	if len(key) != 64 {
+		t.Fatalf("stream metadata %v: want a 64-hex-digit %s", st.CachedInfo().Config.Metadata, OutputKeyMetadata)
+	}
+	if p2 := e.start(); string(p2.idKey) != string(p.idKey) {
+		t.Fatal("a second member uses another output key")
+	}
+	w := e.worker()
+	squat := func(owner, id string) {
+		t.Helper()
+		c := events.Compaction{V: 1, Session: owner, RetainFrom: 1}
+		w.publish(owner, events.KindCompaction, c, nil, events.HeaderMsgID, id)
+	}
+	for i, c := range []struct {
+		name string
+		id   func(sid, ref string, k events.Kind) string
+	}{
+		{"plain id", outputID},
+		{"keyed id", func(sid, ref string, k events.Kind) string { return p.msgID(outputID(sid, ref, k)) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			victim := "victim-" + string(rune('a'+i))
+			squat("squatter", c.id(victim, "1", events.KindCatalog))
+			squat("squatter", c.id(victim, "c1", events.KindToolResult))
+			d := w.preStep(events.PreStep{Session: victim, Step: "1", Cwd: e.cwd, Tools: ourTool()})
+			e.expect(d, events.OutcomeAppended, 1)
+			if d.Catalog == nil || d.Catalog.Session != victim || !strings.Contains(d.Catalog.Text, "a-skill") {
+				t.Fatalf("answer %+v: want the victim's own catalog", d.Catalog)
+			}
+			cats := e.outputs(victim, events.KindCatalog)
+			if len(cats) != 1 || cats[0].Sequence != d.CatalogSeq {
+				t.Fatalf("victim's log holds %d catalogs; answered with %d", len(cats), d.CatalogSeq)
+			}
+			r := w.call(events.SkillCall{Session: victim, Call: "c1", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}})
+			if r.IsError || r.Session != victim || r.Call != "c1" || !strings.Contains(r.Text, "a-skill") {
+				t.Fatalf("result %+v: want the victim's own result", r)
+			}
+			if n := len(e.outputs(victim, events.KindToolResult)); n != 1 {
+				t.Fatalf("victim's log holds %d results, want 1", n)
+			}
+			// A retry of the same step and call is answered from the log.
+			if d2 := w.preStep(events.PreStep{Session: victim, Step: "1", Cwd: e.cwd, Tools: ourTool()}); d2.CatalogSeq != d.CatalogSeq {
+				t.Fatalf("retry answered with catalog %d, want %d", d2.CatalogSeq, d.CatalogSeq)
+			}
+			if r2 := w.call(events.SkillCall{Session: victim, Call: "c1", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}}); r2.Text != r.Text {
+				t.Fatalf("retried call answered %q", r2.Text)
+			}
+			e.expect(d, events.OutcomeAppended, 1)
+			if n := len(e.outputs(victim, events.KindToolResult)); n != 1 {
+				t.Fatalf("after retries the victim's log holds %d results, want 1", n)
+			}
+		})
+	}
+	if got := counter(t, e.mustMetrics(t).idsTaken); got != 2 {
+		t.Errorf("output_ids_taken_total %v, want 2 (the keyed squats)", got)
+	}
+}
