@@ -47,10 +47,12 @@
 //
 // # Permissions
 //
-// Where workers are untrusted, each connects as a NATS user that may
-// subscribe only under an inbox prefix of its own and publish only its
-// triggers (cmd/skillstream/deploy/nats-server.conf is such a set, with
-// the few store reads materialisation needs). WithInboxPrefix makes the
+// Where workers are untrusted, each connects as a NATS user of an account
+// of the workers' own that may subscribe only under an inbox prefix of its
+// own and publish only its triggers (cmd/skillstream/deploy/nats-server.conf
+// is such a set). The default materializer reads store skills with two
+// read-only direct gets of the object store's stream and nothing else
+// (skillstore.Direct). WithInboxPrefix makes the
 // client create every inbox under that prefix: Connect sets it on the
 // connection it opens (nats.CustomInboxPrefix); New wants a connection
 // opened with it.
