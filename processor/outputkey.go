@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-
 )
 
 // Output Msg-Ids a worker cannot take.
@@ -110,4 +109,3 @@ func plainID(msgID string) string {
 	}
 	return msgID
 }
-
