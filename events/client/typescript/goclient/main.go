@@ -5,13 +5,17 @@
 //
 //	goclient -url nats://127.0.0.1:4222 [-encoding json] run < requests.jsonl
 //	goclient -url nats://127.0.0.1:4222 bench -n 200 -cwd DIR
+//	goclient natsd -config FILE -store DIR
 //
 // run reads one request per line, {"op":"preStep"|"callSkill"|"compact",
 // "payload":{...}} with the payload in the wire's JSON form, and prints
 // one line per request: {"answer":<the answer in the wire's JSON form>}
 // or {"error":"..."} (with the answer too when the client returned one).
 // bench times n pre-steps of one session, one at a time, and prints
-// {"n":..,"p50Ms":..,"p90Ms":..}.
+// {"n":..,"p50Ms":..,"p90Ms":..}. natsd runs a NATS server from the
+// configuration file FILE (its accounts, users and permissions), on a free
+// loopback port with its JetStream store in DIR, prints {"url":...} once
+// it takes connections and runs until its standard input closes.
 package main
 
 import (
@@ -26,6 +30,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
@@ -45,8 +51,17 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	n := fs.Int("n", 200, "bench: pre-steps to time")
 	cwd := fs.String("cwd", "", "bench: the pre-steps' cwd")
 	session := fs.String("session", "go-bench", "bench: the session")
+	config := fs.String("config", "", "natsd: the NATS server's configuration file")
+	store := fs.String("store", "", "natsd: the JetStream store folder")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.Arg(0) == "natsd" {
+		// The same flags parsed after the command.
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+		return natsd(*config, *store, stdin, stdout)
 	}
 	enc := events.Msgpack
 	if *encoding == "json" {
@@ -67,7 +82,40 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		return bench(c, *n, *cwd, *session, stdout)
 	}
-	return fmt.Errorf("want a command: run or bench")
+	return fmt.Errorf("want a command: run, bench or natsd")
+}
+
+// natsd runs a NATS server configured by the file config, with only its
+// address (a free loopback port) and its JetStream store folder replaced,
+// prints its URL and runs until stdin closes.
+func natsd(config, store string, stdin io.Reader, stdout io.Writer) error {
+	if config == "" || store == "" {
+		return errors.New("natsd: want -config and -store")
+	}
+	opts, err := server.ProcessConfigFile(config)
+	if err != nil {
+		return fmt.Errorf("natsd: %w", err)
+	}
+	opts.StoreDir = store
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return fmt.Errorf("natsd: %w", err)
+	}
+	srv.Start()
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		return errors.New("natsd: server not ready")
+	}
+	if err := json.NewEncoder(stdout).Encode(map[string]string{"url": srv.ClientURL()}); err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, stdin)
+	return err
 }
 
 type request struct {

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/skillstream/skillstream/events/client"
 	"github.com/skillstream/skillstream/natstest"
@@ -51,5 +57,42 @@ func TestRunGarbage(t *testing.T) {
 
 	if err := run([]string{"-url", srv.URL()}, strings.NewReader(""), &out); err == nil || !strings.Contains(err.Error(), "command") {
 		t.Errorf("no command: %v; want an error asking for one", err)
+	}
+}
+
+// TestNatsd: natsd serves the configuration file's users on the URL it
+// prints, and stops when its input closes.
+func TestNatsd(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, []byte("authorization { users: [ { user: u, password: p, permissions: { publish: [\"ok\"] } } ] }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"natsd", "-config", conf, "-store", filepath.Join(dir, "js")}, inR, outW)
+		outW.Close()
+	}()
+	line, err := bufio.NewReader(outR).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("natsd printed nothing: %v, %v", err, <-done)
+	}
+	var got struct{ URL string }
+	if err := json.Unmarshal(line, &got); err != nil || !strings.HasPrefix(got.URL, "nats://127.0.0.1:") {
+		t.Fatalf("natsd printed %q: %v", line, err)
+	}
+	if _, err := nats.Connect(got.URL, nats.UserInfo("u", "wrong")); err == nil {
+		t.Error("a wrong password was taken")
+	}
+	nc, err := nats.Connect(got.URL, nats.UserInfo("u", "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("natsd: %v", err)
 	}
 }

@@ -11,8 +11,7 @@ import {
   type NodeConnectionOptions,
   type Subscription,
 } from "@nats-io/transport-node";
-import { jetstream, JetStreamApiError, type JetStreamClient } from "@nats-io/jetstream";
-import { Objm, type ObjectStore } from "@nats-io/obj";
+import { jetstream, jetstreamManager, JetStreamApiError, type DirectStreamAPI, type JetStreamClient } from "@nats-io/jetstream";
 
 import { contentType, decode, encode, encodingOf, type Encoding, MAX_PAYLOAD_SIZE } from "./codec.js";
 import {
@@ -74,7 +73,7 @@ export interface ClientOptions extends NodeConnectionOptions {
   maxAttempts?: number;
   /** Bound on trigger publications awaiting their JetStream acknowledgement (default 4096); more wait for room. */
   maxPending?: number;
-  /** The skill store's object store the default materializer reads (default "SKILLS"). */
+  /** The skill store's object store the default materializer reads, with direct gets on its stream OBJ_<name> only (default "SKILLS"). */
   skillObjects?: string;
   /** Replaces the default materializer (fetch by digest from the object store, verify, write atomically). */
   materialize?: Materializer;
@@ -94,6 +93,8 @@ export interface ClientOptions extends NodeConnectionOptions {
 export const TEST_HOOKS = Symbol.for("skillstream.client.testHooks");
 export interface TestHooks {
   dropAnswer?: (m: Msg) => boolean;
+  /** The Msg-Id nonce instead of a random one, so that a test can take an attempt's Msg-Id first. */
+  nonce?: string;
 }
 
 /** Options of one request. */
@@ -204,13 +205,18 @@ export class Client {
   readonly #ownsConn: boolean;
   readonly #materialize: Materializer;
   readonly #hooks: TestHooks;
-  readonly #nonce = randomBytes(4).toString("hex");
+  /**
+   * Tells this client's Msg-Ids apart from every other client's: 128
+   * random bits, so that no one can predict one and take it first (the
+   * stream's duplicate window is stream-wide).
+   */
+  readonly #nonce: string;
   readonly #base: string;
   readonly #sub: Subscription;
   readonly #waiting = new Map<number, Waiting>();
   readonly #closers = new Set<(err: Error) => void>();
   readonly #materializing = new Map<string, Promise<void>>();
-  #objects: Promise<ObjectStore> | undefined;
+  #direct: Promise<DirectStreamAPI> | undefined;
   #next = 0;
   #closed = false;
   #dropped = 0;
@@ -248,6 +254,7 @@ export class Client {
     this.#ownsConn = ownsConn;
     this.#js = jetstream(nc);
     this.#hooks = opts[TEST_HOOKS] ?? {};
+    this.#nonce = this.#hooks.nonce ?? randomBytes(16).toString("hex");
     this.#materialize = opts.materialize ?? ((r, dir) => this.#storeMaterializer(r, dir));
     this.#base = createInbox(this.inboxPrefix) + ".";
     this.#sub = nc.subscribe(this.#base + "*", { callback: (err, m) => (err ? undefined : this.#route(m)) });
@@ -476,6 +483,7 @@ export class Client {
     const w = this.#waiting.get(token)!;
 
     const publish = async (n: number): Promise<void> => {
+      let taken = false;
       const h = this.#headers(opts.headers);
       h.set("Reply-Inbox", inbox);
       h.set("Nats-Msg-Id", msgID + n);
@@ -487,7 +495,11 @@ export class Client {
       w.acking++;
       try {
         const ack = await this.#js.publish(subject, data, { headers: h, timeout: Math.max(this.retryIntervalMs, 5000) });
-        w.seqs.add(ack.seq);
+        // A duplicate is not this publication: another message took its
+        // Msg-Id first (not an earlier attempt, each has its own), and the
+        // sequence is that message's. Publish again now, under a new id.
+        if (ack.duplicate) taken = true;
+        else w.seqs.add(ack.seq);
       } catch (err) {
         if (!isTransient(err)) {
           fail(this.#closed || err instanceof ClosedConnectionError ? new ClosedError() : (err as Error));
@@ -496,6 +508,11 @@ export class Client {
         w.acking--;
         this.#release();
         this.#settleHeld(w);
+      }
+      // (Unless a later attempt is out already: its own ack tells.)
+      if (taken && !finished && n === attempt) {
+        clearTimeout(timer);
+        retry();
       }
     };
 
@@ -605,16 +622,21 @@ export class Client {
 
   // Store skills.
 
-  #objectStore(): Promise<ObjectStore> {
-    if (!this.#objects) {
-      this.#objects = new Objm(this.#js).open(this.skillObjects);
-      this.#objects.catch(() => (this.#objects = undefined));
+  /**
+   * The direct get API the default materializer reads the object store
+   * with. checkAPI false: creating it asks the server nothing (a worker
+   * may make no JetStream request but the object stream's direct gets).
+   */
+  #directAPI(): Promise<DirectStreamAPI> {
+    if (!this.#direct) {
+      this.#direct = jetstreamManager(this.#nc, { checkAPI: false }).then((jsm) => jsm.direct);
+      this.#direct.catch(() => (this.#direct = undefined));
     }
-    return this.#objects;
+    return this.#direct;
   }
 
   #storeMaterializer(r: ToolResult, dir: string): Promise<void> {
-    return materializeFromStore(() => this.#objectStore(), r.value!.digest!, dir);
+    return materializeFromStore(() => this.#directAPI(), this.skillObjects, r.value!.digest!, dir);
   }
 
   async #materializeResult(resourceDir: string, r: ToolResult): Promise<void> {

@@ -1,6 +1,7 @@
 // Test helpers: a real skillstream serve (built with go build from this
 // repository, on a free port, with its embedded NATS server and temporary
-// data, skills and project folders) and the Go worker client beside it.
+// data, skills and project folders, or connected to a NATS server started
+// from a configuration file) and the Go worker client beside it.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, chmodSync, readdirSync, statSync } from "node:fs";
 import { createServer } from "node:net";
@@ -96,6 +97,69 @@ export function writeSkill(root: string, name: string, description: string, body
   writeFileSync(join(dir, "SKILL.md"), `---\nname: ${name}\ndescription: ${description}\n---\n\n${body}`);
 }
 
+/**
+ * A NATS server started from a configuration file (its accounts, users and
+ * permissions) by the Go helper (goclient natsd), on a free loopback port
+ * with a temporary JetStream store.
+ */
+export class NatsServer {
+  private constructor(
+    readonly url: string,
+    readonly root: string,
+    private readonly proc: ChildProcess,
+    private readonly exited: Promise<void>,
+  ) {}
+
+  static async start(config: string): Promise<NatsServer> {
+    const bin = await buildBinaries();
+    const root = tempDir("nats");
+    const file = join(root, "nats-server.conf");
+    writeFileSync(file, config);
+    const p = spawn(bin.goclient, ["natsd", "-config", file, "-store", join(root, "jetstream")], { stdio: ["pipe", "pipe", "pipe"] });
+    const exited = new Promise<void>((r) => p.once("exit", () => r()));
+    let stderr = "";
+    p.stderr?.on("data", (b: Buffer) => (stderr += b.toString()));
+    try {
+      const url = await new Promise<string>((res, rej) => {
+        let out = "";
+        p.stdout?.on("data", (b: Buffer) => {
+          out += b.toString();
+          const nl = out.indexOf("\n");
+          if (nl >= 0) res((JSON.parse(out.slice(0, nl)) as { url: string }).url);
+        });
+        void exited.then(() => rej(new Error(`natsd exited: ${stderr}`)));
+      });
+      return new NatsServer(url, root, p, exited);
+    } catch (err) {
+      p.kill("SIGKILL");
+      removeTree(root);
+      throw err;
+    }
+  }
+
+  /** Stops the server (its input closed) and removes its store. */
+  async stop(): Promise<void> {
+    this.proc.stdin?.end();
+    await this.exited;
+    removeTree(this.root);
+  }
+}
+
+/** A NATS user's name and password. */
+export interface NatsUser {
+  user: string;
+  pass: string;
+}
+
+/** serve on a NATS server of its own instead of its embedded one. */
+export interface ExternalNats {
+  url: string;
+  /** The user serve connects as (--nats-user). */
+  serve: NatsUser;
+  /** The user of the readiness check, conn() and cli(): one without restrictions (an operator). */
+  admin: NatsUser;
+}
+
 /** A running skillstream serve and its folders. */
 export class Serve {
   readonly url: string;
@@ -112,8 +176,9 @@ export class Serve {
     readonly port: number,
     readonly root: string,
     readonly extraArgs: string[],
+    readonly nats?: ExternalNats,
   ) {
-    this.url = `nats://127.0.0.1:${port}`;
+    this.url = nats?.url ?? `nats://127.0.0.1:${port}`;
     this.data = join(root, "data");
     this.skills = join(root, "skills");
     this.cwd = join(root, "project");
@@ -122,10 +187,10 @@ export class Serve {
     writeSkill(join(this.cwd, ".agents", "skills"), "a-skill", "A skill for tests.");
   }
 
-  /** Builds (once) and starts serve; it is stopped by stop(). */
-  static async start(extraArgs: string[] = []): Promise<Serve> {
+  /** Builds (once) and starts serve; it is stopped by stop(). With nats, on that server instead of an embedded one. */
+  static async start(extraArgs: string[] = [], nats?: ExternalNats): Promise<Serve> {
     const bin = await buildBinaries();
-    const s = new Serve(bin, await freePort(), tempDir("serve"), extraArgs);
+    const s = new Serve(bin, await freePort(), tempDir("serve"), extraArgs, nats);
     await s.restart();
     return s;
   }
@@ -137,8 +202,7 @@ export class Serve {
     env.HOME = this.root;
     const args = [
       "serve",
-      "--listen", `127.0.0.1:${this.port}`,
-      "--data", this.data,
+      ...this.#natsArgs(this.nats?.serve),
       "--no-bundled",
       "--user-skills-dir", "",
       "--skills-dir", this.skills,
@@ -154,13 +218,24 @@ export class Serve {
     this.#exited = new Promise((r) => p.once("exit", () => r()));
     await poll("serve answers tool definition requests", async () => {
       if (p.exitCode !== null) throw new Error(`serve exited ${p.exitCode}: ${this.stderr}`);
-      const nc = await natsConnect({ servers: this.url, reconnect: false, timeout: 1000 });
+      const nc = await natsConnect({ servers: this.url, reconnect: false, timeout: 1000, ...this.#admin() });
       try {
         await nc.request("skillstream.tool.definition", new Uint8Array(0), { timeout: 1000 });
       } finally {
         await nc.close();
       }
     });
+  }
+
+  /** serve's flags naming its NATS server: the embedded one, or the external one as user. */
+  #natsArgs(user: NatsUser | undefined): string[] {
+    if (!this.nats) return ["--listen", `127.0.0.1:${this.port}`, "--data", this.data];
+    return ["--nats-url", this.nats.url, ...(user ? ["--nats-user", user.user, "--nats-password", user.pass] : [])];
+  }
+
+  /** The connection options of the admin user, if any. */
+  #admin(): { user?: string; pass?: string } {
+    return this.nats ? { user: this.nats.admin.user, pass: this.nats.admin.pass } : {};
   }
 
   /** Kills serve with signal and waits for it to exit. */
@@ -176,12 +251,13 @@ export class Serve {
 
   /** A plain NATS connection to serve's server. */
   conn(): Promise<NatsConnection> {
-    return natsConnect({ servers: this.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+    return natsConnect({ servers: this.url, maxReconnectAttempts: -1, reconnectTimeWait: 100, ...this.#admin() });
   }
 
   /** Runs the skillstream binary with args (e.g. skills push) against this serve. */
   async cli(...args: string[]): Promise<string> {
-    const { stdout } = await run(this.bin.serve, [...args, "--nats-url", this.url], { env: { ...process.env, HOME: this.root } });
+    const nats = this.nats ? this.#natsArgs(this.nats.admin) : ["--nats-url", this.url];
+    const { stdout } = await run(this.bin.serve, [...args, ...nats], { env: { ...process.env, HOME: this.root } });
     return stdout;
   }
 

@@ -3,8 +3,12 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
+
 import { connect, skillTool, type ToolResult } from "../src/index.js";
 import { TEST_HOOKS } from "../src/client.js";
+import { contentType, encode } from "../src/codec.js";
 import { Serve, sessionLog } from "./helpers.js";
 
 let serve: Serve;
@@ -57,7 +61,8 @@ test("an answer lost while serve is SIGKILLed and restarted: the retry gets the 
     assert.ok(triggers.some((t) => t.seq === r.triggerSeq));
     const ids = triggers.map((t) => t.header("Nats-Msg-Id"));
     assert.equal(new Set(ids).size, ids.length, `Msg-Ids repeat: ${ids.join(" ")}`);
-    for (const id of ids) assert.match(id, /^killed:c1:[0-9a-f]{8}-\d+$/);
+    // 128 random bits tell this client's Msg-Ids apart: no one can take one first.
+    for (const id of ids) assert.match(id, /^killed:c1:[0-9a-f]{32}-\d+$/);
     const inboxes = new Set(triggers.map((t) => t.header("Reply-Inbox")));
     assert.equal(inboxes.size, 1, "one Reply-Inbox for every attempt");
     assert.match([...inboxes][0]!, /^_INBOX\./);
@@ -87,5 +92,50 @@ test("maxAttempts bounds the retries; every attempt is a new message", async () 
     assert.deepEqual(attempts, [1, 2, 3]);
   } finally {
     await c.close();
+  }
+});
+
+test("an attempt whose Msg-Id another message took first is not the request's: it is published again at once", async () => {
+  // The nonce known in advance, as a guessable one would be: someone
+  // publishes first under the first attempt's Msg-Id (deduplication is
+  // stream-wide, so any subject of the stream will do).
+  const nonce = "0123456789abcdef0123456789abcdef";
+  const sid = "taken";
+  const nc = await serve.conn();
+  const c = await connect({ servers: serve.url, retryIntervalMs: 60_000, [TEST_HOOKS]: { nonce } });
+  try {
+    const h = natsHeaders();
+    h.set("Content-Type", contentType("msgpack"));
+    h.set("Reply-Inbox", "_INBOX.nowhere.1");
+    const forged = await jetstream(nc).publish(
+      "ev.other.tool.call.skill",
+      encode("msgpack", { v: 1, session: "other", call: "c1", cwd: serve.cwd, args: { name: "a-skill" } }),
+      { msgID: `${sid}:c1:${nonce}-1`, headers: h },
+    );
+    assert.equal(forged.duplicate, false);
+
+    const attempts: number[] = [];
+    const start = Date.now();
+    // Were the duplicate's sequence taken for the first attempt's, the
+    // request would wait for an answer to it until the retry interval
+    // (60 s), past this timeout.
+    const r = await c.callSkill(
+      { session: sid, call: "c1", cwd: serve.cwd, args: { name: "a-skill" } },
+      { timeoutMs: 20_000, onAttempt: (n) => attempts.push(n) },
+    );
+    assert.equal(r.isError, false, r.text);
+    assert.deepEqual(attempts, [1, 2]);
+    assert.ok(Date.now() - start < 20_000);
+    const triggers = (await sessionLog(nc, sid)).filter((m) => m.subject.endsWith(".tool.call.skill"));
+    assert.deepEqual(
+      triggers.map((t) => t.header("Nats-Msg-Id")),
+      [`${sid}:c1:${nonce}-2`],
+      "only the second attempt is stored in the session",
+    );
+    assert.equal(r.triggerSeq, triggers[0]!.seq);
+    assert.notEqual(r.triggerSeq, forged.seq);
+  } finally {
+    await c.close();
+    await nc.close();
   }
 });
