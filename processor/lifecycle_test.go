@@ -81,14 +81,14 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("entries %+v", d.Catalog.Source.Entries)
 	}
 	// The stored record carries the trigger's sequence and a Msg-Id derived
-	// from session and step.
+	// from session and step, keyed.
 	first := e.outputs(sid, events.KindCatalog)[0]
 	trigger := e.outputs(sid, events.KindPreStep)[0]
 	if got := first.Header.Get(events.HeaderCausationSeq); got != strconv.FormatUint(trigger.Sequence, 10) {
 		t.Fatalf("Causation-Seq %q, want %d", got, trigger.Sequence)
 	}
-	if got := first.Header.Get(events.HeaderMsgID); got != "life:s1:catalog.append" {
-		t.Fatalf("Nats-Msg-Id %q", got)
+	if got, plain := first.Header.Get(events.HeaderMsgID), "life:s1:catalog.append"; plainID(got) != plain || len(got) != len(plain)+1+32 {
+		t.Fatalf("Nats-Msg-Id %q, want %s/<128-bit HMAC in hex>", got, plain)
 	}
 
 	// Same view again: nothing appended.
