@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -234,5 +235,62 @@ func TestRecordsWithBadObjectsNotListed(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "key=global.other-skill"); n != 1 {
 		t.Errorf("%d lines logged about one key, want 1 (rate limited)", n)
+	}
+}
+
+// Values the store did not write (a JetStream acknowledgement stored in the
+// index, as happened when a worker could name an index subject as a reply
+// subject) keep the good revision listed and are reported at error level
+// with how many the history holds; once they have pushed the good revision
+// out of the history, the report says that the skill is gone at the next
+// restart, which a fresh provider confirms.
+func TestForeignValuesReportedBeforeTheyPushTheGoodRevisionOut(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	pb := publisher(t, srv.JS, store.Config{History: 4})
+	root := t.TempDir()
+	push(t, pb, skillstore.Global, false, writeSkill(t, root, "a-skill", "A.", "Body A.", nil))
+	var logs syncBuilder
+	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs)})
+	kv, _ := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
+	ack := []byte(`{"stream":"SESSIONS","seq":12}`)
+	var last uint64
+	for i := range 3 {
+		rev, err := kv.Put(ctx, "global.a-skill", ack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = rev
+		if err := p.CatchUp(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("foreign_revisions=%d history=%d", i+1, i+2); !strings.Contains(logs.String(), want) {
+			// Rate limited after the first: only the first is logged.
+			if i == 0 {
+				t.Fatalf("no report naming %q:\n%s", want, logs.String())
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "not written by skillstream") {
+		t.Fatalf("foreign values not reported at error level:\n%s", logs.String())
+	}
+	if l, _ := p.List(ctx, catalog.Query{}); len(l) != 1 {
+		t.Fatalf("the running provider lists %d skills, want the good revision kept", len(l))
+	}
+	// The fourth pushes the good revision out of a history of four.
+	rev, err := kv.Put(ctx, "global.a-skill", ack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs2 syncBuilder
+	p2 := open(t, srv.JS, store.Config{Logger: newLogger(&logs2)})
+	if err := p2.CatchUp(ctx, max(rev, last)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs2.String(), "holds no good revision") {
+		t.Fatalf("a fresh provider does not say the skill is gone:\n%s", logs2.String())
+	}
+	if l, _ := p2.List(ctx, catalog.Query{}); len(l) != 0 {
+		t.Fatalf("a fresh provider lists %d skills", len(l))
 	}
 }

@@ -759,6 +759,43 @@ type change struct {
 	keep     bool  // a malformed value: the last good revision stays
 	err      error // why bad, remove (of a record) or keep
 	rec      Record
+	foreign  foreignCount // of a malformed value: the key's history
+}
+
+// foreignCount is what a key's history holds after a value the store did
+// not write (a malformed value) arrived: how many such values follow the
+// newest good revision, and how many revisions the history keeps.
+type foreignCount struct {
+	read    bool   // the history was read
+	foreign int    // values after the newest good revision that are not records
+	good    uint64 // the newest good revision still kept; 0: none is
+	depth   int    // revisions the history holds now
+}
+
+// countForeign reads key's history after a malformed value arrived, so
+// that the warning says how close the good revision is to being pushed
+// out of it: a value the store did not write never displaces one that it
+// did without an operator being told.
+func (p *Provider) countForeign(ctx context.Context, key, name string) foreignCount {
+	hctx, cancel := context.WithTimeout(ctx, stallProbe)
+	defer cancel()
+	hist, err := p.kv.History(hctx, key)
+	if err != nil {
+		return foreignCount{}
+	}
+	fc := foreignCount{read: true, depth: len(hist)}
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		if h.Operation() != jetstream.KeyValuePut {
+			break
+		}
+		if _, err := decodeRecord(name, h.Value()); err == nil {
+			fc.good = h.Revision()
+			break
+		}
+		fc.foreign++
+	}
+	return fc
 }
 
 // check decodes e and, for a record, checks its object (see verify).
@@ -777,6 +814,7 @@ func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry) change 
 	rec, err := decodeRecord(name, e.Value())
 	if err != nil {
 		c.keep, c.err = true, err
+		c.foreign = p.countForeign(ctx, e.Key(), name)
 		return c
 	}
 	if err := p.verify(ctx, rec); err != nil {
@@ -863,6 +901,24 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
 	skills := idx[c.project]
 	switch {
 	case c.keep:
+		if f := c.foreign; f.read {
+			e, listed := skills[c.name]
+			return func() {
+				msg := "skill index entry not written by skillstream (malformed): its last good revision stays listed, " +
+					"and is pushed out of the index's history once it holds no other revision; push the skill again to restore it, " +
+					"and find who writes to the index"
+				if f.good == 0 {
+					msg = "skill index entry not written by skillstream (malformed), and the index's history holds no good revision of it: " +
+						"after a restart no member lists the skill; push it again, and find who writes to the index"
+				}
+				args := []any{"key", c.key, "revision", c.revision, "foreign_revisions", f.foreign, "history", f.depth,
+					"good_revision", f.good, "err", c.err}
+				if listed {
+					args = append(args, "kept_revision", e.revision)
+				}
+				p.warnAt(slog.LevelError, warnMalformed, c.key, msg, args...)
+			}
+		}
 		if e, ok := skills[c.name]; ok {
 			return func() {
 				p.warn(warnMalformed, c.key, "skill index entry malformed; its last good revision stays listed",
@@ -948,6 +1004,11 @@ type warnState struct {
 // warn logs a warning about key at most once per warnEvery (with the
 // number suppressed since the last one), and counts every one.
 func (p *Provider) warn(kind, key, msg string, args ...any) {
+	p.warnAt(slog.LevelWarn, kind, key, msg, args...)
+}
+
+// warnAt is warn at another level.
+func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) {
 	if p.cfg.OnWarning != nil {
 		p.cfg.OnWarning(kind)
 	}
@@ -970,7 +1031,7 @@ func (p *Provider) warn(kind, key, msg string, args ...any) {
 	if suppressed > 0 {
 		args = append(args, "suppressed", suppressed)
 	}
-	p.log.Warn(msg, args...)
+	p.log.Log(context.Background(), level, msg, args...)
 }
 
 // Warnings counts the warnings the provider had, by kind (also those
