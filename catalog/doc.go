@@ -114,6 +114,19 @@
 // renders what the model reads: "Error: <message>", or the skill_content
 // document with the resource guidance for the skill's resource base.
 //
+// # Text for people
+//
+// Skill text is written by whoever wrote the skill, and the model's text
+// carries it as it is: a description's control characters are not escaped
+// in the catalog (they cannot leave its markup, since &, < and > are), so
+// the catalog stays byte for byte what it was. Where skill text is shown
+// to a person instead, Reveal (multi-line text) and RevealLine (one line)
+// escape what a terminal would act on or hide — control characters,
+// bidirectional-text controls, line separators, invisible characters —
+// so that a skill cannot retitle, clear or rewrite the terminal that
+// shows it. FindControl is the rule that warns operators about such
+// characters in a skill's fields (validate, skills push, serve's log).
+//
 // # What is left to the caller
 //
 // The caller validates Options once at startup (Options.Validate); catalog
