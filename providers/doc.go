@@ -20,7 +20,9 @@
 // name is outside the grammar or whose description is empty is rejected
 // with an error naming its provider. Inspect returns all of this, with the
 // providers' diagnostics, for operators; WithLogger logs each distinct
-// shadowing, rejection and provider error once.
+// shadowing, rejection and provider error once, and warns once of each
+// winner whose description holds control or bidirectional-text
+// characters (catalog.FindControl): the catalog carries them as they are.
 //
 // # Snapshots
 //

@@ -82,8 +82,9 @@ func WithMaxStuck(n int) RegistryOption {
 	}
 }
 
-// WithLogger makes the registry log shadowed and rejected candidates and
-// provider errors, each distinct one once.
+// WithLogger makes the registry log shadowed and rejected candidates,
+// provider errors and skills whose descriptions hold control or
+// bidirectional-text characters, each distinct one once.
 func WithLogger(l *slog.Logger) RegistryOption {
 	return func(r *Registry) { r.log = l }
 }

@@ -675,6 +675,45 @@ func TestShadowingLoggedOnce(t *testing.T) {
 	}
 }
 
+// A winner whose description holds control or bidi characters is logged
+// once, whatever the working directory, and again when it changes; the
+// description itself is left as it is.
+func TestControlCharactersInDescriptionLoggedOnce(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))
+	a := &fake{name: "a", cands: []providers.Candidate{cand("term", "Formats \x1b]0;owned\x07 code \u202e", "", 1), cand("plain", "Plain.", "", 1)}}
+	r := newRegistry(t, []providers.Provider{a}, providers.WithLogger(log))
+	for _, cwd := range []string{"/w", "/v", "/w"} {
+		s := snapshot(t, r, cwd)
+		if d := s.Skills[1].Description; d != "Formats \x1b]0;owned\x07 code \u202e" {
+			t.Fatalf("description = %q, want it as written", d)
+		}
+	}
+	a.mu.Lock()
+	a.cands[0].Description = "\u202e then \x1b"
+	a.mu.Unlock()
+	snapshot(t, r, "/u")
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if n := strings.Count(out, "skill description holds control characters"); n != 2 {
+		t.Errorf("logged %d times, want once per description:\n%s", n, out)
+	}
+	for _, want := range []string{"skill=term", "char=U+001B", "count=3", "char=U+202E", `kind="a bidirectional-text control"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "skill=plain") || strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("log names a plain skill or holds raw control characters:\n%s", out)
+	}
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -96,7 +96,9 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 
 const maxLogged = 4096
 
-// logView logs each distinct shadowing, rejection and provider error once.
+// logView logs each distinct shadowing, rejection and provider error
+// once, and once each winner whose description holds control or
+// bidirectional-text characters (catalog.FindControl).
 func (r *Registry) logView(q catalog.Query, v *view) {
 	if r.log == nil {
 		return
@@ -116,6 +118,19 @@ func (r *Registry) logView(q catalog.Query, v *view) {
 	for _, pe := range v.errs {
 		if r.once(fmt.Sprintf("error\x00%s\x00%v\x00%s", pe.Provider, q, pe.Err)) {
 			r.log.Warn("skill snapshot incomplete", append(queryAttrs(q), "provider", pe.Provider, "err", pe.Err)...)
+		}
+	}
+	for _, s := range v.skills {
+		// The catalog carries a description as its author wrote it: the
+		// operator hears of what a terminal or a reader would not see.
+		i, c, n := catalog.FindControl(s.Description, true)
+		if n == 0 {
+			continue
+		}
+		from := where(Candidate{Summary: s})
+		if r.once(fmt.Sprintf("text\x00%s\x00%s\x00%d\x00%d\x00%d", s.Name, from, i, c, n)) {
+			r.log.Warn("skill description holds control characters, which the catalog carries as they are",
+				"skill", s.Name, "from", from, "char", fmt.Sprintf("%U", c), "kind", catalog.ControlKind(c), "count", n)
 		}
 	}
 }

@@ -26,6 +26,7 @@ func FuzzParseSkillFile(f *testing.F) {
 		"no frontmatter",
 		"\ufeff---\nname: \"123\"\ndescription: 'q'\nuser-invocable: 'Off'\n---\n",
 		"---\nname: a\ndescription: d\nallowed-tools: [a, b]\nwhen_to_use: w\n---\n\xff",
+		"---\nname: a\ndescription: \"\\e[2J\\u202e\"\n---\nbody\x1b]0;t\x07\r\n\u2066",
 	} {
 		f.Add([]byte(s))
 	}
@@ -46,6 +47,13 @@ func FuzzParseSkillFile(f *testing.F) {
 		}
 		if sk.Content != strings.TrimSpace(sk.Content) {
 			t.Fatalf("body not trimmed: %q", sk.Content)
+		}
+		// The text warnings of a valid file name a line of it.
+		lines := strings.Count(string(data), "\n") + 1
+		for _, w := range agentskills.CheckText(data) {
+			if w.Line < 1 || w.Line > lines || w.Count < 1 {
+				t.Fatalf("warning %+v outside the file's %d lines", w, lines)
+			}
 		}
 	})
 }

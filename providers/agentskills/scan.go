@@ -29,6 +29,7 @@ type fileState struct {
 	reason  string          // why the file is not a skill
 	ignored bool            // a flat .md file without frontmatter: not a skill, not an error
 	body    int             // bytes of the trimmed body (instructions)
+	text    []TextWarning   // when the scanner lints
 }
 
 // found is a skill found in a root.
@@ -37,6 +38,7 @@ type found struct {
 	dir  string          // the folder it lies in: a skill folder, or the root for a flat file
 	sum  catalog.Summary // ResourceBase set; Source, Provider left to the caller
 	body int             // bytes of its instructions
+	text []TextWarning   // when the scanner lints
 }
 
 // listing is what one scan of one root found.
@@ -63,6 +65,7 @@ type counters struct {
 // scanner scans one root once.
 type scanner struct {
 	noFollow bool
+	lint     bool                 // check each skill's text (CheckText), for validate
 	base     string               // with noFollow, links from below base down to the root are refused
 	prev     map[string]fileState // may be nil
 	touched  map[string]struct{}  // files known to have changed
@@ -263,7 +266,7 @@ func (s *scanner) add(path, base string, fi fs.FileInfo, flat bool) {
 	}
 	sum := st.sum
 	sum.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: base}
-	s.out.skills = append(s.out.skills, found{path: path, dir: filepath.Dir(path), sum: sum, body: st.body})
+	s.out.skills = append(s.out.skills, found{path: path, dir: filepath.Dir(path), sum: sum, body: st.body, text: st.text})
 }
 
 func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error) {
@@ -295,7 +298,11 @@ func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error
 	if s.parsed != nil {
 		s.parsed(path, id, sk)
 	}
-	return fileState{id: id, sum: sk.Summary, body: len(sk.Content)}, nil
+	st := fileState{id: id, sum: sk.Summary, body: len(sk.Content)}
+	if s.lint {
+		st.text = CheckText(data)
+	}
+	return st, nil
 }
 
 // readFile reads a skill file. A file that is not a regular file or is too
@@ -337,7 +344,8 @@ func readFile(path string, noFollow bool, count *counters) (data []byte, id iden
 type Found struct {
 	Path      string
 	Summary   catalog.Summary
-	BodyBytes int // size of the instructions (the trimmed body)
+	BodyBytes int           // size of the instructions (the trimmed body)
+	Text      []TextWarning // characters in the skill's text its author probably did not mean
 }
 
 // Listing is what ScanFolder or ScanSkill found.
@@ -360,7 +368,7 @@ type Listing struct {
 // links followed only when asked), without watching or caching. It is
 // what a `validate` command needs.
 func ScanFolder(ctx context.Context, dir string, followSymlinks bool) Listing {
-	s := &scanner{noFollow: !followSymlinks, base: filepath.Dir(filepath.Clean(dir)), count: new(counters)}
+	s := &scanner{noFollow: !followSymlinks, lint: true, base: filepath.Dir(filepath.Clean(dir)), count: new(counters)}
 	return s.scan(ctx, dir).public(dir)
 }
 
@@ -368,7 +376,7 @@ func ScanFolder(ctx context.Context, dir string, followSymlinks bool) Listing {
 // folder: path is a skill folder (holding SKILL.md) or a skill file (a
 // SKILL.md or a flat <x>.md file).
 func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
-	s := &scanner{noFollow: !followSymlinks, count: new(counters)}
+	s := &scanner{noFollow: !followSymlinks, lint: true, count: new(counters)}
 	s.out = listing{files: make(map[string]fileState)}
 	fi, err := os.Lstat(path)
 	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -402,7 +410,7 @@ func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
 func (l listing) public(dir string) Listing {
 	out := Listing{Diagnostics: l.diags, Ignored: l.ignored, NoSkillFile: l.bare}
 	for _, f := range l.skills {
-		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum, BodyBytes: f.body})
+		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum, BodyBytes: f.body, Text: f.text})
 	}
 	if l.err != nil {
 		out.Err = fmt.Errorf("scan %s: %w", dir, l.err)
