@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/skillstream/skillstream/catalog"
 )
 
 // Exit codes.
@@ -113,8 +115,13 @@ func (a *app) main(ctx context.Context, args []string) int {
 	return exitUsage
 }
 
-// exit maps a command's error to an exit status, printing it in one line.
+// exit maps a command's error to an exit status, printing it in one line
+// (with what a terminal would act on shown escaped: an error may quote a
+// skill's or a worker's text).
 func (a *app) exit(name string, err error) int {
+	if err != nil {
+		err = revealed{err}
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -158,3 +165,9 @@ Examples:
 `)
 	io.WriteString(w, b.String())
 }
+
+// revealed prints an error as catalog.Reveal shows it.
+type revealed struct{ error }
+
+func (e revealed) Error() string { return catalog.Reveal(e.error.Error()) }
+func (e revealed) Unwrap() error { return e.error }

@@ -18,6 +18,9 @@ func (a *app) catalogCommand() (*command, runFunc) {
 Print exactly the initial catalog text a model would receive now for a session
 whose working directory is DIR (the current directory by default), followed by
 a newline. An empty view prints nothing and exits 0: no catalog would be sent.
+Characters a terminal would act on instead of showing (control characters
+such as ESC, bidirectional-text controls) are printed escaped, as \x1b or
+\u202e; --json gives the text as it is.
 
 On stderr, a summary for the operator: how many skills the catalog lists, its
 approximate size in tokens, the skills left out (model invocation disabled),
@@ -53,16 +56,18 @@ failed (serve would send nothing until it recovers).`[1:], `
 				return err
 			}
 		} else if v.Complete && v.Text != "" {
-			fmt.Fprintln(a.stdout, v.Text)
+			fmt.Fprintln(a.stdout, catalog.Reveal(v.Text)) // descriptions are their authors' text
 		}
-		v.summary(a.stderr)
+		var sum strings.Builder
+		v.summary(&sum)
+		io.WriteString(a.stderr, catalog.Reveal(sum.String()))
 		polled, err := p.fs.Polled(ctx, p.query(dir))
 		if err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, err)
 		}
 		for _, f := range polled {
 			fmt.Fprintf(a.stderr, "not watched file by file: %s needs %d watches for its skill folders, more than --max-watches-per-skills-dir %d; serve sees skills added or removed there at once, edits inside them within %s\n",
-				f.Path, f.Needed, f.Limit, f.Every)
+				catalog.RevealLine(f.Path), f.Needed, f.Limit, f.Every)
 		}
 		if !v.Complete {
 			return errReported

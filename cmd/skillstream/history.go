@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -26,7 +27,8 @@ where no catalog was visible say why (none published yet, or every one
 masked by a compaction).
 
 With --step STEP it prints exactly the text of that catalog as the model
-read it (nothing, and a note on stderr, when none was visible).
+read it (nothing, and a note on stderr, when none was visible), with
+characters a terminal would act on printed escaped as catalog prints them.
 
 The session is read from a recording FILE, or with --session from the stream
 (see export for where it is read from). --tool-owner must be the serving
@@ -84,7 +86,7 @@ processor's: only its catalogs count.`[1:], `
 		if asJSON {
 			print(*found)
 		} else if found.Seen != nil {
-			fmt.Fprintln(out, found.Seen.Text)
+			fmt.Fprintln(out, catalog.Reveal(found.Seen.Text))
 		} else {
 			fmt.Fprintf(a.stderr, "no catalog was visible at step %s: %s\n", step, whyNone(*found))
 		}
@@ -107,7 +109,7 @@ func printSeen(w io.Writer, s replay.Step) error {
 	}
 	c := s.Seen
 	if c == nil {
-		_, err := fmt.Fprintln(w, head+"no catalog visible: "+whyNone(s)+invoked)
+		_, err := fmt.Fprintln(w, catalog.RevealLine(head+"no catalog visible: "+whyNone(s)+invoked))
 		return err
 	}
 	names := make([]string, len(c.Entries))
@@ -121,7 +123,7 @@ func printSeen(w io.Writer, s replay.Step) error {
 	if s.MaskedBy != 0 {
 		line += fmt.Sprintf("; newest compaction: seq %d", s.MaskedBy)
 	}
-	_, err := fmt.Fprintln(w, line+invoked)
+	_, err := fmt.Fprintln(w, catalog.RevealLine(line+invoked)) // names and ids come from the log
 	return err
 }
 

@@ -26,7 +26,9 @@ skill(name=NAME) in a session whose working directory is DIR (the current
 directory by default), followed by a newline. Exit status 0 on success, 1 when
 the tool answers with an error (the "Error: ..." text is printed on stdout,
 as the model would see it). When NAME is unknown because a skill file for it
-was dropped, stderr says which file and why (as catalog does).
+was dropped, stderr says which file and why (as catalog does). As in
+catalog, characters a terminal would act on are printed escaped (\x1b,
+\u202e); --json gives the text as it is.
 
 With --user, print instead what a user's /NAME appends to the session (with
 --user-invocation on serve): the same text, for a skill the user may invoke
@@ -61,10 +63,10 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 				if g.Result.Err != nil {
 					msg += " (" + g.Result.Err.Message + ")"
 				}
-				fmt.Fprintln(a.stderr, msg)
+				fmt.Fprintln(a.stderr, catalog.Reveal(msg))
 				if g.Reason == catalog.IgnoredUnknown {
 					for _, d := range droppedFor(reg.Inspect(ctx, p.query(dir)).Diagnostics, args[0]) {
-						fmt.Fprintf(a.stderr, "dropped: %s\n", d.String())
+						fmt.Fprintln(a.stderr, catalog.RevealLine("dropped: "+d.String()))
 					}
 				}
 				return errReported
@@ -87,7 +89,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 				return err
 			}
 		} else {
-			fmt.Fprintln(a.stdout, res.Text())
+			fmt.Fprintln(a.stdout, catalog.Reveal(res.Text())) // the skill's text, for a person
 		}
 		if v := res.Value; v != nil && v.Truncated != nil {
 			fmt.Fprintf(a.stderr, "instructions truncated by --max-skill-bytes %d: the first %d of %d bytes are shown\n",
@@ -96,7 +98,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
 		if res.Err != nil {
 			if res.Err.Code == catalog.CodeUnknown {
 				for _, d := range droppedFor(reg.Inspect(ctx, p.query(dir)).Diagnostics, args[0]) {
-					fmt.Fprintf(a.stderr, "dropped: %s\n", d.String())
+					fmt.Fprintln(a.stderr, catalog.RevealLine("dropped: "+d.String()))
 				}
 			}
 			return errReported

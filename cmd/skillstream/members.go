@@ -59,8 +59,9 @@ func compareCaptured(ctx context.Context, nc *nats.Conn, w io.Writer, c *capturi
 	differ := 0
 	for _, q := range queries {
 		snap := c.snaps[q]
+		cwd := catalog.RevealLine(q.Cwd) // a worker's text
 		if !snap.Complete {
-			fmt.Fprintf(w, "--capture-skills: the skills captured for %s are incomplete (a source failed)\n", q.Cwd)
+			fmt.Fprintf(w, "--capture-skills: the skills captured for %s are incomplete (a source failed)\n", cwd)
 			continue
 		}
 		ours := catalog.Prepare(snap, opts).Digest
@@ -70,13 +71,13 @@ func compareCaptured(ctx context.Context, nc *nats.Conn, w io.Writer, c *capturi
 			cancel()
 			switch {
 			case err != nil:
-				fmt.Fprintf(w, "--capture-skills: member %s did not tell what it sees for %s: %v\n", id, q.Cwd, err)
+				fmt.Fprintf(w, "--capture-skills: member %s did not tell what it sees for %s: %s\n", id, cwd, catalog.RevealLine(err.Error()))
 			case r.Error != "" || !r.Complete:
-				fmt.Fprintf(w, "--capture-skills: member %s cannot tell what it sees for %s: %s\n", id, q.Cwd, r.Error)
+				fmt.Fprintf(w, "--capture-skills: member %s cannot tell what it sees for %s: %s\n", id, cwd, catalog.RevealLine(r.Error))
 			case r.Digest != ours:
 				differ++
 				fmt.Fprintf(w, "--capture-skills: DIFFERS: for %s member %s decides catalog %s, the captured skills give %s; replay with --recorded-skills checks against these captured skills, not the member's\n",
-					q.Cwd, id, short12(r.Digest), short12(ours))
+					cwd, id, catalog.RevealLine(short12(r.Digest)), short12(ours))
 			}
 		}
 	}

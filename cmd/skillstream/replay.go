@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -279,11 +280,11 @@ func printStep(w io.Writer, s replay.Step) error {
 	if s.Note != "" {
 		line += " (" + s.Note + ")"
 	}
-	if _, err := fmt.Fprintln(w, line); err != nil {
+	if _, err := fmt.Fprintln(w, catalog.RevealLine(line)); err != nil {
 		return err
 	}
 	if s.Diff != "" {
-		_, err := io.WriteString(w, s.Diff)
+		_, err := io.WriteString(w, catalog.Reveal(s.Diff)) // skill text, recorded or current
 		return err
 	}
 	return nil

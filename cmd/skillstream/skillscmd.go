@@ -99,7 +99,10 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       first, as validate does,
       and a skill whose name differs from its folder is refused: on any
       problem nothing is written, every problem is listed and the exit
-      status is 1. Skills whose files are unchanged are not written again.
+      status is 1. validate's warnings about control and bidirectional-
+      text characters in a skill's text are printed on stderr, and the
+      skill is published. Skills whose files are unchanged are not written
+      again.
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the
       index revision and the first 12 hex digits of the skill's digest;
@@ -455,6 +458,11 @@ func (a *app) readForPush(paths []string, cfg store.Config, opts store.ReadOptio
 		l.report(a.stderr)
 		fmt.Fprintln(a.stderr, "nothing was published")
 		return nil, errReported
+	}
+	for _, f := range l.findings {
+		if f.text {
+			f.print(a.stderr)
+		}
 	}
 	return locals, nil
 }

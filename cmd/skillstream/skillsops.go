@@ -118,7 +118,7 @@ func writeFileDiff(w io.Writer, fa, fb []skillstore.File, revA, revB uint64) err
 	}
 	if diffs.Len() > 0 {
 		fmt.Fprintln(w)
-		_, err := w.Write(diffs.Bytes())
+		_, err := io.WriteString(w, catalog.Reveal(diffs.String())) // the files are the pusher's text
 		return err
 	}
 	return nil

@@ -42,7 +42,12 @@ or FIFO) and the same reasons. Every finding is printed as
            description the catalog would cut (longer than
            --catalog-description-max-length once white space is collapsed),
            instructions the skill tool would cut (longer than
-           --max-skill-bytes); in a skill folder, a version control
+           --max-skill-bytes), a control character (ESC, BEL, other C0
+           but tab, line feed and, in the body, carriage return; DEL; C1)
+           or a bidirectional-text control (U+061C, U+200E, U+200F,
+           U+202A-U+202E, U+2066-U+2069) in the name, description,
+           whenToUse or body, named as U+XXXX with its line (skills push
+           prints these too); in a skill folder, a version control
            folder (.git, .hg, .svn: skills push never publishes them),
            another hidden file (left out unless push --include-hidden),
            a file whose name looks like a secret (.env, *.pem, *.key,
@@ -92,6 +97,7 @@ type finding struct {
 	path   string
 	level  string
 	reason string
+	text   bool // a character in the skill's text (push prints these too)
 }
 
 // linter collects findings over the paths it is given. It reads through
@@ -221,6 +227,10 @@ func (l *linter) skill(f agentskills.Found) {
 	if n := f.BodyBytes; l.bodyMax > 0 && n > l.bodyMax {
 		l.add(f.Path, levelWarning, "instructions are %d bytes; the skill tool shows about the first %d and a truncation notice (--max-skill-bytes %d)", n, l.bodyMax, l.bodyMax)
 	}
+	for _, w := range f.Text {
+		l.add(f.Path, levelWarning, "%s", w)
+		l.findings[len(l.findings)-1].text = true
+	}
 	if kind == "folder" {
 		l.folderFiles(filepath.Dir(f.Path))
 	}
@@ -285,7 +295,7 @@ func secretLike(name string) bool {
 // report prints every finding, then the summary line.
 func (l *linter) report(w io.Writer) {
 	for _, f := range l.findings {
-		fmt.Fprintf(w, "%s: %s: %s\n", f.path, f.level, f.reason)
+		f.print(w)
 	}
 	fmt.Fprintf(w, "%d %s checked, %d valid %s: %d %s, %d %s",
 		l.files, plural(l.files, "file", "files"), l.skills, plural(l.skills, "skill", "skills"),
@@ -294,6 +304,12 @@ func (l *linter) report(w io.Writer) {
 		fmt.Fprintf(w, ", %d ignored", l.ignored)
 	}
 	fmt.Fprintln(w)
+}
+
+// print writes the finding on one line, with what a terminal would act
+// on in its file name or reason shown escaped.
+func (f finding) print(w io.Writer) {
+	fmt.Fprintln(w, catalog.RevealLine(f.path+": "+f.level+": "+f.reason))
 }
 
 // pathErr strips the path from a *PathError, which the finding already
