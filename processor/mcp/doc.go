@@ -63,10 +63,20 @@
 // and the requests of its session to the stateful one. Before either, a
 // request whose Origin is not a loopback or configured origin gets 403,
 // and with a token one without "Authorization: Bearer <token>" gets 401
-// (compared in constant time). The SDK refuses a non-loopback Host on a
+// (compared in constant time); a body declared larger than MaxBodyBytes
+// gets 413 at once. A request refused by these checks is answered with
+// "Connection: close" and its connection closed without waiting for its
+// body (net/http would otherwise read on, up to 256 KiB, for as long as
+// the read timeout allows, before it could reuse the connection). An
+// accepted request's body must arrive within BodyTimeout (10 s by
+// default; 400 otherwise). The SDK refuses a non-loopback Host on a
 // loopback listener (DNS rebinding). Serve refuses to listen on a
-// non-loopback address without a token, bounds headers and bodies, and
-// times out slow clients.
+// non-loopback address without a token, bounds headers (16 KiB, read
+// within 5 s: a client without the token holds a connection no longer
+// than that) and bodies, and keeps at most MaxConns connections open
+// (2,000 by default: an event stream and a request connection for each
+// of MaxSessions' 1,000 sessions); one more waits to be accepted until
+// another closes.
 //
 // # What the SDK does and what is written here
 //

@@ -27,6 +27,21 @@ const (
 	DefaultMaxHeaderBytes = 16 << 10
 	DefaultSessionTimeout = 30 * time.Minute
 	DefaultMaxSessions    = 1000
+	DefaultBodyTimeout    = 10 * time.Second
+	// DefaultMaxConns leaves room for an event stream and a request
+	// connection of every session DefaultMaxSessions allows.
+	DefaultMaxConns = 2 * DefaultMaxSessions
+)
+
+// Timeouts of Serve's server. A request's headers must arrive within
+// headerTimeout of its first byte being awaited: a client without a valid
+// token holds a connection no longer than that, since a refused request
+// closes its connection at once. A refused request's body gets
+// refusedGrace to arrive whole (a client that sent it at once gets a
+// clean close); a slower one is cut off unread.
+const (
+	headerTimeout = 5 * time.Second
+	refusedGrace  = 500 * time.Millisecond
 )
 
 // HTTPConfig configures the Streamable HTTP endpoint.
@@ -42,6 +57,14 @@ type HTTPConfig struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a request body (413 beyond).
 	MaxBodyBytes int64
+	// BodyTimeout bounds the time an accepted request's body takes to
+	// arrive, from the end of its headers (default DefaultBodyTimeout):
+	// a slower body is refused with 400 and its connection closed.
+	BodyTimeout time.Duration
+	// MaxConns bounds the connections Serve keeps open at once (default
+	// DefaultMaxConns); one beyond waits to be accepted until another
+	// closes.
+	MaxConns int
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
 	// MaxSessions bounds the open sessions: an initialize beyond gets 503.
@@ -62,6 +85,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
 	h := &front{
@@ -101,7 +127,15 @@ func (h *front) refuse(w http.ResponseWriter, r *http.Request, status int, reaso
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skillstream"`)
 	}
+	// A refused request's connection is closed once the answer is sent,
+	// without reading what is left of its body: net/http would otherwise
+	// read up to 256 KiB of it, for as long as the server's read timeout
+	// allows, to keep the connection for another request. "Connection:
+	// close" skips that read before the answer; the read deadline bounds
+	// the one that closing the body makes after it.
+	w.Header().Set("Connection", "close")
 	http.Error(w, msg, status)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusedGrace))
 }
 
 func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -112,6 +146,17 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.token != nil && !h.authorized(r.Header.Get("Authorization")) {
 		h.refuse(w, r, http.StatusUnauthorized, "token", "Unauthorized: a valid bearer token is required")
 		return
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		h.refuse(w, r, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("request body exceeds %d bytes", h.cfg.MaxBodyBytes))
+		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// The body has its own deadline, shorter than the server's read
+		// timeout. (Not on requests without a body: the server is
+		// already waiting for the client's next bytes, and a deadline
+		// would end that wait and the request with it.)
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
 	}
 	w = &recorder{ResponseWriter: w}
 	defer h.refused(w.(*recorder), r)
@@ -236,16 +281,20 @@ func Loopback(host string) bool {
 // ErrTokenRequired reports a non-loopback listen address without a token.
 var ErrTokenRequired = errors.New("a bearer token is required to serve MCP on a non-loopback address")
 
-// Serve serves Handler(cfg) on ln until ctx ends, with bounded headers and
-// timeouts for slow clients, then shuts down (waiting at most 5 s for
-// requests in flight).
+// Serve serves Handler(cfg) on ln until ctx ends, with bounded headers,
+// timeouts for slow clients and at most cfg.MaxConns connections at once,
+// then shuts down (waiting at most 5 s for requests in flight).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg HTTPConfig) error {
 	if cfg.Token == "" && !Loopback(ln.Addr().String()) {
 		return fmt.Errorf("%w (listening on %s)", ErrTokenRequired, ln.Addr())
 	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	ln = limitListener(ln, cfg.MaxConns)
 	hs := &http.Server{
 		Handler:           s.Handler(cfg),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
