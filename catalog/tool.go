@@ -153,7 +153,7 @@ func Execute(ctx context.Context, l Lookup, name string, opts Options) Result {
 // every other step, so they always find the same winner.
 func run(ctx context.Context, l Lookup, name string, opts Options, may func(Invocation) bool, refused func(string) Result) Result {
 	if !ValidName(name) {
-		return fail(CodeInvalidName, `invalid skill name "`+name+`"`)
+		return fail(CodeInvalidName, invalidName(name))
 	}
 	sum, err := l.Resolve(ctx, name)
 	if err != nil {
@@ -183,6 +183,25 @@ func run(ctx context.Context, l Lookup, name string, opts Options, may func(Invo
 		Digest:       sk.Digest,
 		Revision:     sk.Revision,
 	}}
+}
+
+// maxQuotedName is the longest invalid name an error quotes whole.
+const maxQuotedName = 256
+
+// invalidName is the message of a name outside the grammar. A name of
+// more than maxQuotedName bytes is quoted up to MaxNameLength bytes, with
+// its length: a call may name a megabyte, and its result must not carry it
+// back.
+func invalidName(name string) string {
+	if len(name) <= maxQuotedName {
+		return `invalid skill name "` + name + `"`
+	}
+	cut := MaxNameLength
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return `invalid skill name "` + name[:cut] + `…" (` + strconv.Itoa(len(name)) + ` bytes; a skill name has at most ` +
+		strconv.Itoa(MaxNameLength) + `)`
 }
 
 func fail(code ErrorCode, msg string) Result {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -184,6 +185,26 @@ func TestExecuteErrors(t *testing.T) {
 				t.Errorf("resolves %d, loads %d; want %d, %d", tc.lookup.resolves, tc.lookup.loads, tc.resolve, tc.load)
 			}
 		})
+	}
+}
+
+// TestExecuteLongNameQuotedInPart: a name of a megabyte is refused without
+// the lookup, and its error quotes the first 64 bytes of it (cut on a code
+// point boundary) and its length, not the megabyte.
+func TestExecuteLongNameQuotedInPart(t *testing.T) {
+	for _, tc := range []struct{ name, quoted string }{
+		{strings.Repeat("a", 1<<20), strings.Repeat("a", 64)},
+		{strings.Repeat("a", 63) + strings.Repeat("é", 200), strings.Repeat("a", 63)},
+	} {
+		l := lookupOf(skill("a-skill", nil, body))
+		r := catalog.Execute(context.Background(), l, tc.name, catalog.DefaultOptions())
+		want := `Error: invalid skill name "` + tc.quoted + `…" (` + strconv.Itoa(len(tc.name)) + ` bytes; a skill name has at most 64)`
+		if r.Err == nil || r.Err.Code != catalog.CodeInvalidName || r.Text() != want {
+			t.Errorf("Execute(%d bytes) = %.300q, want %q", len(tc.name), r.Text(), want)
+		}
+		if l.resolves+l.loads != 0 {
+			t.Errorf("Execute(%d bytes) consulted the lookup", len(tc.name))
+		}
 	}
 }
 
