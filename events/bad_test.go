@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,6 +77,9 @@ func TestBadPayloadFields(t *testing.T) {
 		{"msgpack tool without name", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", []m{{"name": "a"}, {"owner": "o"}}), preStep, "tools[1].name", "missing"},
 		{"msgpack tool name int", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", []any{m{"name": "a"}, m{"name": 3}}), preStep, "tools[1].name", "wrong type: got integer"},
 		{"msgpack tool nil", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", []any{nil}), preStep, "tools[0]", "got nil, want map"},
+		{"msgpack too many tools", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", manyTools(MaxTools+1)), preStep, "tools", "too many tools: 1025, limit 1024"},
+		{"json tool name too long", JSON, []byte(`{"v":1,"session":"s","step":"x","tools":[{"name":"a","owner":"o"},{"name":"` + strings.Repeat("n", MaxToolFieldLength+1) + `","owner":"o"}]}`), preStep, "tools[1].name", "too long: 257 bytes, limit 256"},
+		{"msgpack tool owner too long", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", []m{{"name": "a", "owner": strings.Repeat("o", MaxToolFieldLength+1)}}), preStep, "tools[0].owner", "too long: 257 bytes, limit 256"},
 		{"msgpack tools string", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "tools", "all"), preStep, "tools", "got string, want array"},
 		{"json tool name int", JSON, []byte(`{"v":1,"session":"s","step":"x","tools":[{"name":3}]}`), preStep, "tools.name", "want string"},
 		{"msgpack negative deadline", Msgpack, mp(t, "v", 1, "session", "s", "step", "x", "deadlineMs", -5), preStep, "deadlineMs", "negative"},
@@ -316,9 +320,18 @@ func TestDeeplyNested(t *testing.T) {
 	}
 }
 
+// manyTools is a tool view of n tools.
+func manyTools(n int) []m {
+	tools := make([]m, n)
+	for i := range tools {
+		tools[i] = m{"name": "t" + strconv.Itoa(i), "owner": "agent"}
+	}
+	return tools
+}
+
 // TestDecodeMemoryProportional: a payload near the size limit made of
 // minimal elements costs memory in proportion to its size, in both
-// encodings.
+// encodings. (Validation then refuses that many tools: decoding read them.)
 func TestDecodeMemoryProportional(t *testing.T) {
 	const n = 25_000
 	head := []byte{0x84, 0xa1, 'v', 1, 0xa7, 's', 'e', 's', 's', 'i', 'o', 'n', 0xa1, 's', 0xa4, 's', 't', 'e', 'p', 0xa1, 'x', 0xa5, 't', 'o', 'o', 'l', 's', 0xdd}
@@ -330,7 +343,8 @@ func TestDecodeMemoryProportional(t *testing.T) {
 		b   []byte
 	}{{Msgpack, msg}, {JSON, js}} {
 		p, err := DecodePreStep(tc.enc, tc.b)
-		if err != nil || len(p.Tools) != n {
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "tools" || len(p.Tools) != n {
 			t.Fatalf("%v: %d tools, %v", tc.enc, len(p.Tools), err)
 		}
 		allocated := bytesAllocated(func() { _, _ = DecodePreStep(tc.enc, tc.b) })

@@ -122,7 +122,9 @@
 //  5. validate what a processor relies on (the Validate methods): session is
 //     a valid token; step or call is present, at most MaxIDLength (256)
 //     bytes, valid UTF-8 without control characters (ids end up in message
-//     ids and headers); tools have names; a SkillCall has args.name present
+//     ids and headers); a pre-step lists at most MaxTools (1024) tools,
+//     each with a name, names and owners of at most MaxToolFieldLength
+//     (256) bytes; a SkillCall has args.name present
 //     as a string (an empty name is valid here: the skill tool answers it
 //     with its invalid-name error); a Decision has an outcome and, unless it
 //     is "rejected", a step; deadlineMs and sequences are not negative.

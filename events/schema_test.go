@@ -225,6 +225,8 @@ func TestSchemasRefuse(t *testing.T) {
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":"/pdf"}`},       // not an array
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":[1]}`},          // not strings
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":["a\u0007b"]}`}, // control character
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[{"name":"` + strings.Repeat("n", 257) + `","owner":"o"}]}`},
+		{"prestep", `{"v":1,"session":"s","step":"1","tools":[` + strings.Repeat(`{"name":"t","owner":"o"},`, 1024) + `{"name":"t","owner":"o"}]}`},
 		{"decision", `{"v":1,"session":"s","step":"1","triggerSeq":1,"outcome":"empty","ignored":[{"name":"a","reason":"bored"}]}`},
 		{"skillinvocation", `{"v":1,"session":"s","step":"1","id":"i","role":"user","name":"a","text":"t","source":{"kind":"skill-catalog","name":"a","form":"instructions"},"value":{"name":"a","provider":"p"}}`},
 	}

@@ -183,6 +183,37 @@ func checkUserText(texts []string) error {
 	return nil
 }
 
+// MaxTools is the most tools a pre-step's tool view may list, and
+// MaxToolFieldLength the longest tool name or owner, in bytes. Agents show
+// a model tens to a few hundred tools, and model APIs cap tool names at 64
+// to 128 characters; every tool costs a processor a comparison per
+// pre-step.
+const (
+	MaxTools           = 1024
+	MaxToolFieldLength = 256
+)
+
+// checkTools checks a pre-step's tool view: at most MaxTools tools, each
+// with a name, name and owner at most MaxToolFieldLength bytes. The count
+// is checked first, so a long list costs nothing more to refuse.
+func checkTools(tools []Tool) error {
+	if len(tools) > MaxTools {
+		return &FieldError{Field: "tools", Problem: "too many tools: " + strconv.Itoa(len(tools)) + ", limit " + strconv.Itoa(MaxTools)}
+	}
+	for i, t := range tools {
+		field := func(key string) string { return "tools[" + strconv.Itoa(i) + "]." + key }
+		switch {
+		case t.Name == "":
+			return &FieldError{Field: field("name"), Problem: problemMissing}
+		case len(t.Name) > MaxToolFieldLength:
+			return &FieldError{Field: field("name"), Problem: "too long: " + strconv.Itoa(len(t.Name)) + " bytes, limit " + strconv.Itoa(MaxToolFieldLength)}
+		case len(t.Owner) > MaxToolFieldLength:
+			return &FieldError{Field: field("owner"), Problem: "too long: " + strconv.Itoa(len(t.Owner)) + " bytes, limit " + strconv.Itoa(MaxToolFieldLength)}
+		}
+	}
+	return nil
+}
+
 func first(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -193,20 +224,12 @@ func first(errs ...error) error {
 }
 
 // Validate checks what a processor relies on: v is 1, session is a valid
-// token, step is present and at most MaxIDLength bytes, every tool has a
-// name, deadlineMs is not negative, userText is within its limits
-// (checkUserText).
+// token, step is present and at most MaxIDLength bytes, the tools are
+// within their limits and each has a name (checkTools), deadlineMs is not
+// negative, userText is within its limits (checkUserText).
 func (p PreStep) Validate() error {
-	if err := first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
-		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText)); err != nil {
-		return err
-	}
-	for i, t := range p.Tools {
-		if t.Name == "" {
-			return &FieldError{Field: "tools[" + strconv.Itoa(i) + "].name", Problem: problemMissing}
-		}
-	}
-	return nil
+	return first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
+		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText), checkTools(p.Tools))
 }
 
 // Validate checks v, session, call (present, at most MaxIDLength bytes) and
