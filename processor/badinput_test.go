@@ -20,7 +20,9 @@ func TestBadPreSteps(t *testing.T) {
 	e := newEnv(t, natstest.WithMaxPayload(8<<20))
 	e.writeSkill("a-skill", "A skill.")
 	e.waitSkills("a-skill")
-	e.start()
+	// A stream that takes messages of any size, so that one of 2 MiB
+	// reaches the processor.
+	e.start(func(c *Config, _ *options) { c.MaxMsgSize = NoLimit })
 	w := e.worker()
 	const sid = "bad"
 	enc := func(v any) []byte {
@@ -53,6 +55,8 @@ func TestBadPreSteps(t *testing.T) {
 		{name: "relative resourceDir", payload: enc(events.PreStep{V: 1, Session: sid, Step: "1", Tools: ourTool(), ResourceDir: "res/skills"}),
 			reason: reasonField, mention: "resourceDir"},
 		{name: "2 MiB payload", payload: huge, hdr: asJSON, reason: reasonTooLarge, mention: "too large"},
+		{name: "payload over the trigger bound", payload: enc(events.PreStep{V: 1, Session: sid, Step: "big", Tools: ourTool(),
+			UserText: []string{strings.Repeat("x", DefaultMaxTriggerBytes)}}), reason: reasonTooLarge, mention: "over the processor's limit of 65536"},
 		{name: "unknown content type", payload: enc(events.PreStep{V: 1, Session: sid, Step: "1", Tools: ourTool()}),
 			hdr: []string{events.HeaderContentType, "text/plain"}, reason: reasonEncoding, mention: "text/plain"},
 		// Answered in JSON so that the test can read an answer whose session

@@ -41,6 +41,40 @@ const (
 	DefaultViewTimeout     = 500 * time.Millisecond
 )
 
+// Defaults of the stream's limits (Config.MaxAge, MaxBytes, MaxMsgSize)
+// and of the trigger bound (Config.MaxTriggerBytes).
+//
+// Sessions are read by their newest events: a month of them is more than
+// any agent session lasts, and keeps a month of logs for export, replay
+// and usage. 10 GiB holds some millions of pre-steps with their catalogs
+// and bounds what one worker can make the server store (a hostile worker
+// grew an unbounded stream by 1.6 GB in minutes); oldest messages make
+// room for new ones. 1 MiB is the largest payload the processor decodes
+// or writes, and the NATS server's default maximum payload; it also bounds
+// what the triggers pulled ahead of the workers hold. A trigger needs far
+// less than any of that (see DefaultMaxTriggerBytes).
+const (
+	DefaultMaxAge     = 30 * 24 * time.Hour
+	DefaultMaxBytes   = 10 << 30
+	DefaultMaxMsgSize = events.MaxPayloadSize
+	// DefaultMaxTriggerBytes bounds a trigger's payload. A pre-step of 300
+	// tools whose names and owners take 60 bytes, a cwd, a resourceDir and
+	// a user's message of 20 KB is about 45 KB; skill calls are under 6 KB
+	// (every field at its own bound). Decoding and checking a payload
+	// costs CPU in proportion to its bytes, so a trigger over this is
+	// refused before it is decoded.
+	DefaultMaxTriggerBytes = 64 << 10
+)
+
+// NoLimit, as Config.MaxAge, MaxBytes or MaxMsgSize, asks for a stream
+// without that limit.
+const NoLimit = -1
+
+// MinTriggerBytes is the smallest Config.MaxTriggerBytes: less would
+// refuse honest triggers (a cwd alone may take 4 KiB) and is most likely a
+// unit mistaken.
+const MinTriggerBytes = 1 << 10
+
 // MinDuplicateWindow is the shortest duplicate window the protocol allows:
 // output Msg-Ids must outlive a worker's retry.
 const MinDuplicateWindow = 2 * time.Minute
@@ -81,8 +115,18 @@ type Config struct {
 
 	// Replicas of the stream when it is created (default 1).
 	Replicas int
-	// MaxAge of stream messages; 0 keeps them until other limits apply.
-	MaxAge time.Duration
+	// MaxAge, MaxBytes and MaxMsgSize bound the stream: how long it keeps
+	// a message, how many bytes it holds (the oldest messages are
+	// discarded to make room for new ones, whatever session they belong
+	// to) and the largest message it takes, headers included. Zero means
+	// the default (DefaultMaxAge, DefaultMaxBytes, DefaultMaxMsgSize) on
+	// a stream the processor creates, and leaves an existing stream's
+	// limit as it is; NoLimit means none. Any other value is applied to
+	// an existing stream too, when it differs: set one to change a stream
+	// created before, or by someone else.
+	MaxAge     time.Duration
+	MaxBytes   int64
+	MaxMsgSize int32
 	// DuplicateWindow of the stream, at least two minutes (default).
 	DuplicateWindow time.Duration
 
@@ -121,6 +165,13 @@ type Config struct {
 	// RequestTimeout bounds each read of and append to the stream.
 	RequestTimeout time.Duration
 
+	// MaxTriggerBytes bounds the payload of a trigger the processor
+	// handles (default DefaultMaxTriggerBytes, at least MinTriggerBytes,
+	// at most events.MaxPayloadSize). A larger trigger is rejected (reason
+	// too_large) on its length alone, before anything decodes it, and
+	// nothing is appended for it.
+	MaxTriggerBytes int
+
 	// ReplyPrefixes are the subjects answers may be published under: a
 	// trigger's Reply-Inbox must lie below one of them (default _INBOX,
 	// nats.go's inboxes; a trailing dot is optional). The session stream's
@@ -157,7 +208,9 @@ type Config struct {
 	NoProvision bool
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default, but
+// for the stream's limits (MaxAge, MaxBytes, MaxMsgSize), whose zero value
+// has a meaning of its own: see streamLimits.
 func (c Config) WithDefaults() Config {
 	if c.Stream == "" {
 		c.Stream = DefaultStream
@@ -210,6 +263,9 @@ func (c Config) WithDefaults() Config {
 	if c.ViewTimeout == 0 {
 		c.ViewTimeout = DefaultViewTimeout
 	}
+	if c.MaxTriggerBytes == 0 {
+		c.MaxTriggerBytes = DefaultMaxTriggerBytes
+	}
 	c.InboxPrefix = normalPrefix(c.InboxPrefix)
 	if len(c.ReplyPrefixes) == 0 {
 		c.ReplyPrefixes = []string{DefaultReplyPrefix}
@@ -239,12 +295,20 @@ func (c Config) Validate() error {
 		return bad("tool owner is empty")
 	case c.Replicas < 1 || c.Replicas > 5:
 		return bad("replicas %d: want 1 to 5", c.Replicas)
-	case c.MaxAge < 0:
-		return bad("max age %v is negative", c.MaxAge)
+	case c.MaxAge < 0 && c.MaxAge != NoLimit:
+		return bad("max age %v is negative (NoLimit is %d)", c.MaxAge, NoLimit)
+	case c.MaxBytes < 0 && c.MaxBytes != NoLimit:
+		return bad("max bytes %d is negative (NoLimit is %d)", c.MaxBytes, NoLimit)
+	case c.MaxMsgSize < 0 && c.MaxMsgSize != NoLimit:
+		return bad("max message size %d is negative (NoLimit is %d)", c.MaxMsgSize, NoLimit)
 	case c.DuplicateWindow < MinDuplicateWindow:
 		return bad("duplicate window %v: want at least %v", c.DuplicateWindow, MinDuplicateWindow)
-	case c.MaxAge > 0 && c.DuplicateWindow > c.MaxAge:
-		return bad("duplicate window %v exceeds max age %v", c.DuplicateWindow, c.MaxAge)
+	case c.streamLimits().age > 0 && c.DuplicateWindow > c.streamLimits().age:
+		return bad("duplicate window %v exceeds max age %v", c.DuplicateWindow, c.streamLimits().age)
+	case c.streamLimits().msgSize > 0 && c.streamLimits().bytes > 0 && int64(c.streamLimits().msgSize) > c.streamLimits().bytes:
+		return bad("max message size %d exceeds max bytes %d", c.streamLimits().msgSize, c.streamLimits().bytes)
+	case c.MaxTriggerBytes < MinTriggerBytes || c.MaxTriggerBytes > events.MaxPayloadSize:
+		return bad("max trigger bytes %d: want %d to %d", c.MaxTriggerBytes, MinTriggerBytes, events.MaxPayloadSize)
 	case c.Workers < 1:
 		return bad("workers %d: want at least 1", c.Workers)
 	case c.SkillLabelLimit < 1:
@@ -281,6 +345,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Catalog.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if c.MaxMsgSize > 0 {
+		// Refused before the stream is made so: Prepare checks the
+		// server's maximum payload and an existing stream's the same way.
+		return checkLimits(c.Catalog, newMessageLimit(0, c.MaxMsgSize))
 	}
 	return nil
 }

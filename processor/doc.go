@@ -27,11 +27,21 @@
 // At start Run makes sure of two things, unless Config.NoProvision is set:
 //
 //   - the stream (default SESSIONS): subjects <prefix>.> (default ev.>),
-//     limits retention, file storage, AllowDirect, a duplicate window of at
-//     least two minutes, Config.MaxAge and Config.Replicas. A missing stream
-//     is created; an existing one keeps its other settings (extra subjects,
-//     limits) and only gains what is missing: a configured MaxAge is
-//     applied, replicas are raised to Config.Replicas but never lowered.
+//     limits retention discarding the oldest messages, file storage,
+//     AllowDirect, a duplicate window of at least two minutes,
+//     Config.Replicas and three limits: Config.MaxAge, MaxBytes and
+//     MaxMsgSize (by default 30 days, 10 GiB and 1 MiB). A missing stream
+//     is created with them; an existing one keeps its other settings
+//     (extra subjects, limits) and only gains what is missing: replicas
+//     are raised to Config.Replicas but never lowered, and a limit is
+//     applied only when it is configured (NoLimit lifts it), never by
+//     default, so a processor upgraded onto an older stream does not
+//     shrink it. StreamLimits says which limits the stream has and how
+//     (created, applied, kept, infra-managed); a stream without a byte or
+//     an age limit is warned about at start. The server reserves a
+//     stream's max bytes in its JetStream storage: a server that cannot
+//     (a small disk) refuses the stream, and the error says to configure
+//     less.
 //   - the durable pull consumer (default skillstream), filtered to
 //     <prefix>.*.agent.pre-step and <prefix>.*.tool.call.skill, with explicit
 //     acks, Config.AckWait, Config.MaxDeliver and a back-off schedule
@@ -40,7 +50,18 @@
 // With NoProvision, stream and consumer belong to the infrastructure; Run
 // checks them and fails with an error wrapping ErrNotProvisioned that names
 // what is missing (the stream, the consumer, a subject, direct gets, a
-// filter, explicit acks).
+// filter, explicit acks). Their limits are the infrastructure's too: limits
+// configured anyway are not applied, and a warning says so.
+//
+// A stream at its byte or age limit discards its oldest messages, of any
+// session: old sessions lose their logs (export, replay and usage see
+// what is left), and a trigger discarded before it was handled is never
+// answered (its worker's retry is a new trigger). A session whose catalog
+// was discarded has no catalog any more as far as the processor can read:
+// its next pre-step gets a full catalog appended, as a new session's
+// first does (a remembered head is found stale and the session read
+// again; a discarded sequence a compaction keeps holds nothing), and a
+// skill call runs the tool as usual.
 //
 // Run also registers the NATS micro service "skillstream" (nats micro ls
 // lists it) answering on skillstream.tool.definition with the skill tool's
@@ -63,8 +84,10 @@
 //
 // A pre-step (agent.pre-step):
 //
-//  1. Decode and validate: the payload decodes (events), v is 1, required
-//     fields are there, the payload's session is the subject's.
+//  1. Decode and validate: a payload larger than Config.MaxTriggerBytes
+//     (64 KiB by default) is rejected on its length, before anything reads
+//     it; the payload decodes (events), v is 1, required fields are there
+//     and within their bounds, the payload's session is the subject's.
 //  2. If deadlineMs has passed: answer "expired", append nothing. If our
 //     skill tool is visible in the pre-step's tools, ask the registry for
 //     the skills (once per trigger); a registry that implements Preparer
@@ -234,15 +257,18 @@
 //	                                    at most AckWait); at the last delivery
 //	                                    (MaxDeliver): dead letter
 //
-// Malformed input is undecodable bytes, a payload over 1 MiB, wrong field
-// types, missing fields, v other than 1, a payload session that differs from
-// the subject's, a subject whose session token is invalid, an unknown
-// Content-Type, or a Reply-Inbox one cannot publish to. Each is terminated
-// (never redelivered), counted by reason (skillstream_rejects_total), logged
-// once, and answered where an inbox is known. A skill call whose call id is
-// readable also gets a bad_request tool.result appended to its session, so
-// the model's tool call has a result; nothing else is ever appended for bad
-// input. A panic is recovered per message and counted.
+// Malformed input is undecodable bytes, a payload over Config.MaxTriggerBytes
+// (reason too_large; its step or call id is not read, so nothing is
+// appended for it), wrong field types, missing fields, a field past its
+// bound (events: ids, paths, tools, userText), v other than 1, a payload
+// session that differs from the subject's, a subject whose session token
+// is invalid, an unknown Content-Type, or a Reply-Inbox one cannot publish
+// to. Each is terminated (never redelivered), counted by reason
+// (skillstream_rejects_total), logged once, and answered where an inbox is
+// known. A skill call whose call id is readable also gets a bad_request
+// tool.result appended to its session, so the model's tool call has a
+// result; nothing else is ever appended for bad input. A panic is
+// recovered per message and counted.
 //
 // A dead letter is a trigger that still fails at its last delivery. It is
 // terminated, counted (skillstream_dead_letters_total), logged with its
@@ -395,9 +421,16 @@
 // own subjects, nor under its connection's inbox prefix
 // (Config.InboxPrefix, which no reply prefix may overlap), so a worker can
 // neither make it publish where the worker may not nor name the
-// processor's own inboxes; and a worker's cwd and resourceDir are bounded
+// processor's own inboxes; a worker's cwd and resourceDir are bounded
 // (events.MaxPathLength, events.MaxPathComponents) before they touch the
-// file system. Each answer names its trigger's stream sequence
+// file system; and what a trigger costs is bounded by its size
+// (Config.MaxTriggerBytes, checked before decoding, so that a larger
+// trigger costs the processor no more than its delivery) and by its
+// fields' bounds (events: at most 1,024 tools; a skill name longer than
+// 256 bytes is answered invalid_name quoting 64 bytes of it). What
+// triggers make the server store is bounded by the stream's limits, not
+// by the processor: a trigger it refuses is in the stream already. Each
+// answer names its trigger's stream sequence
 // (triggerSeq), which a worker checks against its publications'
 // acknowledgements before it accepts the answer.
 //

@@ -30,7 +30,7 @@ const (
 	reasonSubject         = "subject"          // subject not <prefix>.<sid>.<kind> with a valid sid
 	reasonEncoding        = "encoding"         // unknown Content-Type
 	reasonInbox           = "inbox"            // Reply-Inbox not a subject answers may go to
-	reasonTooLarge        = "too_large"        // payload over events.MaxPayloadSize
+	reasonTooLarge        = "too_large"        // payload over Config.MaxTriggerBytes (or events.MaxPayloadSize)
 	reasonVersion         = "version"          // v is not 1
 	reasonField           = "field"            // a field is missing or has the wrong type
 	reasonUndecodable     = "undecodable"      // not a payload at all

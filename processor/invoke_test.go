@@ -242,7 +242,9 @@ func TestUserInvocationBadInput(t *testing.T) {
 	e := newEnv(t)
 	e.writeSkill("pdf", "Work with PDF files.")
 	e.waitSkills("pdf")
-	e.start(userInvocationOn)
+	// Triggers as large as the codec takes, so that userText's own bounds
+	// are what refuses them.
+	e.start(userInvocationOn, func(c *Config, _ *options) { c.MaxTriggerBytes = events.MaxPayloadSize })
 	w := e.worker()
 	many := make([]string, 0, MaxGestures+1)
 	for i := range MaxGestures + 1 {

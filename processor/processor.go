@@ -33,16 +33,17 @@ type Processor struct {
 	version     string        // of the binary, for the micro service
 	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
 
-	beats      *heartbeats                 // progress heartbeats of the triggers in flight
-	recognised *recognitions               // conclusions of recognise, by stream sequence
-	bodies     *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
-	heads      *heads                      // sessions' newest large catalogs, read by their heads (head.go)
-	headMin    int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
-	kinds      map[events.Kind]kindHandler // the kinds consumed (trigger.go)
-	inflight   *budget                     // Config.InflightBytes
-	limit      messageLimit                // the largest output; the stream's part is known once provisioned
-	prepared   jetstream.Consumer          // the consumer, once Prepare succeeded
-	cwds       cwdRoots                    // Config.CwdRoots
+	beats        *heartbeats                 // progress heartbeats of the triggers in flight
+	recognised   *recognitions               // conclusions of recognise, by stream sequence
+	bodies       *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
+	heads        *heads                      // sessions' newest large catalogs, read by their heads (head.go)
+	headMin      int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
+	kinds        map[events.Kind]kindHandler // the kinds consumed (trigger.go)
+	inflight     *budget                     // Config.InflightBytes
+	limit        messageLimit                // the largest output; the stream's part is known once provisioned
+	streamLimits StreamLimits                // the stream's, once provisioned (provision.go)
+	prepared     jetstream.Consumer          // the consumer, once Prepare succeeded
+	cwds         cwdRoots                    // Config.CwdRoots
 
 	divergences   *divergences  // view divergences found and not resolved (view.go)
 	recheckPeriod time.Duration // divergenceRecheck; shorter in tests

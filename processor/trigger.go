@@ -215,6 +215,13 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	if _, err := events.EncodingOf(h.Get(events.HeaderContentType)); err != nil {
 		return p.reject(ctx, t, reasonEncoding, fmt.Errorf("header %s: %w", events.HeaderContentType, err))
 	}
+	// Decoding and checking cost in proportion to the bytes: a trigger
+	// larger than any honest one is refused on its length alone, and its
+	// step or call id is not read.
+	if n := len(t.msg.Data()); n > p.cfg.MaxTriggerBytes {
+		return p.reject(ctx, t, reasonTooLarge, fmt.Errorf("%w: trigger payload of %d bytes, over the processor's limit of %d",
+			events.ErrTooLarge, n, p.cfg.MaxTriggerBytes))
+	}
 	stop := p.keepAlive(t.msg)
 	defer stop()
 	reply, outcome, err := t.handler.answer(ctx, t)
