@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"math"
 	"net"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,9 @@ type Config struct {
 	Consumer        string
 	Instance        string
 	Replicas        int
-	MaxAge          time.Duration
+	MaxAge          limit[time.Duration] // 0: none
+	MaxBytes        limit[int64]         // 0: none
+	MaxMsgSize      limit[int64]         // 0: none
 	DuplicateWindow time.Duration
 	Workers         int
 	AckWait         time.Duration
@@ -68,9 +71,10 @@ type Config struct {
 	NoProvision     bool
 
 	// What workers may make serve do.
-	ReplyPrefixes []string
-	CwdRoots      []string
-	InboxPrefix   string // serve's own connection's inboxes
+	MaxTriggerBytes int64
+	ReplyPrefixes   []string
+	CwdRoots        []string
+	InboxPrefix     string // serve's own connection's inboxes
 
 	// MCP hosts: serve (see MCPConfig).
 	MCP MCPConfig
@@ -191,7 +195,12 @@ func (c *Config) streamFlags(cmd *command) {
 	cmd.cfgString(&c.Consumer, "consumer", d.Consumer, "durable consumer `name` shared by every instance (the consumer group)")
 	cmd.cfgString(&c.Instance, "instance", "", "this instance's `id` in the consumer group, unique in it: named in the catalogs it appends and in view divergence reports (default: host name and a random suffix)")
 	cmd.cfgInt(&c.Replicas, "replicas", d.Replicas, "stream replicas; set when serve provisions the stream")
-	cmd.cfgDuration(&c.MaxAge, "max-age", d.MaxAge, "drop session events older than this (0 keeps them); set when serve provisions the stream")
+	cmd.cfgDurationLimit(&c.MaxAge, "max-age", processor.DefaultMaxAge,
+		"drop session events older than this `duration`; 0 for no age limit; applied to an existing stream when given, else only to a stream serve creates")
+	cmd.cfgBytesLimit(&c.MaxBytes, "max-bytes", processor.DefaultMaxBytes,
+		"bound the session stream to this `size` (64MiB, 10GiB), dropping the oldest events of any session first; 0 for none; applied to an existing stream when given, else only to a stream serve creates")
+	cmd.cfgBytesLimit(&c.MaxMsgSize, "max-msg-size", processor.DefaultMaxMsgSize,
+		"largest message the session stream takes, as a `size`, headers included; 0 for none; applied to an existing stream when given, else only to a stream serve creates")
 	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window, at least 2m; a shorter one is raised when serve provisions the stream")
 	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance (pre-steps of large catalogs are further bounded by the memory they hold)")
 	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
@@ -204,6 +213,8 @@ func (c *Config) streamFlags(cmd *command) {
 // the processor do: where it answers and which folders it reads.
 func (c *Config) securityFlags(cmd *command) {
 	cmd.group("Untrusted workers")
+	cmd.cfgBytes(&c.MaxTriggerBytes, "max-trigger-bytes", processor.DefaultMaxTriggerBytes,
+		"refuse a pre-step or skill call whose payload is larger than this `size`, before decoding it; 1KiB to 1MiB")
 	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",
 		"answer only on Reply-Inbox `subject`s under this prefix (default _INBOX.); the session stream, $-subjects and skillstream.* are always refused; repeatable")
 	cmd.cfgString(&c.InboxPrefix, "inbox-prefix", processor.DefaultInboxPrefix,
@@ -307,11 +318,30 @@ func (c *Config) validateServe() error {
 			return err
 		}
 	}
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
 	if c.Instance != "" && !events.ValidInstance(c.Instance) {
 		return usagef("--instance %q: must be 1 to %d letters, digits, '-' or '_'", c.Instance, events.MaxInstanceLength)
 	}
 	if err := c.processorConfig().Validate(); err != nil {
 		return usageError{msg: err.Error()}
+	}
+	return nil
+}
+
+// validateLimits checks the stream's limits and the trigger bound, naming
+// their flags (the processor checks how they fit together).
+func (c *Config) validateLimits() error {
+	if c.MaxAge.V < 0 {
+		return usagef("--max-age %v: must not be negative (0 for no age limit)", c.MaxAge.V)
+	}
+	if c.MaxMsgSize.V > math.MaxInt32 {
+		return usagef("--max-msg-size %s: must be at most %d bytes", formatBytes(c.MaxMsgSize.V), math.MaxInt32)
+	}
+	if n := c.MaxTriggerBytes; n != 0 && (n < processor.MinTriggerBytes || n > events.MaxPayloadSize) { // 0: not a flag of this command
+		return usagef("--max-trigger-bytes %s: must be between %s and %s", formatBytes(n),
+			formatBytes(processor.MinTriggerBytes), formatBytes(events.MaxPayloadSize))
 	}
 	return nil
 }

@@ -5,10 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skillstream/skillstream/processor"
 )
 
 // envPrefix prefixes the environment variable that stands in for a
@@ -47,6 +51,132 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// limit is a stream limit as configured: its value (0 for none), and
+// whether it was given, on the command line or in the environment. serve
+// applies a limit given to an existing stream, and a default only to a
+// stream it creates.
+type limit[T ~int64] struct {
+	V     T
+	Given bool
+}
+
+// processor is the limit as processor.Config takes it: 0 for the default,
+// processor.NoLimit for none.
+func (l limit[T]) processor() T {
+	switch {
+	case !l.Given:
+		return 0
+	case l.V == 0:
+		return processor.NoLimit
+	}
+	return l.V
+}
+
+// durationLimit is the flag value of a limit[time.Duration].
+type durationLimit struct{ l *limit[time.Duration] }
+
+func (v durationLimit) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return formatDuration(v.l.V)
+}
+
+func (v durationLimit) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 720h or 30m")
+	}
+	v.l.V, v.l.Given = d, true
+	return nil
+}
+
+// formatDuration writes d without the zero minutes and seconds
+// time.Duration.String adds (720h, not 720h0m0s).
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// bytesLimit is the flag value of a limit[int64] in bytes.
+type bytesLimit struct{ l *limit[int64] }
+
+func (v bytesLimit) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return formatBytes(v.l.V)
+}
+
+func (v bytesLimit) Set(s string) error {
+	n, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	v.l.V, v.l.Given = n, true
+	return nil
+}
+
+// bytesValue is a size flag in bytes.
+type bytesValue struct{ p *int64 }
+
+func (v bytesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return formatBytes(*v.p)
+}
+
+func (v bytesValue) Set(s string) error {
+	n, err := parseBytes(s)
+	if err == nil {
+		*v.p = n
+	}
+	return err
+}
+
+// byteUnits are the suffixes a size may have, largest first.
+var byteUnits = []struct {
+	name  string
+	shift uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}}
+
+// parseBytes reads a size: a number of bytes, or a whole number of KiB,
+// MiB, GiB or TiB (10GiB, 64KiB).
+func parseBytes(s string) (int64, error) {
+	num, shift := strings.TrimSpace(s), uint(0)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.name); ok {
+			num, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	num = strings.TrimSuffix(num, "B")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64>>shift {
+		return 0, errors.New("want a size in bytes such as 1048576, 64KiB or 10GiB")
+	}
+	return n << shift, nil
+}
+
+// formatBytes writes n in the largest unit that divides it.
+func formatBytes(n int64) string {
+	if n > 0 {
+		for _, u := range byteUnits {
+			if n%(1<<u.shift) == 0 {
+				return strconv.FormatInt(n>>u.shift, 10) + u.name
+			}
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // flagGroup is a titled set of flags, in the order they were registered, so
@@ -112,6 +242,24 @@ func (c *command) cfgBool(p *bool, name string, def bool, usage string) {
 
 func (c *command) cfgDuration(p *time.Duration, name string, def time.Duration, usage string) {
 	c.fs.DurationVar(p, name, def, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgDurationLimit(l *limit[time.Duration], name string, def time.Duration, usage string) {
+	l.V = def
+	c.fs.Var(durationLimit{l}, name, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgBytesLimit(l *limit[int64], name string, def int64, usage string) {
+	l.V = def
+	c.fs.Var(bytesLimit{l}, name, usage)
+	c.add(name, true)
+}
+
+func (c *command) cfgBytes(p *int64, name string, def int64, usage string) {
+	*p = def
+	c.fs.Var(bytesValue{p}, name, usage)
 	c.add(name, true)
 }
 

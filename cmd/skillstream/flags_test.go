@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillstream/skillstream/processor"
 )
 
 // envMap is a lookupEnv over a fixed map.
@@ -56,14 +59,64 @@ func TestParseEnvFillsWhatFlagsDidNotSet(t *testing.T) {
 	if !c.NoBundled {
 		t.Error("NoBundled not read from SKILLSTREAM_NO_BUNDLED")
 	}
-	if c.MaxAge != 72*time.Hour {
-		t.Errorf("MaxAge = %v, want 72h", c.MaxAge)
+	if c.MaxAge != (limit[time.Duration]{V: 72 * time.Hour, Given: true}) {
+		t.Errorf("MaxAge = %+v, want 72h, given", c.MaxAge)
 	}
 	if c.Prefix != "ev" {
 		t.Errorf("Prefix = %q, want default ev (empty env is unset)", c.Prefix)
 	}
 	if c.Listen != "127.0.0.1:0" {
 		t.Errorf("Listen = %q", c.Listen)
+	}
+}
+
+// TestParseStreamLimits: the stream's limits and the trigger bound are
+// read from flags and the environment, in bytes or binary units; a limit
+// given reaches the processor (0 as no limit), one not given is the
+// processor's default, which only a stream serve creates gets.
+func TestParseStreamLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want processor.Config // the limits only
+	}{
+		{name: "defaults", want: processor.Config{MaxTriggerBytes: processor.DefaultMaxTriggerBytes}},
+		{name: "flags", args: []string{"--max-age", "24h", "--max-bytes", "2GiB", "--max-msg-size", "512KiB", "--max-trigger-bytes", "128KiB"},
+			want: processor.Config{MaxAge: 24 * time.Hour, MaxBytes: 2 << 30, MaxMsgSize: 512 << 10, MaxTriggerBytes: 128 << 10}},
+		{name: "environment", env: map[string]string{"SKILLSTREAM_MAX_AGE": "48h", "SKILLSTREAM_MAX_BYTES": "1073741824",
+			"SKILLSTREAM_MAX_MSG_SIZE": "1MiB", "SKILLSTREAM_MAX_TRIGGER_BYTES": "32768"},
+			want: processor.Config{MaxAge: 48 * time.Hour, MaxBytes: 1 << 30, MaxMsgSize: 1 << 20, MaxTriggerBytes: 32 << 10}},
+		{name: "zero is none", args: []string{"--max-age", "0", "--max-bytes=0"}, env: map[string]string{"SKILLSTREAM_MAX_MSG_SIZE": "0"},
+			want: processor.Config{MaxAge: processor.NoLimit, MaxBytes: processor.NoLimit, MaxMsgSize: processor.NoLimit, MaxTriggerBytes: processor.DefaultMaxTriggerBytes}},
+		{name: "a default given is given", args: []string{"--max-bytes", "10GiB"},
+			want: processor.Config{MaxBytes: processor.DefaultMaxBytes, MaxTriggerBytes: processor.DefaultMaxTriggerBytes}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Config
+			cmd := newCommand("serve", "", "", "")
+			c.streamFlags(cmd)
+			c.securityFlags(cmd)
+			if _, err := cmd.parse(tt.args, envMap(tt.env)); err != nil {
+				t.Fatal(err)
+			}
+			pc := c.processorConfig()
+			got := processor.Config{MaxAge: pc.MaxAge, MaxBytes: pc.MaxBytes, MaxMsgSize: pc.MaxMsgSize, MaxTriggerBytes: pc.MaxTriggerBytes}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("limits %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	_, cmd := newServeFlags()
+	for _, bad := range []string{"10 gigabytes", "-5", "1.5GiB", "9999999999TiB"} {
+		if _, err := cmd.parse([]string{"--max-bytes", bad}, envMap(nil)); err == nil {
+			t.Errorf("--max-bytes %q parsed", bad)
+		}
+	}
+	if _, err := cmd.parse(nil, envMap(map[string]string{"SKILLSTREAM_MAX_BYTES": "lots"})); err == nil ||
+		!strings.Contains(err.Error(), "SKILLSTREAM_MAX_BYTES") {
+		t.Errorf("bad SKILLSTREAM_MAX_BYTES: %v", err)
 	}
 }
 
@@ -144,6 +197,11 @@ func TestMainUsageErrors(t *testing.T) {
 		{"relative cwd root", []string{"serve", "--cwd-root", "srv/projects"}, `--cwd-root "srv/projects": must be an absolute folder`},
 		{"wildcard reply prefix", []string{"serve", "--reply-prefix", "_INBOX.>"}, `reply prefix "_INBOX.>": want a literal subject prefix`},
 		{"reply prefix on the stream", []string{"serve", "--reply-prefix", "ev.replies"}, `reply prefix "ev.replies" overlaps the session stream`},
+		{"trigger bound over 1 MiB", []string{"serve", "--max-trigger-bytes", "2MiB"}, "--max-trigger-bytes 2MiB: must be between 1KiB and 1MiB"},
+		{"negative max age", []string{"serve", "--max-age", "-1h"}, "--max-age -1h0m0s: must not be negative"},
+		{"max age under the duplicate window", []string{"serve", "--max-age", "1m"}, "duplicate window 2m0s exceeds max age 1m0s"},
+		{"message larger than the stream", []string{"serve", "--max-bytes", "1MiB", "--max-msg-size", "2MiB"}, "max message size 2097152 exceeds max bytes 1048576"},
+		{"bad size", []string{"serve", "--max-bytes", "ten"}, `invalid value "ten" for flag -max-bytes: want a size in bytes`},
 		{"load without name", []string{"load"}, "load needs a skill name"},
 		{"validate without dir", []string{"validate"}, "validate needs at least one"},
 		{"version with argument", []string{"version", "x"}, "takes no arguments"},

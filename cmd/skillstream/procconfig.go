@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+
 	"github.com/skillstream/skillstream/processor"
 )
 
@@ -19,7 +21,10 @@ func (c *Config) processorConfig() processor.Config {
 		ToolOwner:       c.ToolOwner,
 		Catalog:         c.catalogOptions(),
 		Replicas:        c.Replicas,
-		MaxAge:          c.MaxAge,
+		MaxAge:          c.MaxAge.processor(),
+		MaxBytes:        c.MaxBytes.processor(),
+		MaxMsgSize:      int32(min(c.MaxMsgSize.processor(), math.MaxInt32)),
+		MaxTriggerBytes: int(c.MaxTriggerBytes),
 		DuplicateWindow: c.DuplicateWindow,
 		Workers:         c.Workers,
 		AckWait:         c.AckWait,

@@ -194,8 +194,11 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
+	sl := p.StreamLimits()
 	log.Info("skillstream serving", append(where,
 		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
+		"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
+		"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
 		"tool_owner", pcfg.ToolOwner, "instance", p.Config().Instance, "workers", pcfg.Workers, "gc", gc)...)
 
 	var g run.Group
@@ -298,6 +301,22 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	}
 	log.Info("skillstream stopped")
 	return nil
+}
+
+// limitText shows a stream's size limit: "none" when it has none.
+func limitText(n int64) string {
+	if n <= 0 {
+		return "none"
+	}
+	return formatBytes(n)
+}
+
+// durationLimitText shows a stream's age limit: "none" when it has none.
+func durationLimitText(d time.Duration) string {
+	if d <= 0 {
+		return "none"
+	}
+	return formatDuration(d)
 }
 
 // loopback reports whether a listen address only accepts local clients.
