@@ -46,9 +46,13 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			Host:       "127.0.0.1",
 			Port:       ports[i],
 			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			NoLog:      true,
-			NoSigs:     true,
+			// Storage is accounted against this, not against 75% of the disk
+			// that happens to be free: the session stream reserves its byte
+			// limit (10 GiB by default) when it is created.
+			JetStreamMaxStore: server.JetStreamMaxStoreDefault,
+			StoreDir:          t.TempDir(),
+			NoLog:             true,
+			NoSigs:            true,
 			Cluster: server.ClusterOpts{
 				Name: "natstest",
 				Host: "127.0.0.1",

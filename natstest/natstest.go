@@ -82,10 +82,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	o := &server.Options{
 		ServerName: "natstest",
 		JetStream:  true,
-		StoreDir:   t.TempDir(),
-		DontListen: true,
-		NoLog:      true,
-		NoSigs:     true,
+		// Storage is accounted against this, not against 75% of the disk
+		// that happens to be free: the session stream reserves its byte
+		// limit (10 GiB by default) when it is created.
+		JetStreamMaxStore: server.JetStreamMaxStoreDefault,
+		StoreDir:          t.TempDir(),
+		DontListen:        true,
+		NoLog:             true,
+		NoSigs:            true,
 	}
 	for _, opt := range opts {
 		opt(o)

@@ -43,9 +43,13 @@ func Start(o Options, log *slog.Logger) (*server.Server, error) {
 	opts := &server.Options{
 		ServerName: o.Name,
 		JetStream:  true,
-		StoreDir:   store,
-		MaxPayload: MaxPayload,
-		NoSigs:     true, // signals belong to the run group
+		// Storage is accounted against this, not against 75% of the disk
+		// that happens to be free: the session stream reserves its byte
+		// limit (10 GiB by default) when it is created.
+		JetStreamMaxStore: server.JetStreamMaxStoreDefault,
+		StoreDir:          store,
+		MaxPayload:        MaxPayload,
+		NoSigs:            true, // signals belong to the run group
 	}
 	if o.Listen == "" {
 		opts.DontListen = true
