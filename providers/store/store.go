@@ -908,8 +908,8 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
 					"and is pushed out of the index's history once it holds no other revision; push the skill again to restore it, " +
 					"and find who writes to the index"
 				if f.good == 0 {
-					msg = "skill index entry not written by skillstream (malformed), and the index's history holds no good revision of it: " +
-						"after a restart no member lists the skill; push it again, and find who writes to the index"
+					msg = "skill index entry skipped: not written by skillstream (malformed), and the index's history holds no good revision of it " +
+						"(never pushed, or pushed out by such values): no member that loads the index lists the skill; push it again, and find who writes to the index"
 				}
 				args := []any{"key", c.key, "revision", c.revision, "foreign_revisions", f.foreign, "history", f.depth,
 					"good_revision", f.good, "err", c.err}
