@@ -298,6 +298,15 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A worker's message is bounded by its account: a trigger of 100 KiB
+	// never reaches the stream.
+	if n := b.MaxPayload(); n != 64<<10 {
+		t.Errorf("a worker may publish %d bytes, want the account's 64 KiB", n)
+	}
+	big := &nats.Msg{Subject: events.Subject(events.DefaultPrefix, bSession, events.KindPreStep), Data: make([]byte, 100<<10)}
+	if _, err := bjs.PublishMsg(ctx, big); !errors.Is(err, nats.ErrMaxPayload) {
+		t.Errorf("a 100 KiB trigger: %v, want it refused as over the maximum payload", err)
+	}
 	// B takes, in its own session, the Msg-Id an output of A's next
 	// session would have had when output ids were predictable.
 	a2 := "a-" + randomToken(t)

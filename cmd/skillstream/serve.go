@@ -252,8 +252,13 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 			return fmt.Errorf("jetstream context: %w", err)
 		}
 		hs := &http.Server{
-			Handler:           opsHandler(metrics, nc, js, pcfg, pdone, p.Divergences),
-			ReadHeaderTimeout: 10 * time.Second,
+			Handler: opsHandler(metrics, nc, js, pcfg, pdone, p.Divergences),
+			// Scrapes and probes are small GETs: nothing here needs a
+			// connection held open by a slow client.
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       10 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       60 * time.Second,
 		}
 		g.Add(func() error {
 			if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
