@@ -101,6 +101,8 @@ type View struct {
 	// Revision and Epoch are the snapshot's.
 	Revision uint64
 	Epoch    string
+	// Diagnostics are the snapshot's: they never reach the model.
+	Diagnostics []Diagnostic
 	// UserInvocation is the option of the same name the View was prepared
 	// under: its catalog texts end with the user invocation line. (A View
 	// standing for a hidden tool carries it too: the tombstone has it.)
@@ -144,12 +146,12 @@ func (v View) render(u Update) string {
 // nothing else.
 func Prepare(snap Snapshot, opts Options) View {
 	if !snap.Complete {
-		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation}
+		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Diagnostics: snap.Diagnostics}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
 	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
-		UserInvocation: opts.UserInvocation, texts: new(renderedTexts)}
+		UserInvocation: opts.UserInvocation, Diagnostics: snap.Diagnostics, texts: new(renderedTexts)}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of

@@ -125,6 +125,23 @@ type Snapshot struct {
 	// Epoch names the store's log that Revision counts in ("" without a
 	// store): revisions are compared only within one epoch.
 	Epoch string
+	// Diagnostics say what was found but not offered (a SKILL.md that
+	// does not parse, a dangling link), for people, never for the model.
+	Diagnostics []Diagnostic
+}
+
+// Diagnostic tells a person why something was not offered as a skill.
+type Diagnostic struct {
+	Provider string `json:"provider,omitempty"`
+	// Source is where it was found (SourceProject, SourceUser, ...).
+	Source string `json:"source,omitempty"`
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// String renders the diagnostic as "<path>: <reason>".
+func (d Diagnostic) String() string {
+	return d.Path + ": " + d.Reason
 }
 
 // Query says whose skills are asked for. Cwd is the session's working

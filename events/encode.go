@@ -83,7 +83,7 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 	if enc != Msgpack || (d.Catalog == nil) != (catalog == nil) {
 		return AppendEncode(dst, enc, d)
 	}
-	if len(d.Invocations) > 0 || len(d.Ignored) > 0 {
+	if len(d.Invocations) > 0 || len(d.Ignored) > 0 || len(d.Diagnostics) > 0 {
 		return AppendEncode(dst, enc, d) // the fields below do not cover them
 	}
 	// The map the struct encoder writes for a Decision: fields in order,

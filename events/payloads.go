@@ -179,6 +179,18 @@ type Decision struct {
 	// when user invocation is off and the step carried userText. Absent
 	// when none.
 	Ignored []Ignored `msgpack:"ignored,omitempty" json:"ignored,omitempty"`
+	// Diagnostics say which files of the session's project were found
+	// but not offered as skills, and why (a SKILL.md that does not parse,
+	// a dangling link): the text skillstream validate prints, for the
+	// worker to show its user. Never part of what the model sees. At most
+	// 16; absent when none.
+	Diagnostics []Diagnostic `msgpack:"diagnostics,omitempty" json:"diagnostics,omitempty"`
+}
+
+// Diagnostic is a file that was not offered as a skill, and why.
+type Diagnostic struct {
+	Path   string `msgpack:"path" json:"path"`
+	Reason string `msgpack:"reason" json:"reason"`
 }
 
 // Ignored is a name a user gestured that invoked nothing, and why.

@@ -117,8 +117,24 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	d, err = appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
 	if err == nil {
 		d.CatalogSeq = plan.catalogSeq(d.Outcome)
+		if plan.prepared != nil && d.Outcome != events.OutcomeExpired {
+			d.Diagnostics = diagnostics(plan.prepared.Diagnostics)
+		}
 	}
 	return d, plan.data, err
+}
+
+// diagnostics are a view's diagnostics as a Decision carries them (the
+// registry bounds their number and reasons; paths are cut here).
+func diagnostics(ds []catalog.Diagnostic) []events.Diagnostic {
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]events.Diagnostic, len(ds))
+	for i, d := range ds {
+		out[i] = events.Diagnostic{Path: truncate(d.Path, 1024), Reason: d.Reason}
+	}
+	return out
 }
 
 // catalogSeq is the sequence of the catalog the model sees after a

@@ -39,6 +39,7 @@ type view struct {
 	shadowed []Shadowed
 	rejected []Rejected
 	errs     []ProviderError
+	diags    []Diagnostic // the providers' diagnostics, for the worker (diagnose)
 
 	mu       sync.Mutex
 	prepared map[catalog.Options]*preparedView // see Prepared
@@ -69,7 +70,8 @@ func (v *view) prepare(opts catalog.Options) catalog.View {
 	}
 	v.mu.Unlock()
 	pv.once.Do(func() {
-		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch}, opts)
+		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch,
+			Diagnostics: v.diags}, opts)
 	})
 	return pv.v
 }
@@ -235,6 +237,7 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 		}
 		v := r.merge(results)
 		v.pos = pos
+		v.diags = r.diagnose(ctx, q)
 		changed, replaced := r.since(q, tokens, open)
 		if changed || replaced {
 			if attempt == 0 {

@@ -129,16 +129,7 @@ type Diagnoser interface {
 }
 
 // Diagnostic tells an operator why something was not offered as a skill.
-type Diagnostic struct {
-	Provider string `json:"provider,omitempty"`
-	Path     string `json:"path"`
-	Reason   string `json:"reason"`
-}
-
-// String renders the diagnostic as "<path>: <reason>".
-func (d Diagnostic) String() string {
-	return d.Path + ": " + d.Reason
-}
+type Diagnostic = catalog.Diagnostic
 
 // Revisioned is implemented by providers whose answers follow an ordered
 // log (the skill store): Revision is the position of the log they have

@@ -154,7 +154,8 @@ func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snaps
 	if err != nil {
 		return catalog.Snapshot{}, err
 	}
-	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: pos.Revision, Epoch: pos.Epoch}, nil
+	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: pos.Revision, Epoch: pos.Epoch,
+		Diagnostics: v.diags}, nil
 }
 
 // Prepared returns catalog.Prepare of q's snapshot under opts: the

@@ -60,7 +60,7 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 		rep.Err = err
 		return rep
 	}
-	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch}
+	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch, Diagnostics: v.diags}
 	rep.Shadowed, rep.Rejected, rep.Errors = v.shadowed, v.rejected, v.errs
 	for i, p := range r.ps {
 		d, ok := p.(Diagnoser)
@@ -92,6 +92,65 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 		}
 	}
 	return rep
+}
+
+// MaxDiagnostics bounds the diagnostics a view carries for workers;
+// Inspect (for operators) has them all.
+const MaxDiagnostics = 16
+
+// diagnose returns what the providers say they skipped in q's project
+// folders (catalog.SourceProject): the files of the session's own
+// project, which the person working in it can mend. Diagnostics of the
+// operator's folders stay with the operator (logs, validate, Inspect).
+// At most MaxDiagnostics, each reason at most 512 bytes; a provider that
+// fails or is slow adds nothing. It runs when a view is collected, not per
+// request: the providers' scans are fresh from listing.
+func (r *Registry) diagnose(ctx context.Context, q catalog.Query) []Diagnostic {
+	if q.Cwd == "" {
+		return nil
+	}
+	var out []Diagnostic
+	for i, p := range r.ps {
+		d, ok := p.(Diagnoser)
+		if !ok {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, r.timeout)
+		c := r.start(wctx, i, func(ctx context.Context, c *call) {
+			c.diags, c.err = d.Diagnostics(ctx, q)
+		})
+		err := r.wait(wctx, i, c)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, dg := range c.diags {
+			if dg.Source != catalog.SourceProject {
+				continue
+			}
+			if len(out) == MaxDiagnostics {
+				return out
+			}
+			if dg.Provider == "" {
+				dg.Provider = r.names[i]
+			}
+			dg.Reason = clipText(dg.Reason, 512)
+			out = append(out, dg)
+		}
+	}
+	return out
+}
+
+// clipText cuts s to at most n bytes at a character boundary, marking the
+// cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 const maxLogged = 4096

@@ -550,7 +550,7 @@ func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]provider
 	for _, r := range roots {
 		s := p.scan(ctx, r)
 		for _, d := range s.diags {
-			d.Provider = p.name
+			d.Provider, d.Source = p.name, r.source
 			out = append(out, d)
 		}
 		if s.err != nil {

@@ -48,14 +48,14 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
 	}
-	if err := worker(ctx, url, dir, stdout); err != nil {
+	if err := worker(ctx, url, dir, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 1
 	}
 	return 0
 }
 
-func worker(ctx context.Context, url, dir string, out io.Writer) error {
+func worker(ctx context.Context, url, dir string, out, stderr io.Writer) error {
 	c, err := client.Connect(url)
 	if err != nil {
 		return err
@@ -71,6 +71,11 @@ func worker(ctx context.Context, url, dir string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "pre-step: %s\n", d.Outcome)
+	// Files of the project that are not skills, and why: for the user who
+	// edits them, never for the model.
+	for _, dg := range d.Diagnostics {
+		fmt.Fprintf(stderr, "skill file skipped: %s: %s\n", dg.Path, dg.Reason)
+	}
 	if d.Catalog == nil || len(d.Catalog.Source.Entries) == 0 {
 		return nil
 	}

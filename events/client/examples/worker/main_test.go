@@ -84,6 +84,14 @@ func TestWorkerAgainstAProcessor(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// And one that does not parse: the worker tells its user.
+	broken := filepath.Join(project, ".agents", "skills", "broken", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(broken), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, []byte("---\nname: broken\ndescription: [unclosed\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fs, err := agentskills.New(agentskills.Config{NoUserDir: true})
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +134,9 @@ func TestWorkerAgainstAProcessor(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := cli(context.Background(), args, env, &out, &errOut); code != 0 {
 		t.Fatalf("worker exited %d: %s", code, errOut.String())
+	}
+	if want := "skill file skipped: " + broken + ": "; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 	}
 	for _, want := range []string{
 		"pre-step: appended\n",

@@ -24,6 +24,9 @@ try {
   // Before each model step: is there something new for the model to see?
   const d = await c.preStep({ session, step: "1", cwd: dir, tools }, { timeoutMs: 10_000 });
   console.log(`pre-step: ${d.outcome}`);
+  // Files of the project that are not skills, and why: for the user who
+  // edits them, never for the model.
+  for (const dg of d.diagnostics ?? []) console.error(`skill file skipped: ${dg.path}: ${dg.reason}`);
   const name = d.catalog?.source.entries[0]?.name;
   if (d.catalog && name) {
     console.log(`catalog (a user message for the model):\n${d.catalog.text}`);
