@@ -20,8 +20,14 @@ const (
 )
 
 // errReported is returned by a command that already printed why it failed
-// and wants exit status 1 without another message.
-var errReported = errors.New("failure already reported")
+// and wants exit status 1 without another message. Wrap it to say in a few
+// words what failed, for --json (reportedf).
+var errReported = errors.New("failed (the reasons are on stderr)")
+
+// reportedf is errReported with a summary of what failed.
+func reportedf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), errReported)
+}
 
 // app is one invocation of the program: where it writes, where it reads its
 // environment.
@@ -29,6 +35,20 @@ type app struct {
 	stdin          io.Reader // nil: os.Stdin
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	jsonErrors     bool  // the command runs with --json: errors are printed as JSON too
+	jsonWritten    int64 // bytes the command wrote to stdout, with jsonErrors
+}
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n *int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	*c.n += int64(n)
+	return n, err
 }
 
 // runFunc runs a parsed command with its positional arguments.
@@ -108,6 +128,10 @@ func (a *app) main(ctx context.Context, args []string) int {
 			fmt.Fprintf(a.stderr, "skillstream %s: %v (see skillstream %s --help)\n", name, err, name)
 			return exitUsage
 		}
+		if f := cmd.fs.Lookup("json"); f != nil && f.Value.String() == "true" {
+			a.jsonErrors = true
+			a.stdout = &countingWriter{w: a.stdout, n: &a.jsonWritten}
+		}
 		return a.exit(name, run(ctx, positional))
 	}
 	fmt.Fprintf(a.stderr, "skillstream: unknown command %q\n\n", name)
@@ -117,26 +141,48 @@ func (a *app) main(ctx context.Context, args []string) int {
 
 // exit maps a command's error to an exit status, printing it in one line
 // (with what a terminal would act on shown escaped: an error may quote a
-// skill's or a worker's text).
+// skill's or a worker's text). The rule, the same for every command:
+//
+//	0  it did what was asked;
+//	1  it ran and the operation failed or found problems: a skill, revision,
+//	   session or scope that is not there, a tool error, lint errors, NATS
+//	   or the store failing;
+//	2  it was called wrongly: a bad flag or value, a missing argument, a
+//	   name that cannot be a skill's, input it cannot read as what it must
+//	   be (a corrupt recording).
+//
+// A command run with --json also prints the error as one JSON object on
+// stdout, {"error": {"message", "exit"}}, unless it already printed its own
+// answer there.
 func (a *app) exit(name string, err error) int {
 	if err != nil {
 		err = revealed{err}
 	}
+	code := exitFailure
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errReported):
-		return exitFailure
+		// Already printed on stderr.
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(a.stderr, "skillstream %s: %v (see skillstream %s --help)\n", name, err, name)
-		return exitUsage
-	case errors.Is(err, errBadInput):
+		code = exitUsage
+	case errors.Is(err, errBadInput), errors.Is(err, catalog.ErrInvalidName):
 		fmt.Fprintf(a.stderr, "skillstream %s: %v\n", name, err)
-		return exitUsage
+		code = exitUsage
 	default:
 		fmt.Fprintf(a.stderr, "skillstream %s: %v\n", name, err)
-		return exitFailure
 	}
+	if a.jsonErrors && a.jsonWritten == 0 {
+		type jsonError struct {
+			Message string `json:"message"`
+			Exit    int    `json:"exit"`
+		}
+		_ = printJSON(a.stdout, struct {
+			Error jsonError `json:"error"`
+		}{jsonError{Message: err.Error(), Exit: code}})
+	}
+	return code
 }
 
 // usage writes the top-level help.

@@ -79,7 +79,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 	if !strings.HasPrefix(out, "removed a-skill rev 4") {
 		t.Fatalf("rm:\n%s", out)
 	}
-	run(2, "rm", "a-skill", "--scope", "global") // gone: bad input
+	run(1, "rm", "a-skill", "--scope", "global") // gone: nothing to remove
 	os.RemoveAll(filepath.Join(root, "a-skill"))
 	writeFile(t, root, "c-skill/SKILL.md", skillMD("C.", "name: c-skill", "description: C skill."))
 	proj := run(0, "push", filepath.Join(root, "c-skill"), "--scope", "project/team_1")

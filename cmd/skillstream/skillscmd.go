@@ -373,14 +373,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 		if err != nil {
 			return err
 		}
-		err = run(ctx, pb)
-		if action == "diff" || action == "rollback" {
-			return err // a missing skill, revision or scope: exit 1
-		}
-		if errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrInvalidName) {
-			return inputf("%w", err)
-		}
-		return err
+		return run(ctx, pb) // a missing skill, revision or scope: exit 1, like every command
 	}
 }
 
@@ -457,7 +450,7 @@ func (a *app) readForPush(paths []string, cfg store.Config, opts store.ReadOptio
 	if l.errors > 0 {
 		l.report(a.stderr)
 		fmt.Fprintln(a.stderr, "nothing was published")
-		return nil, errReported
+		return nil, reportedf("%d %s, nothing was published", l.errors, plural(l.errors, "error", "errors"))
 	}
 	for _, f := range l.findings {
 		if f.text {

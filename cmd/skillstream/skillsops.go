@@ -23,7 +23,7 @@ const maxDiffFile = 1 << 20
 func parseRevision(s string) (uint64, error) {
 	rev, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || rev == 0 {
-		return 0, fmt.Errorf("revision %q: want a positive integer (see skills history)", s)
+		return 0, usagef("revision %q: want a positive integer (skills history lists them)", s)
 	}
 	return rev, nil
 }
