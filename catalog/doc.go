@@ -85,6 +85,15 @@
 // was shortened is a change of catalog. View.Omitted and Decision.Omitted
 // count the entries left out; bare entries have an empty Description.
 //
+// A host that reads the catalog in the skill tool's description (an MCP
+// host without the skills extension) keeps only so much of it: Claude
+// Code keeps 2,048 UTF-16 code units and cuts the rest. DescribeTool
+// gives that description — ToolDescription, a blank line, the initial
+// catalog — shortened by the same rules until the whole of it fits a
+// budget in UTF-16 code units as well (DefaultToolDescriptionMax; 0 for
+// none, else at least MinToolDescriptionMax, CheckToolDescriptionMax):
+// whole entries, the notice and every closing line, never a cut line.
+//
 // The instruction size limit (Options.MaxSkillBytes, default 262144 bytes,
 // 0 for none) bounds the instructions a skill tool result shows: Truncate
 // keeps the longest prefix of at most that many bytes that ends on a code

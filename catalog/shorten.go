@@ -79,22 +79,54 @@ func bareCount(entries []Entry) int {
 	return n
 }
 
-// lineLen is the length of Line(e) in code points.
-func lineLen(e Entry) int {
-	n := len("- `") + utf8.RuneCountInString(e.Name) + len("`")
+// listLen is the length of some list text: in code points (what the
+// catalog size limit counts) and in UTF-16 code units (what hosts that
+// bound a tool's description count).
+type listLen struct{ points, units int }
+
+func (l listLen) plus(n int) listLen    { return listLen{l.points + n, l.units + n} }
+func (l listLen) add(m listLen) listLen { return listLen{l.points + m.points, l.units + m.units} }
+
+// lineLen is the length of Line(e). A code point beyond the Basic
+// Multilingual Plane takes two UTF-16 code units; a byte that is not
+// UTF-8 counts as the one code point (and unit) of the U+FFFD a host
+// decodes it as.
+func lineLen(e Entry) listLen {
+	n := len("- `") + len("`")
+	l := listLen{n, n}.add(textLen(e.Name))
 	if e.Bare {
-		return n
+		return l
 	}
-	n += len(": ") + utf8.RuneCountInString(e.Description)
+	l = l.add(textLen(e.Description)).plus(len(": "))
 	for i := 0; i < len(e.Description); i++ {
 		switch e.Description[i] {
 		case '&':
-			n += len("&amp;") - 1
+			l = l.plus(len("&amp;") - 1)
 		case '<', '>':
-			n += len("&lt;") - 1
+			l = l.plus(len("&lt;") - 1)
 		}
 	}
-	return n
+	return l
+}
+
+// textLen is the length of s in code points and in UTF-16 code units.
+func textLen(s string) listLen {
+	var l listLen
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			l = l.plus(1)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		l.points++
+		l.units++
+		if r > 0xFFFF {
+			l.units++
+		}
+		i += size
+	}
+	return l
 }
 
 // Shorten fits entries (sorted by name, as Entries returns them) into
@@ -114,16 +146,26 @@ func lineLen(e Entry) int {
 // Only a notice longer than maxLen on its own (counts of billions of
 // skills, or a limit below MinMaxLength) can leave the text over the limit.
 func Shorten(entries []Entry, precedence func(Entry) int, maxLen int) ([]Entry, int) {
-	if maxLen <= 0 || len(entries) == 0 {
+	if maxLen <= 0 {
 		return entries, 0
 	}
-	full := make([]int, len(entries))
-	sum := 0 // code points of the lines shown, without separators
+	return shorten(entries, precedence, func(l listLen) bool { return l.points <= maxLen })
+}
+
+// shorten is Shorten with the limit given as fits, which is asked whether
+// a list text of a given length is short enough. fits must hold for
+// shorter texts whenever it holds for a longer one.
+func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) bool) ([]Entry, int) {
+	if len(entries) == 0 {
+		return entries, 0
+	}
+	full := make([]listLen, len(entries))
+	var sum listLen // the lines shown, without separators
 	for i, e := range entries {
 		full[i] = lineLen(e)
-		sum += full[i]
+		sum = sum.add(full[i])
 	}
-	if sum+len(entries)-1 <= maxLen {
+	if fits(sum.plus(len(entries) - 1)) {
 		return entries, 0
 	}
 	order := make([]int, len(entries))
@@ -139,23 +181,28 @@ func Shorten(entries []Entry, precedence func(Entry) int, maxLen int) ([]Entry, 
 		return strings.Compare(entries[b].Name, entries[a].Name)
 	})
 	shown, bare, omitted := len(entries), 0, 0
-	// The block is the shown lines, a "\n" after each, then the notice.
-	fits := func() bool { return sum+shown+noticeLen(bare, omitted) <= maxLen }
+	// The block is the shown lines, a "\n" after each, then the notice
+	// (ASCII: as many units as code points).
+	fit := func() bool { return fits(sum.plus(shown + noticeLen(bare, omitted))) }
 	stripped := make([]bool, len(entries))
 	for _, i := range order {
-		if fits() {
+		if fit() {
 			break
 		}
-		sum -= full[i] - lineLen(Entry{Name: entries[i].Name, Bare: true})
+		b := lineLen(Entry{Name: entries[i].Name, Bare: true})
+		sum.points -= full[i].points - b.points
+		sum.units -= full[i].units - b.units
 		stripped[i] = true
 		bare++
 	}
 	left := make([]bool, len(entries))
 	for _, i := range order {
-		if fits() {
+		if fit() {
 			break
 		}
-		sum -= lineLen(Entry{Name: entries[i].Name, Bare: true})
+		b := lineLen(Entry{Name: entries[i].Name, Bare: true})
+		sum.points -= b.points
+		sum.units -= b.units
 		left[i] = true
 		shown--
 		bare--
