@@ -377,6 +377,7 @@ type options struct {
 	logger     *slog.Logger
 	registerer prometheus.Registerer
 	hooks      hooks
+	onReady    func()
 	// headMin, in tests: catalogs of this many bytes get a head (0:
 	// catalogHeadMin; negative: none).
 	headMin int
@@ -399,6 +400,13 @@ type hooks struct {
 // micro service (default: none, reported as 0.0.0-devel).
 func WithVersion(v string) Option {
 	return func(o *options) { o.version = v }
+}
+
+// WithOnReady has Run call f once it serves (see Run), right after Ready
+// is closed and before Run logs anything more: serve announces itself
+// there, so that its announcement is its first line about serving.
+func WithOnReady(f func()) Option {
+	return func(o *options) { o.onReady = f }
 }
 
 // WithLogger sets the logger (default: slog.Default()).

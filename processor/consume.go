@@ -16,8 +16,9 @@ import (
 // a slot. Unlike a subscription withdrawn at shutdown, whose pull request
 // may still be delivering to it, pull keeps reading the open request until
 // the server ends it: every trigger delivered to this instance is either
-// started or handed back, none is left waiting for the ack wait.
-func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots chan struct{}, start func(jetstream.Msg)) {
+// started or handed back, none is left waiting for the ack wait. pulling
+// is closed once the first pull request has been sent.
+func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots chan struct{}, start func(jetstream.Msg), pulling chan<- struct{}) {
 	for ctx.Err() == nil {
 		// Wait for one free worker, then ask for as many triggers as are
 		// free: each delivered trigger finds its slot at once.
@@ -38,6 +39,10 @@ func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots cha
 				return
 			}
 			continue
+		}
+		if pulling != nil {
+			close(pulling)
+			pulling = nil
 		}
 		for msg := range batch.Messages() {
 			if ctx.Err() != nil {

@@ -18,6 +18,14 @@
 // which a caller may also call first, to have a bad configuration refused
 // before it announces that it serves; Run then does not do it again.
 //
+// Ready is closed, and the function given WithOnReady called, only once
+// the processor serves: its consumer's first pull request has reached the
+// server, and the micro service (below), registered only after that, has
+// answered a request of the processor's own on each of its endpoints, sent
+// through the server. A worker told then that the processor serves (serve
+// logs "skillstream serving" and its /readyz says ready at that moment,
+// not before) never gets "no responders" for the tool definition.
+//
 // Run as many instances as you like, on as many machines: they share one
 // durable pull consumer, so every trigger is delivered to one of them at a
 // time.
@@ -63,8 +71,9 @@
 // again; a discarded sequence a compaction keeps holds nothing), and a
 // skill call runs the tool as usual.
 //
-// Run also registers the NATS micro service "skillstream" (nats micro ls
-// lists it) answering on skillstream.tool.definition with the skill tool's
+// Once its consumer pulls, Run registers the NATS micro service
+// "skillstream" (nats micro ls lists it) answering on
+// skillstream.tool.definition with the skill tool's
 // definition: JSON, or msgpack when the request says
 // Content-Type: application/msgpack; and, for the other members of the
 // group, on skillstream.view.<Config.Instance> with the catalog digest

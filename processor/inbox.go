@@ -144,10 +144,11 @@ const responsePrefix = "_R_"
 // refusal. The micro framework answers on whatever reply subject a request
 // names, with the processor's rights; so answers go only where a trigger's
 // answer may go (checkInbox), to a server-given reply subject of a
-// service import, and, for members (fromMembers), under the processors'
-// own inbox prefix.
+// service import, for members (fromMembers) under the processors' own
+// inbox prefix, and to the processor's own check of its endpoints at start
+// (probing).
 func (p *Processor) requestReply(reply string, fromMembers bool) bool {
-	if validInbox(reply) && under(reply, responsePrefix) {
+	if validInbox(reply) && under(reply, responsePrefix) || p.probing(reply) {
 		return true
 	}
 	if fromMembers && p.cfg.InboxPrefix != "" && validInbox(reply) && under(reply, p.cfg.InboxPrefix) {

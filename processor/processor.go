@@ -29,9 +29,11 @@ type Processor struct {
 	hooks       hooks
 	now         func() time.Time
 	ready       chan struct{}
-	stopping    atomic.Bool   // set once Run's ctx is done: acknowledgements are then confirmed
-	version     string        // of the binary, for the micro service
-	statsPeriod time.Duration // consumerStatsPeriod; shorter in tests
+	onReady     func()                 // WithOnReady
+	probe       atomic.Pointer[string] // the reply prefix of the self-check's requests while it runs (tooldef.go)
+	stopping    atomic.Bool            // set once Run's ctx is done: acknowledgements are then confirmed
+	version     string                 // of the binary, for the micro service
+	statsPeriod time.Duration          // consumerStatsPeriod; shorter in tests
 
 	beats        *heartbeats                 // progress heartbeats of the triggers in flight
 	recognised   *recognitions               // conclusions of recognise, by stream sequence
@@ -98,6 +100,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		hooks:       o.hooks,
 		now:         time.Now,
 		ready:       make(chan struct{}),
+		onReady:     o.onReady,
 		version:     o.version,
 		statsPeriod: consumerStatsPeriod,
 
@@ -120,7 +123,8 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 // Config returns the processor's defaulted configuration.
 func (p *Processor) Config() Config { return p.cfg }
 
-// Ready is closed once Run consumes triggers.
+// Ready is closed once Run serves: its consumer pulls and every endpoint
+// of its micro service answers (see Run).
 func (p *Processor) Ready() <-chan struct{} { return p.ready }
 
 // Prepare does what Run does first: it provisions (or checks) stream and
@@ -145,11 +149,17 @@ func (p *Processor) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// Run prepares (see Prepare) unless that was done, serves the tool
-// definition, and handles triggers until ctx is done. It then stops pulling,
-// finishes the triggers already received and returns nil. Errors are
-// returned only for a failed start; a start interrupted by ctx returns nil.
-// Run may be called once.
+// Run prepares (see Prepare) unless that was done, starts pulling
+// triggers, serves the tool definition, and handles triggers until ctx is
+// done. It then stops pulling, finishes the triggers already received and
+// returns nil. Errors are returned only for a failed start; a start
+// interrupted by ctx returns nil. Run may be called once.
+//
+// Ready is closed once the processor serves: its consumer's first pull
+// request has reached the server, and the micro service, registered only
+// then, has answered a request of the processor's own on each endpoint,
+// sent through the server. A worker told at that moment that the processor
+// serves finds a responder on every endpoint.
 func (p *Processor) Run(ctx context.Context) error {
 	if p.prepared == nil {
 		if err := p.Prepare(ctx); err != nil {
@@ -160,15 +170,6 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 	}
 	cons := p.prepared
-	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
-		p.log.Warn("a size limit is off: outputs over the message limit are answered with a too_large error",
-			"catalog_max_length", p.cfg.Catalog.MaxLength, "max_skill_bytes", p.cfg.Catalog.MaxSkillBytes, "message_limit", p.limit.max)
-	}
-	svc, err := p.serveDefinition()
-	if err != nil {
-		return err
-	}
-	defer svc.Stop()
 	defer p.rd.close()
 
 	// In-flight triggers finish even when ctx ends: they run on a context
@@ -196,12 +197,33 @@ func (p *Processor) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	pulled := make(chan struct{})
+	// The pull loop has a context of its own, so that a failed start stops
+	// it as a stop does.
+	pctx, stopPulling := context.WithCancel(ctx)
+	defer stopPulling()
+	pulling, pulled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(pulled)
 		defer close(jobs)
-		p.pull(ctx, cons, slots, func(msg jetstream.Msg) { jobs <- msg })
+		p.pull(pctx, cons, slots, func(msg jetstream.Msg) { jobs <- msg }, pulling)
 	}()
+	// drain ends the pull loop's last request and waits for every trigger
+	// received.
+	drain := func() {
+		p.stopping.Store(true)
+		stopPulling()
+		<-pulled
+		wg.Wait()
+	}
+	svc, err := p.start(pctx, pulling, pulled)
+	if err != nil {
+		drain()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer svc.Stop()
 	sctx, stopStats := context.WithCancel(context.WithoutCancel(ctx))
 	statsDone := make(chan struct{})
 	go func() {
@@ -220,15 +242,20 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.divergences.clear()
 	}()
 	close(p.ready)
+	if p.onReady != nil {
+		p.onReady()
+	}
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
+	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
+		p.log.Warn("a size limit is off: outputs over the message limit are answered with a too_large error",
+			"catalog_max_length", p.cfg.Catalog.MaxLength, "max_skill_bytes", p.cfg.Catalog.MaxSkillBytes, "message_limit", p.limit.max)
+	}
 	<-ctx.Done()
-	p.stopping.Store(true)
 	// The pull loop issues no new pull request, hands back whatever the
 	// open one still delivers, and returns when it has ended (at most
 	// pullExpiry later): nothing is left in transit.
-	<-pulled
-	wg.Wait()
+	drain()
 	p.log.Info("processor stopped")
 	return nil
 }

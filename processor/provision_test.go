@@ -180,7 +180,12 @@ func TestToolDefinitionService(t *testing.T) {
 	if err := json.Unmarshal(stats.Data, &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Endpoints) != 2 || st.Endpoints[0].NumRequests != 2 {
+	// The two requests above, and the processor's own at start (see Run),
+	// which the definition requests metric leaves out.
+	if len(st.Endpoints) != 2 || st.Endpoints[0].NumRequests != 3 || st.Endpoints[1].NumRequests != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+	if n := counter(t, p.m.definitionReq); n != 2 {
+		t.Errorf("tool definition requests counted: %v, want 2", n)
 	}
 }

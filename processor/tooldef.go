@@ -1,10 +1,13 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -71,7 +74,9 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		if !p.requestReply(req.Reply(), false) {
 			return
 		}
-		p.m.definitionReq.Inc()
+		if !p.probing(req.Reply()) {
+			p.m.definitionReq.Inc()
+		}
 		body, ct := asJSON, events.ContentTypeJSON
 		if req.Headers().Get(events.HeaderContentType) == events.ContentTypeMsgpack {
 			body, ct = asMsgpack, events.ContentTypeMsgpack
@@ -95,4 +100,108 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 		return nil, fmt.Errorf("register micro service %s: %w", ServiceName, err)
 	}
 	return svc, nil
+}
+
+// start brings the processor to serving (see Run): it waits until the
+// pull loop's first pull request was sent and has the server confirm it
+// (a flush), registers the micro service, and asks each endpoint once
+// through the server. pulled is closed when the pull loop ended.
+func (p *Processor) start(ctx context.Context, pulling, pulled <-chan struct{}) (micro.Service, error) {
+	select {
+	case <-pulling:
+	case <-pulled:
+		return nil, fmt.Errorf("consumer %s: the pull loop ended before it pulled: %w", p.cfg.Consumer, context.Cause(ctx))
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	fctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	err := p.nc.FlushWithContext(fctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: first pull request: %w", p.cfg.Consumer, err)
+	}
+	svc, err := p.serveDefinition()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.selfCheck(ctx); err != nil {
+		svc.Stop()
+		return nil, err
+	}
+	return svc, nil
+}
+
+// selfCheckRetry is the pause between two self-check requests that found
+// no responder.
+const selfCheckRetry = 50 * time.Millisecond
+
+// selfCheck sends each endpoint of the micro service a request through
+// the server, on the processor's own connection, and returns once each has
+// answered, within 4 × Config.RequestTimeout. The requests' reply subjects
+// are under an inbox of the processor's connection that is answered only
+// while the check runs (probing): a worker cannot name it, and it is not
+// counted as a tool definition request. The view endpoint is sent an empty
+// request, which it answers with an error at once.
+func (p *Processor) selfCheck(ctx context.Context) error {
+	inbox := p.nc.NewInbox()
+	sub, err := p.nc.SubscribeSync(inbox + ".*")
+	if err != nil {
+		return fmt.Errorf("self-check inbox: %w", err)
+	}
+	defer sub.Unsubscribe()
+	p.probe.Store(&inbox)
+	defer p.probe.Store(nil)
+	ctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
+	defer cancel()
+	for i, subject := range []string{events.ToolDefinitionSubject, events.ViewSubject(p.cfg.Instance)} {
+		if err := p.ask(ctx, sub, fmt.Sprintf("%s.%d", inbox, i), subject); err != nil {
+			return fmt.Errorf("%s does not answer a request of the processor's own: %w", subject, err)
+		}
+	}
+	return nil
+}
+
+// ask requests subject with reply subject reply (read on sub) until it is
+// answered; a "no responders" status, or no answer within
+// Config.RequestTimeout, is asked again.
+func (p *Processor) ask(ctx context.Context, sub *nats.Subscription, reply, subject string) error {
+	for {
+		if err := p.nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply}); err != nil {
+			return err
+		}
+		why := p.answered(ctx, sub, reply)
+		if why == "" {
+			return nil
+		}
+		if err := pause(ctx, selfCheckRetry); err != nil {
+			return fmt.Errorf("%s (%w)", why, err)
+		}
+	}
+}
+
+// answered waits, at most Config.RequestTimeout, for the answer on reply:
+// "" when it came, else why not.
+func (p *Processor) answered(ctx context.Context, sub *nats.Subscription, reply string) string {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		switch {
+		case err != nil:
+			return fmt.Sprintf("no answer within %v", p.cfg.RequestTimeout)
+		case m.Subject != reply:
+			// a late answer to an earlier subject
+		case m.Header.Get("Status") != "":
+			return "no responders"
+		default:
+			return ""
+		}
+	}
+}
+
+// probing reports whether reply is the reply subject of one of the
+// self-check's requests.
+func (p *Processor) probing(reply string) bool {
+	prefix := p.probe.Load()
+	return prefix != nil && validInbox(reply) && under(reply, *prefix) && reply != *prefix
 }

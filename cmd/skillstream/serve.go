@@ -161,8 +161,13 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), storeWarnings)
+	// Serving is announced once the processor serves (its consumer pulls,
+	// its endpoints answer), by its Run, before Run logs anything more: a
+	// worker that connects on the line finds a responder.
+	var serving []any
 	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics),
-		processor.WithVersion(thisBuild().version))
+		processor.WithVersion(thisBuild().version),
+		processor.WithOnReady(func() { log.Info("skillstream serving", serving...) }))
 	if err != nil {
 		return err
 	}
@@ -195,11 +200,11 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	}
 
 	sl := p.StreamLimits()
-	log.Info("skillstream serving", append(where,
+	serving = append(where,
 		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
 		"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
 		"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
-		"tool_owner", pcfg.ToolOwner, "instance", p.Config().Instance, "workers", pcfg.Workers, "gc", gc)...)
+		"tool_owner", pcfg.ToolOwner, "instance", p.Config().Instance, "workers", pcfg.Workers, "gc", gc)
 
 	var g run.Group
 
@@ -252,7 +257,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 			return fmt.Errorf("jetstream context: %w", err)
 		}
 		hs := &http.Server{
-			Handler: opsHandler(metrics, nc, js, pcfg, pdone, p.Divergences),
+			Handler: opsHandler(metrics, nc, js, pcfg, p.Ready(), pdone, p.Divergences),
 			// Scrapes and probes are small GETs: nothing here needs a
 			// connection held open by a slow client.
 			ReadHeaderTimeout: 5 * time.Second,
@@ -338,12 +343,12 @@ func loopback(addr string) bool {
 }
 
 // opsHandler serves /metrics, /healthz (the process is up) and /readyz (the
-// processor is running, NATS is connected and the consumer exists). A
-// ready member with unresolved view divergences stays ready (it answers
-// every trigger; the divergence is a configuration problem of the group,
-// which a restart of this member would not fix) and lists them after
-// "ready", one a line.
-func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, pdone <-chan struct{},
+// processor serves, see processor.Run, and has not stopped, NATS is
+// connected and the consumer exists). A ready member with unresolved view
+// divergences stays ready (it answers every trigger; the divergence is a
+// configuration problem of the group, which a restart of this member would
+// not fix) and lists them after "ready", one a line.
+func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, ready, pdone <-chan struct{},
 	divergences func() []processor.Divergence) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -359,6 +364,12 @@ func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream,
 			notReady("processor stopped")
 			return
 		default:
+		}
+		select {
+		case <-ready:
+		default:
+			notReady("processor starting")
+			return
 		}
 		if !nc.IsConnected() {
 			notReady("NATS " + nc.Status().String())
