@@ -271,6 +271,15 @@ func TestValidateZoo(t *testing.T) {
 		"bad-flag/SKILL.md":   skillMD("x", "name: bad-flag", "description: Bad flag.", "disable-model-invocation: maybe"),
 		"mismatch/SKILL.md":   skillMD("x", "name: other-name", "description: Name differs from folder."),
 		"empty-folder/readme": "not a skill folder",
+		// The Agent Skills spec's limits are errors; at the limit is fine.
+		"edge-desc/SKILL.md":   skillMD("ok", "name: edge-desc", "description: "+strings.Repeat("d", 1024)),
+		"edge-compat/SKILL.md": skillMD("ok", "name: edge-compat", "description: d", "compatibility: "+strings.Repeat("c", 500)),
+		"long-compat/SKILL.md": skillMD("x", "name: long-compat", "description: d", "compatibility: "+strings.Repeat("c", 501)),
+		// A skill file named SKILL.md in another case is no skill file.
+		"wrong-case/Skill.md": skillMD("x", "name: wrong-case", "description: Capitalised file name."),
+		"lower-case/skill.md": skillMD("x", "name: lower-case", "description: Lower-case file name."),
+		// YAML errors name the line of the file.
+		"bad-token/SKILL.md": skillMD("x", "name: bad-token", "description: d", "@x: 1"),
 	}
 	for rel, content := range files {
 		writeFile(t, root, rel, content)
@@ -283,22 +292,26 @@ func TestValidateZoo(t *testing.T) {
 	for _, want := range []string{
 		p("no-front/SKILL.md") + ": error: no frontmatter",
 		p("unclosed/SKILL.md") + ": error: unclosed frontmatter",
-		p("bad-yaml/SKILL.md") + ": error: frontmatter is not valid YAML",
+		p("bad-yaml/SKILL.md") + ": error: frontmatter is not valid YAML: line 3: did not find expected ',' or ']'",
+		p("bad-token/SKILL.md") + ": error: frontmatter is not valid YAML: line 4: found character that cannot start any token",
 		p("Bad_Name/SKILL.md") + `: error: name "Bad_Name" is invalid`,
 		p("long-name/SKILL.md") + `: error: name "` + long + `" is invalid`,
 		p("no-desc/SKILL.md") + ": error: description is missing",
-		p("long-desc/SKILL.md") + ": warning: description is 1025 characters; the Agent Skills spec allows at most 1024",
+		p("long-desc/SKILL.md") + ": error: description is 1025 characters; the Agent Skills spec allows at most 1024",
+		p("long-compat/SKILL.md") + ": error: compatibility is 501 characters; the Agent Skills spec allows at most 500",
+		p("wrong-case/Skill.md") + ": error: file is named Skill.md: a skill's file must be named exactly SKILL.md",
+		p("lower-case/skill.md") + ": error: file is named skill.md: a skill's file must be named exactly SKILL.md",
 		p("legacy/SKILL.md") + `: error: legacy key "modelInvocable"`,
 		p("bad-flag/SKILL.md") + ": error: disable-model-invocation must be true or false",
-		p("mismatch/SKILL.md") + `: warning: name "other-name" differs from its folder name "mismatch"`,
+		p("mismatch/SKILL.md") + `: error: name "other-name" differs from its folder name "mismatch"; the Agent Skills spec requires them to be equal`,
 		p("empty-folder") + ": warning: folder has no SKILL.md",
-		"12 files checked, 4 valid skills: 8 errors, 4 warnings",
+		"18 files checked, 4 valid skills: 14 errors, 3 warnings",
 	} {
 		if !strings.Contains(stdout, want+"") {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, ok := range []string{"good/SKILL.md", "flat-good.md"} {
+	for _, ok := range []string{"good/SKILL.md", "flat-good.md", "edge-compat/SKILL.md", "edge-desc/SKILL.md: error"} {
 		if strings.Contains(stdout, p(ok)) {
 			t.Errorf("valid %s reported:\n%s", ok, stdout)
 		}
@@ -325,11 +338,42 @@ func TestValidateSingleSkillAndFile(t *testing.T) {
 	}
 
 	// A warning alone does not fail.
-	other := filepath.Join(t.TempDir(), "folder-name")
-	writeFile(t, other, "SKILL.md", skillMD("ok", "name: skill-name", "description: Mismatched."))
-	code, stdout, _ = runMain(t, "validate", other)
+	hidden := filepath.Join(t.TempDir(), "hidden-file")
+	writeFile(t, hidden, "SKILL.md", skillMD("ok", "name: hidden-file", "description: Holds a hidden file."))
+	writeFile(t, hidden, ".notes", "left out by push")
+	code, stdout, _ = runMain(t, "validate", hidden)
 	if code != exitOK || !strings.Contains(stdout, "1 warning") {
-		t.Errorf("mismatch only: exit %d:\n%s", code, stdout)
+		t.Errorf("hidden file only: exit %d:\n%s", code, stdout)
+	}
+}
+
+// TestValidateSkillFolderAsTheSpecSays: a folder given as a skill is one
+// when it holds a file named exactly SKILL.md; a name differing from the
+// folder's is an error, as are a Skill.md or skill.md in its place (about
+// the file's name) and a folder with neither SKILL.md nor skills.
+func TestValidateSkillFolderAsTheSpecSays(t *testing.T) {
+	base := t.TempDir()
+	mismatch := filepath.Join(base, "folder-name")
+	writeFile(t, mismatch, "SKILL.md", skillMD("ok", "name: skill-name", "description: Mismatched."))
+	upper := filepath.Join(base, "upper")
+	writeFile(t, upper, "Skill.md", skillMD("ok", "name: upper", "description: Wrong case."))
+	lower := filepath.Join(base, "lower")
+	writeFile(t, lower, "skill.md", skillMD("ok", "name: lower", "description: Wrong case."))
+	writeFile(t, lower, "scripts/run.sh", "echo\n")
+	bare := filepath.Join(base, "bare")
+	writeFile(t, bare, "README.md", "# A skill without its SKILL.md\n")
+	writeFile(t, bare, "scripts/run.sh", "echo\n")
+	for _, c := range []struct{ arg, want string }{
+		{mismatch, filepath.Join(mismatch, "SKILL.md") + `: error: name "skill-name" differs from its folder name "folder-name"; the Agent Skills spec requires them to be equal`},
+		{upper, filepath.Join(upper, "Skill.md") + ": error: file is named Skill.md: a skill's file must be named exactly SKILL.md"},
+		{lower, filepath.Join(lower, "skill.md") + ": error: file is named skill.md: a skill's file must be named exactly SKILL.md"},
+		{filepath.Join(lower, "skill.md"), filepath.Join(lower, "skill.md") + ": error: file is named skill.md: a skill's file must be named exactly SKILL.md"},
+		{bare, bare + ": error: no SKILL.md and no skills: a skill folder holds a file named exactly SKILL.md"},
+	} {
+		code, stdout, _ := runMain(t, "validate", c.arg)
+		if code != exitFailure || !strings.Contains(stdout, c.want) || strings.Contains(stdout, "warning: name") {
+			t.Errorf("validate %s: exit %d, want %d and %q:\n%s", c.arg, code, exitFailure, c.want, stdout)
+		}
 	}
 }
 

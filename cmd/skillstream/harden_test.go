@@ -26,7 +26,9 @@ func skillsOnly(root string) []string {
 // TestValidateReadsAsServe: validate reads through the provider's own
 // code, so a FIFO named SKILL.md, a SKILL.md linked to /dev/zero and an
 // oversized file are refused with the provider's reasons (no hang, no
-// unbounded read), and it drops exactly the files serve drops.
+// unbounded read); its errors are the files serve drops and the skills
+// serve serves though the Agent Skills spec refuses them (a description
+// over 1024 characters).
 func TestValidateReadsAsServe(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, root, "good/SKILL.md", skillMD("ok", "name: good", "description: Fine."))
@@ -55,9 +57,9 @@ func TestValidateReadsAsServe(t *testing.T) {
 		p("fifo/SKILL.md") + ": error: not a regular file",
 		p("zero/SKILL.md") + ": error: not a regular file",
 		p("huge/SKILL.md") + fmt.Sprintf(": error: file is larger than %d bytes", agentskills.MaxFileSize),
-		p("long/SKILL.md") + ": warning: description is 1100 characters",
+		p("long/SKILL.md") + ": error: description is 1100 characters; the Agent Skills spec allows at most 1024",
 		p("README.md") + ": ignored: no frontmatter: not a skill",
-		"6 files checked, 2 valid skills: 3 errors, 2 warnings, 1 ignored",
+		"6 files checked, 1 valid skill: 4 errors, 1 warning, 1 ignored",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
@@ -71,8 +73,8 @@ func TestValidateReadsAsServe(t *testing.T) {
 	}
 
 	// serve (through catalog, which builds the registry as serve does)
-	// drops exactly the files validate calls errors, and serves the long
-	// description.
+	// drops exactly the files validate calls errors but the long
+	// description, which it serves.
 	_, out, _ := runMain(t, append([]string{"catalog", "--json", "--cwd", t.TempDir()}, skillsOnly(root)...)...)
 	var v catalogView
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
@@ -87,6 +89,7 @@ func TestValidateReadsAsServe(t *testing.T) {
 			errs = append(errs, path)
 		}
 	}
+	dropped = append(dropped, p("long/SKILL.md"))
 	slices.Sort(dropped)
 	slices.Sort(errs)
 	if !slices.Equal(dropped, errs) {

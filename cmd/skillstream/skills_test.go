@@ -133,6 +133,65 @@ func TestSkillsPushRefusesEveryProblem(t *testing.T) {
 	}
 }
 
+// TestSkillsPushAcceptsWhatValidateAccepts: push refuses what validate
+// calls an error, with validate's very lines, and publishes what it
+// accepts, at the Agent Skills spec's limits included.
+func TestSkillsPushAcceptsWhatValidateAccepts(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	base := t.TempDir()
+	dir := func(name string, files ...string) string {
+		for i := 0; i+1 < len(files); i += 2 {
+			writeFile(t, filepath.Join(base, name), files[i], files[i+1])
+		}
+		return filepath.Join(base, name)
+	}
+	refused := []string{
+		dir("folder-name", "SKILL.md", skillMD("B.", "name: other-name", "description: Differs.")),
+		dir("long-desc", "SKILL.md", skillMD("B.", "name: long-desc", "description: "+strings.Repeat("d", 1025))),
+		dir("long-compat", "SKILL.md", skillMD("B.", "name: long-compat", "description: d", "compatibility: "+strings.Repeat("c", 501))),
+		dir("upper", "Skill.md", skillMD("B.", "name: upper", "description: Wrong case.")),
+		dir("lower", "skill.md", skillMD("B.", "name: lower", "description: Wrong case."), "scripts/run.sh", "echo\n"),
+		filepath.Join(dir("flat", "skill.md", skillMD("B.", "name: skill", "description: Wrong case.")), "skill.md"),
+		dir("bare", "README.md", "# No SKILL.md here\n"),
+		dir("root", "ok-skill/SKILL.md", skillMD("B.", "name: ok-skill", "description: Fine."),
+			"bad-skill/SKILL.md", skillMD("B.", "name: bad", "description: Differs.")),
+	}
+	errorLines := func(out string) []string {
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, ": error: ") {
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	for _, p := range refused {
+		code, vout, _ := runMain(t, "validate", p)
+		verrs := errorLines(vout)
+		if code != exitFailure || len(verrs) == 0 {
+			t.Errorf("validate %s: exit %d:\n%s", p, code, vout)
+		}
+		code, stdout, stderr := runMain(t, "skills", "push", p, "--nats-url", srv.URL())
+		if code != exitFailure || stdout != "" || !strings.Contains(stderr, "nothing was published") {
+			t.Errorf("push %s: exit %d\nstdout:\n%s\nstderr:\n%s", p, code, stdout, stderr)
+		}
+		if perrs := errorLines(stderr); strings.Join(perrs, "\n") != strings.Join(verrs, "\n") {
+			t.Errorf("push %s refuses with\n%s\nvalidate with\n%s", p, strings.Join(perrs, "\n"), strings.Join(verrs, "\n"))
+		}
+	}
+	if code, stdout, _ := runMain(t, "skills", "ls", "--nats-url", srv.URL()); code != 0 || stdout != "" {
+		t.Fatalf("something was published: exit %d\n%s", code, stdout)
+	}
+
+	edge := dir("edge", "SKILL.md", skillMD("B.", "name: edge", "description: "+strings.Repeat("d", 1024), "compatibility: "+strings.Repeat("c", 500)))
+	if code, stdout, _ := runMain(t, "validate", edge); code != exitOK {
+		t.Errorf("validate at the limits: exit %d\n%s", code, stdout)
+	}
+	if code, stdout, stderr := runMain(t, "skills", "push", edge, "--nats-url", srv.URL()); code != exitOK || !strings.HasPrefix(stdout, "added edge rev 1 ") {
+		t.Errorf("push at the limits: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
 // TestSkillsGC runs skills gc the way an operator does: the old version
 // of an updated skill is kept while it is young, listed by a dry run,
 // removed by gc, and the current version is still fetched.

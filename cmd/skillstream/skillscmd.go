@@ -96,12 +96,12 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       --follow-links-out. Each file is read without following a link and
       only if it is still the file the listing found, so a file swapped
       for a link meanwhile is never published. Every skill is validated
-      first, as validate does,
-      and a skill whose name differs from its folder is refused: on any
-      problem nothing is written, every problem is listed and the exit
-      status is 1. validate's warnings about control and bidirectional-
-      text characters in a skill's text are printed on stderr, and the
-      skill is published. Skills whose files are unchanged are not written
+      first: what validate calls an error (a name other than its folder's,
+      a description over 1024 characters...) is refused with validate's
+      message; on any problem nothing is written, every problem is listed
+      and the exit status is 1. validate's warnings about control and
+      bidirectional-text characters in a skill's text are printed on
+      stderr, and the skill is published. Skills whose files are unchanged are not written
       again.
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the

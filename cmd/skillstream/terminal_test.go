@@ -122,13 +122,13 @@ func TestValidateShowsFileNamesEscaped(t *testing.T) {
 	writeFile(t, root, "bidi/SKILL.md", skillMD("Fine \u2066body\u2069.", "name: bidi", "description: \"Safe \\u202eevil\""))
 	writeFile(t, root, "x\x1b]0;owned\x07.md", skillMD("x", "name: x", "description: d"))
 	code, stdout, stderr := runMain(t, "validate", root)
-	if code != 0 {
+	if code != exitFailure {
 		t.Fatalf("validate: exit %d\n%s%s", code, stdout, stderr)
 	}
 	assertRevealed(t, "validate", stdout+stderr,
 		filepath.Join(root, "bidi", "SKILL.md")+": warning: description on line 3 holds U+202E, a bidirectional-text control",
 		filepath.Join(root, "bidi", "SKILL.md")+": warning: body on line 5 holds U+2066, a bidirectional-text control (and 1 more)",
-		filepath.Join(root, `x\x1b]0;owned\x07.md`)+`: warning: name "x" differs from its file name "x\x1b]0;owned\a"`)
+		filepath.Join(root, `x\x1b]0;owned\x07.md`)+`: error: name "x" differs from its file name "x\x1b]0;owned\a"`)
 }
 
 // TestServeWarnsOfControlCharactersInDescriptions: serve's registry logs a

@@ -17,9 +17,6 @@ import (
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
-// maxDescriptionLength is the Agent Skills spec's limit on a description.
-const maxDescriptionLength = 1024
-
 func (a *app) validateCommand() (*command, runFunc) {
 	var c Config
 	cmd := newCommand("validate", "skillstream validate PATH...", `
@@ -31,14 +28,19 @@ or FIFO) and the same reasons. Every finding is printed as
 "<file>: <level>: <reason>":
 
   error    serve would drop the file: missing or malformed frontmatter,
-           invalid YAML, name outside the grammar (lowercase letters, digits,
-           single hyphens, 1 to 64 characters), missing or empty
-           description, unsupported invocation values or legacy keys, file
-           too large, not a regular file, dangling link, unreadable;
-  warning  the skill works but is probably not what was meant: name differs
-           from its folder (or file) name, two skills of one name in a root,
-           a folder without SKILL.md, a description longer than the 1024
-           characters the Agent Skills spec allows (serve serves it), a
+           invalid YAML (with the line of the file), name outside the
+           grammar (lowercase letters, digits, single hyphens, 1 to 64
+           characters), missing or empty description, unsupported
+           invocation values or legacy keys, file too large, not a regular
+           file, dangling link, unreadable; or the Agent Skills spec
+           refuses the skill, though serve serves it: a name that differs
+           from its folder (or flat file) name, a description longer than
+           1024 characters, a compatibility longer than 500, a skill file
+           named other than exactly SKILL.md (Skill.md, skill.md), a
+           folder holding neither SKILL.md nor any skill (skills push
+           refuses all of these, with the same reasons);
+  warning  the skill works but is probably not what was meant: two skills
+           of one name in a root, a folder of a root without SKILL.md, a
            description the catalog would cut (longer than
            --catalog-description-max-length once white space is collapsed),
            instructions the skill tool would cut (longer than
@@ -129,8 +131,8 @@ func (l *linter) add(path, level, format string, args ...any) {
 func (l *linter) path(p string) []string {
 	fi, err := os.Stat(p) // never blocks, not even on a FIFO
 	if err == nil && fi.IsDir() {
-		if sfi, err := os.Stat(filepath.Join(p, agentskills.SkillFile)); err == nil && !sfi.IsDir() {
-			return l.skillArg(p)
+		if sfi, err := os.Stat(filepath.Join(p, agentskills.SkillFile)); err == nil && !sfi.IsDir() || agentskills.Misnamed(p) != "" {
+			return l.skillArg(p) // a skill folder, its skill file perhaps misnamed
 		}
 		return l.root(p)
 	}
@@ -142,7 +144,10 @@ func (l *linter) path(p string) []string {
 func (l *linter) skillArg(p string) []string {
 	ls := agentskills.ScanSkill(l.ctx, p, l.follow)
 	l.listing(p, ls, nil)
-	if len(ls.Skills) == 0 {
+	for _, d := range ls.NoSkillFile {
+		l.add(d, levelError, "folder has no SKILL.md; it is not a skill")
+	}
+	if len(ls.Skills) == 0 || len(ls.Skills[0].Problems) > 0 {
 		return nil
 	}
 	return []string{p}
@@ -160,10 +165,13 @@ func (l *linter) root(root string) []string {
 	own := l.findings[start:]
 	sort.SliceStable(own, func(i, j int) bool { return own[i].path < own[j].path })
 	if len(ls.Skills) == 0 && len(ls.Diagnostics) == 0 && ls.Err == nil {
-		l.add(root, levelWarning, "no skills found: expected <name>/SKILL.md folders or <name>.md files")
+		l.add(root, levelError, "no SKILL.md and no skills: a skill folder holds a file named exactly SKILL.md, a skills root <name>/SKILL.md folders or <name>.md files")
 	}
 	var skills []string
 	for _, f := range ls.Skills {
+		if len(f.Problems) > 0 {
+			continue
+		}
 		if filepath.Base(f.Path) == agentskills.SkillFile {
 			skills = append(skills, filepath.Dir(f.Path)) // a skill folder
 		} else {
@@ -186,7 +194,9 @@ func (l *linter) listing(arg string, ls agentskills.Listing, seen map[string]str
 	}
 	for _, f := range ls.Skills {
 		l.files++
-		l.skills++
+		if len(f.Problems) == 0 {
+			l.skills++
+		}
 		l.skill(f)
 		if seen == nil {
 			continue
@@ -206,20 +216,13 @@ func (l *linter) listing(arg string, ls agentskills.Listing, seen map[string]str
 	}
 }
 
-// skill checks what serve accepts but the Agent Skills spec advises
-// against.
+// skill reports what the Agent Skills spec refuses in a skill serve
+// accepts (errors), and what is probably not what its author meant.
 func (l *linter) skill(f agentskills.Found) {
-	want, kind := strings.TrimSuffix(filepath.Base(f.Path), ".md"), "file"
-	if filepath.Base(f.Path) == agentskills.SkillFile {
-		want, kind = filepath.Base(filepath.Dir(absOr(f.Path))), "folder"
-	}
-	if want != f.Summary.Name {
-		l.add(f.Path, levelWarning, "name %q differs from its %s name %q; the Agent Skills spec wants them equal", f.Summary.Name, kind, want)
+	for _, p := range f.Problems {
+		l.add(f.Path, levelError, "%s", p)
 	}
 	desc := f.Summary.Description
-	if n := utf8.RuneCountInString(desc); n > maxDescriptionLength {
-		l.add(f.Path, levelWarning, "description is %d characters; the Agent Skills spec allows at most %d (serve serves it)", n, maxDescriptionLength)
-	}
 	if n := utf8.RuneCountInString(catalog.Normalize(desc, len(desc)+catalog.MinDescriptionMaxLength)); l.descMax > 0 && n > l.descMax {
 		l.add(f.Path, levelWarning, "description is %d characters once white space is collapsed; the catalog shows the first %d and \"...\" (--catalog-description-max-length %d)",
 			n, l.descMax-catalog.MinDescriptionMaxLength, l.descMax)
@@ -231,7 +234,7 @@ func (l *linter) skill(f agentskills.Found) {
 		l.add(f.Path, levelWarning, "%s", w)
 		l.findings[len(l.findings)-1].text = true
 	}
-	if kind == "folder" {
+	if filepath.Base(f.Path) == agentskills.SkillFile {
 		l.folderFiles(filepath.Dir(f.Path))
 	}
 }
@@ -329,11 +332,4 @@ func errPath(err error) string {
 		return pe.Path
 	}
 	return ""
-}
-
-func absOr(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }

@@ -28,8 +28,11 @@
 // over its regular files in byte order of their "/"-separated relative
 // paths, each contributing "<path>\x00<size in decimal bytes>\x00<bytes>"
 // (Hasher, Digest). A skill kept as one flat file is digested as one file
-// named SKILL.md. Tool results carry the digest, so a worker can tell
-// which version of a skill it was given.
+// named SKILL.md. Which files a skill has is the publisher's choice, and
+// the digest covers exactly those: skillstream leaves hidden files (names
+// starting with a dot) out of a skill, on disk and in the store alike,
+// unless a push asks for them. Tool results carry the digest, so a worker
+// can tell which version of a skill it was given.
 //
 // # Objects
 //

@@ -15,9 +15,13 @@ import (
 
 // A skill's digest identifies the exact files of a skill; its rule (the
 // files hashed in byte order of path) is the skill store's, kept in
-// skillstore.Hasher. A flat-file skill is digested as one file named
-// SKILL.md. The skill store names its objects by it, and tool results
-// carry it so a worker can tell which version of a skill it was given.
+// skillstore.Hasher. A skill's files are the regular files of its folder
+// but hidden ones (a name starting with a dot, version control folders
+// among them): what skills push publishes, so a folder served from disk
+// and the same folder pushed have one digest. A flat-file skill is
+// digested as one file named SKILL.md. The skill store names its objects
+// by it, and tool results carry it so a worker can tell which version of
+// a skill it was given.
 
 // Errors of Files. Match them with errors.Is.
 var (
@@ -40,14 +44,13 @@ type Selection int
 
 // The selections of FilesOf.
 const (
-	// AllFiles lists every file (a materialised folder is checked whole).
-	AllFiles Selection = iota
-	// NoVCS leaves out version control folders (.git, .hg, .svn) and
-	// files of those names.
-	NoVCS
 	// NoHidden leaves out every file and folder whose name starts with a
-	// dot, version control folders included.
-	NoHidden
+	// dot, version control folders included: a skill's files, as served,
+	// digested and published by default.
+	NoHidden Selection = iota
+	// NoVCS leaves out only version control folders (.git, .hg, .svn) and
+	// files of those names: what skills push --include-hidden publishes.
+	NoVCS
 )
 
 // Hidden reports whether the "/"-separated relative path p has an element
@@ -108,14 +111,14 @@ type File struct {
 	id     identity
 }
 
-// Files lists the regular files of the skill folder dir, in byte order of
-// Path, without reading them. Symbolic links are followed when they
-// resolve to a regular file inside the folder; a link leaving the folder
-// (ErrLinkOutside), a link to a directory, a special file (ErrNotRegular),
-// more files or bytes than lim allows (ErrTooManyFiles, ErrTooLarge) are
-// errors naming the path. Hidden files count like any other.
+// Files lists the files of the skill folder dir, in byte order of Path,
+// without reading them: its regular files but hidden ones (NoHidden).
+// Symbolic links are followed when they resolve to a regular file inside
+// the folder; a link leaving the folder (ErrLinkOutside), a link to a
+// directory, a special file (ErrNotRegular), more files or bytes than lim
+// allows (ErrTooManyFiles, ErrTooLarge) are errors naming the path.
 func Files(dir string, lim Limits) ([]File, error) {
-	return FilesOf(dir, lim, AllFiles)
+	return FilesOf(dir, lim, NoHidden)
 }
 
 // FilesOf is Files listing only the files sel selects: the folders it
@@ -171,7 +174,7 @@ func Open(f File) (*os.File, error) {
 // walkFolder walks the skill folder dir as Files does and returns the
 // walker, which also knows the subfolders and links it went through.
 func walkFolder(dir string, lim Limits) (*walker, error) {
-	return walkFolderOf(dir, lim, AllFiles)
+	return walkFolderOf(dir, lim, NoHidden)
 }
 
 func walkFolderOf(dir string, lim Limits, sel Selection) (*walker, error) {
@@ -289,7 +292,7 @@ func digestOne(h *skillstore.Hasher, f File) error {
 }
 
 // Digest returns the digest of the skill folder dir under the default
-// limits.
+// limits: of its files as Files lists them, hidden ones left out.
 func Digest(dir string) (string, error) {
 	files, err := Files(dir, Limits{})
 	if err != nil {

@@ -53,7 +53,12 @@
 // the file invalid. An invalid file is dropped with a Diagnostic (path and
 // reason) and never hides the valid files beside it. ScanFolder and
 // ScanSkill read a folder or one skill exactly as the provider does, with
-// all their diagnostics, for a validate command.
+// all their diagnostics, for a validate command; they also report what
+// the Agent Skills specification refuses though the provider serves it
+// (Found.Problems, from Document.Check: a name other than the folder's, a
+// description over 1024 characters, a compatibility over 500) and skill
+// files named SKILL.md in another case (CheckFileName), which the
+// provider does not read. YAML errors name the line of the file.
 //
 // # Completeness
 //
@@ -122,8 +127,11 @@
 // kept while the file's identity (inode, size, mtime, ctime) is unchanged,
 // so a warm Load costs one stat and body edits are seen at once. The skill
 // comes with its digest (see Digest): a flat file's is kept with the same
-// identity. A skill folder's digest covers every file below it, so
-// checking identities would mean walking the folder on every Load;
+// identity. A skill folder's digest covers every file below it but hidden
+// ones (names starting with a dot, version control folders among them:
+// what skills push publishes by default, so the folder pushed has the
+// same digest), so checking identities would mean walking the folder on
+// every Load;
 // instead, on Linux, each folder and file of a loaded skill folder gets an
 // inotify watch of its own (a second instance, apart from the listing's),
 // and the digest is kept while none of them reported an event and the

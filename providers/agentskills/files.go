@@ -14,8 +14,9 @@ import (
 )
 
 // Files implements providers.Filer: the files of the winning skill called
-// name for q, found as Load finds it. A folder skill gives the regular
-// files of its folder (see the package-level Files for what is refused); a
+// name for q, found as Load finds it. A folder skill gives the files of
+// its folder its digest covers, hidden ones left out (see the
+// package-level Files, also for what is refused); a
 // flat-file skill gives one file, SKILL.md, as its digest counts it.
 func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error) {
 	if !catalog.ValidName(name) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -155,6 +157,45 @@ func cutLine(b []byte) (line, rest []byte, nl bool) {
 	return bytes.TrimSuffix(b[:i], []byte("\r")), b[i+1:], true
 }
 
+// frontLine is what turns a line of the frontmatter into a line of the
+// file: the frontmatter starts on the file's second line, after `---`.
+const frontLine = 1
+
+// yamlLine matches the line numbers YAML's messages give ("line 3: ...",
+// "... already defined at line 2").
+var yamlLine = regexp.MustCompile(`(^|\s)line (\d+)`)
+
+// parserProblems are the problems YAML's parser (not its scanner) reports.
+// Their line numbers count from 0 (the line where the construct being
+// parsed starts, or else the offending token's), where every other line
+// number YAML gives counts from 1.
+var parserProblems = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>", "found undefined tag handle",
+	"did not find expected node content", "did not find expected '-' indicator", "did not find expected key",
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "found duplicate %YAML directive",
+	"found incompatible YAML document", "found duplicate %TAG directive",
+}
+
+// fileLines turns the frontmatter's line numbers in a YAML message into
+// the file's, so that a message names the line an editor shows.
+func fileLines(msg string) string {
+	shift := frontLine
+	for _, p := range parserProblems {
+		if strings.HasSuffix(msg, ": "+p) {
+			shift++
+			break
+		}
+	}
+	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := yamlLine.FindStringSubmatch(m)
+		n, err := strconv.Atoi(sub[2])
+		if err != nil {
+			return m
+		}
+		return sub[1] + "line " + strconv.Itoa(n+shift)
+	})
+}
+
 // problems collects the reasons a frontmatter is refused.
 type problems []string
 
@@ -164,7 +205,7 @@ func parseFront(front []byte) (Document, error) {
 	front = bytes.ReplaceAll(front, []byte("\r\n"), []byte("\n"))
 	var root yaml.Node
 	if err := yaml.Unmarshal(front, &root); err != nil {
-		return Document{}, &ParseError{Reason: "frontmatter is not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		return Document{}, &ParseError{Reason: "frontmatter is not valid YAML: " + fileLines(strings.TrimPrefix(err.Error(), "yaml: "))}
 	}
 	if root.Kind == 0 {
 		return Document{}, &ParseError{Reason: "frontmatter is empty; name and description are required"}
@@ -184,7 +225,7 @@ func parseFront(front []byte) (Document, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, vn := deref(m.Content[i]), deref(m.Content[i+1])
 		if kn.Kind != yaml.ScalarNode {
-			bad.add("frontmatter key on line %d is not a plain string", kn.Line)
+			bad.add("frontmatter key on line %d is not a plain string", kn.Line+frontLine)
 			continue
 		}
 		key := kn.Value
@@ -271,7 +312,7 @@ func parseFront(front []byte) (Document, error) {
 			}
 			var md map[string]any
 			if err := vn.Decode(&md); err != nil {
-				bad.add("metadata: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+				bad.add("metadata: %s", fileLines(strings.TrimPrefix(err.Error(), "yaml: ")))
 				continue
 			}
 			d.Metadata = md

@@ -1,7 +1,9 @@
 package agentskills_test
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +177,101 @@ func TestParseReportsEveryProblem(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// YAML errors name the line of the file, the opening `---` being line 1,
+// whether YAML's scanner or its parser found them (the parser counts its
+// lines from 0).
+func TestParseYAMLErrorsNameTheFileLine(t *testing.T) {
+	for _, tt := range []struct{ in, reason string }{
+		{"---\nname: a\ndescription: [unbalanced\n---\n", "frontmatter is not valid YAML: line 3: did not find expected ',' or ']'"},
+		{"---\nname: a\ndescription: d\n@x: 1\n---\n", "frontmatter is not valid YAML: line 4: found character that cannot start any token"},
+		{"---\nname: a\ndescription: d\n- x\n---\n", "frontmatter is not valid YAML: line 4: did not find expected key"},
+		{"---\nname: a\ndescription: d\nfoo: bar: baz\n---\n", "frontmatter is not valid YAML: line 4: mapping values are not allowed in this context"},
+		{"---\r\nname: a\r\ndescription: 'open\r\n---\r\n", "frontmatter is not valid YAML: line 3: found unexpected end of stream"},
+		{"\ufeff---\nname: a\ndescription: d\n\n{x: y}: z\n---\n", "frontmatter key on line 5 is not a plain string"},
+		{"---\nname: a\ndescription: d\nmetadata:\n  k: 1\n  k: 2\n---\n", `line 6: mapping key "k" already defined at line 5`},
+	} {
+		_, err := agentskills.Parse([]byte(tt.in))
+		var pe *agentskills.ParseError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Reason, tt.reason) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.in, err, tt.reason)
+		}
+	}
+}
+
+// Check is what the Agent Skills spec refuses though Parse accepts it.
+func TestCheckFollowsTheAgentSkillsSpec(t *testing.T) {
+	d := func(front string) agentskills.Document {
+		t.Helper()
+		doc, err := agentskills.Parse([]byte("---\n" + front + "\n---\nbody\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	for _, tt := range []struct {
+		name, path, front string
+		want              []string
+	}{
+		{"conforming", "/s/pdf/SKILL.md", "name: pdf\ndescription: d", nil},
+		{"at the limits", "/s/pdf/SKILL.md", "name: pdf\ndescription: " + strings.Repeat("é", 1024) + "\ncompatibility: " + strings.Repeat("c", 500), nil},
+		{"flat file", "/s/pdf.md", "name: pdf\ndescription: d", nil},
+		{"folder name", "/s/other/SKILL.md", "name: pdf\ndescription: d",
+			[]string{`name "pdf" differs from its folder name "other"; the Agent Skills spec requires them to be equal`}},
+		{"file name", "/s/other.md", "name: pdf\ndescription: d",
+			[]string{`name "pdf" differs from its file name "other"; the Agent Skills spec requires them to be equal`}},
+		{"long fields", "/s/pdf/SKILL.md", "name: pdf\ndescription: " + strings.Repeat("é", 1025) + "\ncompatibility: " + strings.Repeat("c", 501), []string{
+			"description is 1025 characters; the Agent Skills spec allows at most 1024",
+			"compatibility is 501 characters; the Agent Skills spec allows at most 500"}},
+	} {
+		if got := d(tt.front).Check(tt.path); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+			t.Errorf("%s: Check = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	for name, bad := range map[string]bool{"SKILL.md": false, "Skill.md": true, "skill.md": true, "SKILL.MD": true, "skill.txt": false, "pdf.md": false} {
+		err := agentskills.CheckFileName("/s/x/" + name)
+		if (err != nil) != bad || bad && (!errors.Is(err, agentskills.ErrInvalidSkill) || !strings.Contains(err.Error(), "must be named exactly SKILL.md")) {
+			t.Errorf("CheckFileName(%s) = %v", name, err)
+		}
+	}
+}
+
+// The provider serves what only the Agent Skills spec refuses (a name
+// other than the folder's, a long description) and skips a folder whose
+// skill file is Skill.md without a word; ScanFolder, for validate, reports
+// them: Found.Problems and a diagnostic naming the misnamed file.
+func TestServeLenientScanStrict(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, "folder", "SKILL.md"), skillText("other", "d", "b"))
+	write(t, filepath.Join(root, "long", "SKILL.md"), skillText("long", strings.Repeat("d", 1025), "b"))
+	write(t, filepath.Join(root, "upper", "Skill.md"), skillText("upper", "d", "b"))
+	p := newProvider(t, agentskills.Config{CustomDirs: []string{root}, NoUserDir: true})
+	if got := describe(list(t, p, "")); len(got) != 2 || got[0] != "other=d@custom" {
+		t.Errorf("served %d skills (%.40q), want other and long", len(got), got)
+	}
+	if ds := diagnostics(t, p, ""); len(ds) != 0 {
+		t.Errorf("serve reports %v", ds)
+	}
+
+	ls := agentskills.ScanFolder(context.Background(), root, true)
+	var problems []string
+	for _, f := range ls.Skills {
+		problems = append(problems, f.Problems...)
+	}
+	if len(ls.Skills) != 2 || len(problems) != 2 || !strings.HasPrefix(problems[0], `name "other" differs from its folder name "folder"`) ||
+		!strings.HasPrefix(problems[1], "description is 1025 characters") {
+		t.Errorf("ScanFolder found %d skills with problems %q", len(ls.Skills), problems)
+	}
+	upper := filepath.Join(root, "upper", "Skill.md")
+	if len(ls.Diagnostics) != 1 || ls.Diagnostics[0].Path != upper || !strings.Contains(ls.Diagnostics[0].Reason, "must be named exactly SKILL.md") {
+		t.Errorf("ScanFolder diagnostics %v, want one naming %s", ls.Diagnostics, upper)
+	}
+	if m := agentskills.Misnamed(filepath.Join(root, "upper")); m != upper {
+		t.Errorf("Misnamed = %q", m)
+	}
+	if m := agentskills.Misnamed(filepath.Join(root, "folder")); m != "" {
+		t.Errorf("Misnamed of a folder with SKILL.md = %q", m)
 	}
 }

@@ -30,6 +30,7 @@ type fileState struct {
 	ignored bool            // a flat .md file without frontmatter: not a skill, not an error
 	body    int             // bytes of the trimmed body (instructions)
 	text    []TextWarning   // when the scanner lints
+	spec    []string        // when the scanner lints: what Document.Check refuses
 }
 
 // found is a skill found in a root.
@@ -39,6 +40,7 @@ type found struct {
 	sum  catalog.Summary // ResourceBase set; Source, Provider left to the caller
 	body int             // bytes of its instructions
 	text []TextWarning   // when the scanner lints
+	spec []string        // when the scanner lints
 }
 
 // listing is what one scan of one root found.
@@ -65,7 +67,7 @@ type counters struct {
 // scanner scans one root once.
 type scanner struct {
 	noFollow bool
-	lint     bool                 // check each skill's text (CheckText), for validate
+	lint     bool                 // check each skill's text (CheckText) and the spec's rules (Check, CheckFileName), for validate
 	base     string               // with noFollow, links from below base down to the root are refused
 	prev     map[string]fileState // may be nil
 	touched  map[string]struct{}  // files known to have changed
@@ -210,6 +212,12 @@ func (s *scanner) dirSkill(dir string) {
 	if s.hooks != nil {
 		s.hooks.watchDir(dir) // so a SKILL.md created later is seen
 	}
+	if s.lint {
+		if m := Misnamed(dir); m != "" {
+			s.diag(m, reasonOf(CheckFileName(m)))
+			return
+		}
+	}
 	file := filepath.Join(dir, SkillFile)
 	fi, err := os.Lstat(file)
 	if err != nil {
@@ -266,7 +274,7 @@ func (s *scanner) add(path, base string, fi fs.FileInfo, flat bool) {
 	}
 	sum := st.sum
 	sum.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: base}
-	s.out.skills = append(s.out.skills, found{path: path, dir: filepath.Dir(path), sum: sum, body: st.body, text: st.text})
+	s.out.skills = append(s.out.skills, found{path: path, dir: filepath.Dir(path), sum: sum, body: st.body, text: st.text, spec: st.spec})
 }
 
 func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error) {
@@ -287,7 +295,7 @@ func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error
 		return fileState{id: id, ignored: true}, nil
 	}
 	s.count.parses.Add(1)
-	sk, err := ParseFile(path, data)
+	d, err := Parse(data)
 	if err != nil {
 		var pe *ParseError
 		if errors.As(err, &pe) {
@@ -295,12 +303,14 @@ func (s *scanner) read(path string, fi fs.FileInfo, flat bool) (fileState, error
 		}
 		return fileState{}, err
 	}
+	sk := d.skill()
 	if s.parsed != nil {
 		s.parsed(path, id, sk)
 	}
 	st := fileState{id: id, sum: sk.Summary, body: len(sk.Content)}
 	if s.lint {
 		st.text = CheckText(data)
+		st.spec = d.Check(path)
 	}
 	return st, nil
 }
@@ -346,6 +356,9 @@ type Found struct {
 	Summary   catalog.Summary
 	BodyBytes int           // size of the instructions (the trimmed body)
 	Text      []TextWarning // characters in the skill's text its author probably did not mean
+	// Problems are what the Agent Skills specification refuses in the
+	// skill though serve serves it (see Document.Check).
+	Problems []string
 }
 
 // Listing is what ScanFolder or ScanSkill found.
@@ -361,6 +374,15 @@ type Listing struct {
 	NoSkillFile []string
 	// Err reports I/O failures; what was found despite them is above.
 	Err error
+}
+
+// reasonOf is a *ParseError's reason.
+func reasonOf(err error) string {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe.Reason
+	}
+	return err.Error()
 }
 
 // ScanFolder lists one skills folder the way the provider does, with the
@@ -397,6 +419,8 @@ func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
 		s.dirSkill(path)
 	case !fi.Mode().IsRegular():
 		s.diag(path, "not a regular file")
+	case CheckFileName(path) != nil:
+		s.diag(path, reasonOf(CheckFileName(path)))
 	default:
 		s.add(path, filepath.Dir(path), fi, filepath.Base(path) != SkillFile)
 	}
@@ -410,7 +434,7 @@ func ScanSkill(ctx context.Context, path string, followSymlinks bool) Listing {
 func (l listing) public(dir string) Listing {
 	out := Listing{Diagnostics: l.diags, Ignored: l.ignored, NoSkillFile: l.bare}
 	for _, f := range l.skills {
-		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum, BodyBytes: f.body, Text: f.text})
+		out.Skills = append(out.Skills, Found{Path: f.path, Summary: f.sum, BodyBytes: f.body, Text: f.text, Problems: f.spec})
 	}
 	if l.err != nil {
 		out.Err = fmt.Errorf("scan %s: %w", dir, l.err)

@@ -60,7 +60,7 @@ func CheckText(data []byte) []TextWarning {
 				continue
 			}
 			if _, r, n := catalog.FindControl(vn.Value, true); n > 0 {
-				out = append(out, TextWarning{Field: field, Line: kn.Line + 1, Char: r, Count: n})
+				out = append(out, TextWarning{Field: field, Line: kn.Line + frontLine, Char: r, Count: n})
 			}
 		}
 	}

@@ -39,7 +39,11 @@
 // read, so racing publishers never overwrite each other silently. It
 // publishes only what belongs to a skill (ReadSkillWith): never version
 // control folders, hidden files only when asked, each file read only
-// while it is the one listed.
+// while it is the one listed. Its digest covers exactly what it publishes:
+// by default the files the filesystem provider digests (hidden ones left
+// out), so a folder pushed and served from disk has one digest; with
+// hidden files asked for, they are in the digest too. It refuses what
+// validate refuses, with the same reasons (agentskills.Document.Check).
 // Collect (`skills gc`) removes the objects no revision the index still
 // holds names, which nothing else ever deletes.
 // Publisher.Materialize writes a skill's files to a directory atomically

@@ -57,8 +57,11 @@ func ReadSkill(path string, cfg Config) (Local, error) {
 // (holding SKILL.md and any other files) or a flat skill file, digested
 // as one file named SKILL.md. Version control folders are left out, and
 // hidden files unless opts.IncludeHidden. It refuses, naming the path and
-// the reason, a SKILL.md that is not a valid skill, a skill whose name
-// differs from its folder (or file) name, a symbolic link leaving the
+// the reason, a SKILL.md that is not a valid skill, one the Agent Skills
+// specification refuses as validate does (agentskills.Document.Check,
+// agentskills.CheckFileName: a name other than its folder's or file's, a
+// description or compatibility too long, a skill file named Skill.md or
+// skill.md), a symbolic link leaving the
 // folder, a special file, a file name with control characters, more files
 // or bytes than the configured limits, a file that changed (or became a
 // link) between the listing and the read, and (see ReadOptions) a skill
@@ -79,14 +82,18 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 		sel = agentskills.NoVCS
 	}
 	var files []agentskills.File
-	var want string
 	if fi.IsDir() {
+		if m := agentskills.Misnamed(path); m != "" {
+			return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, m, reason(agentskills.CheckFileName(m)))
+		}
 		files, err = agentskills.FilesOf(path, cfg.limits(), sel)
 		if err != nil {
 			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
 		}
-		want = filepath.Base(absOr(path))
 	} else {
+		if err := agentskills.CheckFileName(path); err != nil {
+			return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, path, reason(err))
+		}
 		lim := cfg.limits()
 		max := lim.MaxBytes
 		if max <= 0 {
@@ -103,7 +110,6 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 			return Local{}, fmt.Errorf("%w: %v", ErrInvalidSkill, err)
 		}
 		files = []agentskills.File{f}
-		want = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	for _, f := range files {
 		if err := skillstore.CheckPath(f.Path); err != nil {
@@ -128,27 +134,39 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 	if err != nil {
 		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
 	}
-	// Parse what was archived, not the disk again.
+	// Parse what was archived, not the disk again; refuse what validate
+	// refuses (the Agent Skills specification's rules), with its reasons.
 	unpacked, err := skillstore.Unpack(bytes.NewReader(archive), digest, skillstore.Limits{MaxFiles: len(files), MaxBytes: max(total, 1)})
 	if err != nil {
 		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
 	}
-	sk, err := parseSkill(unpacked)
-	if err != nil {
-		var pe *agentskills.ParseError
-		if errors.As(err, &pe) {
-			return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, skillPath(path, fi.IsDir()), pe.Reason)
+	file := skillPath(path, fi.IsDir())
+	var d agentskills.Document
+	for _, f := range unpacked {
+		if f.Path == agentskills.SkillFile {
+			d, err = agentskills.Parse(f.Data)
 		}
-		return Local{}, fmt.Errorf("%w: %s: %v", ErrInvalidSkill, path, err)
 	}
-	if sk.Name != want {
-		return Local{}, fmt.Errorf("%w: %s: name %q differs from its %s name %q; a published skill is named by its folder",
-			ErrInvalidSkill, skillPath(path, fi.IsDir()), sk.Name, map[bool]string{true: "folder", false: "file"}[fi.IsDir()], want)
+	if err != nil {
+		return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, file, reason(err))
+	}
+	if problems := d.Check(file); len(problems) > 0 {
+		return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, file, strings.Join(problems, "; "))
 	}
 	return Local{Path: path, archive: archive, Record: Record{
-		Name: sk.Name, Description: sk.Description, WhenToUse: sk.WhenToUse, Invocation: sk.Invocation,
+		Name: d.Name, Description: d.Description, WhenToUse: d.WhenToUse, Invocation: d.Invocation,
 		Digest: digest, Object: skillstore.ObjectName(digest), Size: total, Files: len(files),
 	}}, nil
+}
+
+// reason is why err refuses a skill: a *agentskills.ParseError's reason,
+// without the path the caller names.
+func reason(err error) string {
+	var pe *agentskills.ParseError
+	if errors.As(err, &pe) {
+		return pe.Reason
+	}
+	return err.Error()
 }
 
 // checkInRoot refuses a skill path whose real location (symbolic links

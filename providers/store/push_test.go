@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers/agentskills"
@@ -205,4 +206,77 @@ func TestPushTOCTOUNeverPublishesLinkedSecret(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("300 reads under swapping: %d published (none with the secret), %d refused", published, refused)
+}
+
+// A skill folder holding hidden files and a version control folder has
+// one digest whether it is pushed or served from disk (Load's digest, the
+// files the provider hands out): both leave hidden files out. A push with
+// hidden files asked for digests what it publishes, hidden files included.
+func TestPushedAndServedFolderHaveOneDigest(t *testing.T) {
+	srv := natstest.Start(t)
+	root := t.TempDir()
+	dir := writeSkill(t, root, "dotted", "Has hidden files.", "Body.", map[string]string{
+		".env":           "TOKEN=x\n",
+		".cache/data":    "cached",
+		".git/HEAD":      "ref: refs/heads/main\n",
+		"scripts/.keep":  "",
+		"scripts/run.sh": "echo run\n",
+	})
+	pb := publisher(t, srv.JS, store.Config{})
+	pushed := push(t, pb, skillstore.Global, false, dir)[0].Digest
+
+	for _, noWatch := range []bool{false, true} {
+		p, err := agentskills.New(agentskills.Config{CustomDirs: []string{root}, NoUserDir: true, NoWatch: noWatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		sk, err := p.Load(context.Background(), "dotted", catalog.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sk.Digest != pushed {
+			t.Errorf("NoWatch %v: served from disk with digest %s, pushed with %s", noWatch, sk.Digest, pushed)
+		}
+		files, err := p.Files(context.Background(), "dotted", catalog.Query{}, 100, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sf []skillstore.File
+		var paths []string
+		for _, f := range files {
+			sf = append(sf, skillstore.File{Path: f.Path, Data: f.Data})
+			paths = append(paths, f.Path)
+		}
+		if d, err := skillstore.Digest(sf); err != nil || d != pushed || !slices.Equal(paths, []string{"SKILL.md", "scripts/run.sh"}) {
+			t.Errorf("NoWatch %v: the provider hands out %v, digest %s (%v), pushed %s", noWatch, paths, d, err, pushed)
+		}
+	}
+	if d, err := agentskills.Digest(dir); err != nil || d != pushed {
+		t.Errorf("agentskills.Digest = %s (%v), pushed %s", d, err, pushed)
+	}
+
+	// --include-hidden: the digest is of what is published, hidden files
+	// and all, and what is materialised hashes to it.
+	withHidden, err := store.ReadSkillWith(dir, store.Config{}, store.ReadOptions{IncludeHidden: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := pb.Push(context.Background(), skillstore.Global, []store.Local{withHidden}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].Action != store.Updated || cs[0].Digest == pushed {
+		t.Fatalf("push with hidden files = %+v, want an update with another digest than %s", cs[0], pushed)
+	}
+	out := filepath.Join(t.TempDir(), "got")
+	if err := pb.Materialize(context.Background(), cs[0].Digest, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, ".env")); err != nil {
+		t.Errorf("materialised without .env: %v", err)
+	}
+	if d, err := skillstore.DigestDir(out, skillstore.Limits{}); err != nil || d != cs[0].Digest {
+		t.Errorf("materialised folder digests to %s (%v), published %s", d, err, cs[0].Digest)
+	}
 }

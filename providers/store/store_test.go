@@ -277,15 +277,35 @@ func TestPushRefusesBadSkills(t *testing.T) {
 	os.WriteFile(filepath.Join(badName, "SKILL.md"), []byte("---\nname: Bad_Name\ndescription: x\n---\nB.\n"), 0o644)
 	differs := writeSkill(t, root, "folder-name", "D.", "B.", nil)
 	os.WriteFile(filepath.Join(differs, "SKILL.md"), []byte("---\nname: other-name\ndescription: x\n---\nB.\n"), 0o644)
+	// What the Agent Skills spec refuses, though serve serves it.
+	longDesc := writeSkill(t, root, "long-desc", strings.Repeat("d", 1025), "B.", nil)
+	longCompat := writeSkill(t, root, "long-compat", "C.", "B.", nil)
+	os.WriteFile(filepath.Join(longCompat, "SKILL.md"), []byte("---\nname: long-compat\ndescription: x\ncompatibility: "+strings.Repeat("c", 501)+"\n---\nB.\n"), 0o644)
+	upper := writeSkill(t, root, "upper", "U.", "B.", nil)
+	os.Rename(filepath.Join(upper, "SKILL.md"), filepath.Join(upper, "Skill.md"))
+	lower := writeSkill(t, root, "lower", "L.", "B.", nil)
+	os.Rename(filepath.Join(lower, "SKILL.md"), filepath.Join(lower, "skill.md"))
 	cfg := store.Config{MaxBytes: 1024}
 	for _, tc := range []struct{ dir, want string }{
 		{link, "leaves the skill folder"},
 		{big, "over the limit of 1024"},
 		{many, "more than 1000 files"},
 		{badName, "name"},
-		{differs, `name "other-name" differs from its folder name "folder-name"`},
+		{differs, `name "other-name" differs from its folder name "folder-name"; the Agent Skills spec requires them to be equal`},
+		{upper, upper + "/Skill.md: file is named Skill.md: a skill's file must be named exactly SKILL.md"},
+		{lower, lower + "/skill.md: file is named skill.md: a skill's file must be named exactly SKILL.md"},
+		{filepath.Join(lower, "skill.md"), "file is named skill.md: a skill's file must be named exactly SKILL.md"},
 	} {
 		_, err := store.ReadSkill(tc.dir, cfg)
+		if !errors.Is(err, store.ErrInvalidSkill) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadSkill %s = %v, want an ErrInvalidSkill saying %q", filepath.Base(tc.dir), err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{longDesc, "description is 1025 characters; the Agent Skills spec allows at most 1024"},
+		{longCompat, "compatibility is 501 characters; the Agent Skills spec allows at most 500"},
+	} {
+		_, err := store.ReadSkill(tc.dir, store.Config{})
 		if !errors.Is(err, store.ErrInvalidSkill) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ReadSkill %s = %v, want an ErrInvalidSkill saying %q", filepath.Base(tc.dir), err, tc.want)
 		}
