@@ -128,7 +128,7 @@ func (c *Config) skillFlags(cmd *command) {
 // storeFlags registers the skill store settings.
 func (c *Config) storeFlags(cmd *command) {
 	cmd.group("Skill store")
-	cmd.cfgBool(&c.NoSkillStore, "no-skill-store", false, "leave out the skill store (skills published with `skillstream skills push`)")
+	cmd.cfgBool(&c.NoSkillStore, "no-skill-store", false, "leave out the skill store (skills published with \"skillstream skills push\")")
 	cmd.cfgString(&c.SkillStoreBucket, "skill-store-bucket", skillstore.DefaultBucket, "key-value `bucket` of the skill store's index")
 	cmd.cfgString(&c.SkillStoreObjects, "skill-store-objects", skillstore.DefaultObjects, "object store `bucket` of the skill store's files")
 	cmd.cfgInt(&c.SkillStoreHistory, "skill-store-history", store.DefaultHistory,

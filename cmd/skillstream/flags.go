@@ -380,6 +380,9 @@ func (c *command) usage(w io.Writer) {
 			if _, isList := f.Value.(listValue); isList && kind == "value" {
 				kind = "DIR"
 			}
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				kind = "" // a back-quoted word in its usage is not an argument
+			}
 			if kind != "" {
 				kind = " " + strings.ToUpper(kind)
 			}

@@ -132,9 +132,9 @@ func (m *mcpHTTP) run(ctx context.Context) error {
 
 func (a *app) mcpCommand() (*command, runFunc) {
 	var p preview
-	cmd := newCommand("mcp", "skillstream mcp [--cwd DIR] [flags]", `
+	cmd := newCommand("mcp", "skillstream mcp [--cwd DIR] [flags]", (`
 Serve skills to an MCP host over stdio: the host spawns this command and
-speaks MCP on its stdin and stdout. The host sees the skills a `+"`load`"+` run in
+speaks MCP on its stdin and stdout. The host sees the skills a ` + "`load`" + ` run in
 DIR (the current directory by default) would see, project skills included,
 through the MCP Skills extension (skills/list, skills/get, resources/read,
 resources/directory/read) and, for hosts without it, the skill tool
@@ -145,7 +145,7 @@ Nothing but MCP is written to stdout; logs go to stderr. The skill store is
 read when a NATS server answers (--nats-url, or a local serve on --listen);
 without one the folders and bundled skills are served.
 
-It takes the same skills flags and SKILLSTREAM_* variables as serve.`[1:], `
+It takes the same skills flags and SKILLSTREAM_* variables as serve.`)[1:], `
   skillstream mcp
   skillstream mcp --cwd ~/src/app --skills-dir /srv/team-skills
   host configuration: {"command": "skillstream", "args": ["mcp", "--cwd", "/home/me/src/app"]}`[1:])
