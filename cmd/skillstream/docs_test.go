@@ -625,3 +625,79 @@ func TestDocsREADMEListsEveryCommand(t *testing.T) {
 		t.Errorf("README command table: %v\nthe program's commands: %v", got, want)
 	}
 }
+
+// TestDocsWorkersAddress: the README says how a worker finds a serve that
+// listens elsewhere, by the variable both example workers read, whose
+// default is where serve listens by default.
+func TestDocsWorkersAddress(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	listen := "127.0.0.1:4222"
+	cmd, _ := (&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: envMap(nil)}).serveCommand()
+	if f := cmd.fs.Lookup("listen"); f == nil || f.DefValue != listen {
+		t.Fatalf("serve's --listen default is not %s", listen)
+	}
+	for file, reads := range map[string]string{
+		"events/client/examples/worker/main.go":       `url := getenv("SKILLSTREAM_URL")`,
+		"events/client/typescript/examples/worker.ts": `const url = process.env.SKILLSTREAM_URL ?? "nats://` + listen + `";`,
+	} {
+		if !strings.Contains(readDoc(t, file), reads) {
+			t.Errorf("%s no longer reads the address as %q", file, reads)
+		}
+	}
+	for _, want := range []string{
+		"connect to `$SKILLSTREAM_URL`,\nby default `nats://" + listen + "`",
+		"`SKILLSTREAM_URL=nats://127.0.0.1:5222 go run ./events/client/examples/worker`",
+		"`SKILLSTREAM_URL=nats://127.0.0.1:5222 npm run worker`",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("the README does not say %q", want)
+		}
+	}
+}
+
+// TestDocsTypeScriptREADME: every document's code fences are closed; the
+// TypeScript client's README says the package is ESM only, shows a whole
+// worker app of type module and how CommonJS imports it (its
+// test/readme.test.ts runs both against a real serve), and runs the
+// example worker as it takes its arguments: a project folder, the address
+// in SKILLSTREAM_URL.
+func TestDocsTypeScriptREADME(t *testing.T) {
+	for _, rel := range docFiles {
+		open := 0
+		for i, line := range strings.Split(readDoc(t, rel), "\n") {
+			trimmed := strings.TrimSpace(line)
+			switch {
+			case open == 0 && strings.HasPrefix(trimmed, "```"):
+				open = i + 1
+			case open != 0 && trimmed == "```":
+				open = 0
+			}
+		}
+		if open != 0 {
+			t.Errorf("%s: the code fence opened on line %d is never closed", rel, open)
+		}
+	}
+	doc := readDoc(t, "events/client/typescript/README.md")
+	for _, want := range []string{"ESM only", "npm pkg set type=module", `"type": "module"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the TypeScript README does not say %q", want)
+		}
+	}
+	js := blocks(doc, "js")
+	if len(js) != 2 || !strings.Contains(js[0], `from "@skillstream/client";`) ||
+		!strings.Contains(js[1], `= await import("@skillstream/client");`) || !strings.Contains(js[1], "async function main()") {
+		t.Errorf("the TypeScript README shows %d js blocks; want a worker importing the package, then CommonJS importing it inside an async function:\n%s", len(js), strings.Join(js, "\n"))
+	}
+	worker := 0
+	for _, line := range regexp.MustCompile("[^`\n]*npm run worker[^`\n]*").FindAllString(doc, -1) {
+		before, args, _ := strings.Cut(line, "npm run worker")
+		worker++
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(args), "--"))
+		if len(f) > 1 || len(f) == 1 && strings.Contains(f[0], "://") || !strings.Contains(before, "SKILLSTREAM_URL=nats://") {
+			t.Errorf("the TypeScript README runs the worker as %q; it takes one project folder, and its address in SKILLSTREAM_URL", line)
+		}
+	}
+	if worker == 0 {
+		t.Error("the TypeScript README does not show how to run examples/worker.ts")
+	}
+}
