@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -190,3 +191,44 @@ func metricT(t *testing.T, f *fixture, name string, labels ...string) float64 {
 type mismatch struct{ s string }
 
 func (m *mismatch) Error() string { return "got " + m.s }
+
+// TestStoreSkillResourceBase: over MCP, the skill tool's result for a
+// store skill names the skill:// directory its files are served under
+// (where its relative paths resolve), instead of the provider; a folder
+// skill keeps its folder. The session's skill tool, run over the same
+// registry as the processor runs it, still names the provider.
+func TestStoreSkillResourceBase(t *testing.T) {
+	f := newFixture(t, fixtureOpts{store: true})
+	writeSkill(t, f.root, "alpha", map[string]string{"SKILL.md": skillMD("alpha", "Alpha.", "Alpha body.")})
+	f.push(t, writeSkill(t, t.TempDir(), "gamma", map[string]string{
+		"SKILL.md": skillMD("gamma", "Gamma from the store.", "Read data/table.csv."), "data/table.csv": "a,b\n"}))
+	f.waitFor(t, "alpha", "gamma")
+	cs, _, _ := f.connect(t, "2025-11-25")
+	call := func(name string) string {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "skill", Arguments: map[string]any{"name": name}})
+		if err != nil || res.IsError {
+			t.Fatalf("call %s: %+v %v", name, res, err)
+		}
+		return res.Content[0].(*sdk.TextContent).Text
+	}
+	const resolve = "Resolve relative paths mentioned by this skill against the base directory before using them. Load referenced resources only as needed."
+	if got, want := call("gamma"), "<skill_content name=\"gamma\">\n<skill_resources>\nBase directory for this skill: skill://gamma\n"+resolve+
+		"\n</skill_resources>\n\n<skill_instructions>\nRead data/table.csv.\n</skill_instructions>\n</skill_content>"; got != want {
+		t.Errorf("store skill over MCP:\n got %q\nwant %q", got, want)
+	}
+	if got := call("alpha"); !strings.Contains(got, "\nBase directory for this skill: "+filepath.Join(f.root, "alpha")+"\n"+resolve+"\n") {
+		t.Errorf("folder skill over MCP:\n%s", got)
+	}
+	// The base resolves: the skill's directory and the file it names.
+	if _, rerr := f.rpc(t, "resources/directory/read", map[string]any{"uri": "skill://gamma"}); rerr != nil {
+		t.Errorf("directory read of the base: %+v", rerr)
+	}
+	if got, _ := f.read(t, "skill://gamma/data/table.csv"); string(got) != "a,b\n" {
+		t.Errorf("read of a path resolved against the base: %q", got)
+	}
+	session := catalog.Execute(context.Background(), f.reg.Lookup(catalog.Query{}), "gamma", catalog.DefaultOptions()).Text()
+	if !strings.Contains(session, "\nResources for this skill are managed by provider \"store\".\n") {
+		t.Errorf("the session's skill tool changed:\n%s", session)
+	}
+}

@@ -44,8 +44,40 @@
 //     extension; its description carries the catalog, its result is the
 //     text a session's tool call gets.
 //
+// The skill tool's description is catalog.DescribeTool's: the tool's own
+// description and the initial catalog, shortened by the catalog size
+// limit's rules until the whole description holds at most
+// Config.ToolDescriptionMax UTF-16 code units (2,048 by default, what
+// Claude Code keeps of a tool's description before it cuts the rest):
+// whole entries only, the notice and every closing line intact. Under the
+// budget it is the catalog unchanged.
+//
+// Its result is the session's, with one difference: a skill whose result
+// names no resource base (a store skill: its files have no folder on the
+// host) and whose files are served here gets the base of kind directory
+// skill://<name>, the directory resource of the skill, so the result
+// reads "Base directory for this skill: skill://<name>" and "Resolve
+// relative paths mentioned by this skill against the base directory
+// before using them." A path the skill mentions, resolved so, is the URI
+// of its file (skill://<name>/refs/guide.md). The directory form, not the
+// URL one, because the extension serves skill://<name> as the skill's
+// directory and skills mention paths; a skill with a base of its own (a
+// folder's path, the bundled skills' description) keeps it, and the
+// session's skill tool is not changed.
+//
 // Results of the extension's methods carry resultType "complete" and the
 // caching hints ttlMs and cacheScope.
+//
+// # Ready before the first answer
+//
+// A host may keep the first tool description it gets for the whole
+// session. A listing (tools/list, resources/list, skills/list) that
+// arrives before the registry's first complete snapshot is served waits
+// for it, at most Config.ReadyTimeout (10 s by default). Past that it is
+// answered with what has resolved, the server logs so once at warn, and
+// no listing waits again. Until a complete snapshot is seen, the tool's
+// description shows the skills resolved so far; after, an incomplete
+// snapshot keeps the last complete description.
 //
 // # Changes
 //
@@ -54,7 +86,16 @@
 // rebuilds the entries whose skill digest changed. Sessions that receive
 // notifications (2025-11-25 sessions, subscribed 2026-07-28 streams, stdio)
 // get notifications/resources/list_changed, and tools/list_changed when
-// the catalog in the tool's description changed.
+// the catalog in the tool's description changed, only when what they
+// would now be answered differs from what they were last shown: the
+// server remembers, per session, the tool description and the set of
+// skills (each name and digest) of its last listing, or of the moment it
+// was followed from. A session is followed from its
+// notifications/initialized (none is sent before), a 2026-07-28 stream
+// while it is subscribed; a stateless request is told nothing. So an
+// event of the file watcher that changes nothing, a skill edited and
+// edited back before a host looked, or the first snapshot landing before
+// a host listed anything, sends nothing.
 //
 // # HTTP
 //
@@ -76,14 +117,21 @@
 // than that) and bodies, and keeps at most MaxConns connections open
 // (2,000 by default: an event stream and a request connection for each
 // of MaxSessions' 1,000 sessions); one more waits to be accepted until
-// another closes.
+// another closes. Every write of a response, event streams included (a
+// session's GET stream, a POST answered as a stream), must complete
+// within HTTPConfig.WriteTimeout (30 s by default), given anew for each
+// 64 KiB: a client that stops reading has its stream ended and its
+// connection closed then, instead of holding them, and the notifications
+// queued behind the blocked write, for ever.
 //
 // # What the SDK does and what is written here
 //
 // The SDK speaks JSON-RPC, both revisions and both transports, sessions,
 // the initialize handshake and server/discover, capability declaration,
 // resources/list and its pagination, tools/list and tools/call, and the
-// list-changed notifications. Written here: the extension's methods
+// list-changed notifications (a sending middleware here lets them through
+// only to the sessions they concern). Written here: the extension's
+// methods
 // (registered as custom methods, with resultType and caching hints set by
 // hand, nil params handled), resources/read (the SDK's own answers to
 // unknown URIs cannot always be encoded, and it drops the text of an

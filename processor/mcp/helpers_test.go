@@ -49,13 +49,24 @@ func skillMD(name, desc, body string) string {
 }
 
 // counting is the real registry, counting the file reads asked of it.
+// With a gate, a file read waits until the gate is closed: a registry
+// whose skills take long to read (a large folder, a slow store), so that
+// the server's first complete snapshot comes when the test says.
 type counting struct {
 	*providers.Registry
 	files atomic.Int64
+	gate  <-chan struct{}
 }
 
 func (c *counting) Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error) {
 	c.files.Add(1)
+	if c.gate != nil {
+		select {
+		case <-c.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return c.Registry.Files(ctx, name, q, maxFiles, maxBytes)
 }
 
@@ -74,6 +85,15 @@ type fixtureOpts struct {
 	store  bool
 	http   mcpserver.HTTPConfig
 	config mcpserver.Config
+	// setup writes skills under the custom root before the registry
+	// reads it.
+	setup func(t testing.TB, root string)
+	// gate holds the registry's file reads (see counting) until closed;
+	// the fixture then does not wait for the server's first sync.
+	gate chan struct{}
+	// waiting is called when a listing starts waiting for the server's
+	// first complete snapshot.
+	waiting func()
 }
 
 // newFixture serves a registry of a custom skills folder (and, with
@@ -81,6 +101,9 @@ type fixtureOpts struct {
 func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{root: t.TempDir(), metrics: prometheus.NewRegistry()}
+	if o.setup != nil {
+		o.setup(t, f.root)
+	}
 	fs, err := agentskills.New(agentskills.Config{CustomDirs: []string{f.root}, NoUserDir: true})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +126,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.reg = &counting{Registry: providers.NewRegistry(ps)}
+	f.reg = &counting{Registry: providers.NewRegistry(ps), gate: o.gate}
 	t.Cleanup(func() { f.reg.Close() })
 	cfg := o.config
 	cfg.Registerer = f.metrics
@@ -119,11 +142,16 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if f.srv, err = mcpserver.New(f.reg, cfg); err != nil {
 		t.Fatal(err)
 	}
+	if o.waiting != nil {
+		mcpserver.OnWaiting(f.srv, o.waiting)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.srv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	<-f.srv.Ready()
+	if o.gate == nil {
+		<-f.srv.Ready()
+	}
 	f.http = httptest.NewServer(f.srv.Handler(o.http))
 	t.Cleanup(f.http.Close)
 	f.url = f.http.URL + mcpserver.Path

@@ -28,6 +28,7 @@ const (
 	DefaultSessionTimeout = 30 * time.Minute
 	DefaultMaxSessions    = 1000
 	DefaultBodyTimeout    = 10 * time.Second
+	DefaultWriteTimeout   = 30 * time.Second
 	// DefaultMaxConns leaves room for an event stream and a request
 	// connection of every session DefaultMaxSessions allows.
 	DefaultMaxConns = 2 * DefaultMaxSessions
@@ -61,6 +62,14 @@ type HTTPConfig struct {
 	// arrive, from the end of its headers (default DefaultBodyTimeout):
 	// a slower body is refused with 400 and its connection closed.
 	BodyTimeout time.Duration
+	// WriteTimeout bounds how long one write of a response may wait for
+	// the client to read (default DefaultWriteTimeout): an event stream
+	// whose client stops reading is closed then, as is its connection,
+	// instead of holding them (and the notifications waiting behind its
+	// write) for ever. Each write of at most 64 KiB gets it anew, so a
+	// stream that stays open without events, or a large answer read
+	// steadily, is not cut.
+	WriteTimeout time.Duration
 	// MaxConns bounds the connections Serve keeps open at once (default
 	// DefaultMaxConns); one beyond waits to be accepted until another
 	// closes.
@@ -88,6 +97,9 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	get := func(*http.Request) *sdk.Server { return s.sdk }
 	h := &front{
@@ -139,6 +151,11 @@ func (h *front) refuse(w http.ResponseWriter, r *http.Request, status int, reaso
 }
 
 func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every write has a deadline (see recorder): a connection's last one
+	// would otherwise stay in force for its next request, and the server
+	// has no write timeout of its own (event streams last).
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		h.refuse(w, r, http.StatusForbidden, "origin", "Forbidden: origin not allowed")
 		return
@@ -158,8 +175,11 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would end that wait and the request with it.)
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
 	}
-	w = &recorder{ResponseWriter: w}
+	w = &recorder{ResponseWriter: w, rc: rc, timeout: h.cfg.WriteTimeout}
 	defer h.refused(w.(*recorder), r)
+	// What the server writes once the handler returns (the rest of a
+	// buffered response) gets a deadline of its own.
+	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout)) }()
 	if r.Header.Get("Mcp-Session-Id") != "" || r.Method != http.MethodPost {
 		h.stateful.ServeHTTP(w, r)
 		return
@@ -200,13 +220,21 @@ func (h *front) refused(rec *recorder, r *http.Request) {
 		"host", quote(r.Host), "method", r.Method)
 }
 
-// recorder remembers the status of a response, passing flushes through
-// (event streams need them).
+// recorder remembers the status of a response, and gives each write the
+// write timeout anew: a write blocked by a client that stopped reading
+// fails at the deadline, which ends the request (and its event stream)
+// and closes the connection. Flushes pass through: event streams need
+// them.
 type recorder struct {
 	http.ResponseWriter
-	status int
-	ours   bool // refused by front itself (already counted)
+	rc      *http.ResponseController // of the ResponseWriter
+	timeout time.Duration
+	status  int
+	ours    bool // refused by front itself (already counted)
 }
+
+// writeChunk is the most one write sends under one deadline.
+const writeChunk = 64 << 10
 
 func (rw *recorder) WriteHeader(code int) {
 	if rw.status == 0 {
@@ -219,10 +247,20 @@ func (rw *recorder) Write(b []byte) (int, error) {
 	if rw.status == 0 {
 		rw.status = http.StatusOK
 	}
-	return rw.ResponseWriter.Write(b)
+	n := 0
+	for {
+		chunk := b[n:min(len(b), n+writeChunk)]
+		_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
+		m, err := rw.ResponseWriter.Write(chunk)
+		n += m
+		if err != nil || n == len(b) {
+			return n, err
+		}
+	}
 }
 
 func (rw *recorder) Flush() {
+	_ = rw.rc.SetWriteDeadline(time.Now().Add(rw.timeout))
 	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

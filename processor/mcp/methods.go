@@ -261,6 +261,12 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	res := catalog.Execute(ctx, lookup{s.reg, s.cfg.Query}, name, s.cfg.Options)
+	if v := res.Value; v != nil && v.ResourceBase == nil && s.st.Load().find(name) != nil {
+		// A skill without a place of its own for its files (a store
+		// skill) has them served here: its directory resource is where
+		// its relative paths resolve.
+		v.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: dirURI(name, "")}
+	}
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.Err != nil}, nil
 }
 

@@ -29,7 +29,6 @@ const Extension = "io.modelcontextprotocol/skills"
 // tool resolves (*providers.Registry implements it).
 type Registry interface {
 	Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error)
-	Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error)
 	Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error)
 	Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error)
 	Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error)
@@ -43,6 +42,9 @@ const (
 	DefaultTTL        = 60 * time.Second
 	DefaultResync     = 5 * time.Second
 	DefaultCallTimeou = 30 * time.Second
+	// DefaultReadyTimeout bounds how long a host's first listing waits
+	// for the registry's first complete snapshot.
+	DefaultReadyTimeout = 10 * time.Second
 )
 
 // Config configures a Server. Zero fields take the defaults.
@@ -73,6 +75,15 @@ type Config struct {
 	Resync time.Duration
 	// CallTimeout bounds one request's work on the registry.
 	CallTimeout time.Duration
+	// ToolDescriptionMax is the budget of the skill tool's description,
+	// catalog included, in UTF-16 code units (see catalog.DescribeTool): 0
+	// takes catalog.DefaultToolDescriptionMax, a negative value means no
+	// budget.
+	ToolDescriptionMax int
+	// ReadyTimeout bounds how long a listing (tools/list, resources/list,
+	// skills/list) waits for the registry's first complete snapshot before
+	// it is answered with what has resolved.
+	ReadyTimeout time.Duration
 }
 
 // Server serves the skills of a registry to MCP hosts. Create it with New,
@@ -92,6 +103,20 @@ type Server struct {
 	logged map[string]bool // skills refused, by name+reason, logged once (under syncMu)
 	ready  chan struct{}   // closed after the first sync
 	once   sync.Once
+	// described is set once the tool's description was made from a
+	// complete snapshot (under syncMu).
+	described bool
+
+	// served is held for writing while the served state and the SDK's
+	// registrations change together, and for reading while a listing is
+	// answered or a notification judged, so both see one state.
+	served    sync.RWMutex
+	whole     chan struct{} // closed once a complete snapshot is served
+	wholeOnce sync.Once
+	first     atomic.Pointer[state] // what first listings got: the first complete state, or the one served when a wait gave up
+	gaveUp    atomic.Bool           // a listing stopped waiting for the first complete snapshot
+	sessions  sessions              // what each session was last shown
+	waiting   func()                // test hook: a listing starts waiting for the first complete snapshot
 }
 
 // New returns a server of reg's skills for cfg.Query. It serves nothing
@@ -116,6 +141,15 @@ func New(reg Registry, cfg Config) (*Server, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeou
 	}
+	switch {
+	case cfg.ToolDescriptionMax == 0:
+		cfg.ToolDescriptionMax = catalog.DefaultToolDescriptionMax
+	case cfg.ToolDescriptionMax < 0:
+		cfg.ToolDescriptionMax = 0 // none, as catalog.DescribeTool takes it
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = DefaultReadyTimeout
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -129,8 +163,10 @@ func New(reg Registry, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{reg: reg, cfg: cfg, log: log, cur: cursors{key: key}, metrics: m,
-		logged: map[string]bool{}, ready: make(chan struct{}), cache: newFileCache(DefaultFileCacheBytes)}
-	s.st.Store(&state{byName: map[string]*entry{}, tool: catalog.ToolDescription})
+		logged: map[string]bool{}, ready: make(chan struct{}), whole: make(chan struct{}),
+		cache: newFileCache(DefaultFileCacheBytes)}
+	s.sessions.views = map[*sdk.ServerSession]*view{}
+	s.st.Store(&state{byName: map[string]*entry{}, tool: catalog.ToolDescription, res: resourcesKey(nil)})
 
 	caps := &sdk.ServerCapabilities{
 		Resources: &sdk.ResourceCapabilities{ListChanged: true},
@@ -145,13 +181,17 @@ func New(reg Registry, cfg Config) (*Server, error) {
 		Capabilities: caps,
 		Logger:       log,
 		Instructions: "Skills served by skillstream. List them with skills/list (or resources/list), read their files with resources/read, or call the `skill` tool with a skill's name to load its instructions.",
+		// A session is told of changes once it is initialized (see
+		// sessions.go).
+		InitializedHandler: func(_ context.Context, req *sdk.InitializedRequest) { s.follow(req.Session) },
 		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
 			if c.TTLMs == 0 {
 				c.TTLMs = int(s.cfg.TTL / time.Millisecond)
 			}
 		},
 	})
-	s.sdk.AddReceivingMiddleware(s.observe, s.intercept)
+	s.sdk.AddReceivingMiddleware(s.observe, s.track, s.intercept)
+	s.sdk.AddSendingMiddleware(s.gate)
 	if err := sdk.AddReceivingCustomMethod(s.sdk, "skills/list", s.listSkills); err != nil {
 		return nil, err
 	}
@@ -188,6 +228,10 @@ func (s *Server) SDK() *sdk.Server { return s.sdk }
 // Ready is closed once the server has looked at the registry for the
 // first time.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Complete is closed once the server serves a complete snapshot of the
+// registry: from then on listings are answered without waiting.
+func (s *Server) Complete() <-chan struct{} { return s.whole }
 
 // invalidParams is the -32602 error of a request naming nothing served.
 func invalidParams(format string, args ...any) error {

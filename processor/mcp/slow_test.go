@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skillstream/skillstream/natstest"
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 )
 
@@ -193,4 +196,43 @@ func TestConnectionCap(t *testing.T) {
 	if err != nil || status != http.StatusOK {
 		t.Fatalf("once a connection closed: HTTP %d, %v", status, err)
 	}
+}
+
+// TestStalledStreamIsClosed: an event stream whose client stops reading
+// is closed once a write has waited WriteTimeout, and its connection with
+// it, instead of holding both (and the goroutine writing) for ever. The
+// stream is the answer to a resources/read of a 15 MiB file, far more
+// than the sockets buffer; with a connection cap of one, another request
+// is served only once the stalled connection is closed.
+func TestStalledStreamIsClosed(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	writeSkill(t, f.root, "big", map[string]string{"SKILL.md": skillMD("big", "A large file.", "B."),
+		"blob.bin": strings.Repeat("\xff", 15<<20)})
+	f.waitFor(t, "big")
+	addr := serveReal(t, f, mcpserver.HTTPConfig{Token: testToken, MaxConns: 1, WriteTimeout: time.Second})
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"skill://big/blob.bin"}}`
+	req := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		"MCP-Protocol-Version: 2025-11-25\r\nAuthorization: Bearer " + testToken + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	// The client never reads its answer.
+	natstest.Eventually(t, 60*time.Second, "a request served beside the stalled stream", func() error {
+		status, err := authorizedList(addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("HTTP %d", status)
+		}
+		return nil
+	})
 }

@@ -73,6 +73,7 @@ type state struct {
 	skills []*entry // by name in byte order
 	byName map[string]*entry
 	tool   string // the skill tool's description
+	res    string // resourcesKey(skills)
 }
 
 func (st *state) find(name string) *entry {

@@ -33,7 +33,15 @@ func (s *Server) Run(ctx context.Context) error {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
 		var timer *time.Timer
 		if !complete || !ok {
-			timer = time.NewTimer(s.cfg.Resync)
+			wait := s.cfg.Resync
+			select {
+			case <-s.whole:
+			default:
+				// Hosts' first listings wait for a complete snapshot:
+				// look again soon.
+				wait = min(wait, time.Second)
+			}
+			timer = time.NewTimer(wait)
 			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
 		}
 		for _, ch := range after {
@@ -92,14 +100,26 @@ func (s *Server) Sync(ctx context.Context) error {
 			next.byName[e.name] = e
 		}
 	}
-	next.tool = catalog.ToolDescription
-	if v, err := s.reg.Prepared(ctx, s.cfg.Query, s.cfg.Options); err == nil && v.Complete && (len(v.Entries) > 0 || v.Omitted > 0) {
-		next.tool += "\n\n" + catalog.RenderList(catalog.UpdateInitial, v.Entries, v.Omitted)
-	} else if err == nil && !v.Complete {
-		next.tool = old.tool // keep what the model was last shown
+	next.res = resourcesKey(next.skills)
+	// The tool's description follows complete snapshots only (an
+	// incomplete one keeps what the model was last shown), except that
+	// until a complete one was seen it shows what has resolved.
+	if snap.Complete || !s.described {
+		next.tool = catalog.DescribeTool(snap, s.cfg.Options, s.cfg.ToolDescriptionMax)
+		s.described = s.described || snap.Complete
+	} else {
+		next.tool = old.tool
 	}
+	s.served.Lock()
 	s.st.Store(next)
 	s.announce(old, next)
+	if snap.Complete {
+		s.first.CompareAndSwap(nil, next)
+	}
+	s.served.Unlock()
+	if snap.Complete {
+		s.wholeOnce.Do(func() { close(s.whole) })
+	}
 	return errors.Join(errs...)
 }
 
