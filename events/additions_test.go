@@ -3,6 +3,7 @@ package events
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -64,6 +65,9 @@ func TestAdditionsBadInput(t *testing.T) {
 		{[]any{"resourceDir", "/a/../b"}, "resourceDir", "not a clean path"},
 		{[]any{"resourceDir", "/a\nb"}, "resourceDir", "control character"},
 		{[]any{"project", 5}, "project", "want string"},
+		{[]any{"minStoreEpoch", "a b"}, "minStoreEpoch", "not a store epoch"},
+		{[]any{"minStoreEpoch", strings.Repeat("e", 65)}, "minStoreEpoch", "not a store epoch"},
+		{[]any{"minStoreEpoch", 5}, "minStoreEpoch", "want string"},
 	}
 	for _, c := range cases {
 		kv := append([]any{"v", 1, "session", "s1", "step", "1", "tools", tools}, c.kv...)

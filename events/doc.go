@@ -42,8 +42,8 @@
 // this package's folder) and given in the struct tags of payloads.go; keys
 // may come in any order and unknown keys are ignored. Every payload but ToolDefinition carries "v": 1.
 //
-//	PreStep     v session step cwd? tools:[{name owner}] deadlineMs? project? resourceDir? minStoreRevision?
-//	SkillCall   v session call cwd? args:{name} deadlineMs? project? resourceDir? minStoreRevision?
+//	PreStep     v session step cwd? tools:[{name owner}] deadlineMs? project? resourceDir? minStoreRevision? minStoreEpoch?
+//	SkillCall   v session call cwd? args:{name} deadlineMs? project? resourceDir? minStoreRevision? minStoreEpoch?
 //	Compaction  v session retainFrom keep?:[seq]
 //	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
 //	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason? catalogSeq?

@@ -179,15 +179,15 @@ func (r *plain) version(v **int) bool {
 }
 
 // triggerFields are where a fast path puts the fields both triggers have:
-// "v", session, cwd, deadlineMs, project, resourceDir and
-// minStoreRevision, and the id, whose key (step or call) is idKey.
+// "v", session, cwd, deadlineMs, project, resourceDir, minStoreRevision
+// and minStoreEpoch, and the id, whose key (step or call) is idKey.
 type triggerFields struct {
-	v                                  **int
-	session, cwd, project, resourceDir *string
-	deadlineMs                         *int64
-	minStoreRevision                   *uint64
-	idKey                              string
-	id                                 *ID
+	v                                                 **int
+	session, cwd, project, resourceDir, minStoreEpoch *string
+	deadlineMs                                        *int64
+	minStoreRevision                                  *uint64
+	idKey                                             string
+	id                                                *ID
 }
 
 // fastTrigger reads the map b of a trigger of the plain shape: the fields
@@ -224,6 +224,8 @@ func fastTrigger(b []byte, f triggerFields, own func(r *plain, key string) (uint
 			n, ok := r.int()
 			*f.minStoreRevision = uint64(n)
 			return 1 << 8, ok && n >= 0
+		case "minStoreEpoch":
+			return str(f.minStoreEpoch, 1<<10)
 		}
 		return own(&r, key)
 	})
@@ -232,7 +234,7 @@ func fastTrigger(b []byte, f triggerFields, own func(r *plain, key string) (uint
 
 func (w *preStepWire) fastMsgpack(b []byte) bool {
 	var x preStepWire
-	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, &x.MinStoreRevision, "step", &x.Step}
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.MinStoreEpoch, &x.DeadlineMs, &x.MinStoreRevision, "step", &x.Step}
 	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
 		switch key {
 		case "tools":
@@ -296,7 +298,7 @@ func (r *plain) strs(dst *[]string) bool {
 
 func (w *skillCallWire) fastMsgpack(b []byte) bool {
 	var x skillCallWire
-	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.DeadlineMs, &x.MinStoreRevision, "call", &x.Call}
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.MinStoreEpoch, &x.DeadlineMs, &x.MinStoreRevision, "call", &x.Call}
 	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
 		if key != "args" {
 			return 0, false

@@ -92,6 +92,12 @@ func triggerSeeds(t testing.TB) [][]byte {
 		func(m map[string]any) { m["minStoreRevision"] = nil },
 		func(m map[string]any) { m["minStoreRevision"] = "7" },
 		func(m map[string]any) { m["minStoreRevision"] = 1.5 },
+		func(m map[string]any) { m["minStoreEpoch"] = "5d41402abc4b2a76" },
+		func(m map[string]any) { m["minStoreEpoch"] = "" },
+		func(m map[string]any) { m["minStoreEpoch"] = "bad epoch" },
+		func(m map[string]any) { m["minStoreEpoch"] = strings.Repeat("e", 65) },
+		func(m map[string]any) { m["minStoreEpoch"] = 7 },
+		func(m map[string]any) { m["minStoreEpoch"] = nil },
 	} {
 		seeds = append(seeds, pre(change), call(change))
 	}

@@ -131,6 +131,13 @@ type PreStep struct {
 	// to exist (skills push prints it): the processor decides on a view of
 	// the store at that revision or later, or not at all. 0 asks nothing.
 	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
+	// MinStoreEpoch is the epoch of the store's buckets MinStoreRevision
+	// counts in (skills push prints it beside the revision): a processor
+	// whose store has another epoch (its buckets were recreated since)
+	// answers at once that it cannot serve the token, instead of
+	// comparing revisions of two different buckets. Empty: any epoch. At
+	// most MaxEpochLength bytes of A-Z a-z 0-9 _ -.
+	MinStoreEpoch string `msgpack:"minStoreEpoch,omitempty" json:"minStoreEpoch,omitempty"`
 	// UserText holds the text blocks of the user's messages that arrived
 	// since the previous step, in order: the only text a processor scans
 	// for /<name> (user invocation). At most MaxUserTexts strings of at
@@ -328,11 +335,12 @@ type SkillCall struct {
 	Cwd        string    `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
 	Args       SkillArgs `msgpack:"args" json:"args"`
 	DeadlineMs int64     `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
-	// Project, ResourceDir and MinStoreRevision mean what they mean on a
-	// PreStep.
+	// Project, ResourceDir, MinStoreRevision and MinStoreEpoch mean what
+	// they mean on a PreStep.
 	Project          string `msgpack:"project,omitempty" json:"project,omitempty"`
 	ResourceDir      string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
 	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
+	MinStoreEpoch    string `msgpack:"minStoreEpoch,omitempty" json:"minStoreEpoch,omitempty"`
 }
 
 // ResourceBase mirrors catalog.ResourceBase on the wire.

@@ -126,11 +126,12 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 			Entries: []Entry{{Name: "a", Description: "d"}}, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	payloads := map[string]any{
 		"prestep": PreStep{V: 1, Session: "s", Step: "1", Cwd: "/p", Tools: []Tool{{Name: "skill", Owner: "skillstream"}},
-			DeadlineMs: 5, Project: "p1", ResourceDir: "/r", MinStoreRevision: 3, UserText: []string{"/a b\tc\n"}},
+			DeadlineMs: 5, Project: "p1", ResourceDir: "/r", MinStoreRevision: 3, MinStoreEpoch: "e1", UserText: []string{"/a b\tc\n"}},
 		"skillinvocation": invocationSample,
-		"skillcall":       SkillCall{V: 1, Session: "s", Call: "c", Cwd: "/p", Args: SkillArgs{Name: "a"}, DeadlineMs: 5, Project: "p1", ResourceDir: "/r"},
-		"compaction":      Compaction{V: 1, Session: "s", RetainFrom: 4, Keep: []uint64{1}},
-		"catalog":         cat,
+		"skillcall": SkillCall{V: 1, Session: "s", Call: "c", Cwd: "/p", Args: SkillArgs{Name: "a"}, DeadlineMs: 5, Project: "p1", ResourceDir: "/r",
+			MinStoreRevision: 3, MinStoreEpoch: "e1"},
+		"compaction": Compaction{V: 1, Session: "s", RetainFrom: 4, Keep: []uint64{1}},
+		"catalog":    cat,
 		"decision": Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 9, Outcome: OutcomeEmpty, Catalog: &cat,
 			Error: &ErrorInfo{Code: "c", Message: "m"}, Reason: ReasonNoSkills,
 			Invocations: []SkillInvocation{invocationSample}, Ignored: []Ignored{{Name: "b", Reason: IgnoredLoadFailed}}},

@@ -128,6 +128,20 @@ func checkProject(id string) error {
 	return nil
 }
 
+// MaxEpochLength is the longest store epoch a trigger may name
+// (minStoreEpoch), in bytes. skillstream's epochs are 16 hex digits.
+const MaxEpochLength = 64
+
+// checkStoreEpoch checks an optional minStoreEpoch: at most MaxEpochLength
+// bytes of A-Z a-z 0-9 _ - (the session token's alphabet), so that it can
+// be quoted in an answer or a log as it is.
+func checkStoreEpoch(epoch string) error {
+	if epoch != "" && (len(epoch) > MaxEpochLength || !ValidSession(epoch)) {
+		return &FieldError{Field: "minStoreEpoch", Problem: "not a store epoch (^[A-Za-z0-9_-]{1,64}$)"}
+	}
+	return nil
+}
+
 // checkResourceDir checks an optional resourceDir: an absolute, clean
 // slash-separated path of valid UTF-8 without control characters. It is a
 // path on the worker's host; the processor never touches it, it only names
@@ -229,7 +243,8 @@ func first(errs ...error) error {
 // negative, userText is within its limits (checkUserText).
 func (p PreStep) Validate() error {
 	return first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
-		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkUserText(p.UserText), checkTools(p.Tools))
+		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkStoreEpoch(p.MinStoreEpoch),
+		checkUserText(p.UserText), checkTools(p.Tools))
 }
 
 // Validate checks v, session, call (present, at most MaxIDLength bytes) and
@@ -238,7 +253,7 @@ func (p PreStep) Validate() error {
 // decoders, which can tell missing from empty.)
 func (c SkillCall) Validate() error {
 	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
-		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir))
+		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir), checkStoreEpoch(c.MinStoreEpoch))
 }
 
 // Validate checks v and session.

@@ -393,7 +393,17 @@
 // trigger's deadline. If it cannot, or follows no store, the pre-step is
 // answered incomplete and the call unavailable (error code unavailable),
 // nothing appended; an output already in the log for the same step or
-// call is still the answer. Skill folders on disk need no token: the
+// call is still the answer.
+//
+// Revisions count within one epoch of the store's buckets, so a trigger
+// may also carry minStoreEpoch, the epoch push printed beside the
+// revision. A member whose buckets are of another epoch checks them now
+// (Refresh: recreated a moment ago, they may be the token's); if the
+// epoch still differs, no revision of its buckets can meet the token,
+// and the trigger is answered as above at once, the message naming both
+// epochs, rather than after a wait or, worse, on a revision of other
+// buckets that happens to be as high. Without minStoreEpoch the revision
+// is taken to be of the current buckets. Skill folders on disk need no token: the
 // filesystem provider applies every change its watcher has been told of
 // before it answers (see package agentskills, "Fresh listings").
 //

@@ -119,7 +119,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Pre-steps that read the head of their session's remembered large catalog instead of the catalog, by result: hit (the catalog is still the newest), stale (it is not: read in full), unsure (read in full).", "result"),
 		freshWaits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "skillstream", Name: "store_freshness_wait_seconds",
-			Help:    "Triggers whose minStoreRevision this member had not applied yet, by kind and result (reached: decided after catching up; timed_out, no_store: answered unavailable; unknown: a revision the store's bucket never reached, answered unavailable at once), and how long they waited.",
+			Help:    "Triggers whose minStoreRevision (or minStoreEpoch) this member had not applied yet, by kind and result (reached: decided after catching up; timed_out, no_store: answered unavailable; unknown: a revision the store's bucket never reached, other_epoch: a token of other buckets than the store's, both answered unavailable at once), and how long they waited.",
 			Buckets: buckets,
 		}, []string{"kind", "result"}),
 		skills: newSkillMetrics(DefaultSkillLabelLimit),

@@ -99,7 +99,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
 	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner)}
-	plan.behind = p.awaitStore(dctx, "pre-step", ps.MinStoreRevision)
+	plan.behind = p.awaitStore(dctx, "pre-step", ps.MinStoreEpoch, ps.MinStoreRevision)
 	if plan.visible && plan.behind == nil {
 		if err := plan.prepare(dctx); err != nil {
 			d, err = expiredOr(plan, err)

@@ -99,7 +99,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	}
 	dctx, cancel := withDeadline(ctx, sc.DeadlineMs)
 	defer cancel()
-	plan.behind = p.awaitStore(dctx, "skill-call", sc.MinStoreRevision)
+	plan.behind = p.awaitStore(dctx, "skill-call", sc.MinStoreEpoch, sc.MinStoreRevision)
 	res, err = appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
 	return res, plan.data, err
 }

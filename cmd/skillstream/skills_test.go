@@ -41,7 +41,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 		return stdout + stderr
 	}
 	out := run(0, "push", root)
-	if !regexp.MustCompile(`^added a-skill rev 1 [0-9a-f]{12}\nadded b-skill rev 2 [0-9a-f]{12}\nstore revision 2\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^added a-skill rev 1 [0-9a-f]{12}\nadded b-skill rev 2 [0-9a-f]{12}\nstore revision 2 epoch [0-9a-f]{16}\n$`).MatchString(out) {
 		t.Fatalf("first push:\n%s", out)
 	}
 	out = run(0, "push", root)

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -106,11 +107,16 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the
       index revision and the first 12 hex digits of the skill's digest;
-      then "store revision N": the index revision a serve must have
-      applied to see every skill as pushed. A trigger that carries it as
-      minStoreRevision is decided on that revision or later, never on an
-      older one (read-your-writes). --json prints one object instead:
-      {"revision": N, "skills": [{"name", "change", "revision", "digest"}]}.
+      then "store revision N epoch E": the index revision a serve must
+      have applied to see every skill as pushed, and the epoch of the
+      store's buckets it counts in (recreated buckets have another). A
+      trigger that carries them as minStoreRevision and minStoreEpoch is
+      decided on that revision of those buckets or later, never on an
+      older one (read-your-writes), and is answered at once when the
+      buckets were recreated since. --json prints one object instead:
+      {"revision": N, "epoch": E, "token": "E:N", "skills": [{"name",
+      "change", "revision", "digest"}]}; the token is both in one string,
+      as the clients take it.
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
   ls [--scope S]
@@ -220,9 +226,17 @@ A scope is "global" (every session; the default) or "project/<id>"
 				return err
 			}
 			run = func(ctx context.Context, pb *store.Publisher) error {
+				before, err := pb.Epoch(ctx)
+				if err != nil {
+					return err
+				}
 				changes, err := pb.Push(ctx, sc, locals, prune)
+				tok := events.StoreToken{Epoch: before, Revision: pushRevision(changes)}
+				if err == nil {
+					err = samePushEpoch(ctx, pb, before)
+				}
 				if asJSON {
-					if jerr := printPushJSON(a.stdout, changes); jerr != nil {
+					if jerr := printPushJSON(a.stdout, tok, changes); jerr != nil {
 						return errors.Join(err, jerr)
 					}
 					return err
@@ -230,8 +244,8 @@ A scope is "global" (every session; the default) or "project/<id>"
 				for _, ch := range changes {
 					printChange(a.stdout, ch)
 				}
-				if rev := pushRevision(changes); rev > 0 {
-					fmt.Fprintf(a.stdout, "store revision %d\n", rev)
+				if tok.Revision > 0 {
+					fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", tok.Revision, tok.Epoch)
 				}
 				return err
 			}
@@ -471,9 +485,25 @@ func pushRevision(changes []store.Change) uint64 {
 	return rev
 }
 
+// samePushEpoch checks that the store's buckets are still those of epoch,
+// read before the push: buckets recreated meanwhile may have lost some of
+// its writes, and its revision counts in neither epoch.
+func samePushEpoch(ctx context.Context, pb *store.Publisher, epoch string) error {
+	after, err := pb.Epoch(ctx)
+	if err != nil {
+		return err
+	}
+	if after != epoch {
+		return fmt.Errorf("the store's buckets were recreated during the push (epoch %s, now %s): push again", epoch, after)
+	}
+	return nil
+}
+
 // pushJSON is push --json's output; its keys are documented in the help.
 type pushJSON struct {
 	Revision uint64           `json:"revision"`
+	Epoch    string           `json:"epoch"`
+	Token    string           `json:"token"`
 	Skills   []pushJSONChange `json:"skills"`
 }
 
@@ -484,8 +514,8 @@ type pushJSONChange struct {
 	Digest   string `json:"digest,omitempty"`
 }
 
-func printPushJSON(w io.Writer, changes []store.Change) error {
-	out := pushJSON{Revision: pushRevision(changes), Skills: []pushJSONChange{}}
+func printPushJSON(w io.Writer, tok events.StoreToken, changes []store.Change) error {
+	out := pushJSON{Revision: tok.Revision, Epoch: tok.Epoch, Token: tok.String(), Skills: []pushJSONChange{}}
 	for _, ch := range changes {
 		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Revision: ch.Revision, Digest: ch.Digest})
 	}

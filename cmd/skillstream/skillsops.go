@@ -132,15 +132,22 @@ func isText(b []byte) bool {
 
 // skillsRollback publishes an earlier revision's files as a new revision.
 func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, to uint64) error {
+	epoch, err := pb.Epoch(ctx)
+	if err != nil {
+		return err
+	}
 	ch, from, err := pb.Rollback(ctx, sc, name, to)
 	if err != nil {
 		return explainMissing(ctx, pb, sc, err)
+	}
+	if err := samePushEpoch(ctx, pb, epoch); err != nil {
+		return err
 	}
 	if ch.Action == store.Unchanged {
 		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, skillstore.Short(ch.Digest), from.Revision)
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, skillstore.Short(ch.Digest))
-	fmt.Fprintf(a.stdout, "store revision %d\n", ch.Revision)
+	fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", ch.Revision, epoch)
 	return nil
 }

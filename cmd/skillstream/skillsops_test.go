@@ -87,7 +87,7 @@ func TestSkillsRollbackReachesLiveSession(t *testing.T) {
 		t.Fatalf("after the second push: %s", got)
 	}
 	out := skills("rollback", "roll", "--scope", "global")
-	if !regexp.MustCompile(`^rolled back roll to the files of rev 1: rev 3 [0-9a-f]{12}\nstore revision 3\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^rolled back roll to the files of rev 1: rev 3 [0-9a-f]{12}\nstore revision 3 epoch [0-9a-f]{16}\n$`).MatchString(out) {
 		t.Fatalf("rollback:\n%s", out)
 	}
 	if got := describe(preStep(storeRevision(t, out))); got != "appended replacement roll=First." {

@@ -40,9 +40,9 @@ type Client struct {
 	retry       time.Duration
 	maxAttempts int
 	materialize Materializer
-	objects     string        // the skill store's object store, for the default materializer
-	nonce       string        // tells this client's Msg-Ids apart from another process's
-	minStore    atomic.Uint64 // the least minStoreRevision of every trigger (RequireStoreRevision)
+	objects     string                            // the skill store's object store, for the default materializer
+	nonce       string                            // tells this client's Msg-Ids apart from another process's
+	minStore    atomic.Pointer[events.StoreToken] // the store every trigger asks for at least (RequireStore); nil: none
 
 	sub  *nats.Subscription
 	base string // reply inbox prefix, ending in "."
@@ -188,20 +188,84 @@ func WithMinStoreRevision(rev uint64) Option {
 	}
 }
 
-// RequireStoreRevision raises the least skill store revision the client's
-// later pre-steps and skill calls ask for (minStoreRevision) to rev: the
-// index revision "skills push" printed. A processor whose view of the
-// store is older catches up first; if it cannot within the trigger's
-// deadline, the pre-step is answered incomplete and the call unavailable
-// (both match ErrUnavailable), never decided on the older view. It never
-// lowers the floor; a request's own MinStoreRevision may still be higher.
-func (c *Client) RequireStoreRevision(rev uint64) {
+// WithStoreToken sets the skill store every pre-step and skill call of the
+// client asks for at least (see RequireStore): token as "skills push"
+// prints it, "<epoch>:<revision>" (its --json output's "token"), or a
+// revision alone.
+func WithStoreToken(token string) Option {
+	return func(c *Client) error {
+		tok, err := events.ParseStoreToken(token)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		c.RequireStore(tok)
+		return nil
+	}
+}
+
+// RequireStore sets the skill store the client's later pre-steps and skill
+// calls ask for at least: tok's revision (minStoreRevision) of the
+// buckets of tok's epoch (minStoreEpoch), as "skills push" printed them. A
+// processor whose view of the store is older catches up first; if it
+// cannot within the trigger's deadline, the pre-step is answered
+// incomplete and the call unavailable (both match ErrUnavailable), never
+// decided on the older view. A processor whose store's buckets are of
+// another epoch (recreated since the push) answers so at once, in the same
+// way: push again and require the new token. Within one epoch the floor
+// only rises; a token with an epoch replaces a floor of another epoch, or
+// of none (revisions of two epochs do not compare), and a token without
+// an epoch raises the revision and keeps the floor's epoch. A request's
+// own MinStoreEpoch wins over the floor's; its MinStoreRevision may be
+// higher.
+func (c *Client) RequireStore(tok events.StoreToken) {
 	for {
 		cur := c.minStore.Load()
-		if rev <= cur || c.minStore.CompareAndSwap(cur, rev) {
+		next := tok
+		if cur != nil && (tok.Epoch == "" || tok.Epoch == cur.Epoch) {
+			if tok.Revision <= cur.Revision {
+				return
+			}
+			next.Epoch = cur.Epoch
+		}
+		if c.minStore.CompareAndSwap(cur, &next) {
 			return
 		}
 	}
+}
+
+// RequireStoreRevision raises the least skill store revision the client's
+// later pre-steps and skill calls ask for (minStoreRevision) to rev, of
+// the epoch required already if any: RequireStore with a token without an
+// epoch. Prefer RequireStore with the epoch "skills push" prints beside
+// the revision: a revision of buckets since recreated is then answered at
+// once rather than compared with revisions of the new buckets.
+func (c *Client) RequireStoreRevision(rev uint64) {
+	c.RequireStore(events.StoreToken{Revision: rev})
+}
+
+// StoreFloor is the least skill store the client's triggers ask for (see
+// RequireStore); the zero token when none is required.
+func (c *Client) StoreFloor() events.StoreToken {
+	if cur := c.minStore.Load(); cur != nil {
+		return *cur
+	}
+	return events.StoreToken{}
+}
+
+// storeDemand is what a trigger that asks for store epoch and revision rev
+// asks for once the client's floor is added: the trigger's own epoch wins;
+// within one epoch (or without one) the higher revision.
+func (c *Client) storeDemand(epoch string, rev uint64) (string, uint64) {
+	floor := c.minStore.Load()
+	switch {
+	case floor == nil:
+		return epoch, rev
+	case epoch == "":
+		return floor.Epoch, max(rev, floor.Revision)
+	case epoch == floor.Epoch || floor.Epoch == "":
+		return epoch, max(rev, floor.Revision)
+	}
+	return epoch, rev
 }
 
 // storeMaterializer fetches a store skill's files by digest from the object
@@ -364,7 +428,7 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 		ps.V = events.Version
 	}
 	ps.DeadlineMs = deadlineOf(ctx, ps.DeadlineMs)
-	ps.MinStoreRevision = max(ps.MinStoreRevision, c.minStore.Load())
+	ps.MinStoreEpoch, ps.MinStoreRevision = c.storeDemand(ps.MinStoreEpoch, ps.MinStoreRevision)
 	if err := ps.Validate(); err != nil {
 		return events.Decision{}, fmt.Errorf("client: pre-step: %w", err)
 	}
@@ -395,7 +459,7 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 		sc.V = events.Version
 	}
 	sc.DeadlineMs = deadlineOf(ctx, sc.DeadlineMs)
-	sc.MinStoreRevision = max(sc.MinStoreRevision, c.minStore.Load())
+	sc.MinStoreEpoch, sc.MinStoreRevision = c.storeDemand(sc.MinStoreEpoch, sc.MinStoreRevision)
 	if err := sc.Validate(); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
 	}

@@ -88,4 +88,17 @@
 // object store (WithSkillObjects) and writes them atomically and read-only
 // (skillstore.Materialize; a second call for the same digest does nothing).
 // WithMaterializer replaces that step.
+//
+// # Fresh store skills
+//
+// A push returns before every processor has applied it. A worker that
+// pushes skills and steps at once passes the token skills push printed
+// ("<epoch>:<revision>", its --json output's "token"): WithStoreToken, or
+// RequireStore after the push, makes every pre-step and skill call carry
+// minStoreEpoch and minStoreRevision, so that it is decided on that push
+// or a later one, or fails with ErrUnavailable (a processor that could not
+// catch up within the deadline). A processor whose store's buckets were
+// recreated since the push answers ErrUnavailable at once, saying so:
+// push again and RequireStore the new token. Skills on a processor's own
+// disk need no token.
 package client

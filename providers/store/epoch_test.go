@@ -128,3 +128,31 @@ func TestRefreshFindsRecreatedBuckets(t *testing.T) {
 		t.Fatalf("List after Refresh = %+v, %v", s, err)
 	}
 }
+
+// A publisher names the buckets' epoch as the providers following them
+// do, and buckets created again have another.
+func TestPublisherEpoch(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	pb := publisher(t, srv.JS, store.Config{})
+	push(t, pb, skillstore.Global, false, writeSkill(t, t.TempDir(), "a-skill", "A.", "Body.", nil))
+	p := open(t, srv.JS, store.Config{})
+	old, err := pb.Epoch(ctx)
+	if err != nil || old == "" || old != p.Position().Epoch {
+		t.Fatalf("publisher's epoch %q, %v; the provider's %q", old, err, p.Position().Epoch)
+	}
+	srv.JS.DeleteKeyValue(ctx, skillstore.DefaultBucket)
+	srv.JS.DeleteObjectStore(ctx, skillstore.DefaultObjects)
+	if _, err := pb.Epoch(ctx); err == nil {
+		t.Fatal("an epoch of deleted buckets")
+	}
+	pb2 := publisher(t, srv.JS, store.Config{})
+	push(t, pb2, skillstore.Global, false, writeSkill(t, t.TempDir(), "b-skill", "B.", "Body.", nil))
+	now, err := pb2.Epoch(ctx)
+	if err != nil || now == "" || now == old {
+		t.Fatalf("epoch of recreated buckets %q, %v (was %q)", now, err, old)
+	}
+	if got, err := p.Refresh(ctx); err != nil || got != now {
+		t.Fatalf("the provider's epoch after Refresh %q, %v; the publisher's %q", got, err, now)
+	}
+}

@@ -205,6 +205,7 @@ func absOr(p string) string {
 // operators (the `skills` command).
 type Publisher struct {
 	cfg Config
+	js  jetstream.JetStream
 	kv  jetstream.KeyValue
 	obs jetstream.ObjectStore
 	now func() time.Time
@@ -219,7 +220,19 @@ func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Pub
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, kv: kv, obs: obs, now: time.Now}, nil
+	return &Publisher{cfg: cfg, js: js, kv: kv, obs: obs, now: time.Now}, nil
+}
+
+// Epoch is the epoch of the store's buckets now: the identity of this
+// incarnation of them, which every serve following them computes alike
+// and which changes when they are deleted and created again. A revision
+// of the index means something only beside it.
+func (pb *Publisher) Epoch(ctx context.Context) (string, error) {
+	id, err := identityOf(ctx, pb.js, pb.cfg)
+	if err != nil {
+		return "", err
+	}
+	return id.epoch, nil
 }
 
 // Action is what a push did to one skill.

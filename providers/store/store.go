@@ -725,16 +725,21 @@ type bucketID struct {
 func (p *Provider) identity(ctx context.Context) (bucketID, error) {
 	ctx, cancel := context.WithTimeout(ctx, stallProbe)
 	defer cancel()
-	idx, err := p.js.Stream(ctx, "KV_"+p.cfg.Bucket)
+	return identityOf(ctx, p.js, p.cfg)
+}
+
+// identityOf asks the server for the identity of cfg's buckets.
+func identityOf(ctx context.Context, js jetstream.JetStream, cfg Config) (bucketID, error) {
+	idx, err := js.Stream(ctx, "KV_"+cfg.Bucket)
 	if err != nil {
-		return bucketID{}, fmt.Errorf("skill index bucket %s: %w", p.cfg.Bucket, err)
+		return bucketID{}, fmt.Errorf("skill index bucket %s: %w", cfg.Bucket, err)
 	}
-	obj, err := p.js.Stream(ctx, "OBJ_"+p.cfg.Objects)
+	obj, err := js.Stream(ctx, "OBJ_"+cfg.Objects)
 	if err != nil {
-		return bucketID{}, fmt.Errorf("skill object store %s: %w", p.cfg.Objects, err)
+		return bucketID{}, fmt.Errorf("skill object store %s: %w", cfg.Objects, err)
 	}
 	ii, oi := idx.CachedInfo(), obj.CachedInfo()
-	return bucketID{epoch: epochOf(p.cfg.Bucket, p.cfg.Objects, ii.Created, oi.Created), last: ii.State.LastSeq}, nil
+	return bucketID{epoch: epochOf(cfg.Bucket, cfg.Objects, ii.Created, oi.Created), last: ii.State.LastSeq}, nil
 }
 
 // epochOf names one incarnation of the store's buckets: 16 hex digits of

@@ -28,6 +28,7 @@ import type { Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResu
 import { materializeFromStore } from "./materialize.js";
 import { DEFAULT_OBJECTS, resourcePath } from "./storeformat.js";
 import { checkPayload, type Problem } from "./schema.js";
+import { parseStoreToken, validStoreEpoch, type StoreToken } from "./storetoken.js";
 
 /** One entry of an agent's tool view. */
 export type Tool = PreStep["tools"][number];
@@ -83,6 +84,14 @@ export interface ClientOptions extends NodeConnectionOptions {
    * are configured for; NATS permissions can give each worker its own.
    */
   inboxPrefix?: string;
+  /**
+   * The skill store every pre-step and skill call asks for at least (see
+   * requireStore), as `skills push` prints it: "<epoch>:<revision>" (its
+   * --json output's "token"), or a revision alone.
+   */
+  storeToken?: string;
+  /** The least skill store revision every pre-step and skill call asks for (see requireStoreRevision). */
+  minStoreRevision?: number;
   [TEST_HOOKS]?: TestHooks;
 }
 
@@ -217,6 +226,8 @@ export class Client {
   readonly #closers = new Set<(err: Error) => void>();
   readonly #materializing = new Map<string, Promise<void>>();
   #direct: Promise<DirectStreamAPI> | undefined;
+  /** The store every trigger asks for at least (requireStore); undefined: none. */
+  #minStore: StoreToken | undefined;
   #next = 0;
   #closed = false;
   #dropped = 0;
@@ -250,6 +261,21 @@ export class Client {
     if (this.inboxPrefix.startsWith("$") || this.inboxPrefix === this.prefix || this.inboxPrefix.startsWith(this.prefix + ".")) {
       throw new BadPayloadError("inboxPrefix", "must not be a $ subject or under the session stream's prefix", "invalid option");
     }
+    if (opts.minStoreRevision !== undefined) {
+      if (!Number.isSafeInteger(opts.minStoreRevision) || opts.minStoreRevision < 0) {
+        throw new BadPayloadError("minStoreRevision", "want a non-negative integer", "invalid option");
+      }
+      this.requireStoreRevision(opts.minStoreRevision);
+    }
+    if (opts.storeToken !== undefined) {
+      let tok: StoreToken;
+      try {
+        tok = parseStoreToken(String(opts.storeToken));
+      } catch (err) {
+        throw new BadPayloadError("storeToken", (err as Error).message, "invalid option");
+      }
+      this.requireStore(tok);
+    }
     this.#nc = nc;
     this.#ownsConn = ownsConn;
     this.#js = jetstream(nc);
@@ -268,6 +294,47 @@ export class Client {
   /** Counters: answers dropped by verification. */
   stats(): ClientStats {
     return { droppedAnswers: this.#dropped };
+  }
+
+  /**
+   * Sets the skill store later pre-steps and skill calls ask for at least:
+   * the token's revision (minStoreRevision) of the buckets of its epoch
+   * (minStoreEpoch), as `skills push` printed them (a string is parsed with
+   * parseStoreToken). A processor whose view of the store is older catches
+   * up first; if it cannot within the trigger's deadline, the pre-step and
+   * the call throw UnavailableError, never decided on the older view. A
+   * processor whose store's buckets are of another epoch (recreated since
+   * the push) answers so at once, in the same way: push again and require
+   * the new token. Within one epoch the floor only rises; a token with an
+   * epoch replaces a floor of another epoch, or of none (revisions of two
+   * epochs do not compare), and a token without an epoch raises the
+   * revision and keeps the floor's epoch. A request's own minStoreEpoch
+   * wins over the floor's; its minStoreRevision may be higher.
+   */
+  requireStore(token: StoreToken | string): void {
+    const tok = typeof token === "string" ? parseStoreToken(token) : token;
+    if (tok.epoch !== "" && !validStoreEpoch(tok.epoch)) throw new TypeError(`not a store epoch: ${JSON.stringify(tok.epoch)}`);
+    if (!Number.isSafeInteger(tok.revision) || tok.revision < 0) throw new TypeError(`not a store revision: ${tok.revision}`);
+    const cur = this.#minStore;
+    if (cur && (tok.epoch === "" || tok.epoch === cur.epoch)) {
+      if (tok.revision > cur.revision) this.#minStore = { epoch: cur.epoch, revision: tok.revision };
+      return;
+    }
+    this.#minStore = { epoch: tok.epoch, revision: tok.revision };
+  }
+
+  /**
+   * Raises the least skill store revision later pre-steps and skill calls
+   * ask for to rev, of the epoch required already if any. Prefer
+   * requireStore with the epoch `skills push` prints beside the revision.
+   */
+  requireStoreRevision(rev: number): void {
+    this.requireStore({ epoch: "", revision: rev });
+  }
+
+  /** The least skill store the client's triggers ask for; revision 0 and epoch "" when none. */
+  storeFloor(): StoreToken {
+    return { ...(this.#minStore ?? { epoch: "", revision: 0 }) };
   }
 
   /**
@@ -419,12 +486,28 @@ export class Client {
   ): Record<string, unknown> & { session: string } {
     if (input === null || typeof input !== "object") throw new BadPayloadError("", "not an object", what);
     const payload: Record<string, unknown> = { ...input, v: input.v ?? 1 };
+    this.#addStoreFloor(payload);
     if (payload.deadlineMs === undefined && opts.timeoutMs !== undefined) {
       payload.deadlineMs = Math.ceil(Date.now() + opts.timeoutMs);
     }
     const p = checkPayload(schema, payload, "strict") ?? extraChecks(payload, idField);
     if (p) throw new BadPayloadError(p.field, p.problem, what);
     return payload as Record<string, unknown> & { session: string };
+  }
+
+  /**
+   * Adds the store floor (requireStore) to a trigger: its own epoch wins;
+   * within one epoch (or without one) the higher revision.
+   */
+  #addStoreFloor(payload: Record<string, unknown>): void {
+    const floor = this.#minStore;
+    if (!floor) return;
+    const epoch = typeof payload.minStoreEpoch === "string" ? payload.minStoreEpoch : "";
+    const rev = typeof payload.minStoreRevision === "number" ? payload.minStoreRevision : 0;
+    if (epoch !== "" && floor.epoch !== "" && epoch !== floor.epoch) return;
+    if (epoch === "" && floor.epoch !== "") payload.minStoreEpoch = floor.epoch;
+    const want = Math.max(rev, floor.revision);
+    if (want > 0) payload.minStoreRevision = want;
   }
 
   #encodeChecked(v: unknown): Uint8Array {
@@ -690,6 +773,8 @@ export async function connect(opts: ClientOptions = {}): Promise<Client> {
     skillObjects: _s,
     materialize: _mat,
     connection: _c,
+    storeToken: _st,
+    minStoreRevision: _msr,
     ...natsOpts
   } = opts;
   const nc = await natsConnect({ name: "skillstream worker", maxReconnectAttempts: -1, ...natsOpts });

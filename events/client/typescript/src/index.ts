@@ -36,4 +36,5 @@ export {
 } from "./errors.js";
 export type { Catalog, CatalogHead, Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
 export { resourcePath, validStoreName } from "./storeformat.js";
+export { formatStoreToken, parseStoreToken, validStoreEpoch, type StoreToken } from "./storetoken.js";
 export { checkPayload, type Problem, type Strictness } from "./schema.js";
