@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 // TestMCPStdio runs `skillstream mcp` as a host would spawn it: MCP on
@@ -198,5 +200,223 @@ func TestServeMCPEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), `"mcp":"http://127.0.0.1:`+strconv.Itoa(port)+`/mcp"`) {
 		t.Errorf("serving line does not name the MCP endpoint:\n%s", s.stderr)
+	}
+}
+
+// mcpHost is `skillstream mcp` run in-process as a host spawns it, spoken
+// to in JSON lines on its stdin and stdout; every notification it writes
+// is recorded from the first byte on.
+type mcpHost struct {
+	t         *testing.T
+	in        *io.PipeWriter
+	responses chan json.RawMessage
+	notes     chan string
+	stderr    *syncBuffer
+
+	mu          sync.Mutex
+	initialized bool     // notifications/initialized was sent
+	early       []string // notifications written before it
+}
+
+func startMCPHost(t *testing.T, env func(string) (string, bool), args ...string) *mcpHost {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h := &mcpHost{t: t, in: inW, responses: make(chan json.RawMessage, 16), notes: make(chan string, 64), stderr: &syncBuffer{}}
+	a := &app{stdin: inR, stdout: outW, stderr: h.stderr, lookupEnv: env}
+	done := make(chan int, 1)
+	go func() {
+		code := a.main(context.Background(), append([]string{"mcp"}, args...))
+		outW.Close()
+		done <- code
+	}()
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		lines := bufio.NewScanner(outR)
+		lines.Buffer(make([]byte, 1<<20), 64<<20)
+		for lines.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(lines.Bytes(), &m) != nil {
+				h.notes <- "not JSON-RPC: " + lines.Text()
+				continue
+			}
+			if m.ID == nil {
+				h.mu.Lock()
+				if !h.initialized {
+					h.early = append(h.early, m.Method)
+				}
+				h.mu.Unlock()
+				h.notes <- m.Method
+				continue
+			}
+			h.responses <- append(json.RawMessage(nil), lines.Bytes()...)
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Errorf("mcp exited %d; stderr:\n%s", code, h.stderr)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("mcp did not exit after stdin closed")
+		}
+		<-read
+	})
+	return h
+}
+
+func (h *mcpHost) send(msg string) {
+	h.t.Helper()
+	if strings.Contains(msg, `"notifications/initialized"`) {
+		h.mu.Lock()
+		h.initialized = true
+		h.mu.Unlock()
+	}
+	if _, err := io.WriteString(h.in, msg+"\n"); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// call sends a request and returns its result.
+func (h *mcpHost) call(id int, method, params string) json.RawMessage {
+	h.t.Helper()
+	h.send(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":` + params + `}`)
+	select {
+	case line := <-h.responses:
+		var m struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil || m.ID != id || m.Result == nil {
+			h.t.Fatalf("%s: response %s", method, line)
+		}
+		return m.Result
+	case <-time.After(30 * time.Second):
+		h.t.Fatalf("%s: no response; stderr:\n%s", method, h.stderr)
+		return nil
+	}
+}
+
+// connect is a host's handshake: initialize, then initialized.
+func (h *mcpHost) connect() {
+	h.t.Helper()
+	h.call(1, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// toolDescription lists the tools and returns the skill tool's
+// description.
+func (h *mcpHost) toolDescription(id int) string {
+	h.t.Helper()
+	var tl struct {
+		Tools []struct{ Name, Description string } `json:"tools"`
+	}
+	if err := json.Unmarshal(h.call(id, "tools/list", `{}`), &tl); err != nil || len(tl.Tools) != 1 || tl.Tools[0].Name != "skill" {
+		h.t.Fatalf("tools/list: %+v %v", tl, err)
+	}
+	return tl.Tools[0].Description
+}
+
+// quiet fails when a notification arrives within d.
+func (h *mcpHost) quiet(d time.Duration, when string) {
+	h.t.Helper()
+	select {
+	case n := <-h.notes:
+		h.t.Fatalf("%s: %s", when, n)
+	case <-time.After(d):
+	}
+}
+
+// fleetRoot writes n skills, far more than a host keeps of a tool's
+// description, as a custom skills root.
+func fleetRoot(t *testing.T, n int) string {
+	root := t.TempDir()
+	for i := range n {
+		name := fmt.Sprintf("team-%03d-runbook", i)
+		writeFile(t, root, name+"/SKILL.md", skillMD("Body.", "name: "+name,
+			fmt.Sprintf("description: The on-call runbook of team %d, with the checks to run, who to page, and how to roll back a bad deploy.", i)))
+	}
+	return root
+}
+
+// TestMCPStdioFirstAnswer: a host that lists the tools as soon as it is
+// initialized, from a server of 301 skills, gets the catalog at once,
+// fitted to the 2,048 UTF-16 code units Claude Code keeps of a tool's
+// description (whole entries, the notice, the closing lines). Nothing is
+// notified before initialized, nor in the 2 s after with nothing changed;
+// a skill added gives one tools/list_changed and one
+// resources/list_changed.
+func TestMCPStdioFirstAnswer(t *testing.T) {
+	root := fleetRoot(t, 301)
+	h := startMCPHost(t, envMap(nil), "--no-bundled", "--user-skills-dir=", "--no-skill-store", "--skills-dir", root, "--cwd", t.TempDir())
+	h.connect()
+	desc := h.toolDescription(2)
+	if n := len(utf16.Encode([]rune(desc))); n > 2048 {
+		t.Errorf("tool description of %d UTF-16 code units, over 2048", n)
+	}
+	for _, want := range []string{"- `team-000-runbook`\n", "\n(Shortened to fit the catalog size limit: ",
+		"until it has been loaded.\n</system-reminder>"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("the first tool description lacks %q:\n%s", want, desc)
+		}
+	}
+	h.mu.Lock()
+	early := h.early
+	h.mu.Unlock()
+	if len(early) > 0 {
+		t.Errorf("notified before initialized: %q", early)
+	}
+	h.quiet(2*time.Second, "nothing changed since start, yet notified")
+	// A skill added at once, as a folder moved into the root.
+	dir := filepath.Join(t.TempDir(), "aaa-new")
+	writeFile(t, dir, "SKILL.md", skillMD("New.", "name: aaa-new", "description: A new skill."))
+	if err := os.Rename(dir, filepath.Join(root, "aaa-new")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	deadline := time.After(20 * time.Second)
+	for got["notifications/tools/list_changed"] == 0 || got["notifications/resources/list_changed"] == 0 {
+		select {
+		case n := <-h.notes:
+			got[n]++
+		case <-deadline:
+			t.Fatalf("after a skill was added: %v; stderr:\n%s", got, h.stderr)
+		}
+	}
+	select {
+	case n := <-h.notes:
+		t.Errorf("a second notification for one change: %s (%v before)", n, got)
+	case <-time.After(time.Second):
+	}
+	if desc := h.toolDescription(3); !strings.Contains(desc, "- `aaa-new`\n") {
+		t.Errorf("the tool description after the change lacks the new skill:\n%s", desc)
+	}
+}
+
+// TestMCPToolDescriptionMaxFlag: --mcp-tool-description-max (or its
+// variable) 0 lifts the budget; a budget under 1024 is refused at start,
+// by mcp and by serve.
+func TestMCPToolDescriptionMaxFlag(t *testing.T) {
+	root := fleetRoot(t, 301)
+	h := startMCPHost(t, envMap(map[string]string{"SKILLSTREAM_MCP_TOOL_DESCRIPTION_MAX": "0"}),
+		"--no-bundled", "--user-skills-dir=", "--no-skill-store", "--skills-dir", root, "--cwd", t.TempDir())
+	h.connect()
+	if desc := h.toolDescription(2); len(utf16.Encode([]rune(desc))) <= 2048 || !strings.Contains(desc, "- `team-000-runbook`: The on-call runbook") {
+		t.Errorf("without a budget the description is still cut (%d UTF-16 code units)", len(utf16.Encode([]rune(desc))))
+	}
+	for _, args := range [][]string{
+		{"mcp", "--no-skill-store", "--mcp-tool-description-max", "1023"},
+		{"serve", "--data", t.TempDir(), "--mcp-tool-description-max=-1"},
+	} {
+		code, _, stderr := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "--mcp-tool-description-max") || !strings.Contains(stderr, "must be 0 or at least 1024") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
 	}
 }

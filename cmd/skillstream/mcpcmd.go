@@ -23,6 +23,9 @@ type MCPConfig struct {
 	AllowedOrigins []string // browser origins allowed besides loopback ones
 	Cwd            string   // working directory whose project skills are served
 	Project        string   // skill store project scope served
+	// ToolDescriptionMax bounds the skill tool's description, catalog
+	// included, in UTF-16 code units; 0 = none (serve and mcp).
+	ToolDescriptionMax int
 }
 
 // mcpFlags registers serve's MCP flags.
@@ -33,11 +36,38 @@ func (c *Config) mcpFlags(cmd *command) {
 	cmd.cfgList(&c.MCP.AllowedOrigins, "mcp-allowed-origin", "browser `origin` (scheme://host[:port]) allowed to call the MCP endpoint besides loopback ones; repeatable")
 	cmd.cfgString(&c.MCP.Cwd, "mcp-cwd", "", "working `dir` whose project skills MCP hosts are served (default: none, only the other sources)")
 	cmd.cfgString(&c.MCP.Project, "mcp-project", "", "skill store project `id` whose scope MCP hosts are served (default: the global scope only)")
+	c.mcpToolFlags(cmd)
+}
+
+// mcpToolFlags registers what MCP hosts are shown of the skill tool: serve
+// and mcp take it.
+func (c *Config) mcpToolFlags(cmd *command) {
+	cmd.cfgInt(&c.MCP.ToolDescriptionMax, "mcp-tool-description-max", catalog.DefaultToolDescriptionMax,
+		"bound on the skill tool's description MCP hosts get, catalog included, in UTF-16 code units (Claude Code keeps 2048 and cuts the rest): over it the catalog is shortened as --catalog-max-length shortens it; 0 for none, else at least 1024")
+}
+
+// validateMCPTool checks mcpToolFlags' settings.
+func (c *Config) validateMCPTool() error {
+	if catalog.CheckToolDescriptionMax(c.MCP.ToolDescriptionMax) != nil {
+		return usagef("--mcp-tool-description-max %d: must be 0 or at least %d", c.MCP.ToolDescriptionMax, catalog.MinToolDescriptionMax)
+	}
+	return nil
+}
+
+// toolDescriptionMax is the flag's value as mcpserver.Config takes it.
+func (c *Config) toolDescriptionMax() int {
+	if c.MCP.ToolDescriptionMax == 0 {
+		return -1 // none
+	}
+	return c.MCP.ToolDescriptionMax
 }
 
 // validateMCP checks serve's MCP settings and reads the token.
 func (c *Config) validateMCP() (token string, err error) {
 	m := &c.MCP
+	if err := c.validateMCPTool(); err != nil {
+		return "", err
+	}
 	if m.Listen == "" {
 		return "", nil
 	}
@@ -101,11 +131,12 @@ type mcpHTTP struct {
 // startMCP creates the MCP server for serve and binds its listener.
 func (c *Config) startMCP(reg mcpserver.Registry, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
 	srv, err := mcpserver.New(reg, mcpserver.Config{
-		Query:      catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
-		Options:    c.catalogOptions(),
-		Version:    version,
-		Logger:     log.With("component", "mcp"),
-		Registerer: metrics,
+		Query:              catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
+		Options:            c.catalogOptions(),
+		ToolDescriptionMax: c.toolDescriptionMax(),
+		Version:            version,
+		Logger:             log.With("component", "mcp"),
+		Registerer:         metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -151,9 +182,14 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`)[1:], `
   host configuration: {"command": "skillstream", "args": ["mcp", "--cwd", "/home/me/src/app"]}`[1:])
 	p.flags(cmd, "")
 	cmd.cfgString(&p.c.LogLevel, "log-level", "warn", "log `level` on stderr: debug, info, warn or error")
+	cmd.group("MCP hosts")
+	p.c.mcpToolFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("mcp takes no arguments, got %q", args[0])
+		}
+		if err := p.c.validateMCPTool(); err != nil {
+			return err
 		}
 		p.watch = true
 		reg, dir, err := p.open(ctx, a, cmd.name)
@@ -163,10 +199,11 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`)[1:], `
 		defer reg.Close()
 		log := p.c.newLogger(a.stderr)
 		srv, err := mcpserver.New(reg, mcpserver.Config{
-			Query:   p.query(dir),
-			Options: p.c.catalogOptions(),
-			Version: thisBuild().version,
-			Logger:  log.With("component", "mcp"),
+			Query:              p.query(dir),
+			Options:            p.c.catalogOptions(),
+			ToolDescriptionMax: p.c.toolDescriptionMax(),
+			Version:            thisBuild().version,
+			Logger:             log.With("component", "mcp"),
 		})
 		if err != nil {
 			return err
