@@ -107,6 +107,11 @@ type View struct {
 	// under: its catalog texts end with the user invocation line. (A View
 	// standing for a hidden tool carries it too: the tombstone has it.)
 	UserInvocation bool
+	// Search is set when the View was prepared for a session to which
+	// search is offered (Options.SkillSearch and Options.SearchOffered):
+	// its entries were shortened by ShortenForSearch, and a list that
+	// left some out ends with SearchNotice.
+	Search bool
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -121,11 +126,17 @@ type renderedTexts struct {
 	initial, replacement atomic.Pointer[string]
 }
 
-// render is RenderWith(u, v.Entries, v.Omitted, v.UserInvocation), made
-// once per kind of update when the View was prepared.
+// Text returns the exact text of the catalog message listing the View
+// with update u: RenderWith(u, v.Entries, v.Omitted, v.UserInvocation),
+// or for a View shortened for search (Search) the same with SearchNotice
+// as its notice. A View from Prepare renders each kind of update once.
+func (v View) Text(u Update) string { return v.render(u) }
+
+// render is Text, made once per kind of update when the View was
+// prepared.
 func (v View) render(u Update) string {
 	if v.texts == nil {
-		return RenderWith(u, v.Entries, v.Omitted, v.UserInvocation)
+		return render(u, v.Entries, v.Omitted, v.UserInvocation, v.Search)
 	}
 	slot := &v.texts.replacement
 	if u == UpdateInitial {
@@ -134,7 +145,7 @@ func (v View) render(u Update) string {
 	if s := slot.Load(); s != nil {
 		return *s
 	}
-	s := RenderWith(u, v.Entries, v.Omitted, v.UserInvocation)
+	s := render(u, v.Entries, v.Omitted, v.UserInvocation, v.Search)
 	slot.Store(&s)
 	return s
 }
@@ -142,16 +153,24 @@ func (v View) render(u Update) string {
 // Prepare builds the View of snap under opts: the work of Decide that does
 // not depend on the session. The entries are shortened to
 // opts.MaxLength by the precedence of each skill's source (see Shorten and
-// Precedence). An incomplete snapshot gives a View with Complete false and
-// nothing else.
+// Precedence); where search is offered (opts.SkillSearch and
+// opts.SearchOffered) they are shortened by ShortenForSearch instead, to
+// opts.MaxLength and opts.ListedMax. An incomplete snapshot gives a View
+// with Complete false and nothing else.
 func Prepare(snap Snapshot, opts Options) View {
+	search := opts.searchShortening()
 	if !snap.Complete {
-		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Diagnostics: snap.Diagnostics}
+		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
-	entries, omitted := Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
-	return View{Entries: entries, Omitted: omitted, Digest: DigestList(entries, omitted), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
-		UserInvocation: opts.UserInvocation, Diagnostics: snap.Diagnostics, texts: new(renderedTexts)}
+	var omitted int
+	if search {
+		entries, omitted = ShortenForSearch(entries, SourcePrecedence(snap.Skills), opts.MaxLength, opts.ListedMax)
+	} else {
+		entries, omitted = Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
+	}
+	return View{Entries: entries, Omitted: omitted, Digest: digestList(entries, omitted, search), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
+		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts)}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of
@@ -222,7 +241,7 @@ func DecideView(visible bool, v View, h History) Decision {
 			entries = []Entry{}
 		}
 		if digest == "" {
-			digest = DigestList(entries, omitted)
+			digest = digestList(entries, omitted, v.Search)
 		}
 	}
 	published := h.Published || h.Visible

@@ -38,6 +38,12 @@ func CheckToolDescriptionMax(n int) error {
 // description over it. Under both limits the text is exactly
 // ToolDescription + "\n\n" + RenderList(UpdateInitial, entries, 0).
 //
+// Where search is offered (opts.SkillSearch and opts.SearchOffered: the
+// host is shown the skill_search tool too), the list is shortened as
+// ShortenForSearch shortens it instead — whole entries left out, their
+// descriptions never dropped, to opts.ListedMax entries at most — and a
+// list that left some out ends with SearchNotice.
+//
 // opts.UserInvocation plays no part: a host's user does not invoke skills
 // through a session's pre-steps, so the catalog does not say they may.
 func DescribeTool(snap Snapshot, opts Options, maxUnits int) string {
@@ -50,8 +56,15 @@ func DescribeTool(snap Snapshot, opts Options, maxUnits int) string {
 	// the "\n" that ends a list that is not empty (a shortened list never
 	// is: it holds the notice).
 	fixed := textLen(head).units + textLen(RenderList(UpdateInitial, nil, 0)).units + 1
-	entries, omitted := shorten(entries, SourcePrecedence(snap.Skills), func(l listLen) bool {
+	fits := func(l listLen) bool {
 		return (opts.MaxLength <= 0 || l.points <= opts.MaxLength) && (maxUnits <= 0 || fixed+l.units <= maxUnits)
-	})
-	return head + RenderList(UpdateInitial, entries, omitted)
+	}
+	search := opts.searchShortening()
+	var omitted int
+	if search {
+		entries, omitted = shortenSearch(entries, SourcePrecedence(snap.Skills), fits, opts.ListedMax)
+	} else {
+		entries, omitted = shorten(entries, SourcePrecedence(snap.Skills), fits)
+	}
+	return head + render(UpdateInitial, entries, omitted, false, search)
 }

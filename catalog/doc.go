@@ -123,6 +123,41 @@
 // renders what the model reads: "Error: <message>", or the skill_content
 // document with the resource guidance for the skill's resource base.
 //
+// # Skill search
+//
+// A catalog of every skill stops helping the model at a large fleet's
+// size: under the size limit most entries lose their descriptions. With
+// Options.SkillSearch on, a second tool, skill_search (SearchToolDefinition),
+// is served beside the skill tool, and where a session's tool view offers
+// both tools of our owner (SearchVisible; Options.Offer sets
+// Options.SearchOffered per pre-step) the catalog lists fewer skills
+// instead of shorter entries: ShortenForSearch leaves whole entries out,
+// in the size limit's order of sacrifice, until at most Options.ListedMax
+// are listed (0: no count limit) and the list holds Options.MaxLength, and
+// ends the list with SearchNotice, which tells the model how many more
+// skills skill_search finds. The notice is part of the digest, and a view
+// that gains or loses the tool is another view, so the catalog changes at
+// the next pre-step. With the option off, or the tool not in the view,
+// every text stays as it was, byte for byte.
+//
+// Search(ctx, searcher, args, opts) runs one call against a Searcher (the
+// index) bound to the calling session's query:
+//
+//  1. ParseSearchArgs checks the model's arguments (query 1 to 512 code
+//     points once trimmed, no control characters but white space; limit 1
+//     to 16, default 8; offset 0 to 100000, default 0); anything else is a
+//     CodeBadRequest error "invalid search arguments: <what is wrong>",
+//     and the index is not consulted;
+//  2. the index returns the page of matches after offset, best first, and
+//     their total; an index error is a CodeProvider error;
+//  3. each match is formed as a catalog entry (normalised, capped, escaped
+//     in the text, unescaped in SearchValue.Results).
+//
+// SearchResult.Text is what the model reads: the skill_search_results
+// block with a line telling how to page on when more match, or a sentence
+// saying that nothing matches. Searching never changes what the catalog
+// lists.
+//
 // # Text for people
 //
 // Skill text is written by whoever wrote the skill, and the model's text

@@ -185,8 +185,10 @@ func appendLine(dst []byte, e Entry) []byte {
 
 // appendList appends the text between the tags of a list: the entry lines
 // joined by "\n" and, when the list was shortened (omitted entries left
-// out, or bare ones), the notice as a last line.
-func appendList(dst []byte, entries []Entry, omitted int) []byte {
+// out, or bare ones), the notice as a last line: the size limit's
+// (Notice), or for a list shortened for search (search set) the one that
+// points to the skill_search tool (SearchNotice).
+func appendList(dst []byte, entries []Entry, omitted int, search bool) []byte {
 	for i, e := range entries {
 		if i > 0 {
 			dst = append(dst, '\n')
@@ -197,7 +199,11 @@ func appendList(dst []byte, entries []Entry, omitted int) []byte {
 		if len(entries) > 0 {
 			dst = append(dst, '\n')
 		}
-		dst = append(dst, Notice(bareCount(entries), omitted)...)
+		if search {
+			dst = append(dst, SearchNotice(omitted)...)
+		} else {
+			dst = append(dst, Notice(bareCount(entries), omitted)...)
+		}
 	}
 	return dst
 }
@@ -209,7 +215,7 @@ func listSize(entries []Entry, omitted int) int {
 		n += len(e.Name) + len(e.Description) + 8
 	}
 	if shortened(entries, omitted) {
-		n += noticeLen(len(entries), omitted)
+		n += max(noticeLen(len(entries), omitted), searchNoticeLen(omitted))
 	}
 	return n + n/8
 }
@@ -228,7 +234,13 @@ func Digest(entries []Entry) string {
 // the list was shortened, the notice. A change in what was shortened is a
 // change of digest.
 func DigestList(entries []Entry, omitted int) string {
-	sum := sha256.Sum256(appendList(make([]byte, 0, listSize(entries, omitted)), entries, omitted))
+	return digestList(entries, omitted, false)
+}
+
+// digestList is DigestList, of a list shortened for search when search is
+// set (its notice is SearchNotice).
+func digestList(entries []Entry, omitted int, search bool) string {
+	sum := sha256.Sum256(appendList(make([]byte, 0, listSize(entries, omitted)), entries, omitted, search))
 	return hex.EncodeToString(sum[:])
 }
 

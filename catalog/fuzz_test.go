@@ -25,6 +25,8 @@ func FuzzRecognize(f *testing.F) {
 		"<available_skills>\n- `Bad`: x\n</available_skills>",
 		"<available_skills>\n- `a`: \xff\n</available_skills>",
 		"<available_skills>\n\n</available_skills>",
+		"<available_skills>\n- `a`: x\n" + catalog.SearchNotice(3) + "\n</available_skills>",
+		"<available_skills>\n" + catalog.SearchNotice(1) + "\n</available_skills>",
 		"",
 		"garbage",
 	} {

@@ -57,6 +57,21 @@ type Options struct {
 	// every catalog message ends with one more line telling the model so
 	// (see RenderWith); without it, the catalog texts are as they were.
 	UserInvocation bool
+	// SkillSearch serves the skill_search tool beside the skill tool (flag
+	// --skill-search; see Search). It changes a catalog only where search
+	// is offered to the session (SearchOffered); without it every text is
+	// as it was.
+	SkillSearch bool
+	// ListedMax caps the number of entries a catalog lists where search is
+	// offered (flag --catalog-listed-max; see ShortenForSearch). 0 means no
+	// count limit; it must not be negative.
+	ListedMax int
+	// SearchOffered says that search is offered to the session whose
+	// catalog is prepared: the option is on and its tool view holds our
+	// skill_search tool beside our skill tool. It is no setting but a
+	// choice made per pre-step (Offer sets it); it counts only with
+	// SkillSearch.
+	SearchOffered bool
 }
 
 // DefaultOptions returns the options used when nothing is configured.
@@ -81,8 +96,32 @@ func (o Options) Validate() error {
 	if err := CheckMaxSkillBytes(o.MaxSkillBytes); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	if err := CheckListedMax(o.ListedMax); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	return nil
 }
+
+// CheckListedMax reports whether n is a usable cap on listed entries: 0
+// (none) or more.
+func CheckListedMax(n int) error {
+	if n < 0 {
+		return fmt.Errorf("catalog listed max is %d, it must be 0 (no limit) or more", n)
+	}
+	return nil
+}
+
+// Offer returns o with SearchOffered set for a session whose tool view is
+// tools: true when o.SkillSearch is on and the view holds owner's skill
+// tool and owner's skill_search tool (SearchVisible).
+func (o Options) Offer(tools []Tool, owner string) Options {
+	o.SearchOffered = o.SkillSearch && SearchVisible(tools, owner)
+	return o
+}
+
+// searchShortening reports whether a catalog prepared under o is shortened
+// for search (ShortenForSearch) rather than by the size limit's rules.
+func (o Options) searchShortening() bool { return o.SkillSearch && o.SearchOffered }
 
 // CheckMaxLength reports whether n is a usable catalog size limit: 0 or at
 // least MinMaxLength.

@@ -60,6 +60,12 @@ func RenderList(u Update, entries []Entry, omitted int) string {
 // size limit) ignore it: turning the option on or off does not by itself
 // change a session's catalog.
 func RenderWith(u Update, entries []Entry, omitted int, userInvocation bool) string {
+	return render(u, entries, omitted, userInvocation, false)
+}
+
+// render is RenderWith for a list shortened for search when search is set:
+// its notice, if any, is SearchNotice.
+func render(u Update, entries []Entry, omitted int, userInvocation, search bool) string {
 	intro, outro := replacementIntro, replacementOutro
 	closing := userInvocationLine
 	switch {
@@ -76,7 +82,7 @@ func RenderWith(u Update, entries []Entry, omitted int, userInvocation bool) str
 	buf := make([]byte, 0, len(head)+listSize(entries, omitted)+1+len(tail))
 	buf = append(buf, head...)
 	n := len(buf)
-	buf = appendList(buf, entries, omitted)
+	buf = appendList(buf, entries, omitted, search)
 	if len(buf) > n {
 		buf = append(buf, '\n')
 	}
@@ -94,7 +100,8 @@ func RenderWith(u Update, entries []Entry, omitted int, userInvocation bool) str
 // stand on a line of its own, and each line between them must be an entry
 // line "- `<name>`: <description>" or a bare one "- `<name>`", with a name
 // in the skill grammar; the last line may instead be the notice of a
-// shortened list. The first opening tag decides. Anything else is not a catalog of ours: ok is
+// shortened list (Notice, or SearchNotice for a list shortened for
+// search). The first opening tag decides. Anything else is not a catalog of ours: ok is
 // false. Recognize never panics, whatever the input.
 func Recognize(text string) (digest string, ok bool) {
 	const open = openBlock + "\n"
@@ -123,9 +130,10 @@ func Recognize(text string) (digest string, ok bool) {
 }
 
 // entryLines reports whether every "\n"-separated line of inner is an entry
-// line as Line renders it, except that the last may be a notice.
+// line as Line renders it, except that the last may be a notice of either
+// kind.
 func entryLines(inner string) bool {
-	if i := strings.LastIndexByte(inner, '\n'); parseNotice(inner[i+1:]) {
+	if i := strings.LastIndexByte(inner, '\n'); parseNotice(inner[i+1:]) || parseSearchNotice(inner[i+1:]) {
 		if i < 0 {
 			return true
 		}

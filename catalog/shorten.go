@@ -21,6 +21,36 @@ func Notice(bare, omitted int) string {
 	return noticeHead + strconv.Itoa(bare) + noticeMid + strconv.Itoa(omitted) + noticeTail
 }
 
+// The notice that ends a list shortened for search (ShortenForSearch),
+// around its count of skills not listed.
+const (
+	searchNoticeHead = "("
+	searchNoticeTail = " more skills are available but not listed here. Call the `skill_search` tool to find them by what they do.)"
+)
+
+// SearchNotice returns the line that ends a list shortened for search:
+// omitted skills are not listed, and the skill_search tool finds them.
+func SearchNotice(omitted int) string {
+	return searchNoticeHead + strconv.Itoa(omitted) + searchNoticeTail
+}
+
+// searchNoticeLen is the length of SearchNotice(omitted), in bytes and
+// code points alike (it is ASCII).
+func searchNoticeLen(omitted int) int {
+	return len(searchNoticeHead) + digits(omitted) + len(searchNoticeTail)
+}
+
+// parseSearchNotice reports whether line is a notice SearchNotice could
+// have written (for a count of at least one).
+func parseSearchNotice(line string) bool {
+	rest, ok := strings.CutPrefix(line, searchNoticeHead)
+	if !ok {
+		return false
+	}
+	o, ok := strings.CutSuffix(rest, searchNoticeTail)
+	return ok && decimal(o) && o != "0"
+}
+
 // noticeLen is the length of Notice(bare, omitted), in bytes and code
 // points alike (it is ASCII).
 func noticeLen(bare, omitted int) int {
@@ -168,18 +198,7 @@ func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) boo
 	if fits(sum.plus(len(entries) - 1)) {
 		return entries, 0
 	}
-	order := make([]int, len(entries))
-	prec := make([]int, len(entries))
-	for i, e := range entries {
-		order[i] = i
-		prec[i] = precedence(e)
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if prec[a] != prec[b] {
-			return prec[a] - prec[b]
-		}
-		return strings.Compare(entries[b].Name, entries[a].Name)
-	})
+	order := sacrifice(entries, precedence)
 	shown, bare, omitted := len(entries), 0, 0
 	// The block is the shown lines, a "\n" after each, then the notice
 	// (ASCII: as many units as code points).
@@ -215,6 +234,81 @@ func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) boo
 		case stripped[i]:
 			out = append(out, Entry{Name: e.Name, Bare: true})
 		default:
+			out = append(out, e)
+		}
+	}
+	return out, omitted
+}
+
+// sacrifice returns the indexes of entries in the order of sacrifice:
+// the lowest precedence first and, within one precedence, the last name in
+// byte order first.
+func sacrifice(entries []Entry, precedence func(Entry) int) []int {
+	order := make([]int, len(entries))
+	prec := make([]int, len(entries))
+	for i, e := range entries {
+		order[i] = i
+		prec[i] = precedence(e)
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if prec[a] != prec[b] {
+			return prec[a] - prec[b]
+		}
+		return strings.Compare(entries[b].Name, entries[a].Name)
+	})
+	return order
+}
+
+// ShortenForSearch is Shorten for a session to which search is offered
+// (Options.SkillSearch and Options.SearchOffered): the list gets fewer
+// entries instead of shorter ones. No description is dropped; entries are
+// left out, in Shorten's order of sacrifice (the lowest precedence first,
+// within one precedence the last name in byte order first), until at most
+// maxCount are listed (0: no count limit) and the list text, the final
+// notice included, holds at most maxLen code points (0: no limit). When
+// entries were left out the list ends with SearchNotice, which tells the
+// model that the skill_search tool finds them. It returns the entries
+// shown, as they are, and how many were left out.
+//
+// Only a notice longer than maxLen on its own can leave the text over the
+// limit.
+func ShortenForSearch(entries []Entry, precedence func(Entry) int, maxLen, maxCount int) ([]Entry, int) {
+	return shortenSearch(entries, precedence, func(l listLen) bool { return maxLen <= 0 || l.points <= maxLen }, maxCount)
+}
+
+// shortenSearch is ShortenForSearch with the length limit given as fits
+// (see shorten).
+func shortenSearch(entries []Entry, precedence func(Entry) int, fits func(listLen) bool, maxCount int) ([]Entry, int) {
+	if len(entries) == 0 {
+		return entries, 0
+	}
+	var sum listLen // the lines shown, without separators
+	lens := make([]listLen, len(entries))
+	for i, e := range entries {
+		lens[i] = lineLen(e)
+		sum = sum.add(lens[i])
+	}
+	countFits := func(shown int) bool { return maxCount <= 0 || shown <= maxCount }
+	if countFits(len(entries)) && fits(sum.plus(len(entries)-1)) {
+		return entries, 0
+	}
+	shown, omitted := len(entries), 0
+	left := make([]bool, len(entries))
+	for _, i := range sacrifice(entries, precedence) {
+		// The block is the shown lines, a "\n" after each, then the
+		// notice (ASCII: as many units as code points).
+		if omitted > 0 && countFits(shown) && fits(sum.plus(shown+searchNoticeLen(omitted))) {
+			break
+		}
+		sum.points -= lens[i].points
+		sum.units -= lens[i].units
+		left[i] = true
+		shown--
+		omitted++
+	}
+	out := make([]Entry, 0, shown)
+	for i, e := range entries {
+		if !left[i] {
 			out = append(out, e)
 		}
 	}
