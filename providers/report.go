@@ -62,6 +62,23 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 	}
 	rep.Snapshot = catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch, Diagnostics: v.diags}
 	rep.Shadowed, rep.Rejected, rep.Errors = v.shadowed, v.rejected, v.errs
+	rep.Err = r.eachDiagnostic(ctx, q, func(i int, dg Diagnostic, err error) bool {
+		if err != nil {
+			rep.Errors = append(rep.Errors, ProviderError{Provider: r.names[i], Err: err})
+			return true
+		}
+		rep.Diagnostics = append(rep.Diagnostics, dg)
+		return true
+	})
+	return rep
+}
+
+// eachDiagnostic asks every Diagnoser for q's diagnostics and hands each
+// one to f (with its provider's name filled in), or the provider's failure
+// as err (its diagnostics, if any, follow), until f returns false. It
+// returns ctx's error when ctx was cancelled (a deadline only fails the
+// provider that ran into it).
+func (r *Registry) eachDiagnostic(ctx context.Context, q catalog.Query, f func(i int, dg Diagnostic, err error) bool) error {
 	for i, p := range r.ps {
 		d, ok := p.(Diagnoser)
 		if !ok {
@@ -75,23 +92,26 @@ func (r *Registry) Inspect(ctx context.Context, q catalog.Query) Report {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				rep.Err = ctx.Err()
-				return rep
+				return ctx.Err()
 			}
-			rep.Errors = append(rep.Errors, ProviderError{Provider: r.names[i], Err: err})
+			if !f(i, Diagnostic{}, err) {
+				return nil
+			}
 			continue
 		}
-		if c.err != nil {
-			rep.Errors = append(rep.Errors, ProviderError{Provider: r.names[i], Err: fmt.Errorf("diagnostics: %w", c.err)})
+		if c.err != nil && !f(i, Diagnostic{}, fmt.Errorf("diagnostics: %w", c.err)) {
+			return nil
 		}
 		for _, dg := range c.diags {
 			if dg.Provider == "" {
 				dg.Provider = r.names[i]
 			}
-			rep.Diagnostics = append(rep.Diagnostics, dg)
+			if !f(i, dg, nil) {
+				return nil
+			}
 		}
 	}
-	return rep
+	return nil
 }
 
 // MaxDiagnostics bounds the diagnostics a view carries for workers;
@@ -110,34 +130,14 @@ func (r *Registry) diagnose(ctx context.Context, q catalog.Query) []Diagnostic {
 		return nil
 	}
 	var out []Diagnostic
-	for i, p := range r.ps {
-		d, ok := p.(Diagnoser)
-		if !ok {
-			continue
+	r.eachDiagnostic(ctx, q, func(_ int, dg Diagnostic, err error) bool {
+		if err != nil || dg.Source != catalog.SourceProject {
+			return true
 		}
-		wctx, cancel := context.WithTimeout(ctx, r.timeout)
-		c := r.start(wctx, i, func(ctx context.Context, c *call) {
-			c.diags, c.err = d.Diagnostics(ctx, q)
-		})
-		err := r.wait(wctx, i, c)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for _, dg := range c.diags {
-			if dg.Source != catalog.SourceProject {
-				continue
-			}
-			if len(out) == MaxDiagnostics {
-				return out
-			}
-			if dg.Provider == "" {
-				dg.Provider = r.names[i]
-			}
-			dg.Reason = clipText(dg.Reason, 512)
-			out = append(out, dg)
-		}
-	}
+		dg.Reason = clipText(dg.Reason, 512)
+		out = append(out, dg)
+		return len(out) < MaxDiagnostics
+	})
 	return out
 }
 
