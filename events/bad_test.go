@@ -95,6 +95,16 @@ func TestBadPayloadFields(t *testing.T) {
 		{"msgpack args.name int", Msgpack, mp(t, "v", 1, "session", "s", "call", "c", "args", m{"name": 1}), skillCall, "args.name", "got integer, want string"},
 		{"json args array", JSON, []byte(`{"v":1,"session":"s","call":"c","args":["x"]}`), skillCall, "args", "got array, want object"},
 		{"msgpack missing call", Msgpack, mp(t, "v", 1, "session", "s", "args", m{"name": "x"}), skillCall, "call", "missing"},
+		{"msgpack search without args", Msgpack, mp(t, "v", 1, "session", "s", "call", "c"), skillSearch, "args", "missing"},
+		{"json search args null", JSON, []byte(`{"v":1,"session":"s","call":"c","args":null}`), skillSearch, "args", "missing"},
+		{"json search args string", JSON, []byte(`{"v":1,"session":"s","call":"c","args":"pdf"}`), skillSearch, "args", "got string, want object"},
+		{"msgpack search args array", Msgpack, mp(t, "v", 1, "session", "s", "call", "c", "args", []any{"pdf"}), skillSearch, "args", "got array, want map"},
+		{"msgpack search without call", Msgpack, mp(t, "v", 1, "session", "s", "args", m{"query": "x"}), skillSearch, "call", "missing"},
+		{"msgpack search bad session", Msgpack, mp(t, "v", 1, "session", "a b", "call", "c", "args", m{"query": "x"}), skillSearch, "session", "invalid session token"},
+		{"json search relative resourceDir", JSON, []byte(`{"v":1,"session":"s","call":"c","args":{"query":"x"},"resourceDir":"r"}`), skillSearch, "resourceDir", "not an absolute path"},
+		{"msgpack search bad epoch", Msgpack, mp(t, "v", 1, "session", "s", "call", "c", "args", m{"query": "x"}, "minStoreEpoch", "a b"), skillSearch, "minStoreEpoch", "not a store epoch"},
+		{"msgpack search negative deadline", Msgpack, mp(t, "v", 1, "session", "s", "call", "c", "args", m{"query": "x"}, "deadlineMs", -1), skillSearch, "deadlineMs", "negative"},
+		{"json definitions element without name", JSON, []byte(`[{"name":"skill"},{"description":"d"}]`), toolDefinitions, "[1].name", "missing"},
 		{"msgpack negative retainFrom", Msgpack, mp(t, "v", 1, "session", "s", "retainFrom", -1), compaction, "retainFrom", "negative"},
 		{"msgpack keep string element", Msgpack, mp(t, "v", 1, "session", "s", "keep", []any{1, "x"}), compaction, "keep[1]", "got string, want integer"},
 		{"json keep negative", JSON, []byte(`{"v":1,"session":"s","keep":[-1]}`), compaction, "keep", "want non-negative integer"},
@@ -132,6 +142,10 @@ func toolResult(e Encoding, b []byte) (any, error)     { return DecodeToolResult
 func decision(e Encoding, b []byte) (any, error)       { return DecodeDecision(e, b) }
 func toolDefinition(e Encoding, b []byte) (any, error) { return DecodeToolDefinition(e, b) }
 func catalogHead(e Encoding, b []byte) (any, error)    { return DecodeCatalogHead(e, b) }
+func skillSearch(e Encoding, b []byte) (any, error)    { return DecodeSkillSearch(e, b) }
+func toolDefinitions(e Encoding, b []byte) (any, error) {
+	return DecodeToolDefinitions(e, b)
+}
 func skillInvocation(e Encoding, b []byte) (any, error) {
 	return DecodeSkillInvocation(e, b)
 }

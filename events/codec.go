@@ -115,6 +115,11 @@ func sizeHint(v any) int {
 		if p.Value != nil {
 			n += len(p.Value.Content)
 		}
+		if p.Search != nil {
+			for _, e := range p.Search.Results {
+				n += len(e.Name) + len(e.Description) + 24
+			}
+		}
 		return n
 	}
 	return base

@@ -57,8 +57,25 @@ func samples() map[string]any {
 		"tooldefinition": ToolDefinition{Name: "skill",
 			Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
 			Parameters:  RawJSON(skillParameters)},
+		"skillsearch": SkillSearch{V: 1, Session: "sess-1", Call: "call_04", Cwd: "/work/project", Project: "web",
+			Args: SearchArgs{Query: "fill PDF forms", Limit: int64(5)}, DeadlineMs: 1767225600000},
+		"toolresult-search": ToolResult{V: 1, Session: "sess-1", Call: "call_04", TriggerSeq: 102,
+			Text:   "<skill_search_results query=\"fill PDF forms\" shown=\"1\" total=\"1\">\n- `pdf-tools`: Work with PDF files &amp; forms\n</skill_search_results>\n\nLoad a skill with the `skill` tool by its exact name before following it.",
+			Search: &SearchValue{Query: "fill PDF forms", Total: 1, Results: []Entry{{Name: "pdf-tools", Description: "Work with PDF files & forms"}}}},
+		"tooldefinitions": []ToolDefinition{
+			{Name: "skill",
+				Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
+				Parameters:  RawJSON(skillParameters)},
+			{Name: "skill_search",
+				Description: "Search the skills available in this session by what they do. Use it when the task may benefit from a skill that the session skill catalog does not list, then load a skill it finds with the `skill` tool by its exact name.",
+				Parameters:  RawJSON(searchParameters)},
+		},
 	}
 }
+
+// searchParameters is the skill_search tool's parameter schema, byte for
+// byte.
+const searchParameters = `{"type":"object","properties":{"query":{"type":"string","description":"A few words describing the task or the kind of skill needed."},"limit":{"type":"integer","minimum":1,"maximum":16,"description":"Most skills to return (default 8)."},"offset":{"type":"integer","minimum":0,"description":"Skip this many matches, to see more of them."}},"required":["query"]}`
 
 // invocationSample is a skill the user invoked with /pdf-tools.
 var invocationSample = SkillInvocation{V: 1, Session: "sess-1", Step: "step-8", ID: "sess-1:step-8:skill.invocation:pdf-tools", Role: "user",
@@ -89,6 +106,10 @@ func decodeAny(enc Encoding, like any, b []byte) (any, error) {
 		return DecodeCatalogHead(enc, b)
 	case SkillInvocation:
 		return DecodeSkillInvocation(enc, b)
+	case SkillSearch:
+		return DecodeSkillSearch(enc, b)
+	case []ToolDefinition:
+		return DecodeToolDefinitions(enc, b)
 	}
 	panic("unknown payload type")
 }

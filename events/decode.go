@@ -21,6 +21,13 @@ func DecodeSkillCall(enc Encoding, b []byte) (SkillCall, error) {
 	return decodeVersioned[SkillCall, skillCallWire](enc, b)
 }
 
+// DecodeSkillSearch decodes and validates a SkillSearch. Its arguments
+// are read as given (see SearchArgs): a wrong type of query, limit or
+// offset is no decoding error.
+func DecodeSkillSearch(enc Encoding, b []byte) (SkillSearch, error) {
+	return decodeVersioned[SkillSearch, skillSearchWire](enc, b)
+}
+
 // DecodeCompaction decodes and validates a Compaction.
 func DecodeCompaction(enc Encoding, b []byte) (Compaction, error) {
 	return decodeVersioned[Compaction, compactionWire](enc, b)
@@ -60,6 +67,51 @@ func DecodeToolDefinition(enc Encoding, b []byte) (ToolDefinition, error) {
 		err = t.Validate()
 	}
 	return t, err
+}
+
+// DecodeToolDefinitions decodes and validates the answer on
+// ToolDefinitionsSubject: a list of ToolDefinition (which have no "v").
+func DecodeToolDefinitions(enc Encoding, b []byte) ([]ToolDefinition, error) {
+	var defs []ToolDefinition
+	if len(b) > MaxPayloadSize {
+		return nil, tooLarge(len(b))
+	}
+	var err error
+	switch enc {
+	case Msgpack:
+		if err = checkMsgpack(b); err != nil {
+			return nil, err
+		}
+		if k := codeKind(b[0]); k != kindArray {
+			return nil, badPayload("msgpack: payload is %s, want array", k)
+		}
+		err = decodeMsgpack(b, reflect.ValueOf(&defs).Elem(), "")
+	case JSON:
+		if err = checkJSONDepth(b); err != nil {
+			return nil, err
+		}
+		if err = json.Unmarshal(b, &defs); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field == "" {
+				return nil, badPayload("json: payload is %s, want array", te.Value)
+			}
+			err = jsonError(err)
+		}
+	default:
+		return nil, badPayload("unknown encoding %v", enc)
+	}
+	if err != nil {
+		return defs, err
+	}
+	if defs == nil {
+		return nil, badPayload("tool definitions: null, want array")
+	}
+	for i, d := range defs {
+		if err := d.Validate(); err != nil {
+			return defs, prefixField("["+strconv.Itoa(i)+"]", err)
+		}
+	}
+	return defs, nil
 }
 
 // unwrapper is a wire form that does unwrap's work itself, without
@@ -145,6 +197,10 @@ func decode(enc Encoding, b []byte, dst any) error {
 // are not strings are skipped, and the first problem is returned as a
 // FieldError with the path of its field (path names v).
 func decodeMsgpack(b []byte, v reflect.Value, path string) error {
+	// A value read again, after the struct holding it was refused as a
+	// whole, starts empty: the library decodes into what an interface
+	// already holds, and panics when that is not addressable.
+	v.SetZero()
 	d := msgpack.GetDecoder()
 	d.Reset(bytes.NewReader(b))
 	err := d.DecodeValue(v) // not Unmarshal: it bypasses registered decoders

@@ -14,6 +14,7 @@
 //	kind (Kind constant)               written by  payload      decode with
 //	agent.pre-step   (KindPreStep)     worker      PreStep      DecodePreStep
 //	tool.call.skill  (KindSkillCall)   worker      SkillCall    DecodeSkillCall
+//	tool.call.skill_search (KindSkillSearch) worker SkillSearch DecodeSkillSearch
 //	context.compact  (KindCompaction)  worker      Compaction   DecodeCompaction
 //	catalog.append   (KindCatalog)     processor   Catalog      DecodeCatalog
 //	tool.result      (KindToolResult)  processor   ToolResult   DecodeToolResult
@@ -27,14 +28,18 @@
 // returns them as a Kind without error (Kind.Known is false) so the caller can
 // ignore them. Subject builds a subject, SessionWildcard gives
 // "<prefix>.<sid>.>" (one session), StreamSubjects gives "<prefix>.>" (the
-// stream), TriggerFilters gives the processor group's two filter subjects.
+// stream), TriggerFilters gives the processor group's filter subjects (pre-steps,
+// skill calls, skill searches).
 // ValidatePrefix checks a configured prefix (dot-separated tokens, no
 // wildcards or whitespace). Subject errors match ErrBadSubject; a bad session
 // token also matches ErrBadSession.
 //
 // Two payloads travel outside the session log: Decision, the reply to a
-// PreStep (and ToolResult doubles as the reply to a SkillCall), and
-// ToolDefinition, the answer to a core NATS request on ToolDefinitionSubject.
+// PreStep (and ToolResult doubles as the reply to a SkillCall or a
+// SkillSearch), and ToolDefinition, the answer to a core NATS request on
+// ToolDefinitionSubject; a request on ToolDefinitionsSubject is answered
+// with a list of them, every tool the processor serves
+// (DecodeToolDefinitions).
 //
 // # Payloads
 //
@@ -44,10 +49,12 @@
 //
 //	PreStep     v session step cwd? tools:[{name owner}] deadlineMs? project? resourceDir? minStoreRevision? minStoreEpoch?
 //	SkillCall   v session call cwd? args:{name} deadlineMs? project? resourceDir? minStoreRevision? minStoreEpoch?
+//	SkillSearch v session call cwd? args:{query? limit? offset?} deadlineMs? project? resourceDir? minStoreRevision? minStoreEpoch?
 //	Compaction  v session retainFrom keep?:[seq]
 //	Catalog     v session step id role text source:{kind producer update entries:[{name description}] digest omitted? view?}
 //	Decision    v session step triggerSeq outcome catalog? error?:{code message} reason? catalogSeq?
 //	ToolResult  v session call triggerSeq isError text value?:{name provider resourceBase? content? digest? revision? truncated?:{kept total}} error?
+//	            (a search's value?:{query offset total results:[{name description}]}, as ToolResult.Search)
 //	CatalogHead v session step digest view:{revision instance}
 //	ToolDefinition  name description parameters
 //
@@ -100,11 +107,13 @@
 //     and declares beside it what the tags alone cannot say: "v" as a
 //     pointer (missing is told from 0), step and call ids as ID (a string
 //     or an integer), a skill call's args as pointers (missing is told from
-//     an empty name). Decoders registered with the msgpack library refuse
+//     an empty name). A skill search's args are read as whatever the model
+//     gave (SearchArgs): their types and bounds are the tool's to judge, so
+//     that the model is told in the tool's words. Decoders registered with the msgpack library refuse
 //     what it would otherwise let through: a negative integer for a
 //     sequence, an integer beyond int64, nil where a list holds maps.
-//     Two shortcuts give the same results faster: a pre-step or skill call
-//     of the usual shape (each protocol key once, strings and integers
+//     Two shortcuts give the same results faster: a pre-step, skill call or
+//     skill search of the usual shape (each protocol key once, strings and integers
 //     only, no other key) is read straight from its bytes (fast.go), any
 //     other shape going to the library; catalog entries are read key by
 //     key. FuzzFastTriggers and FuzzDecodeEntry compare each with the
@@ -124,7 +133,7 @@
 //     bytes, valid UTF-8 without control characters (ids end up in message
 //     ids and headers); a pre-step lists at most MaxTools (1024) tools,
 //     each with a name, names and owners of at most MaxToolFieldLength
-//     (256) bytes; a SkillCall has args.name present
+//     (256) bytes; a SkillSearch has args (a map); a SkillCall has args.name present
 //     as a string (an empty name is valid here: the skill tool answers it
 //     with its invalid-name error); a Decision has an outcome and, unless it
 //     is "rejected", a step; deadlineMs and sequences are not negative.

@@ -17,7 +17,59 @@ var (
 	_ json.Marshaler        = PreStep{}
 	_ msgpack.CustomEncoder = CatalogSource{}
 	_ json.Marshaler        = CatalogSource{}
+	_ msgpack.CustomEncoder = ToolResult{}
+	_ json.Marshaler        = ToolResult{}
+	_ msgpack.CustomEncoder = SearchValue{}
+	_ json.Marshaler        = SearchValue{}
 )
+
+// searchResultForm is a ToolResult whose value is a search's: the same
+// keys, with Search as "value".
+type searchResultForm struct {
+	V          int          `msgpack:"v" json:"v"`
+	Session    string       `msgpack:"session" json:"session"`
+	Call       string       `msgpack:"call" json:"call"`
+	TriggerSeq uint64       `msgpack:"triggerSeq" json:"triggerSeq"`
+	IsError    bool         `msgpack:"isError" json:"isError"`
+	Text       string       `msgpack:"text" json:"text"`
+	Value      *SearchValue `msgpack:"value,omitempty" json:"value,omitempty"`
+	Error      *ErrorInfo   `msgpack:"error,omitempty" json:"error,omitempty"`
+}
+
+// form is what encodes r: r itself, without its methods, or for a search's
+// result the form that writes Search as "value".
+func (r ToolResult) form() any {
+	type plain ToolResult
+	if r.Search == nil {
+		return plain(r)
+	}
+	return searchResultForm{V: r.V, Session: r.Session, Call: r.Call, TriggerSeq: r.TriggerSeq, IsError: r.IsError,
+		Text: r.Text, Value: r.Search, Error: r.Error}
+}
+
+// EncodeMsgpack implements msgpack.CustomEncoder.
+func (r ToolResult) EncodeMsgpack(e *msgpack.Encoder) error { return e.Encode(r.form()) }
+
+// MarshalJSON implements json.Marshaler.
+func (r ToolResult) MarshalJSON() ([]byte, error) { return marshalJSON(r.form()) }
+
+// EncodeMsgpack implements msgpack.CustomEncoder.
+func (v SearchValue) EncodeMsgpack(e *msgpack.Encoder) error {
+	type plain SearchValue
+	if v.Results == nil {
+		v.Results = []Entry{}
+	}
+	return e.Encode(plain(v))
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v SearchValue) MarshalJSON() ([]byte, error) {
+	type plain SearchValue
+	if v.Results == nil {
+		v.Results = []Entry{}
+	}
+	return marshalJSON(plain(v))
+}
 
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (p PreStep) EncodeMsgpack(e *msgpack.Encoder) error {

@@ -323,6 +323,38 @@ func (w *skillCallWire) fastMsgpack(b []byte) bool {
 	return ok
 }
 
+func (w *skillSearchWire) fastMsgpack(b []byte) bool {
+	var x skillSearchWire
+	f := triggerFields{&x.V, &x.Session, &x.Cwd, &x.Project, &x.ResourceDir, &x.MinStoreEpoch, &x.DeadlineMs, &x.MinStoreRevision, "call", &x.Call}
+	ok := fastTrigger(b, f, func(r *plain, key string) (uint, bool) {
+		if key != "args" {
+			return 0, false
+		}
+		x.Args = new(SearchArgs)
+		return 1 << 4, r.fields(func(key string) (uint, bool) {
+			switch key {
+			case "query":
+				s, ok := r.str()
+				x.Args.Query = s
+				return 1 << 0, ok
+			case "limit":
+				n, ok := r.int()
+				x.Args.Limit = n
+				return 1 << 1, ok
+			case "offset":
+				n, ok := r.int()
+				x.Args.Offset = n
+				return 1 << 2, ok
+			}
+			return 0, false
+		})
+	})
+	if ok {
+		*w = x
+	}
+	return ok
+}
+
 // Answers are decoded by workers, and a pre-step's answer may carry a
 // catalog of a thousand entries; the library reads each through
 // reflection. The fast paths below read the plain shape of a Decision and

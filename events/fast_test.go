@@ -24,7 +24,7 @@ func triggerSeeds(t testing.TB) [][]byte {
 		return b
 	}
 	var seeds [][]byte
-	for _, name := range []string{"prestep.msgpack", "skillcall.msgpack"} {
+	for _, name := range []string{"prestep.msgpack", "skillcall.msgpack", "skillsearch.msgpack"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
@@ -43,6 +43,29 @@ func triggerSeeds(t testing.TB) [][]byte {
 			"deadlineMs": 5}
 		change(m)
 		return enc(m)
+	}
+	search := func(change func(m map[string]any)) []byte {
+		m := map[string]any{"v": 1, "session": "s-1", "call": "c-1", "cwd": "/work", "args": map[string]any{"query": "pdf", "limit": 3, "offset": 9},
+			"deadlineMs": 5}
+		change(m)
+		return enc(m)
+	}
+	for _, args := range []any{
+		map[string]any{},
+		map[string]any{"query": "pdf"},
+		map[string]any{"query": 5, "limit": "5", "offset": 2.5},
+		map[string]any{"query": []byte("pdf"), "limit": uint64(math.MaxUint64), "offset": int64(math.MinInt64)},
+		map[string]any{"query": nil, "limit": nil},
+		map[string]any{"query": "pdf", "other": true},
+		map[string]any{"query": []any{"a"}, "limit": map[string]any{"a": 1}, "offset": true},
+		map[string]any{"query": "pdf", "limit": math.NaN(), "offset": math.Inf(1)},
+		map[string]any{"query": "pdf", "limit": float32(3), "offset": 3.0},
+		map[int]any{1: 2},
+		[]any{"pdf"},
+		nil,
+		"pdf",
+	} {
+		seeds = append(seeds, search(func(m map[string]any) { m["args"] = args }))
 	}
 	for _, change := range []func(map[string]any){
 		func(map[string]any) {},
@@ -99,7 +122,7 @@ func triggerSeeds(t testing.TB) [][]byte {
 		func(m map[string]any) { m["minStoreEpoch"] = 7 },
 		func(m map[string]any) { m["minStoreEpoch"] = nil },
 	} {
-		seeds = append(seeds, pre(change), call(change))
+		seeds = append(seeds, pre(change), call(change), search(change))
 	}
 	// A key twice, and a payload cut short.
 	seeds = append(seeds,
@@ -115,12 +138,15 @@ func decodeTriggerBothWays(b []byte) string {
 	for _, dec := range []func([]byte) (any, error){
 		func(b []byte) (any, error) { return DecodePreStep(Msgpack, b) },
 		func(b []byte) (any, error) { return DecodeSkillCall(Msgpack, b) },
+		func(b []byte) (any, error) { return DecodeSkillSearch(Msgpack, b) },
 	} {
 		fastDecoding = true
 		fv, ferr := dec(b)
 		fastDecoding = false
 		sv, serr := dec(b)
-		if fmt.Sprint(ferr) != fmt.Sprint(serr) || !reflect.DeepEqual(fv, sv) {
+		// (A search's argument may be NaN, which DeepEqual finds unequal
+		// to itself; its printed form is the same.)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) || (!reflect.DeepEqual(fv, sv) && fmt.Sprintf("%#v", fv) != fmt.Sprintf("%#v", sv)) {
 			return fmt.Sprintf("%x: fast %#v, %v; library %#v, %v", b, fv, ferr, sv, serr)
 		}
 	}
@@ -150,6 +176,13 @@ func TestFastTriggersTakePlainShape(t *testing.T) {
 	}
 	if p.fastMsgpack(seeds[1]) || c.fastMsgpack(seeds[0]) {
 		t.Error("a payload of the other kind was taken")
+	}
+	var sw skillSearchWire
+	if !sw.fastMsgpack(seeds[2]) || sw.Args == nil || sw.Args.Query != "fill PDF forms" || sw.Args.Limit != int64(5) {
+		t.Errorf("skill search fixture not taken: %+v", sw)
+	}
+	if sw.fastMsgpack(seeds[1]) || c.fastMsgpack(seeds[2]) {
+		t.Error("a skill call taken as a search, or the reverse")
 	}
 }
 

@@ -80,7 +80,8 @@ func TestFixturesCoverEveryPayload(t *testing.T) {
 	for _, v := range samples() {
 		seen[reflect.TypeOf(v)] = true
 	}
-	for _, v := range []any{PreStep{}, SkillCall{}, Compaction{}, Catalog{}, ToolResult{}, Decision{}, ToolDefinition{}, SkillInvocation{}} {
+	for _, v := range []any{PreStep{}, SkillCall{}, Compaction{}, Catalog{}, ToolResult{}, Decision{}, ToolDefinition{}, SkillInvocation{},
+		SkillSearch{}, []ToolDefinition{}} {
 		if !seen[reflect.TypeOf(v)] {
 			t.Errorf("no sample/fixture for %T", v)
 		}

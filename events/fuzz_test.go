@@ -13,7 +13,7 @@ import (
 
 // decoders lists every Decode function, for fuzzing.
 var decoders = []func(Encoding, []byte) (any, error){
-	preStep, skillCall, compaction, catalog, toolResult, decision, toolDefinition, catalogHead,
+	preStep, skillCall, compaction, catalog, toolResult, decision, toolDefinition, catalogHead, skillSearch, toolDefinitions,
 }
 
 // FuzzDecode feeds arbitrary bytes to every decoder in both encodings. It
@@ -37,6 +37,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0x81, 0xa1, 'v', 0xdb, 0x7f, 0xff, 0xff, 0xff})
 	f.Add([]byte(`{"v":1,"session":"s","step":{}}`))
 	f.Add([]byte(`{"v":1,"session":"s","call":12,"args":{"name":"x"}}`))
+	f.Add([]byte(`{"v":1,"session":"s","call":"c","args":{"query":"pdf","limit":"5","offset":-1.5,"more":[1]}}`))
+	f.Add([]byte(`{"v":1,"session":"s","call":"c","args":{"query":["a"],"limit":{"a":1},"offset":1e300}}`))
+	f.Add([]byte(`[{"name":"skill","description":"d","parameters":{}}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if err := checkMsgpack(b); err == nil {
 			// The msgpack reader must consume exactly the bytes the

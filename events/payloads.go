@@ -13,6 +13,10 @@ const (
 	KindCompaction Kind = "context.compact"
 	KindCatalog    Kind = "catalog.append"
 	KindToolResult Kind = "tool.result"
+	// KindSkillSearch is a call of the skill_search tool, written by a
+	// worker (SkillSearch) and answered with a ToolResult like a skill
+	// call.
+	KindSkillSearch Kind = "tool.call.skill_search"
 )
 
 // KindCatalogHead is the kind of a catalog head: a small record a
@@ -343,6 +347,56 @@ type SkillCall struct {
 	MinStoreEpoch    string `msgpack:"minStoreEpoch,omitempty" json:"minStoreEpoch,omitempty"`
 }
 
+// SearchArgs are the arguments of a skill_search call, passed on as the
+// model gave them: each is nil when absent (or null), else the value as
+// decoded — a string, an integer (int64, or uint64 above the int64 range;
+// a number with no fractional part is an integer), any other number a
+// float64, a bool, or for anything else an empty []any or map[string]any
+// standing for its type. The processor judges them (a wrong type or a value
+// out of bounds is answered with the tool's own error, not refused as a
+// malformed trigger). A worker sets Query to the model's string and Limit
+// and Offset to its integers, or leaves them nil.
+type SearchArgs struct {
+	Query  any `msgpack:"query,omitempty" json:"query,omitempty"`
+	Limit  any `msgpack:"limit,omitempty" json:"limit,omitempty"`
+	Offset any `msgpack:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// QueryText is the query when it is a string, else "".
+func (a SearchArgs) QueryText() string {
+	s, _ := a.Query.(string)
+	return s
+}
+
+// SkillSearch is published by a worker when the model calls the
+// skill_search tool. It is answered, and recorded, with a ToolResult keyed
+// by its call id, exactly as a SkillCall is.
+type SkillSearch struct {
+	V          int        `msgpack:"v" json:"v"`
+	Session    string     `msgpack:"session" json:"session"`
+	Call       string     `msgpack:"call" json:"call"`
+	Cwd        string     `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
+	Args       SearchArgs `msgpack:"args" json:"args"`
+	DeadlineMs int64      `msgpack:"deadlineMs,omitempty" json:"deadlineMs,omitempty"`
+	// Project, ResourceDir, MinStoreRevision and MinStoreEpoch mean what
+	// they mean on a PreStep.
+	Project          string `msgpack:"project,omitempty" json:"project,omitempty"`
+	ResourceDir      string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
+	MinStoreRevision uint64 `msgpack:"minStoreRevision,omitempty" json:"minStoreRevision,omitempty"`
+	MinStoreEpoch    string `msgpack:"minStoreEpoch,omitempty" json:"minStoreEpoch,omitempty"`
+}
+
+// SearchValue is the structured success value of a skill_search call: the
+// query as searched (trimmed), the offset asked for, the number of skills
+// that match in all, and the matches shown, in rank order, each a name and
+// its description normalised and capped as in a catalog (not escaped).
+type SearchValue struct {
+	Query   string  `msgpack:"query" json:"query"`
+	Offset  int     `msgpack:"offset" json:"offset"`
+	Total   int     `msgpack:"total" json:"total"`
+	Results []Entry `msgpack:"results" json:"results"`
+}
+
 // ResourceBase mirrors catalog.ResourceBase on the wire.
 type ResourceBase struct {
 	Kind        string `msgpack:"kind" json:"kind"`
@@ -379,7 +433,11 @@ type Truncated struct {
 }
 
 // ToolResult is both the durable tool.result event and the reply to a
-// SkillCall. Text is exactly what the model sees.
+// SkillCall or a SkillSearch. Text is exactly what the model sees.
+//
+// On the wire a successful result has one "value": a skill call's
+// (Value) or a search's (Search, written under the same key). Decoding
+// tells them apart by their keys: a value with "query" is a search's.
 type ToolResult struct {
 	V          int         `msgpack:"v" json:"v"`
 	Session    string      `msgpack:"session" json:"session"`
@@ -389,9 +447,14 @@ type ToolResult struct {
 	Text       string      `msgpack:"text" json:"text"`
 	Value      *SkillValue `msgpack:"value,omitempty" json:"value,omitempty"`
 	Error      *ErrorInfo  `msgpack:"error,omitempty" json:"error,omitempty"`
+	// Search is the value of a successful skill_search call (then Value
+	// is nil), written as "value".
+	Search *SearchValue `msgpack:"-" json:"-"`
 }
 
-// ToolDefinition is the skill tool as workers register it with the model.
+// ToolDefinition is a tool as workers register it with the model: the
+// skill tool (the answer on ToolDefinitionSubject), or any of the tools a
+// processor serves (the answer on ToolDefinitionsSubject).
 type ToolDefinition struct {
 	Name        string `msgpack:"name" json:"name"`
 	Description string `msgpack:"description" json:"description"`

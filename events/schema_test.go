@@ -140,9 +140,25 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 				Content: "x", Digest: digest, Revision: 4, Truncated: &Truncated{Kept: 1, Total: 2}},
 			Error: &ErrorInfo{Code: CodeUnknown, Message: "m"}},
 		"tooldefinition": ToolDefinition{Name: "skill", Description: "d", Parameters: RawJSON(`{"type":"object"}`)},
-		"cataloghead":    CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i", Epoch: "e"}},
+		"tooldefinitions": []ToolDefinition{{Name: "skill", Description: "d", Parameters: RawJSON(`{"type":"object"}`)},
+			{Name: "skill_search", Description: "d", Parameters: RawJSON(`{"type":"object"}`)}},
+		"skillsearch": SkillSearch{V: 1, Session: "s", Call: "c", Cwd: "/p", Args: SearchArgs{Query: "q", Limit: int64(3), Offset: int64(8)},
+			DeadlineMs: 5, Project: "p1", ResourceDir: "/r", MinStoreRevision: 3, MinStoreEpoch: "e1"},
+		"cataloghead": CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i", Epoch: "e"}},
 	}
+	searched := ToolResult{V: 1, Session: "s", Call: "c", TriggerSeq: 9, Text: "t",
+		Search: &SearchValue{Query: "q", Offset: 2, Total: 3, Results: []Entry{{Name: "a", Description: "d"}}}}
+	type payload struct {
+		schema string
+		v      any
+	}
+	var all []payload
 	for name, v := range payloads {
+		all = append(all, payload{name, v})
+	}
+	all = append(all, payload{"toolresult", searched})
+	for _, pl := range all {
+		name, v := pl.schema, pl.v
 		for _, enc := range []Encoding{JSON, Msgpack} {
 			b, err := Encode(enc, v)
 			if err != nil {
@@ -222,6 +238,13 @@ func TestSchemasRefuse(t *testing.T) {
 		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":true,"text":"","error":{"code":"oops","message":""}}`},
 		{"catalog", `{"v":1,"session":"s","step":"1","id":"x","role":"system","text":"","source":{"kind":"skill-catalog","producer":"p","update":"initial","entries":[],"digest":"` + strings.Repeat("0", 64) + `"}}`},
 		{"tooldefinition", `{"name":"skill","description":"d"}`},
+		{"tooldefinitions", `{"name":"skill","description":"d","parameters":{}}`},                                         // not an array
+		{"tooldefinitions", `[{"name":"bash","description":"d","parameters":{}}]`},                                        // not ours
+		{"skillsearch", `{"v":1,"session":"s","call":"c"}`},                                                               // no args
+		{"skillsearch", `{"v":1,"session":"s","call":"c","args":{"query":"q","limit":17}}`},                               // limit out of bounds
+		{"skillsearch", `{"v":1,"session":"s","call":"c","args":{"query":"q","offset":-1}}`},                              // offset out of bounds
+		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":false,"text":"","value":{"query":"q"}}`}, // search value without total
+		{"toolresult", `{"v":1,"session":"s","call":"c","triggerSeq":1,"isError":false,"text":"","value":{"name":"a","provider":"p","query":"q","offset":0,"total":0,"results":[]}}`},
 		{"cataloghead", `{"v":1,"session":"s","step":"1","digest":"ab"}`},                  // no view
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":"/pdf"}`},       // not an array
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"userText":[1]}`},          // not strings
@@ -248,13 +271,16 @@ func TestSchemasCoverStructs(t *testing.T) {
 	types := map[string]any{
 		"prestep": PreStep{}, "skillcall": SkillCall{}, "compaction": Compaction{}, "catalog": Catalog{},
 		"decision": Decision{}, "toolresult": ToolResult{}, "tooldefinition": ToolDefinition{},
-		"cataloghead": CatalogHead{}, "skillinvocation": SkillInvocation{},
+		"cataloghead": CatalogHead{}, "skillinvocation": SkillInvocation{}, "skillsearch": SkillSearch{},
 	}
 	for name, v := range types {
 		var keys []string
 		rt := reflect.TypeOf(v)
 		for i := range rt.NumField() {
 			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if tag == "-" { // written under another field's key (ToolResult.Search)
+				continue
+			}
 			keys = append(keys, tag)
 		}
 		props, _ := schemaDoc(t, name)["properties"].(map[string]any)

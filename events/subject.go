@@ -13,6 +13,11 @@ const DefaultPrefix = "ev"
 // requests for the skill tool definition.
 const ToolDefinitionSubject = "skillstream.tool.definition"
 
+// ToolDefinitionsSubject is the core NATS subject on which a processor
+// answers requests for every tool it serves: a list of ToolDefinition (the
+// skill tool, and skill_search when search is on).
+const ToolDefinitionsSubject = "skillstream.tool.definitions"
+
 // MaxSessionLength is the longest session token allowed.
 const MaxSessionLength = 128
 
@@ -61,10 +66,11 @@ func ValidatePrefix(prefix string) error {
 // not name are valid; processors ignore them.
 func (k Kind) Valid() bool { return k != "" && checkTokens(string(k)) == nil }
 
-// Known reports whether k is one of the five kinds the protocol names.
+// Known reports whether k is one of the kinds the protocol names in its
+// table of kinds: the five of version 1 and skill searches.
 func (k Kind) Known() bool {
 	switch k {
-	case KindPreStep, KindSkillCall, KindCompaction, KindCatalog, KindToolResult:
+	case KindPreStep, KindSkillCall, KindSkillSearch, KindCompaction, KindCatalog, KindToolResult:
 		return true
 	}
 	return false
@@ -86,11 +92,12 @@ func SessionWildcard(prefix, sid string) string {
 func StreamSubjects(prefix string) string { return prefix + ".>" }
 
 // TriggerFilters returns the consumer filter subjects of the processor
-// group: every session's pre-steps and skill calls.
+// group: every session's pre-steps, skill calls and skill searches.
 func TriggerFilters(prefix string) []string {
 	return []string{
 		prefix + ".*." + string(KindPreStep),
 		prefix + ".*." + string(KindSkillCall),
+		prefix + ".*." + string(KindSkillSearch),
 	}
 }
 

@@ -35,7 +35,7 @@ func TestSubjects(t *testing.T) {
 	if got := SessionWildcard("ev", "s1"); got != "ev.s1.>" {
 		t.Errorf("SessionWildcard = %q", got)
 	}
-	if got, want := TriggerFilters("ev"), []string{"ev.*.agent.pre-step", "ev.*.tool.call.skill"}; !reflect.DeepEqual(got, want) {
+	if got, want := TriggerFilters("ev"), []string{"ev.*.agent.pre-step", "ev.*.tool.call.skill", "ev.*.tool.call.skill_search"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("TriggerFilters = %q, want %q", got, want)
 	}
 	if got := StreamSubjects("ev"); got != "ev.>" {
@@ -69,6 +69,9 @@ func TestParseSubject(t *testing.T) {
 	}
 	if k := Kind("message.user"); k.Known() || !k.Valid() {
 		t.Error("an unknown kind is valid but not known")
+	}
+	if !KindSkillSearch.Known() || KindSkillSearch != "tool.call.skill_search" {
+		t.Error("skill searches are a kind the protocol names")
 	}
 	if !KindSkillCall.Known() {
 		t.Error("KindSkillCall not known")

@@ -256,6 +256,13 @@ func (c SkillCall) Validate() error {
 		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir), checkStoreEpoch(c.MinStoreEpoch))
 }
 
+// Validate checks what SkillCall.Validate checks. The arguments are the
+// tool's to judge (see SearchArgs).
+func (c SkillSearch) Validate() error {
+	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
+		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir), checkStoreEpoch(c.MinStoreEpoch))
+}
+
 // Validate checks v and session.
 func (c Compaction) Validate() error {
 	return first(checkVersion(c.V), checkSessionField(c.Session))

@@ -115,11 +115,41 @@ type (
 		Catalog `msgpack:",inline"`
 	}
 	toolResultWire struct {
-		V          *int `msgpack:"v" json:"v"`
-		Call       ID   `msgpack:"call" json:"call"`
+		V          *int             `msgpack:"v" json:"v"`
+		Call       ID               `msgpack:"call" json:"call"`
+		Value      *resultValueWire `msgpack:"value" json:"value"`
 		ToolResult `msgpack:",inline"`
 	}
 )
+
+// resultValueWire reads a tool result's value, a skill call's or a
+// search's: their keys differ, and "query" says which it is.
+type resultValueWire struct {
+	SkillValue `msgpack:",inline"`
+	Query      *string `msgpack:"query" json:"query"`
+	Offset     int     `msgpack:"offset" json:"offset"`
+	Total      int     `msgpack:"total" json:"total"`
+	Results    []Entry `msgpack:"results" json:"results"`
+}
+
+// finish puts the value read where it belongs: Search when it is a
+// search's, else Value.
+func (w *toolResultWire) finish(r *ToolResult) error {
+	r.Value, r.Search = nil, nil
+	switch v := w.Value; {
+	case v == nil:
+	case v.Query != nil:
+		results := v.Results
+		if results == nil {
+			results = []Entry{}
+		}
+		r.Search = &SearchValue{Query: *v.Query, Offset: v.Offset, Total: v.Total, Results: results}
+	default:
+		sv := v.SkillValue
+		r.Value = &sv
+	}
+	return nil
+}
 
 // compactionWire reads a Compaction.
 type compactionWire struct {
@@ -148,6 +178,88 @@ type skillCallWire struct {
 		Name *string `msgpack:"name" json:"name"`
 	} `msgpack:"args" json:"args"`
 	SkillCall `msgpack:",inline"`
+}
+
+// skillSearchWire reads a SkillSearch with its args as a pointer, so that
+// missing args are told from empty ones.
+type skillSearchWire struct {
+	V           *int        `msgpack:"v" json:"v"`
+	Call        ID          `msgpack:"call" json:"call"`
+	Args        *SearchArgs `msgpack:"args" json:"args"`
+	SkillSearch `msgpack:",inline"`
+}
+
+// unwrap is unwrap[SkillSearch] without reflection.
+func (w *skillSearchWire) unwrap() (*SkillSearch, *int) {
+	w.SkillSearch.V, w.SkillSearch.Call = version(w.V), string(w.Call)
+	return &w.SkillSearch, w.V
+}
+
+// finish reports missing args and passes each argument on as looseArg
+// makes it: whether an argument is what the tool takes is the tool's to
+// say, in its own words.
+func (w *skillSearchWire) finish(s *SkillSearch) error {
+	if w.Args == nil {
+		return &FieldError{Field: "args", Problem: problemMissing}
+	}
+	s.Args = SearchArgs{Query: looseArg(w.Args.Query), Limit: looseArg(w.Args.Limit), Offset: looseArg(w.Args.Offset)}
+	return nil
+}
+
+// looseArg is a tool argument as decoded (by either library, or the fast
+// path), made one of the few forms SearchArgs documents: every integer an
+// int64 (a uint64 above its range), every other number a float64, a binary string
+// a string, a number with no fractional part an integer, and any other
+// value an empty []any or map[string]any, which says its type and holds
+// nothing.
+func looseArg(v any) any {
+	switch x := v.(type) {
+	case nil, string, bool, int64:
+		return x
+	case float64:
+		return looseFloat(x)
+	case []byte:
+		return string(x)
+	case int:
+		return int64(x)
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint:
+		return looseUint(uint64(x))
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case uint64:
+		return looseUint(x)
+	case float32:
+		return looseFloat(float64(x))
+	case []any:
+		return []any{}
+	}
+	return map[string]any{}
+}
+
+// looseFloat is a number with no fractional part in the int64 range as
+// an int64 (JSON has no other integers), any other as it is.
+func looseFloat(f float64) any {
+	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int64(f)
+	}
+	return f
+}
+
+func looseUint(n uint64) any {
+	if n <= math.MaxInt64 {
+		return int64(n)
+	}
+	return n
 }
 
 // decisionWire reads a Decision and its catalog.
