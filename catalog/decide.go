@@ -45,6 +45,14 @@ type History struct {
 	// Recognize computed it from that catalog's text. Meaningful only when
 	// Visible.
 	Digest string
+	// Current is the session's current list when a change list may build
+	// on it: the list the model has from the newest recognisable catalog
+	// and every change list after it, all visible, ours and consistent.
+	// Its Digest is Digest. nil when it is not known (or not needed: the
+	// caller may leave it out unless Options.Updates is UpdatesChanges).
+	Current *List
+	// Changes counts the change lists in Current after its full catalog.
+	Changes int
 }
 
 // Outcome is what a pre-step decision amounts to.
@@ -76,6 +84,11 @@ type Decision struct {
 	// Omitted counts the entries the catalog size limit left out of Text
 	// (Entries lists only those shown).
 	Omitted int
+	// Changes, for a change list (Update UpdateChanges), are its lines in
+	// order, and Notice the notice line it ends with ("" for none);
+	// Entries then are the whole updated list, as shown.
+	Changes []Change
+	Notice  string
 	// Digest is the digest of the current view; set for every outcome but
 	// OutcomeIncomplete.
 	Digest string
@@ -112,6 +125,9 @@ type View struct {
 	// its entries were shortened by ShortenForSearch, and a list that
 	// left some out ends with SearchNotice.
 	Search bool
+	// ChangeLists is set when the View was prepared with Options.Updates
+	// UpdatesChanges: a change to it may be decided as a change list.
+	ChangeLists bool
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -170,7 +186,8 @@ func Prepare(snap Snapshot, opts Options) View {
 		entries, omitted = Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
 	}
 	return View{Entries: entries, Omitted: omitted, Digest: digestList(entries, omitted, search), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
-		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts)}
+		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts),
+		ChangeLists: opts.Updates == UpdatesChanges}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of
@@ -206,6 +223,15 @@ var emptyDigest = Digest(nil)
 //  6. Otherwise OutcomeAppended, with the initial template when nothing was
 //     ever published and the replacement template (the tombstone when the
 //     view is empty) when something was.
+//  7. With opts.Updates UpdatesChanges, a replacement that is not a
+//     tombstone is a change list instead (UpdateChanges, RenderChanges)
+//     when the history knows the session's current list (h.Current) and
+//     fewer than MaxChangeLists change lists follow its full catalog, the
+//     change names at most MaxChanges skills and at most half of the
+//     entries now shown (rounded up), and the list keeps a notice if it
+//     had one. The change list names every entry added, whose shown text
+//     changed, or removed, in byte order of name, and the notice when it
+//     changed.
 //
 // Hence: hiding or shadowing the tool after publication appends a
 // tombstone; a catalog masked by compaction is re-established with the
@@ -254,6 +280,20 @@ func DecideView(visible bool, v View, h History) Decision {
 	update := UpdateReplacement
 	if !published {
 		update = UpdateInitial
+	}
+	if update == UpdateReplacement && visible && v.ChangeLists && h.Current != nil && h.Visible && (len(entries) > 0 || omitted > 0) {
+		if changes, notice, ok := changeList(v, *h.Current, h.Changes); ok {
+			return Decision{
+				Outcome: OutcomeAppended,
+				Update:  UpdateChanges,
+				Text:    RenderChanges(changes, notice, v.UserInvocation),
+				Entries: entries,
+				Omitted: omitted,
+				Digest:  digest,
+				Changes: changes,
+				Notice:  notice,
+			}
+		}
 	}
 	var text string
 	if !visible { // the tool hidden: the empty list

@@ -53,6 +53,26 @@
 // changes that leave names and capped descriptions alone (a skill's body,
 // whenToUse, provider, location) never append anything.
 //
+// # Change lists
+//
+// A replacement re-sends the whole list, so one edited description costs
+// as much as the catalog. With Options.Updates UpdatesChanges a small
+// change is a change list instead: RenderChanges names only the entries
+// added, whose shown text changed, or removed (a <skill_catalog_changes>
+// block), and the notice when it changed. DecideView makes one when the
+// caller's History carries the session's current list (History.Current:
+// the list the model has from its newest full catalog and every change
+// list after it, all visible and ours) with fewer than MaxChangeLists
+// change lists after its full catalog, and the change names at most
+// MaxChanges skills and at most half of the entries now shown, rounded up;
+// a list that would lose its notice is a replacement. Everything else is
+// as before: initial catalogs and tombstones never change, and the digest
+// is still the digest of the whole list the model now has, so a session
+// whose list did not change appends nothing. The caller rebuilds the
+// current list from the records: ParseList reads a full catalog's list
+// back from its text, ParseChanges a change list's lines, and List.Apply
+// applies them; List.Digest checks the result against what a record says.
+//
 // # Model text
 //
 // Render produces the three catalog templates (initial, replacement,

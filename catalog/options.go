@@ -72,6 +72,12 @@ type Options struct {
 	// choice made per pre-step (Offer sets it); it counts only with
 	// SkillSearch.
 	SearchOffered bool
+	// Updates says how a session's catalog changes reach the model (flag
+	// --catalog-updates): "" or UpdatesFull, a replacement for every
+	// change; UpdatesChanges, a change list where the change is small
+	// (see DecideView). Initial catalogs and tombstones are the same
+	// either way.
+	Updates Updates
 }
 
 // DefaultOptions returns the options used when nothing is configured.
@@ -97,6 +103,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err := CheckListedMax(o.ListedMax); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if err := CheckUpdates(o.Updates); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil
