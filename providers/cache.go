@@ -43,6 +43,7 @@ type view struct {
 
 	mu       sync.Mutex
 	prepared map[catalog.Options]*preparedView // see Prepared
+	derived  map[any]*derivedValue             // see Derive
 }
 
 // preparedView is a view's snapshot prepared under one catalog.Options,

@@ -56,7 +56,10 @@
 // Prepared(ctx, cwd, opts) gives the snapshot prepared for deciding
 // (catalog.Prepare: entries and digest). The prepared view lives with the
 // cached snapshot, so it is built once per snapshot and options and is
-// replaced exactly when the snapshot is.
+// replaced exactly when the snapshot is. Derive(ctx, q, key, build) keeps
+// any other value made of the snapshot the same way (the search index's
+// candidates, say): built once per snapshot and key, however many callers
+// ask at once, and dropped with the snapshot.
 //
 // # Provider calls and their goroutines
 //
