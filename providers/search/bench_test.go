@@ -1,0 +1,125 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/search"
+)
+
+// BenchmarkSearch searches n skills with the evaluation queries, one per
+// operation, the index built and the registry's view cached (the state
+// between two changes). It reports the median and 99th percentile of one
+// search.
+func BenchmarkSearch(b *testing.B) {
+	queries := readJSON[[]evalQuery](b, "testdata/queries.json")
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ix, _ := newIndex(b, search.Options{}, newMemory(synthetic(b, n)))
+			ctx := context.Background()
+			q := catalog.At("/w")
+			if _, err := ix.Search(ctx, q, "warm up", 8, 0); err != nil {
+				b.Fatal(err)
+			}
+			var took []time.Duration
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				if _, err := ix.Search(ctx, q, queries[i%len(queries)].Query, 8, 0); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+				i++
+			}
+			reportPercentiles(b, took)
+		})
+	}
+}
+
+// BenchmarkReindexOneChange changes one skill's description among 10,000
+// and searches: the registry collects its view again (the provider
+// announced the change), the index analyses the changed skill and builds
+// the postings of the new view. BenchmarkCollectOneChange is the
+// registry's part alone, for comparison.
+func BenchmarkReindexOneChange(b *testing.B) {
+	benchmarkChange(b, true)
+}
+
+func BenchmarkCollectOneChange(b *testing.B) {
+	benchmarkChange(b, false)
+}
+
+func benchmarkChange(b *testing.B, searching bool) {
+	skills := synthetic(b, 10000)
+	m := newMemory(slices.Clone(skills))
+	ix, reg := newIndex(b, search.Options{}, m)
+	ctx := context.Background()
+	q := catalog.At("/w")
+	if _, err := ix.Search(ctx, q, "warm up", 8, 0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		j := i * 7919 % len(skills)
+		s := skills[j]
+		s.Description = fmt.Sprintf("%s (revision %d)", s.Description, i)
+		m.set(j, s)
+		if searching {
+			if _, err := ix.Search(ctx, q, "terraform plan review", 8, 0); err != nil {
+				b.Fatal(err)
+			}
+		} else if _, err := reg.Snapshot(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func reportPercentiles(b *testing.B, took []time.Duration) {
+	b.Helper()
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(took[len(took)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// TestMemory logs the heap the index holds for 10,000 skills: its
+// analyses, its term dict and one corpus, beside the registry's own view
+// of them. It asserts nothing.
+func TestMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds 10,000 skills")
+	}
+	skills := synthetic(t, 10000)
+	ix, reg := newIndex(t, search.Options{}, newMemory(skills))
+	ctx := context.Background()
+	q := catalog.At("/w")
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	if _, err := reg.Snapshot(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	before := heap()
+	start := time.Now()
+	if _, err := ix.Search(ctx, q, "terraform plan review", 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	built := time.Since(start)
+	after := heap()
+	t.Logf("10,000 skills: index heap %.1f MiB (%d bytes a skill), first search (everything analysed and built) %v",
+		float64(after-before)/(1<<20), (after-before)/10000, built)
+	runtime.KeepAlive(ix)
+}

@@ -1,0 +1,286 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+	"weak"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
+)
+
+// ErrClosed reports a search on a closed index.
+var ErrClosed = errors.New("search index closed")
+
+// Defaults of the options.
+const (
+	DefaultMaxAnalyses = 32768
+	DefaultMaxCorpora  = 8
+	DefaultMaxTerms    = 1 << 18
+)
+
+// Options bound what an Index keeps. The zero value takes the defaults.
+type Options struct {
+	// MaxAnalyses bounds the skills whose analysis is kept (least recently
+	// used first out); a skill analysed again costs tens of microseconds.
+	// It should hold the distinct skills of the views searched at once.
+	MaxAnalyses int
+	// MaxCorpora bounds the corpora kept (one per distinct set of
+	// candidate texts); a corpus of 10,000 skills is a few megabytes and
+	// a few milliseconds to build again.
+	MaxCorpora int
+	// MaxTerms bounds the terms the index numbers before it starts a new
+	// numbering (and analyses every skill again as it is searched).
+	MaxTerms int
+}
+
+// Index ranks the skills a registry offers for a query's session. It is
+// safe for concurrent use; see the package documentation for the rules.
+type Index struct {
+	reg  *providers.Registry
+	opts Options
+
+	// build serialises what builds: analyses, the dict's growth, corpora.
+	// Searches of a view whose corpus exists never take it.
+	build   sync.Mutex
+	dict    *dict   // guarded by build (the pointer; the dict has its lock)
+	last    *corpus // the corpus built last, guarded by build
+	scratch analyzeScratch
+
+	mu       sync.Mutex // guards the fields below (and Close)
+	closed   bool
+	serial   uint64
+	analyses *simplelru.LRU[text, *analysis]
+	corpora  *simplelru.LRU[uint64, *corpus]
+	seed     maphash.Seed
+}
+
+// New returns an index of the skills reg offers. The index does not own
+// reg: Close leaves it open.
+func New(reg *providers.Registry, opts Options) *Index {
+	if opts.MaxAnalyses <= 0 {
+		opts.MaxAnalyses = DefaultMaxAnalyses
+	}
+	if opts.MaxCorpora <= 0 {
+		opts.MaxCorpora = DefaultMaxCorpora
+	}
+	if opts.MaxTerms <= 0 {
+		opts.MaxTerms = DefaultMaxTerms
+	}
+	ix := &Index{reg: reg, opts: opts, dict: newDict(), seed: maphash.MakeSeed()}
+	// Guarded by ix.mu with the rest, so the LRU without a lock of its own.
+	ix.analyses, _ = simplelru.NewLRU[text, *analysis](opts.MaxAnalyses, nil)
+	ix.corpora, _ = simplelru.NewLRU[uint64, *corpus](opts.MaxCorpora, nil)
+	return ix
+}
+
+// Result is one page of a search.
+type Result struct {
+	Matches  []catalog.Summary // the page shown, in rank order
+	Total    int               // all matches
+	Complete bool              // the snapshot searched was complete
+}
+
+// Search returns the matches of text among the candidates of q: the skills
+// an unlimited catalog of that session would list (the snapshot's
+// winners, model-invocable only; a shadowed skill is no candidate; an
+// incomplete snapshot is searched for what resolved). Matches come in rank
+// order from offset, at most limit of them; Total counts every candidate
+// with positive relevance. The same candidates and text give the same
+// order; ties go by name in byte order. A negative offset counts as 0; a
+// limit ≤ 0 returns no match but the total. The ResourceBase values the
+// matches point to are shared and must not be modified. Errors are the
+// registry's (ctx's cancellation) and ErrClosed.
+func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit, offset int) (Result, error) {
+	ix.mu.Lock()
+	closed := ix.closed
+	ix.mu.Unlock()
+	if closed {
+		return Result{}, fmt.Errorf("search skills: %w", ErrClosed)
+	}
+	v, err := ix.reg.Derive(ctx, q, viewKey{ix}, candidatesOf)
+	if err != nil {
+		return Result{}, fmt.Errorf("search skills: %w", err)
+	}
+	cv := v.(*candidates)
+	res := Result{Complete: cv.complete}
+	terms := queryTerms(text)
+	if len(terms) == 0 || len(cv.skills) == 0 {
+		return res, nil
+	}
+	c, err := ix.corpusOf(cv)
+	if err != nil {
+		return Result{}, fmt.Errorf("search skills: %w", err)
+	}
+	page, total := c.rank(terms, limit, max(offset, 0))
+	res.Total = total
+	if len(page) > 0 {
+		res.Matches = make([]catalog.Summary, len(page))
+		for i, d := range page {
+			res.Matches[i] = cv.skills[d]
+		}
+	}
+	return res, nil
+}
+
+// Searcher returns the index bound to q's session, as catalog.Search
+// takes it: its searches are Search's for q.
+func (ix *Index) Searcher(q catalog.Query) catalog.Searcher {
+	return searcher{ix, q}
+}
+
+type searcher struct {
+	ix *Index
+	q  catalog.Query
+}
+
+func (s searcher) Search(ctx context.Context, text string, limit, offset int) (catalog.Matches, error) {
+	r, err := s.ix.Search(ctx, s.q, text, limit, offset)
+	return catalog.Matches{Skills: r.Matches, Total: r.Total}, err
+}
+
+// Close drops what the index keeps; later searches fail with ErrClosed.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.closed = true
+	ix.analyses.Purge()
+	ix.corpora.Purge()
+	return nil
+}
+
+// viewKey is the index's key for what it derives of a registry view.
+type viewKey struct{ ix *Index }
+
+// candidates is what the index keeps with a registry view: the skills
+// searched, and the corpus built of them (weakly: the index's bound on
+// corpora decides how long it lives).
+type candidates struct {
+	skills   []catalog.Summary // model-invocable winners, in name order
+	complete bool
+	corpus   atomic.Pointer[weak.Pointer[corpus]]
+}
+
+// candidatesOf keeps the model-invocable skills of a snapshot, sharing
+// its slice when all of them are.
+func candidatesOf(s catalog.Snapshot) any {
+	cv := &candidates{skills: s.Skills, complete: s.Complete}
+	if !slices.ContainsFunc(s.Skills, func(s catalog.Summary) bool { return !s.Invocation.ModelInvocable }) {
+		return cv
+	}
+	cv.skills = nil
+	for _, sk := range s.Skills {
+		if sk.Invocation.ModelInvocable {
+			cv.skills = append(cv.skills, sk)
+		}
+	}
+	return cv
+}
+
+// corpusOf returns the corpus of cv's skills: the one cv last used while
+// it lives, else one of the same texts the index keeps, else a new one.
+func (ix *Index) corpusOf(cv *candidates) (*corpus, error) {
+	if wp := cv.corpus.Load(); wp != nil {
+		if c := wp.Value(); c != nil {
+			return c, nil
+		}
+	}
+	c, err := ix.corpusFor(cv.skills)
+	if err != nil {
+		return nil, err
+	}
+	wp := weak.Make(c)
+	cv.corpus.Store(&wp)
+	return c, nil
+}
+
+// corpusFor returns a corpus of skills, building what it lacks: the
+// analyses of skills whose text it has not analysed (or no longer keeps),
+// and the postings when it keeps none of exactly these analyses.
+func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
+	ix.build.Lock()
+	defer ix.build.Unlock()
+	as, err := ix.analysesOf(skills)
+	if err != nil {
+		return nil, err
+	}
+	serials := make([]uint64, len(as))
+	for i, a := range as {
+		serials[i] = a.serial
+	}
+	fp := maphash.Bytes(ix.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(serials))), len(serials)*8))
+	ix.mu.Lock()
+	c, ok := ix.corpora.Get(fp)
+	ix.mu.Unlock()
+	if ok && c.dict == ix.dict && slices.Equal(c.serials, serials) {
+		return c, nil
+	}
+	c = buildCorpus(ix.dict, skills, as, serials, ix.dict.size())
+	ix.last = c
+	ix.mu.Lock()
+	if !ix.closed {
+		ix.corpora.Add(fp, c)
+	}
+	ix.mu.Unlock()
+	return c, nil
+}
+
+// analysesOf returns the analysis of each skill, analysing those the
+// index does not keep. The caller holds ix.build. When the dict has grown
+// past its bound, it starts a new one and analyses every skill again.
+func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
+	if ix.dict.size() > ix.opts.MaxTerms {
+		ix.dict = newDict()
+		ix.mu.Lock()
+		ix.analyses.Purge()
+		ix.mu.Unlock()
+	}
+	as := make([]*analysis, len(skills))
+	if ix.last != nil && ix.last.dict == ix.dict {
+		ix.last.reuse(skills, as)
+	}
+	var missing []int
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for i, s := range skills {
+		if as[i] != nil {
+			continue
+		}
+		if a, ok := ix.analyses.Get(textOf(s)); ok {
+			as[i] = a
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	ix.mu.Unlock()
+	if len(missing) == 0 {
+		return as, nil
+	}
+	d := ix.dict
+	d.mu.Lock()
+	from := len(d.terms)
+	for _, i := range missing {
+		as[i] = analyze(d, textOf(skills[i]), &ix.scratch)
+	}
+	d.sortNew(from)
+	d.mu.Unlock()
+	ix.mu.Lock()
+	for _, i := range missing {
+		ix.serial++
+		as[i].serial = ix.serial
+		ix.analyses.Add(textOf(skills[i]), as[i])
+	}
+	ix.mu.Unlock()
+	return as, nil
+}

@@ -1,0 +1,151 @@
+package search_test
+
+import (
+	"context"
+	"flag"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/search"
+)
+
+var showMisses = flag.Bool("search.misses", false, "TestSearchQuality logs the queries whose expected skill is not first")
+
+// scores are the quality measures of a ranking over the evaluation set.
+type scores struct {
+	hit1, hit5, mrr float64
+}
+
+// measure ranks every query with rank (the names in rank order) and
+// scores the position of the first expected name.
+func measure(t *testing.T, label string, queries []evalQuery, rank func(q string) []string) scores {
+	t.Helper()
+	var s scores
+	for _, q := range queries {
+		got := rank(q.Query)
+		pos := slices.IndexFunc(got, func(n string) bool { return slices.Contains(q.Expect, n) })
+		if pos == 0 {
+			s.hit1++
+		}
+		if pos >= 0 && pos < 5 {
+			s.hit5++
+		}
+		if pos >= 0 {
+			s.mrr += 1 / float64(pos+1)
+		}
+		if *showMisses && pos != 0 {
+			t.Logf("%s: %q: expected %v at %d; got %v", label, q.Query, q.Expect, pos+1, got[:min(5, len(got))])
+		}
+	}
+	n := float64(len(queries))
+	return scores{s.hit1 / n, s.hit5 / n, s.mrr / n}
+}
+
+// TestSearchQuality measures the index's ranking on the evaluation set
+// (testdata) against the floor: plain BM25 over the name and description
+// with no stemming and no stop words. The index must beat it on hit@5 and
+// mean reciprocal rank.
+func TestSearchQuality(t *testing.T) {
+	skills := evalSkills(t)
+	queries := readJSON[[]evalQuery](t, "testdata/queries.json")
+	if len(skills) < 150 || len(queries) < 100 {
+		t.Fatalf("evaluation set of %d skills and %d queries; want at least 150 and 100", len(skills), len(queries))
+	}
+	ix, _ := newIndex(t, search.Options{}, newMemory(skills))
+	got := measure(t, "index", queries, func(q string) []string {
+		r, err := ix.Search(context.Background(), catalog.At("/w"), q, len(skills), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(r)
+	})
+	floor := newFloor(skills)
+	base := measure(t, "floor", queries, floor.rank)
+	t.Logf("%d skills, %d queries", len(skills), len(queries))
+	t.Logf("index: hit@1 %.3f  hit@5 %.3f  MRR %.3f", got.hit1, got.hit5, got.mrr)
+	t.Logf("floor: hit@1 %.3f  hit@5 %.3f  MRR %.3f", base.hit1, base.hit5, base.mrr)
+	if got.hit5 <= base.hit5 || got.mrr <= base.mrr {
+		t.Errorf("the index does not beat plain BM25 over name and description: hit@5 %.3f vs %.3f, MRR %.3f vs %.3f",
+			got.hit5, base.hit5, got.mrr, base.mrr)
+	}
+}
+
+// floor is plain BM25 (k1 1.2, b 0.75) over "name description", words
+// lower-cased and split at anything but letters and digits, nothing
+// stemmed or left out.
+type floor struct {
+	names []string
+	docs  []map[string]int
+	lens  []int
+	df    map[string]int
+	avg   float64
+}
+
+func floorWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func newFloor(skills []catalog.Summary) *floor {
+	f := &floor{df: make(map[string]int)}
+	total := 0
+	for _, s := range skills {
+		ws := floorWords(s.Name + " " + s.Description)
+		tf := make(map[string]int)
+		for _, w := range ws {
+			tf[w]++
+		}
+		for w := range tf {
+			f.df[w]++
+		}
+		f.names = append(f.names, s.Name)
+		f.docs = append(f.docs, tf)
+		f.lens = append(f.lens, len(ws))
+		total += len(ws)
+	}
+	f.avg = float64(total) / float64(len(skills))
+	return f
+}
+
+func (f *floor) rank(q string) []string {
+	const k1, b = 1.2, 0.75
+	n := float64(len(f.docs))
+	score := make([]float64, len(f.docs))
+	seen := make(map[string]bool)
+	for _, w := range floorWords(q) {
+		if seen[w] || f.df[w] == 0 {
+			continue
+		}
+		seen[w] = true
+		df := float64(f.df[w])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for i, tf := range f.docs {
+			if c := float64(tf[w]); c > 0 {
+				score[i] += idf * c * (k1 + 1) / (c + k1*(1-b+b*float64(f.lens[i])/f.avg))
+			}
+		}
+	}
+	var idx []int
+	for i, s := range score {
+		if s > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case score[a] > score[b]:
+			return -1
+		case score[a] < score[b]:
+			return 1
+		}
+		return strings.Compare(f.names[a], f.names[b])
+	})
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = f.names[j]
+	}
+	return out
+}
