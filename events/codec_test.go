@@ -62,6 +62,11 @@ func samples() map[string]any {
 		"toolresult-search": ToolResult{V: 1, Session: "sess-1", Call: "call_04", TriggerSeq: 102,
 			Text:   "<skill_search_results query=\"fill PDF forms\" shown=\"1\" total=\"1\">\n- `pdf-tools`: Work with PDF files &amp; forms\n</skill_search_results>\n\nLoad a skill with the `skill` tool by its exact name before following it.",
 			Search: &SearchValue{Query: "fill PDF forms", Total: 1, Results: []Entry{{Name: "pdf-tools", Description: "Work with PDF files & forms"}}}},
+		"catalog-changes": changesSample,
+		"decision-changes": Decision{V: 1, Session: "sess-1", Step: "step-9", TriggerSeq: 103, Outcome: OutcomeAppended,
+			Catalog: &changesSample, CatalogSeq: 104, CatalogSeqs: []uint64{12, 60, 104},
+			CurrentList: &CurrentList{Entries: []Entry{{Name: "pdf-tools", Description: "Work with PDF files & forms, faster"}, {Name: "xlsx"}},
+				Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9"}},
 		"tooldefinitions": []ToolDefinition{
 			{Name: "skill",
 				Description: "Load the full instructions for an available skill. Call this with the exact skill name from the session skill catalog before acting on a task that names or clearly matches that skill.",
@@ -76,6 +81,15 @@ func samples() map[string]any {
 // searchParameters is the skill_search tool's parameter schema, byte for
 // byte.
 const searchParameters = `{"type":"object","properties":{"query":{"type":"string","description":"A few words describing the task or the kind of skill needed."},"limit":{"type":"integer","minimum":1,"maximum":16,"description":"Most skills to return (default 8)."},"offset":{"type":"integer","minimum":0,"description":"Skip this many matches, to see more of them."}},"required":["query"]}`
+
+// changesSample is a change list: one description edited, one skill
+// added without a description (the size limit took it), one removed.
+var changesSample = Catalog{V: 1, Session: "sess-1", Step: "step-9", ID: "sess-1:step-9:catalog.append", Role: "user",
+	Text: "<system-reminder>\nThe available skill catalog changed. These changes update the latest available-skills list in this session; skills not named here are unchanged:\n\n<skill_catalog_changes>\n- removed `docx`\n- changed `pdf-tools`: Work with PDF files &amp; forms, faster\n- added `xlsx`\n(Shortened to fit the catalog size limit: 1 skills listed without a description, 0 skills not listed. Any available skill can still be loaded with the skill tool by its exact name.)\n</skill_catalog_changes>\n\nUse only names in the updated list. If the user names a listed skill, or the task clearly matches its description, call the `skill` tool with the exact name before acting.\n</system-reminder>",
+	Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: UpdateChanges, Base: 60,
+		Changes: []Change{{Name: "docx", Change: ChangeRemoved}, {Name: "pdf-tools", Change: ChangeChanged, Description: "Work with PDF files & forms, faster"}, {Name: "xlsx", Change: ChangeAdded}},
+		Count: 2, Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9",
+		View: &View{Revision: 12, Instance: "host-a-1f2e3d4c"}}}
 
 // invocationSample is a skill the user invoked with /pdf-tools.
 var invocationSample = SkillInvocation{V: 1, Session: "sess-1", Step: "step-8", ID: "sess-1:step-8:skill.invocation:pdf-tools", Role: "user",

@@ -92,6 +92,9 @@ func (p PreStep) MarshalJSON() ([]byte, error) {
 // EncodeMsgpack implements msgpack.CustomEncoder.
 func (s CatalogSource) EncodeMsgpack(e *msgpack.Encoder) error {
 	type plain CatalogSource
+	if s.Update == UpdateChanges {
+		return e.Encode(changesSourceOf(s))
+	}
 	if s.Entries == nil {
 		s.Entries = []Entry{}
 	}
@@ -101,10 +104,35 @@ func (s CatalogSource) EncodeMsgpack(e *msgpack.Encoder) error {
 // MarshalJSON implements json.Marshaler.
 func (s CatalogSource) MarshalJSON() ([]byte, error) {
 	type plain CatalogSource
+	if s.Update == UpdateChanges {
+		return marshalJSON(changesSourceOf(s))
+	}
 	if s.Entries == nil {
 		s.Entries = []Entry{}
 	}
 	return marshalJSON(plain(s))
+}
+
+// changesSource is how a change list's source is written: no entries,
+// and base, changes and count always.
+type changesSource struct {
+	Kind     string   `msgpack:"kind" json:"kind"`
+	Producer string   `msgpack:"producer" json:"producer"`
+	Update   string   `msgpack:"update" json:"update"`
+	Base     uint64   `msgpack:"base" json:"base"`
+	Changes  []Change `msgpack:"changes" json:"changes"`
+	Count    int      `msgpack:"count" json:"count"`
+	Digest   string   `msgpack:"digest" json:"digest"`
+	Omitted  int      `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
+	View     *View    `msgpack:"view,omitempty" json:"view,omitempty"`
+}
+
+func changesSourceOf(s CatalogSource) changesSource {
+	if s.Changes == nil {
+		s.Changes = []Change{}
+	}
+	return changesSource{Kind: s.Kind, Producer: s.Producer, Update: s.Update, Base: s.Base, Changes: s.Changes,
+		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, View: s.View}
 }
 
 // marshalJSON is json.Marshal without HTML escaping: payload text is full of
@@ -135,7 +163,7 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 	if enc != Msgpack || (d.Catalog == nil) != (catalog == nil) {
 		return AppendEncode(dst, enc, d)
 	}
-	if len(d.Invocations) > 0 || len(d.Ignored) > 0 || len(d.Diagnostics) > 0 {
+	if len(d.Invocations) > 0 || len(d.Ignored) > 0 || len(d.Diagnostics) > 0 || len(d.CatalogSeqs) > 0 || d.CurrentList != nil {
 		return AppendEncode(dst, enc, d) // the fields below do not cover them
 	}
 	// The map the struct encoder writes for a Decision: fields in order,

@@ -181,6 +181,15 @@ type Decision struct {
 	// Absent (0) when no catalog of the session is visible, and on
 	// expired and rejected decisions.
 	CatalogSeq uint64 `msgpack:"catalogSeq,omitempty" json:"catalogSeq,omitempty"`
+	// CatalogSeqs, when the list the model sees after this step is made
+	// of several catalog records (a full catalog and the change lists
+	// after it), are all of them, the full catalog first, ascending; the
+	// last is CatalogSeq. A worker that compacts keeps every one. Absent
+	// otherwise.
+	CatalogSeqs []uint64 `msgpack:"catalogSeqs,omitempty" json:"catalogSeqs,omitempty"`
+	// CurrentList is then that whole list, so that a worker need not
+	// read the records back itself. Absent otherwise.
+	CurrentList *CurrentList `msgpack:"currentList,omitempty" json:"currentList,omitempty"`
 	// Invocations are the skills the user invoked in this step's userText,
 	// as appended (skill.invocation), in order; a retry of the step gets
 	// those already appended. Absent when none.
@@ -265,13 +274,53 @@ type Entry struct {
 type CatalogSource struct {
 	Kind     string  `msgpack:"kind" json:"kind"` // always "skill-catalog"
 	Producer string  `msgpack:"producer" json:"producer"`
-	Update   string  `msgpack:"update" json:"update"` // "initial" or "replacement"
+	Update   string  `msgpack:"update" json:"update"` // "initial", "replacement" or "changes" (UpdateChanges)
 	Entries  []Entry `msgpack:"entries" json:"entries"`
 	Digest   string  `msgpack:"digest" json:"digest"`
 	// Omitted counts the skills the catalog size limit left out.
 	Omitted int `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
 	// View is what the catalog was decided on.
 	View *View `msgpack:"view,omitempty" json:"view,omitempty"`
+	// Base, Changes and Count are a change list's (Update
+	// UpdateChanges), which has no Entries: the stream sequence of the
+	// full catalog it builds on, its changes in the order its text names
+	// them, and the number of entries the list it leads to shows. Its
+	// Digest and Omitted are that list's, so the newest catalog record
+	// alone says which list the model has.
+	Base    uint64   `msgpack:"base,omitempty" json:"base,omitempty"`
+	Changes []Change `msgpack:"changes,omitempty" json:"changes,omitempty"`
+	Count   int      `msgpack:"count,omitempty" json:"count,omitempty"`
+}
+
+// UpdateChanges is CatalogSource.Update of a change list: a catalog
+// message naming only the skills added, changed or removed since the
+// session's current list.
+const UpdateChanges = "changes"
+
+// Change is one skill a change list names: what happened to it (one of
+// ChangeAdded, ChangeChanged, ChangeRemoved) and, for an entry added or
+// changed that is shown with a description, that description as shown
+// (normalised, capped, unescaped); absent for a removed skill and for an
+// entry shown without a description.
+type Change struct {
+	Name        string `msgpack:"name" json:"name"`
+	Change      string `msgpack:"change" json:"change"`
+	Description string `msgpack:"description,omitempty" json:"description,omitempty"`
+}
+
+// What a change list says happened to a skill (Change.Change).
+const (
+	ChangeAdded   = "added"
+	ChangeChanged = "changed"
+	ChangeRemoved = "removed"
+)
+
+// CurrentList is a session's whole current list when it is made of
+// several records (a full catalog and the change lists after it): its
+// entries as shown, in name order, and its digest.
+type CurrentList struct {
+	Entries []Entry `msgpack:"entries" json:"entries"`
+	Digest  string  `msgpack:"digest" json:"digest"`
 }
 
 // View records what a catalog was decided on: the skill store revision it

@@ -146,6 +146,10 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 			DeadlineMs: 5, Project: "p1", ResourceDir: "/r", MinStoreRevision: 3, MinStoreEpoch: "e1"},
 		"cataloghead": CatalogHead{V: 1, Session: "s", Step: "1", Digest: digest, View: View{Revision: 3, Instance: "i", Epoch: "e"}},
 	}
+	changes := Catalog{V: 1, Session: "s", Step: "2", ID: "s:2:catalog.append", Role: "user", Text: "t",
+		Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: UpdateChanges, Base: 4,
+			Changes: []Change{{Name: "a", Change: ChangeChanged, Description: "d"}, {Name: "b", Change: ChangeRemoved}},
+			Count: 1, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	searched := ToolResult{V: 1, Session: "s", Call: "c", TriggerSeq: 9, Text: "t",
 		Search: &SearchValue{Query: "q", Offset: 2, Total: 3, Results: []Entry{{Name: "a", Description: "d"}}}}
 	type payload struct {
@@ -156,7 +160,9 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 	for name, v := range payloads {
 		all = append(all, payload{name, v})
 	}
-	all = append(all, payload{"toolresult", searched})
+	all = append(all, payload{"toolresult", searched}, payload{"catalog", changes},
+		payload{"decision", Decision{V: 1, Session: "s", Step: "2", TriggerSeq: 9, Outcome: OutcomeAppended, Catalog: &changes,
+			CatalogSeq: 10, CatalogSeqs: []uint64{4, 10}, CurrentList: &CurrentList{Entries: []Entry{{Name: "a", Description: "d"}}, Digest: digest}}})
 	for _, pl := range all {
 		name, v := pl.schema, pl.v
 		for _, enc := range []Encoding{JSON, Msgpack} {
