@@ -29,9 +29,10 @@ type Config struct {
 	NoFollowSymlinks     bool
 	MaxWatchesPerDir     int // file watches one skills folder may take (--max-watches-per-skills-dir)
 	DescriptionMaxLength int
-	CatalogMaxLength     int  // code points between the catalog's tags; 0 = none
-	MaxSkillBytes        int  // bytes of instructions in a tool result; 0 = none
-	UserInvocation       bool // /<name> in a user's message loads that skill (--user-invocation)
+	CatalogMaxLength     int    // code points between the catalog's tags; 0 = none
+	MaxSkillBytes        int    // bytes of instructions in a tool result; 0 = none
+	UserInvocation       bool   // /<name> in a user's message loads that skill (--user-invocation)
+	CatalogUpdates       string // how a changed catalog reaches the model: full or changes (--catalog-updates)
 	ToolOwner            string
 
 	// Skill store: serve, catalog, load, replay, skills.
@@ -122,6 +123,8 @@ func (c *Config) skillFlags(cmd *command) {
 		"bound on the skill instructions a tool result shows, in bytes: a longer body is cut with a notice; 0 for none, else at least 1024")
 	cmd.cfgBool(&c.UserInvocation, "user-invocation", false,
 		"let a user invoke a skill by writing /<name> in a message (a pre-step's userText): its instructions are appended after the step's catalog, and every catalog ends with one more line saying so")
+	cmd.cfgString(&c.CatalogUpdates, "catalog-updates", string(catalog.UpdatesFull),
+		"how a session's changed catalog reaches the model: `full` appends the whole list again; changes appends only the skills added, changed or removed when they are few (at most 64, and half of the list), the whole list otherwise")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
 }
 
@@ -241,6 +244,7 @@ func (c *Config) catalogOptions() catalog.Options {
 		MaxLength:            c.CatalogMaxLength,
 		MaxSkillBytes:        c.MaxSkillBytes,
 		UserInvocation:       c.UserInvocation,
+		Updates:              catalog.Updates(c.CatalogUpdates),
 	}
 }
 
@@ -256,6 +260,9 @@ func (c *Config) validateSkills() error {
 	}
 	if catalog.CheckMaxSkillBytes(c.MaxSkillBytes) != nil {
 		return usagef("--max-skill-bytes %d: must be 0 or at least %d", c.MaxSkillBytes, catalog.MinMaxSkillBytes)
+	}
+	if catalog.CheckUpdates(catalog.Updates(c.CatalogUpdates)) != nil {
+		return usagef("--catalog-updates %q: must be %s or %s", c.CatalogUpdates, catalog.UpdatesFull, catalog.UpdatesChanges)
 	}
 	if strings.TrimSpace(c.ToolOwner) == "" {
 		return usagef("--tool-owner must not be empty")

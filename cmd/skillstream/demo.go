@@ -8,12 +8,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/demo"
 	"github.com/skillstream/skillstream/providers"
 )
 
 func (a *app) demoCommand() (*command, runFunc) {
 	var keep, userInvocation bool
+	var updates string
 	cmd := newCommand("demo", "skillstream demo [--keep] [--user-invocation]", `
 Play an agent session end to end and print what the model sees at each step.
 
@@ -32,9 +34,13 @@ the user also invokes a skill by writing /<name> in a message.`[1:], `
 	cmd.group("Flags")
 	cmd.localBool(&keep, "keep", false, "keep the temporary folder (skills and JetStream store) and print where it is")
 	cmd.localBool(&userInvocation, "user-invocation", false, "run the processor with user invocation on, and show a user's /name")
+	cmd.cfgString(&updates, "catalog-updates", string(catalog.UpdatesFull), "how the processor shows a changed catalog: `full` or changes (the added skill is then a change list)")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("demo takes no arguments, got %q", args[0])
+		}
+		if catalog.CheckUpdates(catalog.Updates(updates)) != nil {
+			return usagef("--catalog-updates %q: must be %s or %s", updates, catalog.UpdatesFull, catalog.UpdatesChanges)
 		}
 		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -48,7 +54,7 @@ the user also invokes a skill by writing /<name> in a message.`[1:], `
 			defer os.RemoveAll(dir)
 		}
 		log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		return demo.Run(ctx, a.stdout, dir, userInvocation, log, func() (*providers.Registry, error) {
+		return demo.Run(ctx, a.stdout, dir, userInvocation, catalog.Updates(updates), log, func() (*providers.Registry, error) {
 			cfg := Config{UserSkillsDir: "", NoBundled: true} // the demo project's skills only
 			return cfg.registry(log, true)
 		})

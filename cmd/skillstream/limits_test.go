@@ -150,3 +150,27 @@ func TestServeRefusesLimitsOverTheMessageSize(t *testing.T) {
 		t.Errorf("serve announced that it serves a configuration it refused:\n%s", stderr)
 	}
 }
+
+// TestCatalogUpdatesEverySurface: --catalog-updates (and its variable) is
+// taken by every command that computes model text, and only full or
+// changes is accepted.
+func TestCatalogUpdatesEverySurface(t *testing.T) {
+	for _, name := range []string{"serve", "catalog", "load", "replay", "bench", "mcp", "demo"} {
+		_, stdout, _ := runMain(t, name, "--help")
+		for _, want := range []string{"--catalog-updates", "SKILLSTREAM_CATALOG_UPDATES"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%s --help lacks %s", name, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"catalog", "--catalog-updates", "diff"}, {"serve", "--catalog-updates=all"}, {"demo", "--catalog-updates", "x"}} {
+		code, _, stderr := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "must be full or changes") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	t.Setenv("SKILLSTREAM_CATALOG_UPDATES", "sometimes")
+	if code, _, stderr := runMain(t, "catalog"); code != exitUsage || !strings.Contains(stderr, `--catalog-updates "sometimes": must be full or changes`) {
+		t.Errorf("from the environment: exit %d, stderr %q", code, stderr)
+	}
+}

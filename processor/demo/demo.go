@@ -79,8 +79,10 @@ type demo struct {
 // registry the processor serves: it must find the project's skill folder
 // (.agents/skills) and watch it. log is for warnings. With userInvocation
 // the processor runs with user invocation on, and the user invokes a
-// skill. The caller removes dir.
-func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, log *slog.Logger, newRegistry func() (*providers.Registry, error)) (err error) {
+// skill. updates is the processor's catalog.Options.Updates: with
+// catalog.UpdatesChanges the added skill is shown as a change list. The
+// caller removes dir.
+func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, updates catalog.Updates, log *slog.Logger, newRegistry func() (*providers.Registry, error)) (err error) {
 	d := &demo{out: out, cwd: filepath.Join(dir, "project")}
 	d.skills = filepath.Join(d.cwd, ".agents", "skills")
 	if err := os.MkdirAll(filepath.Join(d.cwd, ".git"), 0o755); err != nil {
@@ -110,6 +112,7 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, lo
 
 	pcfg := processor.Config{}.WithDefaults()
 	pcfg.Catalog.UserInvocation = userInvocation
+	pcfg.Catalog.Updates = updates
 	p, err := processor.New(nc, d.reg, pcfg, processor.WithLogger(log))
 	if err != nil {
 		return err
@@ -177,7 +180,11 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, lo
 			return d.preStep(ctx)
 		},
 		func(ctx context.Context) error {
-			d.heading("A skill is added on disk: a replacement catalog")
+			if updates == catalog.UpdatesChanges {
+				d.heading("A skill is added on disk: a change list names it")
+			} else {
+				d.heading("A skill is added on disk: a replacement catalog")
+			}
 			d.printf("Written: .agents/skills/release-notes/SKILL.md\n")
 			if err := d.writeSkill("release-notes"); err != nil {
 				return err
