@@ -65,6 +65,22 @@
 // folder's path, the bundled skills' description) keeps it, and the
 // session's skill tool is not changed.
 //
+// # Skill search
+//
+// With Config.Options.SkillSearch on, tools/list holds the skill_search
+// tool beside the skill tool, with the catalog's definition
+// (catalog.SearchToolDefinition), and tools/call of it answers with the
+// text a session's search gets (catalog.Search; isError for its errors):
+// the same index the processor searches (Config.Search, a
+// providers/search index of the same registry) bound to Config.Query, so
+// it follows the registry's changes as the catalog does. The arguments
+// are read as JSON gives them and judged by the tool. A host is shown
+// both tools, so search is offered to it: the catalog in the skill tool's
+// description leaves whole entries out (never their descriptions), to
+// Options.ListedMax entries and the size limit and the description
+// budget, and ends with the notice that points to skill_search. With the
+// option off the server and its texts are as they were.
+//
 // Results of the extension's methods carry resultType "complete" and the
 // caching hints ttlMs and cacheScope.
 //

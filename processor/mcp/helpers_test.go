@@ -25,6 +25,7 @@ import (
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/search"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -76,6 +77,7 @@ type fixture struct {
 	srv     *mcpserver.Server
 	http    *httptest.Server
 	url     string
+	index   *search.Index       // nil without search
 	js      jetstream.JetStream // nil without a store
 	pub     *store.Publisher
 	metrics *prometheus.Registry
@@ -94,6 +96,9 @@ type fixtureOpts struct {
 	// waiting is called when a listing starts waiting for the server's
 	// first complete snapshot.
 	waiting func()
+	// search turns skill search on (over config.Options, the catalog's
+	// defaults when zero), with an index of the fixture's registry.
+	search bool
 }
 
 // newFixture serves a registry of a custom skills folder (and, with
@@ -130,6 +135,15 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Cleanup(func() { f.reg.Close() })
 	cfg := o.config
 	cfg.Registerer = f.metrics
+	if o.search {
+		if cfg.Options == (catalog.Options{}) {
+			cfg.Options = catalog.DefaultOptions()
+		}
+		cfg.Options.SkillSearch = true
+		f.index = search.New(f.reg.Registry, search.Options{})
+		t.Cleanup(func() { f.index.Close() })
+		cfg.Search = f.index
+	}
 	if _, bench := t.(*testing.B); bench && cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

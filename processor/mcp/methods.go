@@ -270,6 +270,24 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.Err != nil}, nil
 }
 
+// callSearch runs the skill_search tool: the text a session's search
+// gets (catalog.Search over the index bound to the served query), isError
+// for its errors. The arguments are read as JSON gives them, as the
+// processor reads a search's: whether they hold is the tool's to say.
+func (s *Server) callSearch(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	var args map[string]any // keys matched exactly; null is absent
+	if req.Params != nil && len(req.Params.Arguments) > 0 {
+		// Arguments that are not an object read as none: the query is
+		// then missing.
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	res := catalog.Search(ctx, s.cfg.Search.Searcher(s.cfg.Query),
+		catalog.SearchArgs{Query: args["query"], Limit: args["limit"], Offset: args["offset"]}, s.cfg.Options)
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.Err != nil}, nil
+}
+
 // lookup binds the registry to the served query for catalog.Execute.
 type lookup struct {
 	reg Registry

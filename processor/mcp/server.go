@@ -35,6 +35,13 @@ type Registry interface {
 	Changes(q catalog.Query) (chans []<-chan struct{}, complete bool)
 }
 
+// Searcher is the search index the skill_search tool runs against (a
+// *search.Index of package providers/search satisfies it): the index of
+// the served registry, bound to a query as catalog.Search takes it.
+type Searcher interface {
+	Searcher(q catalog.Query) catalog.Searcher
+}
+
 // Defaults of Config.
 const (
 	DefaultPageSize   = 100
@@ -54,8 +61,14 @@ type Config struct {
 	Query catalog.Query
 	// Options are the catalog options of the skill tool (description
 	// length, catalog size, instruction size); the zero Options stand for
-	// the catalog's defaults.
+	// the catalog's defaults. With Options.SkillSearch on, the
+	// skill_search tool is served beside the skill tool, and the catalog
+	// in the skill tool's description is shortened for search (a host is
+	// shown both tools: search is offered).
 	Options catalog.Options
+	// Search is the index skill_search runs against, over the served
+	// registry; needed when Options.SkillSearch is on, ignored otherwise.
+	Search Searcher
 	// Version is reported as the server's version.
 	Version string
 	// Logger gets the server's log lines (refusals at debug); nil logs
@@ -150,6 +163,11 @@ func New(reg Registry, cfg Config) (*Server, error) {
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
 	}
+	if cfg.Options.SkillSearch && cfg.Search == nil {
+		return nil, errors.New("skill search is on but no search index was given (Config.Search)")
+	}
+	// A host lists both tools: search is offered to it whenever it is on.
+	cfg.Options.SearchOffered = cfg.Options.SkillSearch
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -177,10 +195,14 @@ func New(reg Registry, cfg Config) (*Server, error) {
 	if version == "" {
 		version = "dev"
 	}
+	instructions := "Skills served by skillstream. List them with skills/list (or resources/list), read their files with resources/read, or call the `skill` tool with a skill's name to load its instructions."
+	if cfg.Options.SkillSearch {
+		instructions += " The `skill_search` tool finds skills by what they do."
+	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "skillstream", Version: version}, &sdk.ServerOptions{
 		Capabilities: caps,
 		Logger:       log,
-		Instructions: "Skills served by skillstream. List them with skills/list (or resources/list), read their files with resources/read, or call the `skill` tool with a skill's name to load its instructions.",
+		Instructions: instructions,
 		// A session is told of changes once it is initialized (see
 		// sessions.go).
 		InitializedHandler: func(_ context.Context, req *sdk.InitializedRequest) { s.follow(req.Session) },
@@ -202,6 +224,10 @@ func New(reg Registry, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.setTool(catalog.ToolDescription)
+	if cfg.Options.SkillSearch {
+		def := catalog.SearchToolDefinition()
+		s.sdk.AddTool(&sdk.Tool{Name: def.Name, Description: def.Description, InputSchema: json.RawMessage(def.Parameters)}, s.callSearch)
+	}
 	return s, nil
 }
 
