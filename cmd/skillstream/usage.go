@@ -30,13 +30,16 @@ model's loads (successful skill tool results), users' invocations
 last use, and the digests and store revisions its loads carried; per
 catalog, appends by kind (initial, replacement, tombstone), the bytes of
 catalog text sent to models and an estimate in tokens (bytes / 4, rounded
-up); and the skills catalogs listed in the window that were never loaded nor
-invoked - the pruning list.
+up); the skills catalogs listed in the window that were never loaded nor
+invoked - the pruning list; and, when the model searched for skills
+(skill_search), the searches per session, the skills searches found and
+how often a session then loaded them, and the queries that found nothing.
 
 Only the processor's output kinds are read (catalog.append, tool.result,
 skill.invocation), starting at --since, so a read costs what the window
 holds, not the stream's history. The skill of an error result is read from
-its skill call (one direct get per error). --project also reads the
+its trigger (one direct get per error), which also tells a failed search
+from a failed skill call. --project also reads the
 window's triggers, which alone name a project, and counts a session's
 outputs under the project of its latest trigger in the window.
 
@@ -46,7 +49,9 @@ names in one row, _invalid. On a terminal, progress is shown
 on stderr. --json prints one object with the keys stream, prefix, since,
 session, project, records, unreadable, skills (name, loads, invocations,
 errors, sessions, first, last, digests, revisions), catalogs (appends,
-textBytes, estimatedTokens, listed) and listedNeverUsed.
+textBytes, estimatedTokens, listed), listedNeverUsed and searches
+(searches, found, noMatch, errors, sessions, perSession, foundThenLoaded,
+bySession, skills, noMatchQueries, noMatchOther).
 
 The stream is read from --nats-url when given, else through the server
 answering on --listen, else from the --data store. Nothing is published.`[1:], `
@@ -154,6 +159,55 @@ func printUsage(w io.Writer, r *usage.Report) {
 		list = "-"
 	}
 	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), list)
+	printSearches(w, r.Searches)
+}
+
+// printSearches writes the searches' part of the report, when the model
+// searched at all.
+func printSearches(w io.Writer, su usage.SearchUsage) {
+	if su.Searches == 0 {
+		return
+	}
+	failed := 0
+	for _, n := range su.Errors {
+		failed += n
+	}
+	fmt.Fprintf(w, "\nsearches: %d in %d sessions (%.1f per session): %d found skills, %d found nothing, %d failed (%s); %d skills found then loaded\n",
+		su.Searches, su.Sessions, su.PerSession, su.Found, su.NoMatch, failed, errorCodes(su.Errors), su.FoundThenLoaded)
+	if len(su.Skills) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "FOUND SKILL\tFOUND\tSESSIONS\tLOADED AFTER")
+		for _, s := range su.Skills {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", printable(s.Name), s.Found, s.Sessions, s.LoadedAfter)
+		}
+		tw.Flush()
+	}
+	if len(su.BySession) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tSEARCHES\tFOUND NOTHING\tFOUND THEN LOADED")
+		for _, s := range su.BySession[:min(len(su.BySession), 10)] {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", printable(s.Session), s.Searches, s.NoMatch, s.FoundThenLoaded)
+		}
+		tw.Flush()
+		if len(su.BySession) > 10 || su.Sessions > len(su.BySession) {
+			fmt.Fprintf(w, "(the 10 sessions that searched most of %d)\n", su.Sessions)
+		}
+	}
+	queries := make([]string, len(su.NoMatchQueries))
+	for i, q := range su.NoMatchQueries {
+		queries[i] = strconv.Quote(q.Query)
+		if q.Count > 1 {
+			queries[i] += fmt.Sprintf(" ×%d", q.Count)
+		}
+	}
+	if su.NoMatchOther > 0 {
+		queries = append(queries, fmt.Sprintf("%d more", su.NoMatchOther))
+	}
+	list := strings.Join(queries, ", ")
+	if len(queries) == 0 {
+		list = "-"
+	}
+	fmt.Fprintf(w, "found nothing (%d): %s\n", su.NoMatch, list)
 }
 
 // printable quotes a name that holds anything but printable characters

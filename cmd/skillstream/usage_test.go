@@ -321,3 +321,79 @@ func TestUsageBadInput(t *testing.T) {
 		t.Errorf("hostile names: %+v, want one _invalid row with 2 errors and 1 invocation", rep.Skills)
 	}
 }
+
+// search publishes a search of query answered with the names found.
+func (l *usageLog) search(sid, call, query string, names ...string) {
+	seq := l.pub(sid, events.KindSkillSearch, events.Msgpack, events.SkillSearch{V: 1, Session: sid, Call: call, Args: events.SearchArgs{Query: query}})
+	v := &events.SearchValue{Query: query, Total: len(names), Results: []events.Entry{}}
+	for _, n := range names {
+		v.Results = append(v.Results, events.Entry{Name: n, Description: "d"})
+	}
+	l.pub(sid, events.KindToolResult, events.Msgpack, events.ToolResult{V: 1, Session: sid, Call: call, TriggerSeq: seq, Text: "t", Search: v})
+}
+
+// TestUsageSearches: the report counts searches per session, the skills
+// found then loaded and the queries that found nothing, in the table and
+// under --json's searches key, beside the keys it always had.
+func TestUsageSearches(t *testing.T) {
+	l, url := newUsageLog(t)
+	l.search("s1", "q1", "deploy", "k8s-deploy", "deploy-preview")
+	l.load("s1", "c1", "k8s-deploy", "d1", 1)
+	l.search("s1", "q2", "quantum \"chromodynamics\"")
+	l.search("s2", "q1", "quantum \"chromodynamics\"")
+	l.fail("s2", "c1", "zzz", events.CodeUnknown)
+
+	code, stdout, stderr := runMain(t, "usage", "--nats-url", url, "--json")
+	if code != 0 {
+		t.Fatalf("usage --json: exit %d, stderr:\n%s", code, stderr)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"stream", "prefix", "records", "unreadable", "skills", "catalogs", "listedNeverUsed", "searches"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("--json lacks key %q", k)
+		}
+	}
+	var s map[string]json.RawMessage
+	json.Unmarshal(keys["searches"], &s)
+	for _, k := range []string{"searches", "found", "noMatch", "errors", "sessions", "perSession", "foundThenLoaded", "bySession", "skills", "noMatchQueries", "noMatchOther"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("--json searches lack key %q: %s", k, keys["searches"])
+		}
+	}
+	var rep usage.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	su := rep.Searches
+	if su.Searches != 3 || su.Found != 1 || su.NoMatch != 2 || su.Sessions != 2 || su.FoundThenLoaded != 1 ||
+		len(su.NoMatchQueries) != 1 || su.NoMatchQueries[0].Count != 2 {
+		t.Errorf("searches %+v", su)
+	}
+
+	code, stdout, stderr = runMain(t, "usage", "--nats-url", url)
+	if code != 0 {
+		t.Fatalf("usage: exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"searches: 3 in 2 sessions (1.5 per session): 1 found skills, 2 found nothing, 0 failed (0); 1 skills found then loaded\n",
+		`found nothing (2): "quantum \"chromodynamics\"" ×2` + "\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, row := range [][]string{
+		{"k8s-deploy", "1", "1", "1"},
+		{"deploy-preview", "1", "1", "0"},
+		{"s1", "2", "1", "1"},
+		{"s2", "1", "1", "0"},
+		{"zzz", "0", "0", "unknown=1", "1"},
+	} {
+		if !hasRow(stdout, row) {
+			t.Errorf("table lacks row %v:\n%s", row, stdout)
+		}
+	}
+}

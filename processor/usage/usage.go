@@ -1,16 +1,29 @@
 // Package usage reads a session stream's outputs over a window of time and
 // reports how skills were used: loads by the model, invocations by users,
-// errors by code, sessions, digests and revisions seen, and what the
-// catalogs sent cost.
+// errors by code, sessions, digests and revisions seen, what the catalogs
+// sent cost, and how the model searched for skills (skill_search).
 //
 // It reads only the kinds a processor (or a worker, for invocations)
 // writes as outputs - catalog.append, tool.result and skill.invocation -
 // through an ordered consumer filtered to those subjects and started at the
 // window's start time, so the cost of a read grows with the outputs inside
 // the window, not with the stream's history. The triggers are not read,
-// except one direct get of the skill call behind each error result (an
-// error carries no skill name of its own) and, with a project filter, the
-// triggers of the window (a project is named by triggers only).
+// except one direct get of the trigger behind each error result (an error
+// carries neither the skill name nor the tool of its call: a skill call's
+// names its skill, a skill search's makes it a search's) and, with a
+// project filter, the triggers of the window (a project is named by
+// triggers only).
+//
+// # Searches
+//
+// A tool.result whose value is a search's (events.ToolResult.Search) is a
+// search answered; an error result whose trigger is a
+// tool.call.skill_search is a search that failed. Per session the report
+// counts the searches, those that matched nothing (their queries are
+// listed), and the skills found then loaded: a skill a search of the
+// session returned that a later successful skill tool result of the same
+// session loaded, counted once per session and skill. Records are read in
+// stream order, so "later" is the log's order.
 package usage
 
 import (
@@ -46,6 +59,24 @@ const InvalidSkill = "_invalid"
 // UnknownSkill names the row of error results whose skill call could not
 // be read any more (removed by the stream's limits).
 const UnknownSkill = "_unknown"
+
+// MaxSearchSessions bounds the sessions whose searches are told apart (a
+// row each, and the skills their searches found); the searches of further
+// sessions count in the totals only.
+const MaxSearchSessions = 100000
+
+// MaxFoundPairs bounds the (session, skill) pairs remembered to tell a
+// skill found then loaded; past it, a skill found in a further pair is not
+// followed.
+const MaxFoundPairs = 1 << 18
+
+// MaxQueries bounds the distinct queries listed as having matched
+// nothing; further ones are counted in SearchUsage.NoMatchOther.
+const MaxQueries = 1000
+
+// SessionRows is how many sessions SearchUsage.BySession lists: those
+// that searched most.
+const SessionRows = 100
 
 // TokenBytes is the number of bytes of catalog text counted as one token
 // in the estimate: a rough average for English prose and markdown.
@@ -87,6 +118,67 @@ type Report struct {
 	// ListedNeverUsed names the skills listed by a catalog in the window
 	// that were neither loaded nor invoked in it, sorted.
 	ListedNeverUsed []string `json:"listedNeverUsed"`
+	// Searches sums the skill searches answered in the window.
+	Searches SearchUsage `json:"searches"`
+}
+
+// SearchUsage sums the skill searches (skill_search calls) answered in
+// the window.
+type SearchUsage struct {
+	// Searches counts search results, errors included; Found those that
+	// matched at least one skill (a page past the last match included),
+	// NoMatch those that matched none, Errors the failed ones by error
+	// code.
+	Searches int            `json:"searches"`
+	Found    int            `json:"found"`
+	NoMatch  int            `json:"noMatch"`
+	Errors   map[string]int `json:"errors"`
+	// Sessions is how many sessions searched, PerSession their mean
+	// number of searches.
+	Sessions   int     `json:"sessions"`
+	PerSession float64 `json:"perSession"`
+	// FoundThenLoaded counts the skills a search of a session returned
+	// that the session's skill tool loaded afterwards, once per session
+	// and skill.
+	FoundThenLoaded int `json:"foundThenLoaded"`
+	// BySession lists the SessionRows sessions that searched most, most
+	// searches first, ties by session id.
+	BySession []SessionSearches `json:"bySession"`
+	// Skills lists every skill a search returned, most often returned
+	// first, ties by name.
+	Skills []FoundSkill `json:"skills"`
+	// NoMatchQueries are the queries that matched nothing, most frequent
+	// first, ties by query; NoMatchOther counts the searches of queries
+	// beyond MaxQueries distinct ones.
+	NoMatchQueries []QueryCount `json:"noMatchQueries"`
+	NoMatchOther   int          `json:"noMatchOther"`
+}
+
+// SessionSearches is one session's searches.
+type SessionSearches struct {
+	Session  string `json:"session"`
+	Searches int    `json:"searches"`
+	NoMatch  int    `json:"noMatch"`
+	// FoundThenLoaded: skills its searches returned that it loaded
+	// afterwards.
+	FoundThenLoaded int `json:"foundThenLoaded"`
+}
+
+// FoundSkill is one skill searches returned.
+type FoundSkill struct {
+	Name string `json:"name"`
+	// Found counts the search results that listed it; Sessions the
+	// sessions whose searches did; LoadedAfter those of them that loaded
+	// it afterwards.
+	Found       int `json:"found"`
+	Sessions    int `json:"sessions"`
+	LoadedAfter int `json:"loadedAfter"`
+}
+
+// QueryCount is a query and how many searches asked it.
+type QueryCount struct {
+	Query string `json:"query"`
+	Count int    `json:"count"`
 }
 
 // SkillUsage is one skill's row.
@@ -144,6 +236,21 @@ type reader struct {
 	listed  map[string]struct{}
 	project map[string]string // session -> project of its latest trigger
 	rep     Report
+	search  searchAcc
+}
+
+// searchAcc accumulates the searches.
+type searchAcc struct {
+	sessions map[string]*sessionAcc
+	found    map[string]*FoundSkill
+	noMatch  map[string]int
+	pairs    int // (session, skill) pairs in sessionAcc.found
+}
+
+type sessionAcc struct {
+	row SessionSearches
+	// found: the skills its searches returned, true once loaded after.
+	found map[string]bool
 }
 
 // Read reads the window and returns its report.
@@ -182,7 +289,8 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 	if opts.Project != "" {
 		filters = append(filters,
 			events.Subject(opts.Prefix, sid, events.KindPreStep),
-			events.Subject(opts.Prefix, sid, events.KindSkillCall))
+			events.Subject(opts.Prefix, sid, events.KindSkillCall),
+			events.Subject(opts.Prefix, sid, events.KindSkillSearch))
 	}
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if !opts.Since.IsZero() {
@@ -197,6 +305,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 		project: map[string]string{},
 		rep: Report{Stream: opts.Stream, Prefix: opts.Prefix, Since: opts.Since, Session: opts.Session, Project: opts.Project,
 			Catalogs: CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0}}},
+		search: searchAcc{sessions: map[string]*sessionAcc{}, found: map[string]*FoundSkill{}, noMatch: map[string]int{}},
 	}
 	if err := r.read(ctx, st, cfg); err != nil {
 		return nil, err
@@ -262,7 +371,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 		return
 	}
 	enc, err := events.EncodingOf(msg.Headers().Get(events.HeaderContentType))
-	if kind == events.KindPreStep || kind == events.KindSkillCall {
+	if kind == events.KindPreStep || kind == events.KindSkillCall || kind == events.KindSkillSearch {
 		// Read for the project filter only; not a record of the report.
 		if err != nil {
 			return
@@ -307,6 +416,10 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 			r.rep.Unreadable++
 			return
 		}
+		if !res.IsError && res.Search != nil {
+			r.searched(sid, res.Search)
+			return
+		}
 		if !res.IsError && res.Value != nil {
 			a := r.skill(res.Value.Name)
 			a.row.Loads++
@@ -317,13 +430,19 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 				a.revs[res.Value.Revision] = struct{}{}
 			}
 			a.seen(sid, at)
+			r.loaded(sid, res.Value.Name)
 			return
 		}
 		code := "unknown_error"
 		if res.Error != nil && res.Error.Code != "" {
 			code = res.Error.Code
 		}
-		a := r.skill(r.callName(ctx, sid, res.TriggerSeq))
+		name, search := r.trigger(ctx, sid, res.TriggerSeq)
+		if search {
+			r.searchFailed(sid, code)
+			return
+		}
+		a := r.skill(name)
 		a.row.Errors[code]++
 		a.seen(sid, at)
 	case KindInvocation:
@@ -340,16 +459,27 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	}
 }
 
-// callName reads the skill name of the skill call at seq, the trigger of
-// an error result.
-func (r *reader) callName(ctx context.Context, sid string, seq uint64) string {
+// trigger reads the trigger at seq of an error result: a skill search's
+// (search true), else the skill name of a skill call.
+func (r *reader) trigger(ctx context.Context, sid string, seq uint64) (name string, search bool) {
 	if seq == 0 {
-		return UnknownSkill
+		return UnknownSkill, false
 	}
 	m, err := r.st.GetMsg(ctx, seq)
-	if err != nil || m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
-		return UnknownSkill
+	if err != nil {
+		return UnknownSkill, false
 	}
+	if m.Subject == events.Subject(r.opts.Prefix, sid, events.KindSkillSearch) {
+		return "", true
+	}
+	if m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
+		return UnknownSkill, false
+	}
+	return callName(m), false
+}
+
+// callName reads the skill name of a skill call.
+func callName(m *jetstream.RawStreamMsg) string {
 	enc, err := events.EncodingOf(m.Header.Get(events.HeaderContentType))
 	if err != nil {
 		return UnknownSkill
@@ -360,6 +490,105 @@ func (r *reader) callName(ctx context.Context, sid string, seq uint64) string {
 		return UnknownSkill
 	}
 	return call.Args.Name
+}
+
+// searchSession returns the accumulator of sid's searches, nil past
+// MaxSearchSessions.
+func (r *reader) searchSession(sid string) *sessionAcc {
+	if a, ok := r.search.sessions[sid]; ok {
+		return a
+	}
+	if len(r.search.sessions) >= MaxSearchSessions {
+		return nil
+	}
+	a := &sessionAcc{row: SessionSearches{Session: sid}}
+	r.search.sessions[sid] = a
+	return a
+}
+
+// searched counts a search answered with v.
+func (r *reader) searched(sid string, v *events.SearchValue) {
+	su := &r.rep.Searches
+	su.Searches++
+	sa := r.searchSession(sid)
+	if sa != nil {
+		sa.row.Searches++
+	}
+	if v.Total <= 0 && len(v.Results) == 0 {
+		su.NoMatch++
+		if sa != nil {
+			sa.row.NoMatch++
+		}
+		if _, ok := r.search.noMatch[v.Query]; ok || len(r.search.noMatch) < MaxQueries {
+			r.search.noMatch[v.Query]++
+		} else {
+			su.NoMatchOther++
+		}
+		return
+	}
+	su.Found++
+	for _, e := range v.Results {
+		name := e.Name
+		if catalog.CheckName(name) != nil {
+			name = InvalidSkill
+		}
+		fs := r.search.found[name]
+		if fs == nil {
+			if len(r.search.found) >= MaxSkills {
+				name = OtherSkill
+				fs = r.search.found[name]
+			}
+			if fs == nil {
+				fs = &FoundSkill{Name: name}
+				r.search.found[name] = fs
+			}
+		}
+		fs.Found++
+		if sa == nil || name == InvalidSkill || name == OtherSkill {
+			continue
+		}
+		if _, ok := sa.found[name]; ok {
+			continue
+		}
+		if r.search.pairs >= MaxFoundPairs {
+			continue
+		}
+		if sa.found == nil {
+			sa.found = map[string]bool{}
+		}
+		sa.found[name] = false
+		r.search.pairs++
+		fs.Sessions++
+	}
+}
+
+// searchFailed counts a search answered with an error of code.
+func (r *reader) searchFailed(sid, code string) {
+	su := &r.rep.Searches
+	su.Searches++
+	if su.Errors == nil {
+		su.Errors = map[string]int{}
+	}
+	su.Errors[code]++
+	if sa := r.searchSession(sid); sa != nil {
+		sa.row.Searches++
+	}
+}
+
+// loaded notes that sid's skill tool loaded name: a skill found then
+// loaded when a search of sid returned it before.
+func (r *reader) loaded(sid, name string) {
+	sa := r.search.sessions[sid]
+	if sa == nil {
+		return
+	}
+	if after, ok := sa.found[name]; !ok || after {
+		return
+	}
+	sa.found[name] = true
+	sa.row.FoundThenLoaded++
+	r.rep.Searches.FoundThenLoaded++
+	r.search.found[name].LoadedAfter++
 }
 
 func (r *reader) skill(name string) *skillAcc {
@@ -431,5 +660,57 @@ func (r *reader) finish() *Report {
 	sort.Strings(rep.ListedNeverUsed)
 	rep.Catalogs.Listed = len(r.listed)
 	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + TokenBytes - 1) / TokenBytes
+	rep.Searches = r.searchReport()
 	return &rep
+}
+
+// searchReport finishes the searches' part of the report.
+func (r *reader) searchReport() SearchUsage {
+	su := r.rep.Searches
+	if su.Errors == nil {
+		su.Errors = map[string]int{}
+	}
+	su.Sessions = len(r.search.sessions)
+	if su.Sessions > 0 {
+		n := 0
+		for _, a := range r.search.sessions {
+			n += a.row.Searches
+		}
+		su.PerSession = float64(n) / float64(su.Sessions)
+	}
+	su.BySession = []SessionSearches{}
+	for _, a := range r.search.sessions {
+		su.BySession = append(su.BySession, a.row)
+	}
+	sort.Slice(su.BySession, func(i, j int) bool {
+		a, b := su.BySession[i], su.BySession[j]
+		if a.Searches != b.Searches {
+			return a.Searches > b.Searches
+		}
+		return a.Session < b.Session
+	})
+	su.BySession = su.BySession[:min(len(su.BySession), SessionRows)]
+	su.Skills = []FoundSkill{}
+	for _, fs := range r.search.found {
+		su.Skills = append(su.Skills, *fs)
+	}
+	sort.Slice(su.Skills, func(i, j int) bool {
+		a, b := su.Skills[i], su.Skills[j]
+		if a.Found != b.Found {
+			return a.Found > b.Found
+		}
+		return a.Name < b.Name
+	})
+	su.NoMatchQueries = []QueryCount{}
+	for q, n := range r.search.noMatch {
+		su.NoMatchQueries = append(su.NoMatchQueries, QueryCount{Query: q, Count: n})
+	}
+	sort.Slice(su.NoMatchQueries, func(i, j int) bool {
+		a, b := su.NoMatchQueries[i], su.NoMatchQueries[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Query < b.Query
+	})
+	return su
 }
