@@ -179,8 +179,9 @@ func WithSkillObjects(name string) Option {
 	}
 }
 
-// WithMinStoreRevision sets the least skill store revision every pre-step
-// and skill call of the client asks for (see RequireStoreRevision).
+// WithMinStoreRevision sets the least skill store revision every pre-step,
+// skill call and skill search of the client asks for (see
+// RequireStoreRevision).
 func WithMinStoreRevision(rev uint64) Option {
 	return func(c *Client) error {
 		c.RequireStoreRevision(rev)
@@ -188,10 +189,10 @@ func WithMinStoreRevision(rev uint64) Option {
 	}
 }
 
-// WithStoreToken sets the skill store every pre-step and skill call of the
-// client asks for at least (see RequireStore): token as "skills push"
-// prints it, "<epoch>:<revision>" (its --json output's "token"), or a
-// revision alone.
+// WithStoreToken sets the skill store every pre-step, skill call and skill
+// search of the client asks for at least (see RequireStore): token as
+// "skills push" prints it, "<epoch>:<revision>" (its --json output's
+// "token"), or a revision alone.
 func WithStoreToken(token string) Option {
 	return func(c *Client) error {
 		tok, err := events.ParseStoreToken(token)
@@ -203,20 +204,20 @@ func WithStoreToken(token string) Option {
 	}
 }
 
-// RequireStore sets the skill store the client's later pre-steps and skill
-// calls ask for at least: tok's revision (minStoreRevision) of the
-// buckets of tok's epoch (minStoreEpoch), as "skills push" printed them. A
-// processor whose view of the store is older catches up first; if it
-// cannot within the trigger's deadline, the pre-step is answered
-// incomplete and the call unavailable (both match ErrUnavailable), never
-// decided on the older view. A processor whose store's buckets are of
-// another epoch (recreated since the push) answers so at once, in the same
-// way: push again and require the new token. Within one epoch the floor
-// only rises; a token with an epoch replaces a floor of another epoch, or
-// of none (revisions of two epochs do not compare), and a token without
-// an epoch raises the revision and keeps the floor's epoch. A request's
-// own MinStoreEpoch wins over the floor's; its MinStoreRevision may be
-// higher.
+// RequireStore sets the skill store the client's later pre-steps, skill
+// calls and skill searches ask for at least: tok's revision
+// (minStoreRevision) of the buckets of tok's epoch (minStoreEpoch), as
+// "skills push" printed them. A processor whose view of the store is older
+// catches up first; if it cannot within the trigger's deadline, the pre-step
+// is answered incomplete and the call or search unavailable (all match
+// ErrUnavailable), never decided on the older view. A processor whose
+// store's buckets are of another epoch (recreated since the push) answers so
+// at once, in the same way: push again and require the new token. Within one
+// epoch the floor only rises; a token with an epoch replaces a floor of
+// another epoch, or of none (revisions of two epochs do not compare), and a
+// token without an epoch raises the revision and keeps the floor's epoch. A
+// request's own MinStoreEpoch wins over the floor's; its MinStoreRevision
+// may be higher.
 func (c *Client) RequireStore(tok events.StoreToken) {
 	for {
 		cur := c.minStore.Load()
@@ -234,8 +235,8 @@ func (c *Client) RequireStore(tok events.StoreToken) {
 }
 
 // RequireStoreRevision raises the least skill store revision the client's
-// later pre-steps and skill calls ask for (minStoreRevision) to rev, of
-// the epoch required already if any: RequireStore with a token without an
+// later pre-steps, skill calls and searches ask for (minStoreRevision) to
+// rev, of the epoch required already if any: RequireStore with a token without an
 // epoch. Prefer RequireStore with the epoch "skills push" prints beside
 // the revision: a revision of buckets since recreated is then answered at
 // once rather than compared with revisions of the new buckets.
@@ -463,11 +464,7 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 	if err := sc.Validate(); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
 	}
-	r, err := request(ctx, c, events.KindSkillCall, sc.Session, sc.Call, sc, opts, events.DecodeToolResult,
-		func(r events.ToolResult) answerID {
-			return answerID{session: r.Session, id: r.Call, seq: r.TriggerSeq,
-				unread: r.IsError && r.Error != nil && r.Error.Code == events.CodeBadRequest}
-		})
+	r, err := request(ctx, c, events.KindSkillCall, sc.Session, sc.Call, sc, opts, events.DecodeToolResult, resultID)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
@@ -478,6 +475,59 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 		return r, err
 	}
 	return r, nil
+}
+
+// resultID identifies a ToolResult answering a skill call or search.
+func resultID(r events.ToolResult) answerID {
+	return answerID{session: r.Session, id: r.Call, seq: r.TriggerSeq,
+		unread: r.IsError && r.Error != nil && r.Error.Code == events.CodeBadRequest}
+}
+
+// SearchSkills appends ss, a call of the skill_search tool, to its
+// session's log (v and deadlineMs filled in as for PreStep, the store
+// floor added as for CallSkill) and returns the processor's ToolResult,
+// sent, retried and verified as CallSkill's is: a retry of the same call
+// id is answered with the result already appended. Put ss.Args as the
+// model gave them (its query string, its limit and offset numbers, nil
+// for those it left out): the tool judges them, and invalid ones (a
+// missing or empty query, a limit of 99) are answered with a result the
+// model should see, IsError set, Text "Error: invalid search arguments:
+// <what is wrong>", and a nil error (see IsSearchArgsError). So are a
+// provider failure and no match at all (r.Text says there is none). A
+// found page's typed value is r.Search (query, offset, total, results).
+// Errors are CallSkill's: bad_request for a malformed search, or one sent
+// to a processor that does not serve search, matches ErrRejected; expired
+// ErrExpired; unavailable ErrUnavailable.
+func (c *Client) SearchSkills(ctx context.Context, ss events.SkillSearch, opts ...CallOption) (events.ToolResult, error) {
+	if ss.V == 0 {
+		ss.V = events.Version
+	}
+	ss.DeadlineMs = deadlineOf(ctx, ss.DeadlineMs)
+	ss.MinStoreEpoch, ss.MinStoreRevision = c.storeDemand(ss.MinStoreEpoch, ss.MinStoreRevision)
+	if err := ss.Validate(); err != nil {
+		return events.ToolResult{}, fmt.Errorf("client: skill search: %w", err)
+	}
+	r, err := request(ctx, c, events.KindSkillSearch, ss.Session, ss.Call, ss, opts, events.DecodeToolResult, resultID)
+	if err != nil {
+		return events.ToolResult{}, err
+	}
+	if IsSearchArgsError(r) {
+		return r, nil
+	}
+	return r, toolResultError("skill search", r)
+}
+
+// searchArgsPrefix begins the message of a search's argument error, as
+// the protocol writes it.
+const searchArgsPrefix = "invalid search arguments: "
+
+// IsSearchArgsError reports whether r answers a skill search whose
+// arguments the tool refused (code bad_request, message "invalid search
+// arguments: <what is wrong>"): a result for the model, appended to the
+// session like any other, unlike the bad_request of a malformed trigger.
+func IsSearchArgsError(r events.ToolResult) bool {
+	return r.IsError && r.Error != nil && r.Error.Code == events.CodeBadRequest &&
+		strings.HasPrefix(r.Error.Message, searchArgsPrefix)
 }
 
 // IsStoreSkill reports whether r is a store skill whose files belong in a
@@ -586,6 +636,27 @@ func (c *Client) ToolDefinition(ctx context.Context) (events.ToolDefinition, err
 		return d, fmt.Errorf("client: tool definition: %w", err)
 	}
 	return d, nil
+}
+
+// ToolDefinitions asks a processor for every tool it serves, in the order
+// to register them with the model: the skill tool, and the skill_search
+// tool when the processor serves search.
+func (c *Client) ToolDefinitions(ctx context.Context) ([]events.ToolDefinition, error) {
+	m := nats.NewMsg(events.ToolDefinitionsSubject)
+	m.Header.Set(events.HeaderContentType, c.enc.ContentType())
+	r, err := c.nc.RequestMsgWithContext(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("client: tool definitions: %w", err)
+	}
+	enc, err := events.EncodingOf(r.Header.Get(events.HeaderContentType))
+	if err != nil {
+		enc = events.JSON // a request without Content-Type is answered in JSON
+	}
+	defs, err := events.DecodeToolDefinitions(enc, r.Data)
+	if err != nil {
+		return nil, fmt.Errorf("client: tool definitions: %w", err)
+	}
+	return defs, nil
 }
 
 func (c *Client) isClosed() bool {
@@ -868,4 +939,13 @@ func (c *Client) forget(token uint64) {
 // "skillstream"). Put it in PreStep.Tools while the model can call the tool.
 func SkillTool(owner string) events.Tool {
 	return events.Tool{Name: "skill", Owner: owner}
+}
+
+// SkillSearchTool is the entry of a tool view that makes a processor with
+// tool owner id owner see its skill_search tool. A processor serving
+// search offers it to a session whose view holds both SkillTool(owner) and
+// SkillSearchTool(owner): its catalog may then list fewer skills and say
+// that the rest can be found with skill_search.
+func SkillSearchTool(owner string) events.Tool {
+	return events.Tool{Name: "skill_search", Owner: owner}
 }

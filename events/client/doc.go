@@ -18,15 +18,42 @@
 // that invoked nothing). Add the user's message, the catalog, then each
 // invocation's text to the model's context, in that order.
 //
+// # Skill search
+//
+// A processor started with --skill-search serves a second tool,
+// skill_search, for fleets with more skills than a catalog can usefully
+// list. ToolDefinitions returns every tool the processor serves (the
+// skill tool, then skill_search when it serves search): register them all
+// with the model, and put both in the tool view, SkillSearchTool beside
+// SkillTool. Only then is search offered to the session, and its catalog
+// may list fewer skills, ending with a line that says how many more
+// skill_search can find.
+//
+//	tools := []events.Tool{client.SkillTool("skillstream"), client.SkillSearchTool("skillstream")}
+//	...
+//	// the model calls skill_search with {"query": "rotate the logs", "limit": 4}
+//	r, err := c.SearchSkills(ctx, events.SkillSearch{Session: "s1", Call: "c2",
+//		Args: events.SearchArgs{Query: "rotate the logs", Limit: int64(4)}})
+//	// hand r.Text to the model; r.Search holds the matches, typed
+//
+// SearchSkills is a request like CallSkill, answered and recorded with a
+// tool result keyed by its call id. Pass the arguments as the model gave
+// them, leaving out those it left out: the tool judges them, and invalid
+// ones come back as a result for the model ("Error: invalid search
+// arguments: ...", IsSearchArgsError), not as an error. A page of matches
+// ends with a line telling the model the offset of the next page when
+// there are more; no match is a result too (r.Search with no Results). A
+// processor that does not serve search answers ErrRejected.
+//
 // # How a request travels
 //
-// Each request (PreStep, CallSkill) publishes its trigger with JetStream on
-// <prefix>.<session>.<kind> with two headers: Content-Type (msgpack by
-// default, JSON with WithEncoding) and Reply-Inbox, a subject under the
-// client's one inbox subscription. The processor appends its output, then
-// answers on that inbox over core NATS. The request's context deadline
-// becomes the trigger's deadlineMs: a processor that gets the trigger later
-// appends nothing and answers "expired".
+// Each request (PreStep, CallSkill, SearchSkills) publishes its trigger with
+// JetStream on <prefix>.<session>.<kind> with two headers: Content-Type
+// (msgpack by default, JSON with WithEncoding) and Reply-Inbox, a subject
+// under the client's one inbox subscription. The processor appends its
+// output, then answers on that inbox over core NATS. The request's context
+// deadline becomes the trigger's deadlineMs: a processor that gets the
+// trigger later appends nothing and answers "expired".
 //
 // Answers over core NATS can be lost (a reconnect, a processor restarting).
 // When no answer came within the retry interval (WithRetryInterval), the
@@ -91,14 +118,14 @@
 //
 // # Fresh store skills
 //
-// A push returns before every processor has applied it. A worker that
-// pushes skills and steps at once passes the token skills push printed
+// A push returns before every processor has applied it. A worker that pushes
+// skills and steps at once passes the token skills push printed
 // ("<epoch>:<revision>", its --json output's "token"): WithStoreToken, or
-// RequireStore after the push, makes every pre-step and skill call carry
-// minStoreEpoch and minStoreRevision, so that it is decided on that push
-// or a later one, or fails with ErrUnavailable (a processor that could not
-// catch up within the deadline). A processor whose store's buckets were
-// recreated since the push answers ErrUnavailable at once, saying so:
-// push again and RequireStore the new token. Skills on a processor's own
-// disk need no token.
+// RequireStore after the push, makes every pre-step, skill call and search
+// carry minStoreEpoch and minStoreRevision, so that it is decided on that
+// push or a later one, or fails with ErrUnavailable (a processor that could
+// not catch up within the deadline). A processor whose store's buckets were
+// recreated since the push answers ErrUnavailable at once, saying so: push
+// again and RequireStore the new token. Skills on a processor's own disk
+// need no token.
 package client

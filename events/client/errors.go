@@ -17,7 +17,8 @@ var (
 	// context.Canceled).
 	ErrTimeout = errors.New("no answer")
 	// ErrRejected: the processor refused the trigger as malformed (a
-	// "rejected" decision, or a tool result with code "bad_request"). The
+	// "rejected" decision, or a tool result with code "bad_request" other
+	// than a search's invalid arguments, see IsSearchArgsError). The
 	// answer is returned with the error; *RejectedError carries it too.
 	ErrRejected = errors.New("trigger rejected")
 	// ErrExpired: the processor received the trigger after its deadline and
@@ -45,7 +46,8 @@ const CodeUnavailable = "unavailable"
 type RejectedError struct {
 	// Decision is the answer to a rejected pre-step (zero for a skill call).
 	Decision events.Decision
-	// Result is the answer to a rejected skill call (zero for a pre-step).
+	// Result is the answer to a rejected skill call or search (zero for a
+	// pre-step).
 	Result events.ToolResult
 	// Code and Message are the processor's error, code "bad_request".
 	Code, Message string
@@ -79,7 +81,10 @@ func decisionError(d events.Decision) error {
 
 // resultError is the error a ToolResult amounts to, nil for a result the
 // model should see.
-func resultError(r events.ToolResult) error {
+func resultError(r events.ToolResult) error { return toolResultError("skill call", r) }
+
+// toolResultError is resultError for a result of the tool what names.
+func toolResultError(what string, r events.ToolResult) error {
 	if !r.IsError || r.Error == nil {
 		return nil
 	}
@@ -87,9 +92,9 @@ func resultError(r events.ToolResult) error {
 	case events.CodeBadRequest:
 		return &RejectedError{Result: r, Code: r.Error.Code, Message: r.Error.Message}
 	case events.CodeExpired:
-		return fmt.Errorf("client: skill call %s/%s: %w", r.Session, r.Call, ErrExpired)
+		return fmt.Errorf("client: %s %s/%s: %w", what, r.Session, r.Call, ErrExpired)
 	case CodeUnavailable:
-		return fmt.Errorf("client: skill call %s/%s: %w: %s", r.Session, r.Call, ErrUnavailable, r.Error.Message)
+		return fmt.Errorf("client: %s %s/%s: %w: %s", what, r.Session, r.Call, ErrUnavailable, r.Error.Message)
 	}
 	return nil
 }
