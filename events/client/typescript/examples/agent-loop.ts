@@ -35,7 +35,7 @@ try {
   if (d.catalog) console.log(`--- user message for the model ---\n${d.catalog.text}\n---\n`);
 
   // The "model" calls the skill tool.
-  const name = values.skill ?? d.catalog?.source.entries[0]?.name ?? "no-such-skill";
+  const name = values.skill ?? d.catalog?.source.entries?.[0]?.name ?? "no-such-skill";
   const r = await c.callSkill({ session, call: "call-1", cwd, args: { name }, resourceDir }, { timeoutMs: 5000 });
   console.log(`skill ${name}: ${r.isError ? "error result" : `loaded from ${r.value?.provider}`}`);
   console.log(`--- tool result for the model ---\n${r.text.slice(0, 1500)}${r.text.length > 1500 ? "\n…" : ""}\n---\n`);

@@ -25,7 +25,7 @@ async function worker(url: string, dir: string): Promise<void> {
     // Files of the project that are not skills, and why: for the user who
     // edits them, never for the model.
     for (const dg of d.diagnostics ?? []) console.error(`skill file skipped: ${dg.path}: ${dg.reason}`);
-    const name = d.catalog?.source.entries[0]?.name;
+    const name = d.catalog?.source.entries?.[0]?.name;
     if (d.catalog && name) {
       console.log(`catalog (a user message for the model):\n${d.catalog.text}`);
       // The model calls the skill tool; here, for the first skill listed.

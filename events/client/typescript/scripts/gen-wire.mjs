@@ -21,6 +21,8 @@ const names = {
   "toolresult.json": "ToolResult",
   "tooldefinition.json": "ToolDefinition",
   "skillinvocation.json": "SkillInvocation",
+  "skillsearch.json": "SkillSearch",
+  "tooldefinitions.json": "ToolDefinitions",
 };
 
 const files = readdirSync(schemaDir).filter((f) => f.endsWith(".json")).sort();
@@ -66,7 +68,30 @@ function merge(s, file) {
   return out;
 }
 
+// isRequiredForms: an object schema whose oneOf parts only say which of
+// its properties each form requires (a skill call's value or a search's).
+function isRequiredForms(s) {
+  return s.type === "object" && s.properties && s.oneOf.every((p) => Object.keys(p).length === 1 && Array.isArray(p.required));
+}
+
+// requiredForms is the union of an object schema's forms (isRequiredForms):
+// each requires its own properties, and may not hold those only another
+// form requires (typed never), so that one key tells them apart.
+function requiredForms(s, file, indent) {
+  const forms = s.oneOf.map((p) => {
+    const others = new Set(s.oneOf.filter((o) => o !== p).flatMap((o) => o.required));
+    const properties = {};
+    for (const [k, v] of Object.entries(s.properties)) {
+      properties[k] = others.has(k) && !p.required.includes(k) ? { never: true } : v;
+    }
+    const { oneOf: _, ...rest } = s;
+    return { ...rest, properties, required: [...(s.required || []), ...p.required] };
+  });
+  return forms.map((f) => tsType(f, file, indent)).join(" | ");
+}
+
 function tsType(s, file, indent) {
+  if (s.never) return "never";
   if (s.$ref) {
     const r = resolve(s.$ref, file);
     if (r.whole && names[r.file]) return names[r.file];
@@ -75,6 +100,7 @@ function tsType(s, file, indent) {
   if (s.allOf) return tsType(merge(s, file), file, indent);
   if ("const" in s) return JSON.stringify(s.const);
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(" | ");
+  if (s.oneOf && isRequiredForms(s)) return requiredForms(s, file, indent);
   if (s.oneOf) return s.oneOf.map((p) => tsType(p, file, indent)).join(" | ");
   switch (s.type) {
     case "string":

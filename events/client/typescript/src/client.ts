@@ -24,7 +24,7 @@ import {
   TooLargeError,
   UnavailableError,
 } from "./errors.js";
-import type { Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
+import type { Compaction, Decision, PreStep, SkillCall, SkillSearch, ToolDefinition, ToolDefinitions, ToolResult } from "./gen/wire.js";
 import { materializeFromStore } from "./materialize.js";
 import { DEFAULT_OBJECTS, resourcePath } from "./storeformat.js";
 import { checkPayload, type Problem } from "./schema.js";
@@ -39,6 +39,24 @@ export type PreStepInput = Omit<PreStep, "v"> & { v?: 1 };
 export type SkillCallInput = Omit<SkillCall, "v"> & { v?: 1 };
 /** A compaction as a worker gives it: `v` is filled in. */
 export type CompactionInput = Omit<Compaction, "v"> & { v?: 1 };
+/**
+ * A call of the skill_search tool as a worker gives it: `v` is filled in,
+ * and `args` are the model's arguments as it gave them (the tool judges
+ * them: see searchSkills).
+ */
+export type SkillSearchInput = Omit<SkillSearch, "v" | "args"> & {
+  v?: 1;
+  args: { query?: unknown; limit?: unknown; offset?: unknown; [other: string]: unknown };
+};
+
+/** The value of a skill call's result: the skill as loaded. */
+export type SkillValue = Extract<NonNullable<ToolResult["value"]>, { name: string }>;
+/**
+ * The value of a search's result: the query as searched (trimmed), the
+ * offset asked for, how many skills match in all, and the matches shown
+ * (name and description as in a catalog, not escaped), best first.
+ */
+export type SearchValue = Extract<NonNullable<ToolResult["value"]>, { query: string }>;
 
 /**
  * Writes the files of the store skill `result` carries (`result.value.name`,
@@ -57,6 +75,10 @@ export const DEFAULT_SKILL_OBJECTS = DEFAULT_OBJECTS;
 export const DEFAULT_INBOX_PREFIX = "_INBOX";
 /** The subject a processor answers tool definition requests on. */
 export const TOOL_DEFINITION_SUBJECT = "skillstream.tool.definition";
+/** The subject a processor answers requests for every tool it serves on. */
+export const TOOL_DEFINITIONS_SUBJECT = "skillstream.tool.definitions";
+/** The name of the skill search tool. */
+export const SKILL_SEARCH_TOOL = "skill_search";
 /** The provider name of skills served by the skill store. */
 export const STORE_PROVIDER = "store";
 
@@ -85,12 +107,12 @@ export interface ClientOptions extends NodeConnectionOptions {
    */
   inboxPrefix?: string;
   /**
-   * The skill store every pre-step and skill call asks for at least (see
+   * The skill store every pre-step, skill call and search asks for at least (see
    * requireStore), as `skills push` prints it: "<epoch>:<revision>" (its
    * --json output's "token"), or a revision alone.
    */
   storeToken?: string;
-  /** The least skill store revision every pre-step and skill call asks for (see requireStoreRevision). */
+  /** The least skill store revision every pre-step, skill call and search asks for (see requireStoreRevision). */
   minStoreRevision?: number;
   [TEST_HOOKS]?: TestHooks;
 }
@@ -127,6 +149,35 @@ export interface ClientStats {
 /** The tool view entry that shows a processor with tool owner id `owner` its skill tool. */
 export function skillTool(owner = "skillstream"): Tool {
   return { name: "skill", owner };
+}
+
+/**
+ * The tool view entry that shows a processor with tool owner id `owner` its
+ * skill_search tool. A processor serving search offers it to a session
+ * whose view holds both skillTool(owner) and skillSearchTool(owner): its
+ * catalog may then list fewer skills and say that skill_search finds the rest.
+ */
+export function skillSearchTool(owner = "skillstream"): Tool {
+  return { name: SKILL_SEARCH_TOOL, owner };
+}
+
+/** The typed value of a search's result (matches, or none); undefined for any other result. */
+export function searchValue(r: ToolResult): SearchValue | undefined {
+  const v = r.value;
+  return v !== undefined && typeof v.query === "string" ? (v as SearchValue) : undefined;
+}
+
+/** The message of a search's argument error, as the protocol writes it. */
+const SEARCH_ARGS_PREFIX = "invalid search arguments: ";
+
+/**
+ * Whether r answers a skill search whose arguments the tool refused (code
+ * bad_request, message "invalid search arguments: <what is wrong>"): a
+ * result for the model, recorded like any other, unlike the bad_request of
+ * a malformed trigger.
+ */
+export function isSearchArgsError(r: ToolResult): boolean {
+  return r.isError && r.error?.code === "bad_request" && typeof r.error.message === "string" && r.error.message.startsWith(SEARCH_ARGS_PREFIX);
 }
 
 /** Whether r is a store skill whose files belong in a resource directory on this host. */
@@ -297,7 +348,7 @@ export class Client {
   }
 
   /**
-   * Sets the skill store later pre-steps and skill calls ask for at least:
+   * Sets the skill store later pre-steps, skill calls and searches ask for at least:
    * the token's revision (minStoreRevision) of the buckets of its epoch
    * (minStoreEpoch), as `skills push` printed them (a string is parsed with
    * parseStoreToken). A processor whose view of the store is older catches
@@ -324,7 +375,7 @@ export class Client {
   }
 
   /**
-   * Raises the least skill store revision later pre-steps and skill calls
+   * Raises the least skill store revision later pre-steps, skill calls and searches
    * ask for to rev, of the epoch required already if any. Prefer
    * requireStore with the epoch `skills push` prints beside the revision.
    */
@@ -398,20 +449,46 @@ export class Client {
     const payload = this.#trigger(sc, opts, "skillcall.json", "call", "skill call");
     const { answer } = await this.#request("tool.call.skill", payload.session, "call", String(payload.call), payload, opts);
     const r = answer as ToolResult;
-    const where = `skill call ${r.session}/${r.call}`;
-    if (r.isError && r.error) {
-      switch (r.error.code) {
-        case "bad_request":
-          throw new RejectedError(r.error.code, r.error.message, undefined, r);
-        case "expired":
-          throw new ExpiredError(`${where}: trigger expired`, undefined, r);
-        case "unavailable":
-          throw new UnavailableError(`${where}: skillstream unavailable: ${r.error.message}`, undefined, r);
-      }
-    }
+    throwResultError("skill call", r);
     if (typeof payload.resourceDir === "string" && payload.resourceDir !== "" && isStoreSkill(r)) {
       await this.#materializeResult(payload.resourceDir, r);
     }
+    return r;
+  }
+
+  /**
+   * Appends a call of the skill_search tool to its session's log (v,
+   * deadlineMs and the store floor filled in as for callSkill) and returns
+   * the processor's ToolResult, sent, retried and verified as callSkill's
+   * is: a retry of the same call id is answered with the result already
+   * appended. Pass `args` as the model gave them, leaving out those it left
+   * out: the tool judges them, and invalid ones (a missing or empty query,
+   * a limit of 99) are answered with a result for the model, isError set
+   * and text "Error: invalid search arguments: <what is wrong>"
+   * (isSearchArgsError), not thrown. No match is a result too. Hand r.text
+   * to the model; searchValue(r) is the typed value (query, offset, total,
+   * results). Throws as callSkill: RejectedError for a malformed search
+   * or one sent to a processor that does not serve search, ExpiredError,
+   * UnavailableError.
+   */
+  async searchSkills(ss: SkillSearchInput, opts: CallOptions = {}): Promise<ToolResult> {
+    if (ss === null || typeof ss !== "object") throw new BadPayloadError("", "not an object", "skill search");
+    const given = ss.args as unknown;
+    if (given === null || typeof given !== "object" || Array.isArray(given)) {
+      throw new BadPayloadError("args", "not an object (the model's arguments)", "skill search");
+    }
+    // Only the arguments the tool takes are sent, as they are: the
+    // processor judges them, in the words the model is to read.
+    const args: Record<string, unknown> = {};
+    for (const k of ["query", "limit", "offset"] as const) {
+      const v = (given as Record<string, unknown>)[k];
+      if (v !== undefined && v !== null) args[k] = v;
+    }
+    const payload = this.#trigger({ ...ss, args: {} }, opts, "skillsearch.json", "call", "skill search");
+    payload.args = args;
+    const { answer } = await this.#request("tool.call.skill_search", payload.session, "call", String(payload.call), payload, opts);
+    const r = answer as ToolResult;
+    if (!isSearchArgsError(r)) throwResultError("skill search", r);
     return r;
   }
 
@@ -473,6 +550,28 @@ export class Client {
     const p = checkPayload("tooldefinition.json", v, "lenient");
     if (p) throw new BadPayloadError(p.field, p.problem, "tool definition");
     return v as ToolDefinition;
+  }
+
+  /**
+   * Asks a processor for every tool it serves (name, description, JSON
+   * Schema of its parameters), in the order to register them with the
+   * model: the skill tool, and skill_search when it serves search.
+   */
+  async toolDefinitions(opts: Pick<CallOptions, "timeoutMs"> = {}): Promise<ToolDefinitions> {
+    if (this.#closed) throw new ClosedError();
+    const h = natsHeaders();
+    h.set("Content-Type", contentType(this.encoding));
+    const m = await this.#nc.request(TOOL_DEFINITIONS_SUBJECT, new Uint8Array(0), { timeout: opts.timeoutMs ?? 5000, headers: h });
+    const enc = encodingOf(m.headers?.get("Content-Type")) ?? "json";
+    let v: unknown;
+    try {
+      v = decode(enc, m.data);
+    } catch (err) {
+      throw new BadPayloadError("", `undecodable: ${(err as Error).message}`, "tool definitions");
+    }
+    const p = checkPayload("tooldefinitions.json", v, "lenient");
+    if (p) throw new BadPayloadError(p.field, p.problem, "tool definitions");
+    return v as ToolDefinitions;
   }
 
   // The request machinery.
@@ -723,7 +822,7 @@ export class Client {
   }
 
   async #materializeResult(resourceDir: string, r: ToolResult): Promise<void> {
-    const v = r.value!;
+    const v = r.value as SkillValue;
     let dir: string;
     try {
       dir = resourcePath(resourceDir, v.name, v.digest!);
@@ -753,6 +852,24 @@ export class Client {
         cause: err,
       });
     }
+  }
+}
+
+/**
+ * Throws the error a tool result amounts to (bad_request RejectedError,
+ * expired ExpiredError, unavailable UnavailableError); other results are
+ * for the model.
+ */
+function throwResultError(what: string, r: ToolResult): void {
+  if (!r.isError || !r.error) return;
+  const where = `${what} ${r.session}/${r.call}`;
+  switch (r.error.code) {
+    case "bad_request":
+      throw new RejectedError(r.error.code, r.error.message, undefined, r);
+    case "expired":
+      throw new ExpiredError(`${where}: trigger expired`, undefined, r);
+    case "unavailable":
+      throw new UnavailableError(`${where}: skillstream unavailable: ${r.error.message}`, undefined, r);
   }
 }
 

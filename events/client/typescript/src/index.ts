@@ -4,22 +4,30 @@
 export {
   Client,
   connect,
+  isSearchArgsError,
   isStoreSkill,
+  searchValue,
+  skillSearchTool,
   skillTool,
   DEFAULT_INBOX_PREFIX,
   DEFAULT_MAX_PENDING,
   DEFAULT_PREFIX,
   DEFAULT_RETRY_INTERVAL_MS,
   DEFAULT_SKILL_OBJECTS,
+  SKILL_SEARCH_TOOL,
   STORE_PROVIDER,
   TOOL_DEFINITION_SUBJECT,
+  TOOL_DEFINITIONS_SUBJECT,
   type CallOptions,
   type ClientOptions,
   type ClientStats,
   type CompactionInput,
   type Materializer,
   type PreStepInput,
+  type SearchValue,
   type SkillCallInput,
+  type SkillSearchInput,
+  type SkillValue,
   type Tool,
 } from "./client.js";
 export { MAX_PAYLOAD_SIZE, type Encoding } from "./codec.js";
@@ -34,7 +42,18 @@ export {
   TooLargeError,
   UnavailableError,
 } from "./errors.js";
-export type { Catalog, CatalogHead, Compaction, Decision, PreStep, SkillCall, ToolDefinition, ToolResult } from "./gen/wire.js";
+export type {
+  Catalog,
+  CatalogHead,
+  Compaction,
+  Decision,
+  PreStep,
+  SkillCall,
+  SkillSearch,
+  ToolDefinition,
+  ToolDefinitions,
+  ToolResult,
+} from "./gen/wire.js";
 export { resourcePath, validStoreName } from "./storeformat.js";
 export { formatStoreToken, parseStoreToken, validStoreEpoch, type StoreToken } from "./storetoken.js";
 export { checkPayload, type Problem, type Strictness } from "./schema.js";
