@@ -104,6 +104,7 @@ func (h *heads) remember(sid string, head uint64, c history.Catalog) {
 	c.Record = record{Seq: c.Seq, Subject: c.Subject, Header: history.Header{
 		events.HeaderContentType:  {c.Header.Get(events.HeaderContentType)},
 		events.HeaderCausationSeq: {c.Header.Get(events.HeaderCausationSeq)},
+		events.HeaderCatalogHead:  {strconv.FormatUint(head, 10)},
 	}}
 	h.cache.Add(sid, headMemo{head: head, headData: data, cat: c})
 }
@@ -151,6 +152,7 @@ func (p *Processor) adjacent(ctx context.Context, sid string, head, cat uint64) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
+	p.rd.reads.Add(1)
 	m, err := p.rd.nc.RequestWithContext(rctx, p.rd.api, req)
 	if err != nil {
 		return false, err

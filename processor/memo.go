@@ -35,6 +35,9 @@ type recognition struct {
 	digest string
 	step   string
 	view   events.View // source.view of the catalog
+	// changes and base: a change list, on the base at that sequence.
+	changes bool
+	base    uint64
 
 	// byBytes: fp hashes the bytes, not the store time. A conclusion the
 	// processor records about its own append (remember) is of this kind: the

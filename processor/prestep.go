@@ -117,6 +117,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	d, err = appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
 	if err == nil {
 		d.CatalogSeq = plan.catalogSeq(d.Outcome)
+		plan.currentList(&d)
 		if plan.prepared != nil && d.Outcome != events.OutcomeExpired {
 			d.Diagnostics = diagnostics(plan.prepared.Diagnostics)
 		}
@@ -179,6 +180,13 @@ type preStepPlan struct {
 	// answerSeq is the sequence of the catalog answering this step, once
 	// appended or found in the log.
 	answerSeq uint64
+	// Of change lists (chain.go): the view existing read, the decision
+	// build made, the records of the list appended (nil unless a change
+	// list), and the original of a duplicate append.
+	view    view
+	decided catalog.Decision
+	seqs    []uint64
+	dup     *events.Catalog
 }
 
 // prepare takes the skills for the pre-step's query.
@@ -226,6 +234,7 @@ func (s *preStepPlan) headRead(ctx context.Context) (view, bool) {
 func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bool, error) {
 	p, t := s.p, s.t
 	s.start = p.now()
+	s.view = v
 	hist, err := p.catalogHistory(ctx, t.sid, v)
 	if err != nil {
 		return events.Decision{}, false, p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("read catalog history of %s: %w", t.sid, err))
@@ -256,7 +265,11 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 		dec.Error = &events.ErrorInfo{Code: codeUnavailable, Message: s.behind.Error()}
 		return built[events.Decision]{answer: dec}, nil
 	}
+	if err := s.current(ctx); err != nil {
+		return built[events.Decision]{}, err
+	}
 	d := history.Decide(s.prepared, s.hist, p.cfg.Catalog)
+	s.decided = d
 	p.m.observe(stageDecide, p.now().Sub(s.start))
 	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)
 	if d.Outcome != catalog.OutcomeAppended {
@@ -285,7 +298,7 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if s.prepared != nil {
 		rev, epoch = s.prepared.Revision, s.prepared.Epoch
 	}
-	body, err := p.bodies.get(d, rev, epoch, p.cfg.ToolOwner, p.cfg.Instance)
+	body, err := s.body(d, rev, epoch)
 	if err != nil {
 		return built[events.Decision]{}, fmt.Errorf("encode catalog: %w", err)
 	}
@@ -310,20 +323,22 @@ func (s *preStepPlan) without(outcome, reason string) built[events.Decision] {
 // catalog's text gives the digest of the view it was rendered from.
 func (s *preStepPlan) appended(a appended) {
 	p, t := s.p, s.t
-	rc := recognition{ok: true, digest: s.cat.Source.Digest, step: s.cat.Step}
+	rc := recognition{ok: true, digest: s.cat.Source.Digest, step: s.cat.Step,
+		changes: s.cat.Source.Update == events.UpdateChanges, base: s.cat.Source.Base}
 	if v := s.cat.Source.View; v != nil {
 		rc.view = *v
 	}
 	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog)
 	p.recognised.remember(a.seq, subject, a.data, rc)
 	s.data, s.answerSeq = a.data, a.seq
+	s.appendedChain(a)
 	if a.head != 0 {
 		p.heads.remember(t.sid, a.head, history.Catalog{
 			Record: record{Seq: a.seq, Subject: subject, Header: history.Header{
 				events.HeaderContentType:  {events.ContentTypeMsgpack},
 				events.HeaderCausationSeq: {strconv.FormatUint(t.seq, 10)},
 			}},
-			Step: rc.step, Digest: rc.digest, View: rc.view,
+			Step: rc.step, Digest: rc.digest, View: rc.view, Changes: rc.changes, Base: rc.base,
 		})
 	}
 }
@@ -337,7 +352,7 @@ func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, 
 		return events.Decision{}, fmt.Errorf("%w: catalog %d is of session %q, step %q, producer %q", errForeignDuplicate,
 			r.Seq, truncate(orig.Session, 200), truncate(orig.Step, 200), truncate(orig.Source.Producer, 200))
 	}
-	s.answerSeq = r.Seq
+	s.answerSeq, s.dup = r.Seq, &orig
 	return s.p.decision(s.t, events.OutcomeAppended, &orig), nil
 }
 

@@ -39,6 +39,7 @@ type Processor struct {
 	recognised   *recognitions               // conclusions of recognise, by stream sequence
 	bodies       *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
 	heads        *heads                      // sessions' newest large catalogs, read by their heads (head.go)
+	chains       *chains                     // sessions' current lists made of change lists, and lists by digest (chain.go)
 	headMin      int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
 	kinds        map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight     *budget                     // Config.InflightBytes
@@ -108,6 +109,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		recognised: newRecognitions(recognitionMemoSize),
 		bodies:     newCatalogBodies(),
 		heads:      newHeads(),
+		chains:     newChains(),
 		headMin:    catalogHeadMin,
 		inflight:   newBudget(cfg.InflightBytes),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),

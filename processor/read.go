@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -45,6 +46,9 @@ type reader struct {
 	sub     *nats.Subscription
 	next    uint64
 	waiting map[string]*answers
+
+	// reads counts the requests sent (tests compare reads per trigger).
+	reads atomic.Uint64
 }
 
 // answers collects the messages of one multi-message answer.
@@ -177,6 +181,7 @@ func plainJSONString(s string) bool {
 // send publishes a direct get request and returns its answer's reply
 // subject (closeAnswer it once done) and the answer.
 func (r *reader) send(body []byte) (string, *answers, error) {
+	r.reads.Add(1)
 	reply, a, err := r.open()
 	if err != nil {
 		return "", nil, err
@@ -282,6 +287,7 @@ func (r *reader) bySeq(ctx context.Context, seq uint64) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
+	r.reads.Add(1)
 	m, err := r.nc.RequestWithContext(ctx, r.api, body)
 	if err != nil {
 		return record{}, err

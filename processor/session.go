@@ -176,14 +176,7 @@ func (l sessionLog) At(ctx context.Context, seq uint64) (*record, error) {
 // the newest one of ours the compaction keeps). A catalog the view knows
 // without its bytes is the one recognised when it was first read.
 func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (history.State, error) {
-	h := history.Session{Prefix: p.cfg.Prefix, ID: sid, Owner: p.cfg.ToolOwner,
-		Recognise: func(s record) (history.Catalog, bool) {
-			if v.known != nil && s.Seq == v.known.Seq {
-				return *v.known, true
-			}
-			return p.recognise(sid, s)
-		}}
-	return h.Read(ctx, sessionLog{p: p, sid: sid, view: v})
+	return p.historySession(sid, v).Read(ctx, sessionLog{p: p, sid: sid, view: v})
 }
 
 // recognise reports whether s is a catalog this processor published for
@@ -194,11 +187,11 @@ func (p *Processor) recognise(sid string, s record) (history.Catalog, bool) {
 	rc, fp, hit := p.recognised.lookup(s)
 	if !hit {
 		c, ok := history.Recognise(sid, p.cfg.ToolOwner, s)
-		rc = recognition{ok: ok, digest: c.Digest, step: c.Step, view: c.View}
+		rc = recognition{ok: ok, digest: c.Digest, step: c.Step, view: c.View, changes: c.Changes, base: c.Base}
 		p.recognised.store(s, fp, rc)
 	}
 	if !rc.ok {
 		return history.Catalog{}, false
 	}
-	return history.Catalog{Record: s, Step: rc.step, Digest: rc.digest, View: rc.view}, true
+	return history.Catalog{Record: s, Step: rc.step, Digest: rc.digest, View: rc.view, Changes: rc.changes, Base: rc.base}, true
 }

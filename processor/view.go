@@ -109,7 +109,7 @@ func replyStore(r events.ViewReply) (string, bool) {
 // a hidden tool), of a catalog whose digest differs from ours. It is nil
 // otherwise.
 func replacedCatalog(prepared *catalog.View, st history.State, d catalog.Decision) *history.Catalog {
-	if prepared == nil || d.Outcome != catalog.OutcomeAppended || d.Update != catalog.UpdateReplacement {
+	if prepared == nil || d.Outcome != catalog.OutcomeAppended || (d.Update != catalog.UpdateReplacement && d.Update != catalog.UpdateChanges) {
 		return nil
 	}
 	ref := st.Seen

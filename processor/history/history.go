@@ -59,6 +59,12 @@ type Catalog struct {
 	// View is the view of the skills it was decided on (source.view);
 	// zero when it records none.
 	View events.View
+	// Changes is set for a change list: Digest is then its source's (the
+	// digest of the list it leads to, checked when its chain is
+	// resolved), and Base the sequence of the full catalog it says it
+	// builds on.
+	Changes bool
+	Base    uint64
 }
 
 // Decode decodes the whole record: only needed to show or answer with it.
@@ -76,6 +82,12 @@ type Session struct {
 	// nil. A caller that meets the same records often may remember the
 	// judgements, as the processor does.
 	Recognise func(Record) (Catalog, bool)
+	// Resolve finds the chain of a change list (see WalkChain, which it
+	// is when nil): a caller may remember chains, and check that their
+	// records are still there, rather than read them again.
+	Resolve func(ctx context.Context, log Log, c Catalog) (*Chain, error)
+	// Lists, when set, remembers the lists Current reads back.
+	Lists Lists
 }
 
 // recognise applies s.Recognise or the rule itself.
@@ -89,8 +101,12 @@ func (s Session) recognise(r Record) (Catalog, bool) {
 // Recognise reports whether r is a recognisable catalog that owner
 // published for session sid: it decodes, its session and producer match,
 // and its text holds the <available_skills> block, whose digest it
-// recomputes. Anything else (a foreign catalog, bytes that do not decode,
-// text without the block) is not ours and is skipped, never fatal.
+// recomputes; or, a change list, its text holds the
+// <skill_catalog_changes> block and its source says update "changes" with
+// an earlier base and a digest (of the list it leads to, which only its
+// chain can confirm: Session.Read resolves it). Anything else (a foreign
+// catalog, bytes that do not decode, text without a block) is not ours
+// and is skipped, never fatal.
 func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	c, err := decodeCatalog(r)
 	if err != nil {
@@ -98,7 +114,7 @@ func Recognise(sid, owner string, r Record) (Catalog, bool) {
 	}
 	digest, ok := recogniseDecoded(sid, owner, c)
 	if !ok {
-		return Catalog{}, false
+		return recogniseChanges(sid, owner, r, c)
 	}
 	out := Catalog{Record: r, Step: c.Step, Digest: digest}
 	if c.Source.View != nil {
@@ -137,6 +153,12 @@ type State struct {
 	// Compaction is the newest readable compaction; read only when a
 	// catalog exists (nil otherwise, see Session.Compaction).
 	Compaction *Surface
+	// Chain is the session's current list when the model sees the
+	// newest catalog (Seen is Newest) and, for a change list, its chain
+	// was resolved and every record of it is visible; nil otherwise. Its
+	// List is set for a change list (and by Current for a full catalog);
+	// History.Current is then that list.
+	Chain *Chain
 }
 
 // Read finds the newest recognisable catalog and, when the newest
@@ -171,6 +193,27 @@ func (s Session) Read(ctx context.Context, log Log) (State, error) {
 		}
 	}
 	st.History, st.Seen = Of(marks, surf)
+	if st.Seen == nil {
+		return st, nil
+	}
+	// A change list counts only with its whole chain visible: else the
+	// model's list is not known, and a replacement re-establishes it.
+	chain := &Chain{Seqs: []uint64{st.Seen.Seq}, Head: headOf(st.Seen.Record)}
+	if st.Seen.Changes {
+		if chain, err = s.resolve(ctx, log, *st.Seen); err != nil {
+			return State{}, err
+		}
+		if chain == nil || chain.masked(surf) {
+			st.History.Visible, st.History.Digest, st.Seen = false, "", nil
+			return st, nil
+		}
+	}
+	if st.Seen.Seq == newest.Seq {
+		st.Chain = chain
+		if chain.List != nil {
+			st.setList(chain.List)
+		}
+	}
 	return st, nil
 }
 

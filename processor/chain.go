@@ -1,0 +1,310 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strconv"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
+)
+
+// Change lists (Config.Catalog.Updates "changes"). A session's current
+// list is then its newest full catalog (the base) and the change lists
+// after it. What a pre-step reads stays what it was: the newest catalog
+// record, now a small change list, whose digest says which list the model
+// has. Two things would cost reads that grow with the chain, and are
+// remembered instead:
+//
+//   - the chain itself (which records it is made of, and that each is
+//     ours, consistent, and still in the stream): found once by reading it
+//     back (history.Session.WalkChain), then remembered per session with
+//     the newest record's sequence, digest and step. Each later pre-step
+//     checks with one small Direct Get that nothing of it was deleted: the
+//     first record on <prefix>.<sid>.catalog.> from the base's head (or the
+//     base, when it has none, a small catalog) must be the one seen then,
+//     and the server's count of records after it the same. A record
+//     deleted by hand, purged or aged out, or a stream recreated, changes
+//     one or the other; the chain is then read back again (and found
+//     broken, the list is re-established by a replacement);
+//   - the lists themselves, needed only to decide the next change: kept by
+//     digest (a list of a given digest is the same in every session), from
+//     the views this member prepared or the records it read back.
+
+// chainMemoSize bounds the remembered chains (a few hundred bytes each).
+const chainMemoSize = 4096
+
+// listMemoSize bounds the remembered lists: each may be as large as a
+// catalog, and mostly shares its entries with a prepared view.
+const listMemoSize = 64
+
+// chainMemo is a session's newest change list's chain as known to this
+// member.
+type chainMemo struct {
+	seq          uint64 // the newest record of the chain
+	digest, step string // its digest and step
+	seqs         []uint64
+	// The presence check: from is the sequence of the first record read
+	// (the base's head, or the base), fp a fingerprint of that record,
+	// pending the count of catalog.> records after it then.
+	from    uint64
+	fp      uint64
+	pending uint64
+}
+
+// chains remembers sessions' chains and lists.
+type chains struct {
+	seed  maphash.Seed
+	byID  *lru.Cache[string, chainMemo]
+	lists *lru.Cache[string, *catalog.List]
+}
+
+func newChains() *chains {
+	byID, _ := lru.New[string, chainMemo](chainMemoSize)
+	lists, _ := lru.New[string, *catalog.List](listMemoSize)
+	return &chains{seed: maphash.MakeSeed(), byID: byID, lists: lists}
+}
+
+// List implements history.Lists.
+func (c *chains) List(digest string) *catalog.List {
+	l, _ := c.lists.Get(digest)
+	return l
+}
+
+// RememberList implements history.Lists.
+func (c *chains) RememberList(digest string, l *catalog.List) { c.lists.Add(digest, l) }
+
+func (c *chains) fingerprint(r record) uint64 {
+	return maphash.Bytes(c.seed, append([]byte(r.Subject+"\x00"), r.Data...))
+}
+
+// resolveChain is history.Session.Resolve for session sid: the chain of
+// change list cat, from memory when its records are shown to be still
+// there, else read back (h.WalkChain) and remembered.
+func (p *Processor) resolveChain(ctx context.Context, h history.Session, log history.Log, sid string, cat history.Catalog) (*history.Chain, error) {
+	if m, ok := p.chains.byID.Get(sid); ok && m.seq == cat.Seq && m.digest == cat.Digest && m.step == cat.Step {
+		if l := p.chains.List(cat.Digest); l != nil {
+			present, err := p.chainPresent(ctx, sid, m)
+			if err == nil && present {
+				return &history.Chain{Seqs: m.seqs, Head: m.from, List: l}, nil
+			}
+			if err != nil {
+				p.log.Debug("check catalog chain", "session", sid, "err", err)
+			}
+		}
+		p.chains.byID.Remove(sid)
+	}
+	ch, err := h.WalkChain(ctx, log, cat)
+	if err != nil || ch == nil {
+		return ch, err
+	}
+	p.chains.RememberList(cat.Digest, ch.List)
+	from := ch.Head
+	if from == 0 {
+		from = ch.Base()
+	}
+	if first, pending, err := p.chainCount(ctx, sid, from); err == nil {
+		p.chains.byID.Add(sid, chainMemo{seq: cat.Seq, digest: cat.Digest, step: cat.Step, seqs: ch.Seqs,
+			from: first.Seq, fp: p.chains.fingerprint(first), pending: pending})
+	}
+	return ch, nil
+}
+
+// chainPresent reports whether the records of the chain m are still there:
+// the first catalog.> record from m.from is the one seen, and as many
+// follow it.
+func (p *Processor) chainPresent(ctx context.Context, sid string, m chainMemo) (bool, error) {
+	first, pending, err := p.chainCount(ctx, sid, m.from)
+	if errors.Is(err, errNoMessage) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return first.Seq == m.from && pending == m.pending && p.chains.fingerprint(first) == m.fp, nil
+}
+
+// chainCount reads the first record on <prefix>.<sid>.catalog.> from
+// sequence from, and the server's count of those after it (one Direct Get
+// of a batch of one).
+func (p *Processor) chainCount(ctx context.Context, sid string, from uint64) (record, uint64, error) {
+	body, err := json.Marshal(directRequest{Seq: from, NextFor: p.cfg.Prefix + "." + sid + ".catalog.>", Batch: 1})
+	if err != nil {
+		return record{}, 0, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	reply, a, err := p.rd.send(body)
+	if err != nil {
+		return record{}, 0, err
+	}
+	defer p.rd.closeAnswer(reply)
+	recs, err := a.all(rctx)
+	if err != nil {
+		return record{}, 0, err
+	}
+	if len(recs) == 0 {
+		return record{}, 0, errNoMessage
+	}
+	pending, err := strconv.ParseUint(recs[0].Header.Get(hdrNumPending), 10, 64)
+	if err != nil {
+		return record{}, 0, fmt.Errorf("catalog chain count: %w", err)
+	}
+	return recs[0], pending, nil
+}
+
+// current rebuilds the session's current list when the decision may be a
+// change list and the history does not hold it yet (history.Session.Current).
+func (s *preStepPlan) current(ctx context.Context) error {
+	p := s.p
+	if !s.hist.Wants(s.prepared) {
+		return nil
+	}
+	h := p.historySession(s.t.sid, s.view)
+	if err := h.Current(ctx, sessionLog{p: p, sid: s.t.sid, view: s.view}, &s.hist, s.prepared); err != nil {
+		return p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("read current catalog list of %s: %w", s.t.sid, err))
+	}
+	return nil
+}
+
+// body is the encoded shared part of the catalog d decides: a full catalog
+// from the bodies kept for every session, a change list made for this
+// session (it names the session's base).
+func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*events.CatalogBody, error) {
+	p := s.p
+	if d.Update != catalog.UpdateChanges {
+		return p.bodies.get(d, rev, epoch, p.cfg.ToolOwner, p.cfg.Instance)
+	}
+	return events.NewCatalogBody(d.Text, events.CatalogSource{
+		Kind:     events.SourceKindCatalog,
+		Producer: p.cfg.ToolOwner,
+		Update:   events.UpdateChanges,
+		Base:     s.hist.Chain.Base(),
+		Changes:  wireChanges(d.Changes),
+		Count:    len(d.Entries),
+		Digest:   d.Digest,
+		Omitted:  d.Omitted,
+		View:     &events.View{Revision: rev, Instance: p.cfg.Instance, Epoch: epoch},
+	})
+}
+
+func wireChanges(cs []catalog.Change) []events.Change {
+	out := make([]events.Change, len(cs))
+	for i, c := range cs {
+		out[i] = events.Change{Name: c.Name, Change: string(c.Kind), Description: c.Description}
+	}
+	return out
+}
+
+// appendedChain remembers what the catalog just appended at a (decided as
+// d) makes of the session's current list: its list by digest, and for a
+// change list its chain, whose presence check counts the new record (and
+// its head). The append expected the session as read, so nothing else of
+// the session came between.
+func (s *preStepPlan) appendedChain(a appended) {
+	p, sid := s.p, s.t.sid
+	if s.prepared == nil || !s.prepared.ChangeLists || s.cat == nil {
+		return
+	}
+	if s.decided.Update == catalog.UpdateChanges || (s.prepared.Digest == s.decided.Digest && len(s.decided.Entries) > 0) {
+		l := catalog.ListOf(*s.prepared)
+		p.chains.RememberList(s.decided.Digest, &l)
+	}
+	if s.decided.Update != catalog.UpdateChanges {
+		s.seqs = nil
+		return
+	}
+	s.seqs = append(slices.Clone(s.hist.Chain.Seqs), a.seq)
+	added := uint64(1)
+	if a.head != 0 {
+		added++
+	}
+	m, ok := p.chains.byID.Get(sid)
+	if len(s.hist.Chain.Seqs) > 1 && ok && m.seq == s.hist.Chain.Seqs[len(s.hist.Chain.Seqs)-1] {
+		m.pending += added
+	} else {
+		// The first change list on this base: count from the base's head
+		// (or the base), and remember the chain only if the count is the
+		// one expected (nothing of the chain went missing meanwhile).
+		m = chainMemo{from: s.hist.Chain.Base()}
+		if h := s.hist.Chain.Head; h != 0 && h < m.from {
+			m.from = h
+			added++ // the base after its head
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout)
+		defer cancel()
+		first, pending, err := p.chainCount(ctx, sid, m.from)
+		if err != nil || first.Seq != m.from || pending != added {
+			return // read back at the next pre-step
+		}
+		m.fp, m.pending = p.chains.fingerprint(first), pending
+	}
+	m.seq, m.digest, m.step, m.seqs = a.seq, s.cat.Source.Digest, s.cat.Step, s.seqs
+	p.chains.byID.Add(sid, m)
+}
+
+// historySession is the history rule for session sid, reading through
+// view v: recognitions remembered (memo.go), chains and lists too.
+func (p *Processor) historySession(sid string, v view) history.Session {
+	var h history.Session
+	h = history.Session{Prefix: p.cfg.Prefix, ID: sid, Owner: p.cfg.ToolOwner,
+		Recognise: func(s record) (history.Catalog, bool) {
+			if v.known != nil && s.Seq == v.known.Seq {
+				return *v.known, true
+			}
+			return p.recognise(sid, s)
+		},
+		Resolve: func(ctx context.Context, log history.Log, c history.Catalog) (*history.Chain, error) {
+			return p.resolveChain(ctx, h, log, sid, c)
+		},
+		Lists: p.chains,
+	}
+	return h
+}
+
+// listEntries are a list's entries as a Decision's currentList has them.
+func listEntries(l *catalog.List) []events.Entry {
+	return wireEntries(l.Entries)
+}
+
+// currentList adds to a decision whose catalog the model sees (CatalogSeq)
+// the records and the whole list when that list is made of several
+// records: the change list appended for this step, or found already
+// appended, or the one the session has.
+func (s *preStepPlan) currentList(d *events.Decision) {
+	if d.CatalogSeq == 0 {
+		return
+	}
+	var seqs []uint64
+	var list *catalog.List
+	chain := s.hist.Chain
+	switch {
+	case len(s.seqs) > 1 && s.seqs[len(s.seqs)-1] == d.CatalogSeq && s.prepared != nil:
+		l := catalog.ListOf(*s.prepared)
+		seqs, list = s.seqs, &l
+	case s.dup != nil && s.dup.Source.Update == events.UpdateChanges && chain != nil && chain.List != nil && chain.Base() == s.dup.Source.Base:
+		// An earlier attempt of this step appended it, on the list read.
+		changes, notice, ok := catalog.ParseChanges(s.dup.Text)
+		if !ok {
+			return
+		}
+		l, ok := chain.List.Apply(changes, notice)
+		if !ok || l.Digest() != s.dup.Source.Digest {
+			return
+		}
+		seqs, list = append(slices.Clone(chain.Seqs), d.CatalogSeq), &l
+	case chain != nil && chain.List != nil && chain.Seqs[len(chain.Seqs)-1] == d.CatalogSeq:
+		seqs, list = chain.Seqs, chain.List
+	}
+	if len(seqs) > 1 && list != nil {
+		d.CatalogSeqs = seqs
+		d.CurrentList = &events.CurrentList{Entries: listEntries(list), Digest: list.Digest()}
+	}
+}
