@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -948,4 +949,20 @@ func SkillTool(owner string) events.Tool {
 // that the rest can be found with skill_search.
 func SkillSearchTool(owner string) events.Tool {
 	return events.Tool{Name: "skill_search", Owner: owner}
+}
+
+// CatalogKeep is what a compaction keeps (Compaction.Keep) to keep the
+// catalog the model sees after decision d: every record of its list when
+// that list is made of several (Decision.CatalogSeqs: a full catalog and
+// the change lists after it), else the one catalog (Decision.CatalogSeq);
+// nil when none is visible. Keeping fewer makes the next pre-step send the
+// whole list again.
+func CatalogKeep(d events.Decision) []uint64 {
+	switch {
+	case len(d.CatalogSeqs) > 0:
+		return slices.Clone(d.CatalogSeqs)
+	case d.CatalogSeq != 0:
+		return []uint64{d.CatalogSeq}
+	}
+	return nil
 }

@@ -87,7 +87,11 @@
 // Compact appends a context.compact event; it has no answer, the JetStream
 // acknowledgement confirms it. A Decision's CatalogSeq names the catalog
 // the model sees: keep it in the compaction (Keep) and the next pre-step
-// re-sends nothing.
+// re-sends nothing. With change lists (serve --catalog-updates changes)
+// the list the model sees may be made of several records, a full catalog
+// and the change lists after it: the Decision then names them all
+// (CatalogSeqs) and carries the whole list (CurrentList), and
+// CatalogKeep(d) is what to keep, every record of it.
 //
 // # Errors
 //
