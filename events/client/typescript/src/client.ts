@@ -494,8 +494,10 @@ export class Client {
 
   /**
    * Appends a context.compact event and returns its stream sequence. It
-   * has no answer: the JetStream acknowledgement confirms it. Keep a
-   * Decision's catalogSeq in `keep` to keep the catalog visible.
+   * has no answer: the JetStream acknowledgement confirms it. Keep
+   * catalogKeep(decision) in `keep` to keep the catalog visible: the
+   * Decision's catalogSeq, or every record of catalogSeqs when the list
+   * the model sees is a full catalog and change lists after it.
    */
   async compact(cp: CompactionInput, opts: Pick<CallOptions, "headers" | "timeoutMs"> = {}): Promise<number> {
     const payload = { ...cp, v: cp.v ?? 1 } as Record<string, unknown>;
@@ -901,4 +903,17 @@ export async function connect(opts: ClientOptions = {}): Promise<Client> {
     await nc.close();
     throw err;
   }
+}
+
+/**
+ * What a compaction keeps (`keep`) to keep the catalog the model sees
+ * after decision d: every record of its list when the list is made of
+ * several (d.catalogSeqs: a full catalog and the change lists after it,
+ * whose whole list is d.currentList), else the one catalog (d.catalogSeq);
+ * empty when none is visible. Keeping fewer makes the next pre-step send
+ * the whole list again.
+ */
+export function catalogKeep(d: Decision): number[] {
+  if (d.catalogSeqs && d.catalogSeqs.length > 0) return [...d.catalogSeqs];
+  return d.catalogSeq ? [d.catalogSeq] : [];
 }

@@ -3,6 +3,7 @@
 // events/protocol.md for the wire protocol it speaks.
 export {
   Client,
+  catalogKeep,
   connect,
   isSearchArgsError,
   isStoreSkill,
