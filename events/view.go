@@ -22,12 +22,16 @@ func ValidInstance(id string) bool { return ValidSession(id) }
 func ViewSubject(instance string) string { return ViewSubjectPrefix + "." + instance }
 
 // ViewRequest asks a processor instance which catalog it would decide for
-// a query now (the skills part of a PreStep).
+// a query now (the skills part of a PreStep). Search says that the
+// catalog is one of a session to which search is offered (its tool view
+// holds the skill_search tool beside the skill tool): a member with search
+// on then shortens it as it would for such a session.
 type ViewRequest struct {
 	V           int    `msgpack:"v" json:"v"`
 	Cwd         string `msgpack:"cwd,omitempty" json:"cwd,omitempty"`
 	Project     string `msgpack:"project,omitempty" json:"project,omitempty"`
 	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
+	Search      bool   `msgpack:"search,omitempty" json:"search,omitempty"`
 }
 
 // Validate checks v, the bounds of cwd, project and resourceDir as a

@@ -373,6 +373,7 @@ func validName(s string) bool {
 type Option func(*options)
 
 type options struct {
+	search     Searcher
 	version    string
 	logger     *slog.Logger
 	registerer prometheus.Registerer
@@ -394,6 +395,13 @@ type hooks struct {
 	// take, when set, decides whether this member handles a delivery; one
 	// it refuses is handed back at once for another member.
 	take func(msg jetstream.Msg) bool
+}
+
+// WithSearcher gives the processor the search index its skill_search tool
+// runs against (see Searcher): needed when Config.Catalog.SkillSearch is on,
+// ignored otherwise.
+func WithSearcher(s Searcher) Option {
+	return func(o *options) { o.search = s }
 }
 
 // WithVersion sets the version of the running binary, reported by the

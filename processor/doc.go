@@ -51,14 +51,16 @@
 //     (a small disk) refuses the stream, and the error says to configure
 //     less.
 //   - the durable pull consumer (default skillstream), filtered to
-//     <prefix>.*.agent.pre-step and <prefix>.*.tool.call.skill, with explicit
+//     <prefix>.*.agent.pre-step, <prefix>.*.tool.call.skill and
+//     <prefix>.*.tool.call.skill_search, with explicit
 //     acks, Config.AckWait, Config.MaxDeliver and a back-off schedule
 //     (AckWait doubling) for deliveries whose processor vanished.
 //
 // With NoProvision, stream and consumer belong to the infrastructure; Run
 // checks them and fails with an error wrapping ErrNotProvisioned that names
 // what is missing (the stream, the consumer, a subject, direct gets, a
-// filter, explicit acks). Their limits are the infrastructure's too: limits
+// filter, explicit acks; the skill_search filter only when search is on).
+// Their limits are the infrastructure's too: limits
 // configured anyway are not applied, and a warning says so.
 //
 // A stream at its byte or age limit discards its oldest messages, of any
@@ -74,7 +76,9 @@
 // Once its consumer pulls, Run registers the NATS micro service
 // "skillstream" (nats micro ls lists it) answering on
 // skillstream.tool.definition with the skill tool's
-// definition: JSON, or msgpack when the request says
+// definition, and on skillstream.tool.definitions with every tool it
+// serves (Definitions: the skill tool, and skill_search when search is
+// on): JSON, or msgpack when the request says
 // Content-Type: application/msgpack; and, for the other members of the
 // group, on skillstream.view.<Config.Instance> with the catalog digest
 // this instance sees for a query (see One view per session).
@@ -192,6 +196,22 @@
 // "<sid>:<call>:tool.result" under the same optimistic concurrency, then
 // answer with the events.ToolResult. Outputs are stored as msgpack,
 // whatever the request's encoding.
+//
+// A skill search (tool.call.skill_search) is a tool call like a skill
+// call, keyed by its call id the same way (one tool.result per call id,
+// retries answered from the log, deadlines and minStoreRevision honoured);
+// its work is catalog.Search against the search index handed in with
+// WithSearcher, bound to the call's query. Its arguments reach the tool as
+// the model gave them, so that a bad one is answered with the tool's own
+// bad_request result, appended like any result. A processor without
+// search (Config.Catalog.SkillSearch off) answers every search with a
+// bad_request result saying so, appended for a readable call id, as it
+// answers a malformed call. With search on, a pre-step whose tool view
+// holds our skill_search tool beside our skill tool is offered search
+// (history.Offer): its catalog is prepared with catalog.Options.SearchOffered
+// and so lists at most Config.Catalog.ListedMax skills, whole, with a
+// notice pointing to the search; members asked for their view of such a
+// session (One view per session) are asked for the offered one.
 //
 // # Stages and files
 //
@@ -418,6 +438,8 @@
 // skillstream_transient_failures_total{kind},
 // skillstream_outputs_too_large_total{kind},
 // skillstream_tool_definition_requests_total,
+// skillstream_skill_searches_total{outcome} (found, no_match or the error
+// code, per result appended),
 // skillstream_view_checks_total{result}, the gauge
 // skillstream_view_divergence and the histograms
 // skillstream_stage_seconds{stage=read|decide|append|total} and

@@ -163,7 +163,7 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 	for _, m := range mutate {
 		m(&cfg, &o)
 	}
-	p, err := New(nc, e.registry, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg), WithVersion(o.version))
+	p, err := New(nc, e.registry, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg), WithVersion(o.version), WithSearcher(o.search))
 	if err != nil {
 		e.t.Fatal(err)
 	}

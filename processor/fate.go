@@ -37,6 +37,7 @@ const (
 	reasonSessionMismatch = "session_mismatch" // payload session differs from the subject's
 	reasonID              = "id"               // step or call id unusable in a header
 	reasonCwd             = "cwd"              // cwd relative, or outside Config.CwdRoots
+	reasonSearchOff       = "search_off"       // a skill search sent to a processor without search
 )
 
 // rejection is the error of a malformed trigger.

@@ -34,6 +34,7 @@ type metrics struct {
 	headReads     *prometheus.CounterVec   // result: reads of a large catalog's head instead of the catalog (head.go)
 	freshWaits    *prometheus.HistogramVec // kind, result: waits for the skill store revision a trigger named (fresh.go)
 	skills        *skillMetrics            // per-skill loads and invocations (skillmetrics.go)
+	searches      *prometheus.CounterVec   // outcome: skill searches answered (appended results)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -75,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	buckets := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 	m := &metrics{
 		triggers: newCounterVec("triggers_total",
-			"Triggers handled, by kind (pre-step, skill-call) and outcome.", "kind", "outcome"),
+			"Triggers handled, by kind (pre-step, skill-call, skill-search) and outcome.", "kind", "outcome"),
 		conflicts: newCounter("append_conflicts_total",
 			"Appends refused because the session moved on; each leads to a re-read and re-decision."),
 		redeliveries: newCounterVec("redeliveries_total",
@@ -102,7 +103,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: buckets,
 		}, []string{"stage"}),
 		definitionReq: newCounter("tool_definition_requests_total",
-			"Requests for the skill tool definition."),
+			"Requests for the tool definitions (the skill tool's, or every tool's)."),
 		handedBack: newCounter("handed_back_total",
 			"Triggers received but not started when the processor stopped, handed back for redelivery."),
 		inflight: newGauge("triggers_in_flight",
@@ -123,6 +124,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: buckets,
 		}, []string{"kind", "result"}),
 		skills: newSkillMetrics(DefaultSkillLabelLimit),
+		searches: newCounterVec("skill_searches_total",
+			"Skill search results appended, by outcome: found (matches shown), no_match (none, or an offset past them all), or the error code (bad_request for invalid arguments or a processor without search).", "outcome"),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -149,6 +152,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.viewChecks = register(reg, m.viewChecks, &err)
 	m.headReads = register(reg, m.headReads, &err)
 	m.freshWaits = register(reg, m.freshWaits, &err)
+	m.searches = register(reg, m.searches, &err)
 	m.skills.register(reg, &err)
 	if err != nil {
 		return nil, err
@@ -183,13 +187,14 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T, errp *erro
 // increment misses that increment, and an absent series cannot be told
 // from a broken exporter.
 var (
-	kindLabels      = []string{"pre-step", "skill-call"}
+	kindLabels      = []string{"pre-step", "skill-call", "skill-search"}
 	preStepOutcomes = []string{events.OutcomeAppended, events.OutcomeUnchanged, events.OutcomeEmpty,
 		events.OutcomeIncomplete, events.OutcomeExpired, events.OutcomeRejected, events.OutcomeBehind, events.OutcomeDiverged}
 	skillCallOutcomes = []string{"ok", events.CodeInvalidName, events.CodeUnknown, events.CodeNotModelInvocable,
 		events.CodeProvider, events.CodeBadRequest, events.CodeExpired, codeUnavailable}
-	rejectReasons = []string{reasonEnvelope, reasonSubject, reasonEncoding, reasonInbox, reasonTooLarge, reasonVersion,
-		reasonField, reasonUndecodable, reasonSessionMismatch, reasonID, reasonCwd}
+	searchOutcomes = []string{searchFound, searchNoMatch, events.CodeBadRequest, events.CodeProvider, events.CodeExpired, codeUnavailable}
+	rejectReasons  = []string{reasonEnvelope, reasonSubject, reasonEncoding, reasonInbox, reasonTooLarge, reasonVersion,
+		reasonField, reasonUndecodable, reasonSessionMismatch, reasonID, reasonCwd, reasonSearchOff}
 	stages = []string{stageRead, stageDecide, stageAppend, stageTotal}
 )
 
@@ -200,6 +205,10 @@ func (m *metrics) zero() {
 	}
 	for _, o := range skillCallOutcomes {
 		m.triggers.WithLabelValues("skill-call", o)
+	}
+	for _, o := range searchOutcomes {
+		m.triggers.WithLabelValues("skill-search", o)
+		m.searches.WithLabelValues(o)
 	}
 	for _, k := range kindLabels {
 		m.redeliveries.WithLabelValues(k)

@@ -57,13 +57,17 @@ func TestMetricsPresentFromTheStart(t *testing.T) {
 	}
 	triggers := series(t, reg, "skillstream_triggers_total")
 	for _, want := range []string{"kind=pre-step,outcome=appended", "kind=pre-step,outcome=incomplete", "kind=pre-step,outcome=rejected",
-		"kind=skill-call,outcome=ok", "kind=skill-call,outcome=unknown", "kind=skill-call,outcome=bad_request"} {
+		"kind=skill-call,outcome=ok", "kind=skill-call,outcome=unknown", "kind=skill-call,outcome=bad_request",
+		"kind=skill-search,outcome=found", "kind=skill-search,outcome=no_match", "kind=skill-search,outcome=bad_request"} {
 		if v, ok := triggers[want]; !ok || v != 0 {
 			t.Errorf("triggers_total{%s} = %v (present %v), want 0", want, v, ok)
 		}
 	}
-	if got := len(triggers); got != len(preStepOutcomes)+len(skillCallOutcomes) {
-		t.Errorf("%d trigger series, want %d", got, len(preStepOutcomes)+len(skillCallOutcomes))
+	if got := len(triggers); got != len(preStepOutcomes)+len(skillCallOutcomes)+len(searchOutcomes) {
+		t.Errorf("%d trigger series, want %d", got, len(preStepOutcomes)+len(skillCallOutcomes)+len(searchOutcomes))
+	}
+	if s := series(t, reg, "skillstream_skill_searches_total"); len(s) != len(searchOutcomes) || s["outcome=found"] != 0 || s["outcome=no_match"] != 0 {
+		t.Errorf("skill_searches_total = %v, want every outcome at 0", s)
 	}
 	rejects := series(t, reg, "skillstream_rejects_total")
 	for _, r := range []string{reasonInbox, reasonCwd, reasonField, reasonUndecodable} {
@@ -73,8 +77,8 @@ func TestMetricsPresentFromTheStart(t *testing.T) {
 	}
 	for _, name := range []string{"skillstream_redeliveries_total", "skillstream_duplicate_triggers_total",
 		"skillstream_dead_letters_total", "skillstream_transient_failures_total"} {
-		if s := series(t, reg, name); len(s) != 2 || s["kind=pre-step"] != 0 || s["kind=skill-call"] != 0 {
-			t.Errorf("%s = %v, want both kinds at 0", name, s)
+		if s := series(t, reg, name); len(s) != 3 || s["kind=pre-step"] != 0 || s["kind=skill-call"] != 0 || s["kind=skill-search"] != 0 {
+			t.Errorf("%s = %v, want every kind at 0", name, s)
 		}
 	}
 	for _, name := range []string{"skillstream_append_conflicts_total", "skillstream_panics_total", "skillstream_handed_back_total",

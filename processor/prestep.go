@@ -98,7 +98,8 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	// once started, runs to its result so that the answer tells the truth.
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
-	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner)}
+	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner),
+		opts: p.offered(ps.Tools)}
 	plan.behind = p.awaitStore(dctx, "pre-step", ps.MinStoreEpoch, ps.MinStoreRevision)
 	if plan.visible && plan.behind == nil {
 		if err := plan.prepare(dctx); err != nil {
@@ -164,11 +165,12 @@ type preStepPlan struct {
 	t        *trigger
 	ps       events.PreStep
 	q        catalog.Query
-	visible  bool          // our skill tool is in the pre-step's tools
-	prepared *catalog.View // the skills (taken again when the view rule caught up); nil when the tool is not visible
-	caughtUp bool          // this pre-step waited for the store once (view.go)
-	behind   error         // the store revision the pre-step asks for was not reached (fresh.go)
-	checked  uint64        // the catalog the view rule last allowed to replace
+	opts     catalog.Options // the catalog options, search offered or not by the pre-step's tools
+	visible  bool            // our skill tool is in the pre-step's tools
+	prepared *catalog.View   // the skills (taken again when the view rule caught up); nil when the tool is not visible
+	caughtUp bool            // this pre-step waited for the store once (view.go)
+	behind   error           // the store revision the pre-step asks for was not reached (fresh.go)
+	checked  uint64          // the catalog the view rule last allowed to replace
 
 	// Of the current attempt: the catalog history existing read, which
 	// build decides on; when that read began (the decide stage's latency);
@@ -191,7 +193,7 @@ type preStepPlan struct {
 
 // prepare takes the skills for the pre-step's query.
 func (s *preStepPlan) prepare(ctx context.Context) error {
-	cv, err := history.Prepare(ctx, s.p.skills, s.q, s.p.cfg.Catalog)
+	cv, err := history.Prepare(ctx, s.p.skills, s.q, s.opts)
 	if err != nil {
 		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
 	}
@@ -268,7 +270,7 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if err := s.current(ctx); err != nil {
 		return built[events.Decision]{}, err
 	}
-	d := history.Decide(s.prepared, s.hist, p.cfg.Catalog)
+	d := history.Decide(s.prepared, s.hist, s.opts)
 	s.decided = d
 	p.m.observe(stageDecide, p.now().Sub(s.start))
 	reason := emptyReason(ps.Tools, p.cfg.ToolOwner, s.visible, d)
@@ -278,7 +280,7 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if ref := replacedCatalog(s.prepared, s.hist, d); ref != nil && ref.Seq != s.checked {
 		// A replacement of a catalog with another digest: the one place
 		// where members' views may disagree (view.go).
-		switch p.checkView(ctx, t.sid, s.q, s.prepared, ref, &s.caughtUp) {
+		switch p.checkView(ctx, t.sid, s.q, s.opts.SearchOffered, s.prepared, ref, &s.caughtUp) {
 		case viewAgain:
 			if err := s.prepare(ctx); err != nil {
 				return built[events.Decision]{}, err

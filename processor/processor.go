@@ -22,6 +22,7 @@ type Processor struct {
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	skills      Skills
+	search      Searcher // the search index; nil without Config.Catalog.SkillSearch
 	cfg         Config
 	log         *slog.Logger
 	m           *metrics
@@ -78,6 +79,9 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if cfg.Catalog.SkillSearch && o.search == nil {
+		return nil, fmt.Errorf("%w: skill search is on but no search index was given (WithSearcher)", ErrInvalidConfig)
+	}
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
@@ -94,6 +98,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		nc:          nc,
 		js:          js,
 		skills:      skills,
+		search:      o.search,
 		cfg:         cfg,
 		log:         o.logger,
 		m:           m,

@@ -166,10 +166,11 @@ func TestToolDefinitionService(t *testing.T) {
 	if err := json.Unmarshal(ping.Data, &info); err != nil {
 		t.Fatal(err)
 	}
-	// Two endpoints: the tool definition (shared by every member) and this
-	// member's view (view.go).
-	if info.Name != ServiceName || len(info.Endpoints) != 2 || info.Endpoints[0].Subject != events.ToolDefinitionSubject ||
-		info.Endpoints[1].Subject != events.ViewSubject(p.Config().Instance) || info.Metadata["instance"] != p.Config().Instance {
+	// Three endpoints: the tool definition and every tool's definitions
+	// (shared by every member), and this member's view (view.go).
+	if info.Name != ServiceName || len(info.Endpoints) != 3 || info.Endpoints[0].Subject != events.ToolDefinitionSubject ||
+		info.Endpoints[1].Subject != events.ToolDefinitionsSubject ||
+		info.Endpoints[2].Subject != events.ViewSubject(p.Config().Instance) || info.Metadata["instance"] != p.Config().Instance {
 		t.Fatalf("service info %+v", info)
 	}
 	stats, err := nc.Request("$SRV.STATS."+ServiceName, nil, waitTimeout)
@@ -182,7 +183,7 @@ func TestToolDefinitionService(t *testing.T) {
 	}
 	// The two requests above, and the processor's own at start (see Run),
 	// which the definition requests metric leaves out.
-	if len(st.Endpoints) != 2 || st.Endpoints[0].NumRequests != 3 || st.Endpoints[1].NumRequests != 1 {
+	if len(st.Endpoints) != 3 || st.Endpoints[0].NumRequests != 3 || st.Endpoints[1].NumRequests != 1 || st.Endpoints[2].NumRequests != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	if n := counter(t, p.m.definitionReq); n != 2 {

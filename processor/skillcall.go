@@ -10,8 +10,12 @@ import (
 	"github.com/skillstream/skillstream/processor/history"
 )
 
-// expiredText is what the model reads for a call handled after its deadline.
-const expiredText = "skill call expired before it could be handled"
+// expiredText is what the model reads for a call handled after its
+// deadline; searchExpiredText for a search.
+const (
+	expiredText       = "skill call expired before it could be handled"
+	searchExpiredText = "skill search expired before it could be handled"
+)
 
 // skillCallKind handles tool.call.skill triggers: run the skill tool,
 // append the tool.result, answer with it.
@@ -58,7 +62,8 @@ func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection)
 	if t.ref == "" || !events.ValidSession(t.sid) {
 		return res, nil
 	}
-	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &skillCallPlan{p: p, t: t, made: &res})
+	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &toolCallPlan{p: p, t: t, kinds: skillCallReads, made: &res,
+		done: func(r events.ToolResult) { p.m.skills.result("", r) }})
 	if err != nil {
 		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
 	}
@@ -86,32 +91,54 @@ func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 	}
 }
 
-// runSkillCall runs the call once and appends its result (appendAnswer).
-// It answers from the log when the result already exists, and with an
-// expired error result, appending nothing, when the deadline passes first.
-//
-// When the answer is the result this call appended, data is the msgpack
-// encoding appended (the reply need not encode it again); otherwise nil.
+// runSkillCall runs the call once and appends its result (runToolCall).
 func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (res events.ToolResult, data []byte, err error) {
-	plan := &skillCallPlan{p: p, t: t, sc: sc}
-	if p.expired(sc.DeadlineMs) {
+	plan := &toolCallPlan{p: p, t: t, kinds: skillCallReads, deadlineMs: sc.DeadlineMs, tool: "skill tool",
+		exec: func(ctx context.Context) events.ToolResult {
+			r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(sc)), sc.Args.Name, p.cfg.Catalog)
+			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
+				p.m.providerErrs.Inc()
+			}
+			return toolResult(t, r)
+		},
+		done: func(r events.ToolResult) { p.m.skills.result(sc.Args.Name, r) },
+	}
+	return p.runToolCall(ctx, t, plan, sc.DeadlineMs, sc.MinStoreEpoch, sc.MinStoreRevision)
+}
+
+// runToolCall runs a tool call's plan once and appends its result
+// (appendAnswer), within the call's deadline and after the store revision
+// it names (fresh.go). It answers from the log when the result already
+// exists, and with an expired error result, appending nothing, when the
+// deadline passes first. When the answer is the result this call
+// appended, data is the msgpack encoding appended; otherwise nil.
+func (p *Processor) runToolCall(ctx context.Context, t *trigger, plan *toolCallPlan, deadlineMs int64, epoch string, rev uint64) (events.ToolResult, []byte, error) {
+	if p.expired(deadlineMs) {
 		return plan.expired(), nil, nil
 	}
-	dctx, cancel := withDeadline(ctx, sc.DeadlineMs)
+	dctx, cancel := withDeadline(ctx, deadlineMs)
 	defer cancel()
-	plan.behind = p.awaitStore(dctx, "skill-call", sc.MinStoreEpoch, sc.MinStoreRevision)
-	res, err = appendAnswer(p, ctx, dctx, t, events.KindToolResult, sc.DeadlineMs, plan)
+	plan.behind = p.awaitStore(dctx, t.handler.label(), epoch, rev)
+	res, err := appendAnswer(p, ctx, dctx, t, events.KindToolResult, deadlineMs, plan)
 	return res, plan.data, err
 }
 
-// skillCallPlan is a skill call's part in appendAnswer. Its answer already
-// in the log is the newest tool.result when that answers this trigger or
-// call; what it builds is the skill tool's result, made once whatever the
-// number of attempts (or given: the bad_request result of a rejection).
-type skillCallPlan struct {
-	p    *Processor
-	t    *trigger
-	sc   events.SkillCall   // the call build runs, when made is nil
+// toolCallPlan is a tool call's part in appendAnswer, a skill call's or a
+// skill search's. Its answer already in the log is the newest tool.result
+// when that answers this trigger or call; what it builds is the tool's
+// result, made once whatever the number of attempts (or given: the
+// bad_request result of a rejection).
+type toolCallPlan struct {
+	p     *Processor
+	t     *trigger
+	kinds []events.Kind // what it reads: the call's kind and tool results
+	// deadlineMs is the call's deadline (unix ms; 0: none).
+	deadlineMs int64
+	// exec runs the call once, when made is nil; tool names the tool in
+	// an unavailable answer; done is told of the result appended.
+	exec func(ctx context.Context) events.ToolResult
+	tool string
+	done func(events.ToolResult)
 	made *events.ToolResult // the result, once made
 	data []byte             // made's msgpack encoding, once appended
 	// behind: the store revision the call asks for was not reached
@@ -123,9 +150,9 @@ type skillCallPlan struct {
 // results that may already answer it.
 var skillCallReads = []events.Kind{events.KindSkillCall, events.KindToolResult}
 
-func (s *skillCallPlan) reads() []events.Kind { return skillCallReads }
+func (s *toolCallPlan) reads() []events.Kind { return s.kinds }
 
-func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, bool, error) {
+func (s *toolCallPlan) existing(_ context.Context, v view) (events.ToolResult, bool, error) {
 	if prev := v.of(s.p.cfg.Prefix, s.t.sid, events.KindToolResult); prev != nil {
 		if r, ok := s.p.resultFor(s.t, *prev); ok {
 			return r, true, nil
@@ -134,35 +161,32 @@ func (s *skillCallPlan) existing(_ context.Context, v view) (events.ToolResult, 
 	return events.ToolResult{}, false, nil
 }
 
-func (s *skillCallPlan) build(ctx context.Context) (built[events.ToolResult], error) {
+func (s *toolCallPlan) build(ctx context.Context) (built[events.ToolResult], error) {
 	if s.behind != nil && s.made == nil {
-		return built[events.ToolResult]{answer: s.p.toolError(s.t, codeUnavailable, "skill tool unavailable: "+s.behind.Error())}, nil
+		return built[events.ToolResult]{answer: s.p.toolError(s.t, codeUnavailable, s.tool+" unavailable: "+s.behind.Error())}, nil
 	}
 	if s.made == nil {
-		p, sc := s.p, &s.sc
+		p := s.p
 		start := p.now()
-		r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(*sc)), sc.Args.Name, p.cfg.Catalog)
+		r := s.exec(ctx)
 		p.m.observe(stageDecide, p.now().Sub(start))
-		if p.expired(sc.DeadlineMs) {
+		if p.expired(s.deadlineMs) {
 			return built[events.ToolResult]{}, errPastDeadline
 		}
-		if r.Err != nil && r.Err.Code == catalog.CodeProvider {
-			p.m.providerErrs.Inc()
-		}
-		res := p.fitResult(s.t, toolResult(s.t, r))
+		res := p.fitResult(s.t, r)
 		s.made = &res
 	}
 	return built[events.ToolResult]{output: *s.made, answer: *s.made}, nil
 }
 
-func (s *skillCallPlan) appended(a appended) {
+func (s *toolCallPlan) appended(a appended) {
 	s.data = a.data
-	if s.made != nil {
-		s.p.m.skills.result(s.sc.Args.Name, *s.made)
+	if s.made != nil && s.done != nil {
+		s.done(*s.made)
 	}
 }
 
-func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
+func (s *toolCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
 	orig, err := events.DecodeToolResult(enc, r.Data)
 	if err != nil {
 		return events.ToolResult{}, fmt.Errorf("decode tool result %d: %w: %w", r.Seq, errForeignDuplicate, err)
@@ -175,7 +199,10 @@ func (s *skillCallPlan) original(r record, enc events.Encoding) (events.ToolResu
 	return orig, nil
 }
 
-func (s *skillCallPlan) expired() events.ToolResult {
+func (s *toolCallPlan) expired() events.ToolResult {
+	if s.kinds[0] == events.KindSkillSearch {
+		return s.p.toolError(s.t, events.CodeExpired, searchExpiredText)
+	}
 	return s.p.toolError(s.t, events.CodeExpired, expiredText)
 }
 

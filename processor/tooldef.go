@@ -46,18 +46,72 @@ func Definition() events.ToolDefinition {
 	}
 }
 
+// SearchDefinition is the skill_search tool definition as served on the
+// wire.
+func SearchDefinition() events.ToolDefinition {
+	return events.ToolDefinition{
+		Name:        catalog.SearchToolName,
+		Description: catalog.SearchToolDescription,
+		Parameters:  events.RawJSON(catalog.SearchToolParameters),
+	}
+}
+
+// Definitions are the definitions of every tool a processor with the
+// catalog options opts serves, in the order a worker registers them: the
+// skill tool, and the skill_search tool when opts.SkillSearch is on.
+func Definitions(opts catalog.Options) []events.ToolDefinition {
+	defs := []events.ToolDefinition{Definition()}
+	if opts.SkillSearch {
+		defs = append(defs, SearchDefinition())
+	}
+	return defs
+}
+
+// encodedAnswer is an answer to a definition request in both encodings.
+type encodedAnswer struct{ json, msgpack []byte }
+
+func encodeAnswer(v any) (encodedAnswer, error) {
+	j, err := events.Encode(events.JSON, v)
+	if err != nil {
+		return encodedAnswer{}, err
+	}
+	m, err := events.Encode(events.Msgpack, v)
+	return encodedAnswer{json: j, msgpack: m}, err
+}
+
+// definitionHandler answers a definition request with a: JSON, or msgpack
+// when the request says Content-Type: application/msgpack; only on reply
+// subjects a request may be answered on (requestReply).
+func (p *Processor) definitionHandler(a encodedAnswer) micro.HandlerFunc {
+	return func(req micro.Request) {
+		if !p.requestReply(req.Reply(), false) {
+			return
+		}
+		if !p.probing(req.Reply()) {
+			p.m.definitionReq.Inc()
+		}
+		body, ct := a.json, events.ContentTypeJSON
+		if req.Headers().Get(events.HeaderContentType) == events.ContentTypeMsgpack {
+			body, ct = a.msgpack, events.ContentTypeMsgpack
+		}
+		if err := req.Respond(body, micro.WithHeaders(micro.Headers{events.HeaderContentType: []string{ct}})); err != nil {
+			p.log.Warn("answer tool definition request", "err", err)
+		}
+	}
+}
+
 // serveDefinition registers the micro service answering requests on
-// events.ToolDefinitionSubject: JSON, or msgpack when the request says
-// Content-Type: application/msgpack. All instances share a queue group.
+// events.ToolDefinitionSubject (the skill tool) and
+// events.ToolDefinitionsSubject (every tool served, see Definitions). All
+// instances share a queue group.
 func (p *Processor) serveDefinition() (micro.Service, error) {
-	def := Definition()
-	asJSON, err := events.Encode(events.JSON, def)
+	one, err := encodeAnswer(Definition())
 	if err != nil {
 		return nil, fmt.Errorf("encode tool definition: %w", err)
 	}
-	asMsgpack, err := events.Encode(events.Msgpack, def)
+	all, err := encodeAnswer(Definitions(p.cfg.Catalog))
 	if err != nil {
-		return nil, fmt.Errorf("encode tool definition: %w", err)
+		return nil, fmt.Errorf("encode tool definitions: %w", err)
 	}
 	svc, err := micro.AddService(p.nc, micro.Config{
 		Name:        ServiceName,
@@ -70,24 +124,15 @@ func (p *Processor) serveDefinition() (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("add micro service %s: %w", ServiceName, err)
 	}
-	err = svc.AddEndpoint("tool-definition", micro.HandlerFunc(func(req micro.Request) {
-		if !p.requestReply(req.Reply(), false) {
-			return
-		}
-		if !p.probing(req.Reply()) {
-			p.m.definitionReq.Inc()
-		}
-		body, ct := asJSON, events.ContentTypeJSON
-		if req.Headers().Get(events.HeaderContentType) == events.ContentTypeMsgpack {
-			body, ct = asMsgpack, events.ContentTypeMsgpack
-		}
-		if err := req.Respond(body, micro.WithHeaders(micro.Headers{events.HeaderContentType: []string{ct}})); err != nil {
-			p.log.Warn("answer tool definition request", "err", err)
-		}
-	}), micro.WithEndpointSubject(events.ToolDefinitionSubject))
+	err = svc.AddEndpoint("tool-definition", p.definitionHandler(one), micro.WithEndpointSubject(events.ToolDefinitionSubject))
 	if err != nil {
 		svc.Stop()
 		return nil, fmt.Errorf("add tool definition endpoint: %w", err)
+	}
+	err = svc.AddEndpoint("tool-definitions", p.definitionHandler(all), micro.WithEndpointSubject(events.ToolDefinitionsSubject))
+	if err != nil {
+		svc.Stop()
+		return nil, fmt.Errorf("add tool definitions endpoint: %w", err)
 	}
 	if err := p.serveView(svc); err != nil {
 		svc.Stop()
@@ -153,7 +198,7 @@ func (p *Processor) selfCheck(ctx context.Context) error {
 	defer p.probe.Store(nil)
 	ctx, cancel := context.WithTimeout(ctx, 4*p.cfg.RequestTimeout)
 	defer cancel()
-	for i, subject := range []string{events.ToolDefinitionSubject, events.ViewSubject(p.cfg.Instance)} {
+	for i, subject := range []string{events.ToolDefinitionSubject, events.ToolDefinitionsSubject, events.ViewSubject(p.cfg.Instance)} {
 		if err := p.ask(ctx, sub, fmt.Sprintf("%s.%d", inbox, i), subject); err != nil {
 			return fmt.Errorf("%s does not answer a request of the processor's own: %w", subject, err)
 		}

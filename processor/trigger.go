@@ -56,8 +56,9 @@ type kindHandler interface {
 // kindHandlers are the handlers of the kinds a processor consumes.
 func kindHandlers(p *Processor) map[events.Kind]kindHandler {
 	return map[events.Kind]kindHandler{
-		events.KindPreStep:   preStepKind{p},
-		events.KindSkillCall: skillCallKind{p},
+		events.KindPreStep:     preStepKind{p},
+		events.KindSkillCall:   skillCallKind{p},
+		events.KindSkillSearch: skillSearchKind{p},
 	}
 }
 

@@ -127,10 +127,10 @@ func replacedCatalog(prepared *catalog.View, st history.State, d catalog.Decisio
 // counts as revision 0 of no known instance.
 func viewOf(c *history.Catalog) events.View { return c.View }
 
-// checkView compares our view (ours, for q) with the one the catalog ref
-// was decided on; see the rule above. caughtUp is set once this pre-step
-// caught up, so that it does not wait twice.
-func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, ours *catalog.View, ref *history.Catalog, caughtUp *bool) viewVerdict {
+// checkView compares our view (ours, for q, search offered or not) with
+// the one the catalog ref was decided on; see the rule above. caughtUp is
+// set once this pre-step caught up, so that it does not wait twice.
+func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, offered bool, ours *catalog.View, ref *history.Catalog, caughtUp *bool) viewVerdict {
 	theirs := viewOf(ref)
 	if theirs.Epoch != ours.Epoch {
 		return p.checkEpoch(ctx, sid, q, ours, theirs, caughtUp)
@@ -146,7 +146,7 @@ func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, 
 		return viewReplace
 	}
 	key := divergenceKey{peer: theirs.Instance, cwd: q.Cwd, project: q.Project}
-	r, err := p.askView(ctx, theirs.Instance, q)
+	r, err := p.askView(ctx, theirs.Instance, q, offered)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.m.viewChecks.WithLabelValues(checkGone).Inc()
@@ -178,7 +178,7 @@ func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, 
 	p.divergences.report(Divergence{
 		Instance: p.cfg.Instance, Digest: ours.Digest,
 		Peer: theirs.Instance, PeerDigest: r.Digest,
-		Cwd: q.Cwd, Project: q.Project, Revision: ours.Revision, Session: sid, Since: p.now(),
+		Cwd: q.Cwd, Project: q.Project, Search: offered, Revision: ours.Revision, Session: sid, Since: p.now(),
 	})
 	return viewDiverged
 }
@@ -197,7 +197,7 @@ func (p *Processor) checkEpoch(ctx context.Context, sid string, q catalog.Query,
 		p.m.viewChecks.WithLabelValues(checkOldEpoch).Inc()
 		return viewReplace
 	}
-	r, err := p.askView(ctx, theirs.Instance, q)
+	r, err := p.askView(ctx, theirs.Instance, q, false)
 	key := divergenceKey{peer: theirs.Instance, store: true}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
@@ -286,12 +286,12 @@ func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtU
 	return viewAgain
 }
 
-// askView asks instance which catalog it sees for q, within ctx and
-// ViewTimeout.
-func (p *Processor) askView(ctx context.Context, instance string, q catalog.Query) (events.ViewReply, error) {
+// askView asks instance which catalog it sees for q (for a session
+// offered search, when offered), within ctx and ViewTimeout.
+func (p *Processor) askView(ctx context.Context, instance string, q catalog.Query, offered bool) (events.ViewReply, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
 	defer cancel()
-	return AskView(rctx, p.nc, instance, q)
+	return askView(rctx, p.nc, instance, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir, Search: offered})
 }
 
 // AskView asks the processor instance which catalog it would decide for q
@@ -299,7 +299,12 @@ func (p *Processor) askView(ctx context.Context, instance string, q catalog.Quer
 // other before replacing a catalog; operators' tools ask to compare what a
 // command sees with what the serving members see.
 func AskView(ctx context.Context, nc *nats.Conn, instance string, q catalog.Query) (events.ViewReply, error) {
-	body, err := events.Encode(events.JSON, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir})
+	return askView(ctx, nc, instance, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir})
+}
+
+// askView is AskView for the request req.
+func askView(ctx context.Context, nc *nats.Conn, instance string, req events.ViewRequest) (events.ViewReply, error) {
+	body, err := events.Encode(events.JSON, req)
 	if err != nil {
 		return events.ViewReply{}, fmt.Errorf("encode view request: %w", err)
 	}
@@ -365,7 +370,9 @@ func (p *Processor) answerView(data []byte, contentType string) events.ViewReply
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ViewTimeout)
 	defer cancel()
-	v, err := history.Prepare(ctx, p.skills, catalog.Query{Cwd: cwd, Project: req.Project, ResourceDir: req.ResourceDir}, p.cfg.Catalog)
+	opts := p.cfg.Catalog
+	opts.SearchOffered = req.Search // counts only with search on (catalog.Options.SkillSearch)
+	v, err := history.Prepare(ctx, p.skills, catalog.Query{Cwd: cwd, Project: req.Project, ResourceDir: req.ResourceDir}, opts)
 	if err != nil {
 		return events.ViewReply{Error: err.Error()}
 	}
@@ -399,8 +406,10 @@ type Divergence struct {
 	Instance, Digest string
 	// Peer and PeerDigest: the other member and the digest it sees.
 	Peer, PeerDigest string
-	// Cwd and Project: the query they disagree about.
+	// Cwd and Project: the query they disagree about; Search: for a
+	// session offered skill search (its catalog is shortened for it).
 	Cwd, Project string
+	Search       bool
 	// Revision is the store revision both views reflect (0 without one).
 	Revision uint64
 	// Session is the session where it was found.
@@ -635,11 +644,13 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 	q := catalog.Query{Cwd: d.Cwd, Project: d.Project}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	ours, err := history.Prepare(rctx, p.skills, q, p.cfg.Catalog)
+	opts := p.cfg.Catalog
+	opts.SearchOffered = d.Search
+	ours, err := history.Prepare(rctx, p.skills, q, opts)
 	if err != nil || !ours.Complete {
 		return
 	}
-	r, err := p.askView(rctx, d.Peer, q)
+	r, err := p.askView(rctx, d.Peer, q, d.Search)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.divergences.resolve(key, "the other member does not answer")
@@ -658,7 +669,7 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 func (p *Processor) recheckStore(ctx context.Context, key divergenceKey, d Divergence) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	r, err := p.askView(rctx, d.Peer, catalog.Query{})
+	r, err := p.askView(rctx, d.Peer, catalog.Query{}, false)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.divergences.resolve(key, "the other member does not answer")

@@ -55,6 +55,20 @@ func Visible(tools []events.Tool, owner string) bool {
 	return catalog.Visible(ts, owner)
 }
 
+// Offer is opts for a pre-step whose tool view is tools: search offered
+// when opts.SkillSearch is on and the view holds owner's skill and
+// skill_search tools (catalog.Options.Offer).
+func Offer(opts catalog.Options, tools []events.Tool, owner string) catalog.Options {
+	if !opts.SkillSearch {
+		return opts
+	}
+	ts := make([]catalog.Tool, len(tools))
+	for i, t := range tools {
+		ts[i] = catalog.Tool{Name: t.Name, Owner: t.Owner}
+	}
+	return opts.Offer(ts, owner)
+}
+
 // PreStepQuery is what a pre-step asks the skills for.
 func PreStepQuery(ps events.PreStep) catalog.Query {
 	return catalog.Query{Cwd: ps.Cwd, Project: ps.Project, ResourceDir: ps.ResourceDir}
