@@ -529,6 +529,11 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		}
 		prepared = &cv
 	}
+	// A change list needs the session's current list, as the processor
+	// reads it back.
+	if err := r.st.rule.Current(ctx, recordingLog{s: r.st, upTo: uint64(hist)}, &h, prepared); err != nil {
+		return err
+	}
 	d := history.Decide(prepared, h, r.opts.Catalog)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
@@ -698,12 +703,18 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 	if p.kind == events.KindSkillCall {
 		return sh // a call's own result is already the newest of its name
 	}
-	if c, ok := decodeCatalog(p.output); ok {
+	c, ok := decodeCatalog(p.output)
+	if !ok && h.Newest != nil {
+		var err error
+		c, err = h.Newest.Decode()
+		ok = err == nil
+	}
+	switch {
+	case ok && c.Source.Update == events.UpdateChanges:
+		// A change list has no entries: the list it leads to does.
+		sh.entries, _ = r.changedList(p, h, c)
+	case ok:
 		sh.entries = c.Source.Entries
-	} else if h.Newest != nil {
-		if c, err := h.Newest.Decode(); err == nil {
-			sh.entries = c.Source.Entries
-		}
 	}
 	return sh
 }
@@ -838,4 +849,31 @@ func ask[T any](ctx context.Context, kept map[named]answer[T], name string, q ca
 		kept[k] = answer[T]{v, err}
 	}
 	return v, err
+}
+
+// changedList is the list the change list c leads to, as the recording
+// holds it at trigger p (whose history before its output is h): read back
+// through its chain, as the processor does.
+func (r *Replayer) changedList(p *pending, h history.State, c events.Catalog) ([]events.Entry, bool) {
+	if h.Chain != nil && h.Chain.List != nil && h.Newest != nil && h.Newest.Changes && h.Newest.Digest == c.Source.Digest {
+		return listEntries(h.Chain.List), true // the newest before: its chain is read
+	}
+	upTo := r.st.last
+	if p.output != nil {
+		upTo = p.output.Seq
+	}
+	log := recordingLog{s: r.st, upTo: upTo}
+	newest, err := log.Newest(context.Background(), events.KindCatalog)
+	if err != nil || newest == nil {
+		return nil, false
+	}
+	cat, ok := r.st.recognise(*newest)
+	if !ok || !cat.Changes {
+		return nil, false
+	}
+	ch, err := r.st.rule.WalkChain(context.Background(), log, cat)
+	if err != nil || ch == nil {
+		return nil, false
+	}
+	return listEntries(ch.List), true
 }

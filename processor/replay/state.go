@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/history"
 )
@@ -104,6 +105,13 @@ func (s *state) at(ctx context.Context, m mark) (history.State, *CatalogView, *h
 		if v, ok = viewOf(*st.Seen); !ok {
 			return st, nil, comp, nil
 		}
+		if st.Seen.Changes {
+			// A change list: the list the model has is its chain's.
+			if st.Chain == nil || st.Chain.List == nil {
+				return st, nil, comp, nil
+			}
+			v.Entries = listEntries(st.Chain.List)
+		}
 		s.views[st.Seen.Seq] = v
 	}
 	return st, &v, comp, nil
@@ -167,4 +175,14 @@ func (l recordingLog) At(_ context.Context, seq uint64) (*history.Record, error)
 		}
 	}
 	return nil, nil
+}
+
+// listEntries are a list's entries as the wire has them (an entry shown
+// without a description has an empty one).
+func listEntries(l *catalog.List) []events.Entry {
+	out := make([]events.Entry, len(l.Entries))
+	for i, e := range l.Entries {
+		out[i] = events.Entry{Name: e.Name, Description: e.Description}
+	}
+	return out
 }
