@@ -34,6 +34,8 @@ type world struct {
 	registry *providers.Registry
 	// configure, when set, adjusts the processors' configuration.
 	configure func(*processor.Config)
+	// options are the processors' options beside their logger.
+	options []processor.Option
 }
 
 func newWorld(t *testing.T, opts ...natstest.Option) *world {
@@ -70,7 +72,8 @@ func (w *world) startProcessor() (stop func()) {
 	if w.configure != nil {
 		w.configure(&cfg)
 	}
-	p, err := processor.New(nc, w.registry, cfg, processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	opts := append([]processor.Option{processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, w.options...)
+	p, err := processor.New(nc, w.registry, cfg, opts...)
 	if err != nil {
 		w.t.Fatal(err)
 	}
