@@ -150,6 +150,11 @@ func printUsage(w io.Writer, r *usage.Report) {
 	cu := r.Catalogs
 	fmt.Fprintf(w, "\ncatalogs: %d initial, %d replacement, %d tombstone; %d bytes of text (~%d tokens at %d bytes a token); %d skills listed\n",
 		cu.Appends["initial"], cu.Appends["replacement"], cu.Appends["tombstone"], cu.TextBytes, cu.EstimatedTokens, usage.TokenBytes, cu.Listed)
+	if n := cu.Appends["changes"]; n > 0 {
+		fmt.Fprintf(w, "change lists: %d, %d bytes of text; full lists: %d bytes (initial %d, replacement %d, tombstone %d)\n",
+			n, cu.BytesByKind["changes"], cu.BytesByKind["initial"]+cu.BytesByKind["replacement"]+cu.BytesByKind["tombstone"],
+			cu.BytesByKind["initial"], cu.BytesByKind["replacement"], cu.BytesByKind["tombstone"])
+	}
 	names := make([]string, len(r.ListedNeverUsed))
 	for i, n := range r.ListedNeverUsed {
 		names[i] = printable(n)

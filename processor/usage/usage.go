@@ -212,8 +212,12 @@ func (s SkillUsage) ErrorCount() int {
 // CatalogUsage sums the catalogs appended in the window.
 type CatalogUsage struct {
 	// Appends counts catalogs by kind: initial, replacement, tombstone (a
-	// replacement without entries).
+	// replacement without entries), and changes (a change list, which
+	// names only the skills added, changed or removed) when there are any.
 	Appends map[string]int `json:"appends"`
+	// BytesByKind is TextBytes by the same kinds: what the full lists cost
+	// beside what the change lists cost.
+	BytesByKind map[string]int64 `json:"bytesByKind"`
 	// TextBytes is the bytes of catalog text sent to models;
 	// EstimatedTokens is TextBytes / TokenBytes, rounded up.
 	TextBytes       int64 `json:"textBytes"`
@@ -304,7 +308,8 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 		listed:  map[string]struct{}{},
 		project: map[string]string{},
 		rep: Report{Stream: opts.Stream, Prefix: opts.Prefix, Since: opts.Since, Session: opts.Session, Project: opts.Project,
-			Catalogs: CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0}}},
+			Catalogs: CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0},
+				BytesByKind: map[string]int64{"initial": 0, "replacement": 0, "tombstone": 0}}},
 		search: searchAcc{sessions: map[string]*sessionAcc{}, found: map[string]*FoundSkill{}, noMatch: map[string]int{}},
 	}
 	if err := r.read(ctx, st, cfg); err != nil {
@@ -405,9 +410,15 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 		}
 		r.rep.Catalogs.Appends[update]++
 		r.rep.Catalogs.TextBytes += int64(len(c.Text))
+		r.rep.Catalogs.BytesByKind[update] += int64(len(c.Text))
 		for _, e := range c.Source.Entries {
 			if len(r.listed) < MaxSkills && catalog.CheckName(e.Name) == nil {
 				r.listed[e.Name] = struct{}{}
+			}
+		}
+		for _, ch := range c.Source.Changes { // a change list lists what it adds or changes
+			if ch.Change != events.ChangeRemoved && len(r.listed) < MaxSkills && catalog.CheckName(ch.Name) == nil {
+				r.listed[ch.Name] = struct{}{}
 			}
 		}
 	case events.KindToolResult:
