@@ -404,6 +404,35 @@
 // validated), so it makes the processor read nothing a trigger could not;
 // at most 16 requests are answered at once, more are answered "busy".
 //
+// # Change lists
+//
+// With Config.Catalog.Updates "changes" (serve --catalog-updates
+// changes) a small change of a session's catalog appends a change list
+// (catalog.DecideView decides, catalog.RenderChanges writes it) on the
+// session's current list: its newest full catalog (the base) and the
+// change lists after it. The history rule (processor/history) recognises
+// a change list by its <skill_catalog_changes> block and its source
+// (update "changes", a base before it, a digest), and counts it only with
+// its chain: every catalog record between it and its base a change list of
+// ours on that base, the base a full catalog of ours, each digest the one
+// its changes give, and none masked by the newest compaction. A chain that
+// does not hold leaves the list unknown, and the pre-step appends a full
+// replacement, once.
+//
+// Reads stay what they were: a change list carries the digest of the list
+// it leads to, so the newest catalog record still says "unchanged" with
+// one comparison. A member reads a chain back once (chain.go: at most 15
+// change lists and the base), remembers it per session, and at each later
+// pre-step shows with one Direct Get that none of it was deleted (the first
+// catalog.> record from the base's head, or the base, is the one it saw,
+// and the server counts as many records after it). Lists are remembered by
+// digest (a prepared view's entries, mostly), so the next diff does not
+// read the base. The head read (head.go) covers change lists like any
+// catalog. A change list is appended, retried, redelivered and checked
+// against the view rule exactly as a replacement; a Decision whose list is
+// made of several records names them (catalogSeqs) and carries the list
+// (currentList).
+//
 // # Fresh skills
 //
 // A trigger may carry minStoreRevision, the store index revision its
