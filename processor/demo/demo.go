@@ -292,11 +292,16 @@ func (d *demo) preStep(ctx context.Context) error {
 	switch {
 	case dec.Catalog != nil:
 		c := dec.Catalog
-		kind := c.Source.Update + " catalog"
-		if len(c.Source.Entries) == 0 {
+		kind, n := c.Source.Update+" catalog", len(c.Source.Entries)
+		if n == 0 {
 			kind = "tombstone"
 		}
-		d.printf("processor: %s, %s with %d %s\n", dec.Outcome, kind, len(c.Source.Entries), plural(len(c.Source.Entries), "skill", "skills"))
+		if c.Source.Update == events.UpdateChanges {
+			ch := len(c.Source.Changes)
+			d.printf("processor: %s, change list naming %d %s (the list now has %d)\n", dec.Outcome, ch, plural(ch, "skill", "skills"), c.Source.Count)
+		} else {
+			d.printf("processor: %s, %s with %d %s\n", dec.Outcome, kind, n, plural(n, "skill", "skills"))
+		}
 		d.printf("\nThe model sees a new user message:\n\n")
 		d.model(c.Text)
 	default:
