@@ -45,7 +45,7 @@
 // # Replay
 //
 // A Replayer is fed a recording item by item and emits one Step per trigger
-// (pre-step or skill call), in stream order. For each trigger it finds the
+// (pre-step, skill call or skill search), in stream order. For each trigger it finds the
 // recorded output (by Causation-Seq, else by step or call id) and re-runs
 // the decision the processor made:
 //
@@ -58,7 +58,14 @@
 //     keeps the session's catalog and compaction records, the only ones
 //     the rule reads;
 //   - a skill call is run with catalog.Execute for the call's query
-//     (history.Lookup).
+//     (history.Lookup);
+//   - a skill search is run with catalog.Search over the search index of
+//     the skills replayed against (package providers/search, the
+//     processor's own ranking: a registry of those skills alone, built at
+//     the first search and kept for the replay), for the search's query.
+//     Its argument errors are the tool's answer to the model and compared
+//     by text; a replay without Catalog.SkillSearch refuses searches as
+//     such a processor does.
 //
 // The history always comes from the recording, never from the replay's own
 // earlier answers, so a change shows at the steps it really affects. A
@@ -88,7 +95,14 @@
 //     listed. A skill call gets the tool result it got (the loaded body,
 //     provider and resource base, or the unknown, not-invocable or
 //     provider error), else the newest earlier result for that skill, else
-//     the captured skills, else unknown. An unchanged processor then
+//     the captured skills, else unknown. A skill search gets the matches
+//     it got (the skills its result shows, their total, or its provider
+//     error), else the captured skills, else none: the recording does not
+//     hold every candidate a ranking needs, so the ranking stands as
+//     recorded and the rest of the search (argument checks, the entries,
+//     the text) is the processor's. A catalog shortened for search names
+//     how many skills it left out: as many placeholders, longer than any
+//     skill and sorting last, stand in for them, so it is rebuilt exactly. An unchanged processor then
 //     reproduces every recorded output even when skills were added,
 //     edited or removed during the session: the regression check for a
 //     processor upgrade, where any difference is the processor's. Store
@@ -108,7 +122,8 @@
 // With Options.HistoryOnly nothing is replayed: each pre-step's Step carries
 // Seen, the catalog the model saw at that step (the newest visible one after
 // the step's output, compaction masking and keep lists applied), Published,
-// and the compaction in force.
+// and the compaction in force; a search's Step carries its query and the
+// value its result recorded (Search: the skills shown, the total).
 //
 // # Left to the caller
 //

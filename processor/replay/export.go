@@ -208,8 +208,8 @@ func CaptureSkills(ctx context.Context, skills history.Skills, cwd string) (Skil
 	return set, nil
 }
 
-// triggerCwd returns the working directory of a decodable pre-step or skill
-// call.
+// triggerCwd returns the working directory of a decodable pre-step, skill
+// call or skill search.
 func triggerCwd(prefix string, e Event) (string, bool) {
 	_, kind, err := events.ParseSubject(prefix, e.Subject)
 	if err != nil {
@@ -225,6 +225,9 @@ func triggerCwd(prefix string, e Event) (string, bool) {
 		return p.Cwd, err == nil
 	case events.KindSkillCall:
 		c, err := events.DecodeSkillCall(enc, e.Data)
+		return c.Cwd, err == nil
+	case events.KindSkillSearch:
+		c, err := events.DecodeSkillSearch(enc, e.Data)
 		return c.Cwd, err == nil
 	}
 	return "", false

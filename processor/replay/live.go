@@ -16,6 +16,7 @@ func Live(ctx context.Context, js jetstream.JetStream, stream, prefix, sid strin
 	if err != nil {
 		return Summary{}, err
 	}
+	defer rp.release()
 	err = ReadSession(ctx, js, stream, prefix, sid, func(e Event, _ uint64) error {
 		return rp.Add(ctx, Item{Event: &e})
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -14,8 +15,9 @@ import (
 
 // Trigger kinds a Step reports.
 const (
-	TriggerPreStep   = "pre-step"
-	TriggerSkillCall = "skill-call"
+	TriggerPreStep     = "pre-step"
+	TriggerSkillCall   = "skill-call"
+	TriggerSkillSearch = "skill-search"
 )
 
 // Outcomes a Step reports besides catalog.Outcome values (appended,
@@ -43,7 +45,7 @@ type Outcome struct {
 	Outcome string `json:"outcome"`
 	// Update is initial, replacement or tombstone for an appended catalog.
 	Update string `json:"update,omitempty"`
-	// Code is a skill call's error code.
+	// Code is a skill call's or a search's error code.
 	Code string `json:"code,omitempty"`
 	// Seq is the stream sequence of the recorded output.
 	Seq uint64 `json:"seq,omitempty"`
@@ -90,13 +92,19 @@ type Step struct {
 	// Seq is the trigger's stream sequence.
 	Seq  uint64 `json:"seq"`
 	Kind string `json:"kind"`
-	// ID is the pre-step's step id or the skill call's call id.
+	// ID is the pre-step's step id or the skill call's or search's call
+	// id.
 	ID  string `json:"id"`
 	Cwd string `json:"cwd,omitempty"`
 	// Skill is a skill call's name argument.
-	Skill    string  `json:"skill,omitempty"`
-	Recorded Outcome `json:"recorded"`
-	Replayed Outcome `json:"replayed,omitzero"`
+	Skill string `json:"skill,omitempty"`
+	// Query is a search's query argument as given (when a string), Search
+	// the value its recorded result holds: the query searched, offset,
+	// total and the skills shown.
+	Query    string              `json:"query,omitempty"`
+	Search   *events.SearchValue `json:"search,omitempty"`
+	Recorded Outcome             `json:"recorded"`
+	Replayed Outcome             `json:"replayed,omitzero"`
 	// Differs is true when the model text the replay would have put into
 	// the session is not what the recording holds.
 	Differs bool `json:"differs"`
@@ -207,6 +215,9 @@ type Replayer struct {
 	results  map[string]events.ToolResult // by skill name: the newest telling result (AsRecorded)
 	sum      Summary
 	lastSeq  uint64
+	// The search indexes of the skills replayed against and of the
+	// captured ones, built at the first search that needs them.
+	skillsIndex, recordedIndex *searchIndex
 }
 
 // NewReplayer starts a replay of the session named by h.
@@ -248,6 +259,8 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 	if it.Skills != nil {
 		set := *it.Skills
 		r.recorded[set.Cwd] = &set
+		r.recordedIndex.close() // the captured skills changed
+		r.recordedIndex = nil
 		return nil
 	}
 	if it.Event == nil {
@@ -280,7 +293,7 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		}
 	case events.KindCompaction:
 		r.st.observe(e, kind)
-	case events.KindPreStep, events.KindSkillCall:
+	case events.KindPreStep, events.KindSkillCall, events.KindSkillSearch:
 		if r.opts.Recorded && !r.opts.HistoryOnly && len(r.recorded) == 0 {
 			return ErrNoRecordedSkills
 		}
@@ -323,6 +336,7 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 // Finish settles the triggers still waiting (they got no output) and emits
 // the rest.
 func (r *Replayer) Finish(ctx context.Context) (Summary, error) {
+	defer r.release()
 	for _, p := range r.queue {
 		if !p.done {
 			if err := r.settle(ctx, p); err != nil {
@@ -363,11 +377,13 @@ func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 		}
 		return nil
 	}
+	answers := func(p *pending) bool { return p.kind == want }
 	if kind == events.KindToolResult {
-		want = events.KindSkillCall
+		// A tool result answers a skill call or a search.
+		answers = func(p *pending) bool { return p.kind == events.KindSkillCall || p.kind == events.KindSkillSearch }
 	}
 	if seq, ok := causation(e); ok {
-		if p := r.bySeq[seq]; p != nil && p.kind == want && !p.done {
+		if p := r.bySeq[seq]; p != nil && answers(p) && !p.done {
 			return p
 		}
 		return nil
@@ -377,7 +393,7 @@ func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 		return nil
 	}
 	for _, p := range r.queue {
-		if !p.done && p.kind == want && p.id == id {
+		if !p.done && answers(p) && p.id == id {
 			return p
 		}
 	}
@@ -446,6 +462,18 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 		}
 		if !r.opts.HistoryOnly {
 			err = r.replayPreStep(ctx, p, hist, &s)
+		}
+	} else if p.kind == events.KindSkillSearch {
+		s.Kind = TriggerSkillSearch
+		s.Recorded = recordedSearch(p.output)
+		s.Search = searchValue(p.output)
+		if enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType)); err == nil {
+			if ss, err := events.DecodeSkillSearch(enc, p.event.Data); err == nil {
+				s.Cwd, s.Query = ss.Cwd, ss.Args.QueryText()
+			}
+		}
+		if !r.opts.HistoryOnly {
+			err = r.replaySearch(ctx, p, &s)
 		}
 	} else {
 		s.Kind = TriggerSkillCall
@@ -520,10 +548,12 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	if err != nil {
 		return err
 	}
+	// Search offered or not by the step's tools, as the processor decides.
+	opts := history.Offer(r.opts.Catalog, ps.Tools, r.opts.ToolOwner)
 	var prepared *catalog.View // nil when the tool is not visible
 	if history.Visible(ps.Tools, r.opts.ToolOwner) {
 		skills, q, _ := r.skillsFor(p, h, history.PreStepQuery(ps))
-		cv, err := history.Prepare(ctx, skills, q, r.opts.Catalog)
+		cv, err := history.Prepare(ctx, skills, q, opts)
 		if err != nil {
 			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, q.Cwd, err)
 		}
@@ -534,7 +564,7 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	if err := r.st.rule.Current(ctx, recordingLog{s: r.st, upTo: uint64(hist)}, &h, prepared); err != nil {
 		return err
 	}
-	d := history.Decide(prepared, h, r.opts.Catalog)
+	d := history.Decide(prepared, h, opts)
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
@@ -679,6 +709,10 @@ func idOf(e Event, kind events.Kind) string {
 		if c, err := events.DecodeSkillCall(enc, e.Data); err == nil {
 			return c.Call
 		}
+	case events.KindSkillSearch:
+		if c, err := events.DecodeSkillSearch(enc, e.Data); err == nil {
+			return c.Call
+		}
 	case events.KindCatalog:
 		if c, err := events.DecodeCatalog(enc, e.Data); err == nil {
 			return c.Step
@@ -700,7 +734,7 @@ func idOf(e Event, kind events.Kind) string {
 // catalog it appended or else of the newest one before it.
 func (r *Replayer) shownAt(p *pending, h history.State) shown {
 	sh := shown{results: r.results, captured: recordedSkills(r.recorded), maxBytes: r.opts.Catalog.MaxSkillBytes}
-	if p.kind == events.KindSkillCall {
+	if p.kind != events.KindPreStep {
 		return sh // a call's own result is already the newest of its name
 	}
 	c, ok := decodeCatalog(p.output)
@@ -709,12 +743,18 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 		c, err = h.Newest.Decode()
 		ok = err == nil
 	}
-	switch {
-	case ok && c.Source.Update == events.UpdateChanges:
+	if ok && c.Source.Update == events.UpdateChanges {
 		// A change list has no entries: the list it leads to does.
-		sh.entries, _ = r.changedList(p, h, c)
-	case ok:
-		sh.entries = c.Source.Entries
+		sh.entries, ok = r.changedList(p, h, c)
+	}
+	if ok {
+		if c.Source.Update != events.UpdateChanges {
+			sh.entries = c.Source.Entries
+		}
+		if o := c.Source.Omitted; o > 0 && strings.Contains(c.Text, "\n"+catalog.SearchNotice(o)+"\n") {
+			// Shortened for search: the skills left out are stood in for.
+			sh.omitted = placeholders(sh.entries, o, r.opts.Catalog.DescriptionMaxLength)
+		}
 	}
 	return sh
 }
@@ -775,6 +815,7 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	defer rp.release()
 	for {
 		it, err := r.Next()
 		if err == io.EOF {
@@ -793,7 +834,11 @@ func Run(ctx context.Context, r *Reader, opts Options) (Summary, error) {
 // replay: every trigger sees the same skills, however long the replay takes
 // and whatever changes on disk meanwhile, and a long session costs one
 // snapshot per directory instead of one per trigger.
+//
+// The replay's search index asks it from the registry's goroutines, so it
+// answers one question at a time.
 type memo struct {
+	mu        sync.Mutex
 	skills    history.Skills
 	snapshots map[catalog.Query]catalog.Snapshot
 	resolved  map[named]answer[catalog.Summary]
@@ -818,6 +863,8 @@ func newMemo(s history.Skills) *memo {
 }
 
 func (m *memo) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if s, ok := m.snapshots[q]; ok {
 		return s, nil
 	}
@@ -830,10 +877,14 @@ func (m *memo) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot,
 }
 
 func (m *memo) Resolve(ctx context.Context, name string, q catalog.Query) (catalog.Summary, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return ask(ctx, m.resolved, name, q, m.skills.Resolve)
 }
 
 func (m *memo) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return ask(ctx, m.loaded, name, q, m.skills.Load)
 }
 

@@ -18,7 +18,10 @@ import (
 //   - The catalog list: the entries of the catalog the trigger appended,
 //     else those of the newest catalog of ours recorded before it (the
 //     processor found the view unchanged or could not see it), else none
-//     (nothing was ever listed: the view was empty).
+//     (nothing was ever listed: the view was empty). A catalog shortened
+//     for search names how many skills it left out, not which: as many
+//     placeholders stand in for them (see placeholders), so that the
+//     catalog lists and leaves out what it did.
 //   - A skill a call names: the tool result the call got (a loaded body
 //     with its provider and resource base, or unknown, not invocable, a
 //     provider error), else the newest result an earlier call of that name
@@ -26,17 +29,19 @@ import (
 //     working directory, else unknown.
 type shown struct {
 	entries  []events.Entry
+	omitted  []catalog.Summary            // placeholders of the skills left out
 	results  map[string]events.ToolResult // by skill name
 	captured recordedSkills
 	maxBytes int // the instruction size limit
 }
 
 func (s shown) Snapshot(context.Context, catalog.Query) (catalog.Snapshot, error) {
-	snap := catalog.Snapshot{Complete: true, Skills: make([]catalog.Summary, len(s.entries))}
+	snap := catalog.Snapshot{Complete: true, Skills: make([]catalog.Summary, len(s.entries), len(s.entries)+len(s.omitted))}
 	for i, e := range s.entries {
 		snap.Skills[i] = catalog.Summary{Name: e.Name, Description: e.Description,
 			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}
 	}
+	snap.Skills = append(snap.Skills, s.omitted...) // their names sort last
 	return snap, nil
 }
 
