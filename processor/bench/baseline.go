@@ -24,9 +24,9 @@ import (
 //   - the worker appends the trigger (same load generator as the processor phase);
 //   - a durable pull consumer, shared like the processor's, delivers it;
 //   - pre-step: two Direct Get last_by_subj reads (newest catalog, newest
-//     compaction); skill call: one (newest tool result);
+//     compaction); skill call and skill search: one (newest tool result);
 //   - one append with Nats-Expected-Last-Subject-Sequence checked against the
-//     session, where the workload expects one (every skill call; a pre-step
+//     session, where the workload expects one (every skill call and search; a pre-step
 //     when the load generator marked it with AppendHeader: the first of
 //     a session, the first after a catalog change);
 //   - one core NATS reply: an answer of realistic size, encoded for the
@@ -49,16 +49,21 @@ const (
 type benchBlobs struct {
 	catalog []byte // stored catalog (msgpack)
 	result  []byte // stored tool result (msgpack)
+	search  []byte // stored search result (msgpack)
 	cat     events.Catalog
 	res     events.ToolResult
+	found   events.ToolResult // a search's result
 }
 
 // answer encodes the answer to the trigger of kind on session sid with
 // id and stream sequence seq; appended says whether a catalog was
 // appended for a pre-step.
 func (b *benchBlobs) answer(enc events.Encoding, kind events.Kind, sid, id string, seq uint64, appended bool) ([]byte, error) {
-	if kind == events.KindSkillCall {
+	if kind == events.KindSkillCall || kind == events.KindSkillSearch {
 		r := b.res
+		if kind == events.KindSkillSearch {
+			r = b.found
+		}
 		r.Session, r.Call, r.TriggerSeq = sid, id, seq
 		return events.Encode(enc, r)
 	}
@@ -98,12 +103,23 @@ func newBenchBlobs(owner string, skills []catalog.Summary, body string, opts cat
 	}
 	res := events.ToolResult{V: events.Version, Session: "session", Call: "call", TriggerSeq: 1, Text: body,
 		Value: &events.SkillValue{Name: "skill", Provider: "agentskills", Content: body}}
-	b := &benchBlobs{cat: cat, res: res}
+	// A search's result: a page of the default eight matches.
+	page := catalog.SearchValue{Query: "releases and reviews of area 1", Total: len(entries), Results: entries[:min(len(entries), catalog.DefaultSearchLimit)]}
+	found := events.ToolResult{V: events.Version, Session: "session", Call: "call", TriggerSeq: 1,
+		Text:   catalog.SearchResult{Value: &page}.Text(),
+		Search: &events.SearchValue{Query: page.Query, Total: page.Total, Results: make([]events.Entry, len(page.Results))}}
+	for i, e := range page.Results {
+		found.Search.Results[i] = events.Entry{Name: e.Name, Description: e.Description}
+	}
+	b := &benchBlobs{cat: cat, res: res, found: found}
 	var err error
 	if b.catalog, err = events.Encode(events.Msgpack, cat); err != nil {
 		return nil, err
 	}
 	if b.result, err = events.Encode(events.Msgpack, res); err != nil {
+		return nil, err
+	}
+	if b.search, err = events.Encode(events.Msgpack, found); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -231,17 +247,20 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 		if h.Get(AppendHeader) != "" {
 			stored = b.blobs.catalog
 		}
-	case events.KindSkillCall:
+	case events.KindSkillCall, events.KindSkillSearch:
 		if err := b.last(ctx, events.Subject(b.prefix, sid, events.KindToolResult)); err != nil {
 			return err
 		}
 		stored = b.blobs.result
+		if kind == events.KindSkillSearch {
+			stored = b.blobs.search
+		}
 	default:
 		return nil
 	}
 	if stored != nil {
 		out := events.KindCatalog
-		if kind == events.KindSkillCall {
+		if kind != events.KindPreStep {
 			out = events.KindToolResult
 		}
 		m := &nats.Msg{

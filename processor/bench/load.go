@@ -26,11 +26,16 @@ const AppendHeader = "Skillstream-Bench-Append"
 
 // Plan is the workload of one phase.
 type Plan struct {
-	Prefix      string // subject prefix of the phase's stream
-	RunID       string // makes session ids unique per run
-	Sessions    int
-	Steps       int
-	Calls       int // skill calls after each pre-step
+	Prefix   string // subject prefix of the phase's stream
+	RunID    string // makes session ids unique per run
+	Sessions int
+	Steps    int
+	Calls    int // skill calls after each pre-step
+	// Searches are skill searches after each pre-step's calls, each for
+	// one of Queries in turn; with any, the sessions' tool view holds
+	// the skill_search tool (search is offered to them).
+	Searches    int
+	Queries     []string
 	Concurrency int // sessions in flight at once
 	Enc         events.Encoding
 	Owner       string        // tool owner in the tool view
@@ -49,6 +54,7 @@ type Plan struct {
 type Counters struct {
 	preSteps atomic.Int64 // answered
 	calls    atomic.Int64 // answered
+	searches atomic.Int64 // answered
 	appends  atomic.Int64 // outputs appended (catalogs and tool results)
 	errors   atomic.Int64
 	retries  atomic.Int64 // extra attempts after a missing answer
@@ -157,8 +163,8 @@ func SkillMD(name, description string) string {
 
 // Progress is a phase's running totals, for a progress line.
 type Progress struct {
-	Elapsed                                    time.Duration
-	PreSteps, SkillCalls, Errors, Sessions, Of int64
+	Elapsed                                              time.Duration
+	PreSteps, SkillCalls, Searches, Errors, Sessions, Of int64
 }
 
 // RunPhase plays the plan's sessions on nc until they are done or duration
@@ -188,7 +194,7 @@ func RunPhase(ctx context.Context, nc *nats.Conn, p Plan, duration time.Duration
 				return
 			case <-t.C:
 				tick(Progress{Elapsed: time.Since(start), PreSteps: cnt.preSteps.Load(), SkillCalls: cnt.calls.Load(),
-					Errors: cnt.errors.Load(), Sessions: cnt.sessions.Load(), Of: int64(p.Sessions)})
+					Searches: cnt.searches.Load(), Errors: cnt.errors.Load(), Sessions: cnt.sessions.Load(), Of: int64(p.Sessions)})
 			}
 		}
 	}()
@@ -202,6 +208,7 @@ func RunPhase(ctx context.Context, nc *nats.Conn, p Plan, duration time.Duration
 		Complete:   cnt.sessions.Load() == int64(p.Sessions),
 		PreSteps:   cnt.preSteps.Load(),
 		SkillCalls: cnt.calls.Load(),
+		Searches:   cnt.searches.Load(),
 		Appends:    cnt.appends.Load(),
 		Errors:     cnt.errors.Load(),
 		Retries:    cnt.retries.Load(),
@@ -215,6 +222,7 @@ func RunPhase(ctx context.Context, nc *nats.Conn, p Plan, duration time.Duration
 	secs := elapsed.Seconds()
 	ph.PreStepsPerSec = float64(ph.PreSteps) / secs
 	ph.SkillCallsPerSec = float64(ph.SkillCalls) / secs
+	ph.SearchesPerSec = float64(ph.Searches) / secs
 	ph.AppendsPerSec = float64(ph.Appends) / secs
 	return ph, nil
 }
@@ -244,7 +252,7 @@ func runLoad(ctx context.Context, cl *client.Client, p Plan, cnt *Counters, samp
 }
 
 // playSession plays one session: steps pre-steps, each followed by calls
-// skill calls, each waiting for its answer.
+// skill calls and searches skill searches, each waiting for its answer.
 func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Counters, local Local, changes *Changes) {
 	sid := fmt.Sprintf("%s-%07d", p.RunID, i)
 	cwd := ""
@@ -252,6 +260,9 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 		cwd = p.Cwds[i%len(p.Cwds)]
 	}
 	tools := []events.Tool{{Name: "read_file", Owner: "agent"}, client.SkillTool(p.Owner)}
+	if p.Searches > 0 {
+		tools = append(tools, client.SkillSearchTool(p.Owner))
+	}
 	seen := changes.epoch.Load()
 	var tries int
 	for step := 1; step <= p.Steps; step++ {
@@ -345,5 +356,60 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 			cnt.outcome("tool ok")
 			cnt.appends.Add(1)
 		}
+		for q := 1; q <= p.Searches; q++ {
+			if ctx.Err() != nil {
+				return
+			}
+			callID := stepID + "-q" + strconv.Itoa(q)
+			query := p.Queries[(i+step+q)%len(p.Queries)]
+			start := time.Now()
+			r, err := cl.SearchSkills(ctx, events.SkillSearch{Session: sid, Call: callID, Cwd: cwd, Args: events.SearchArgs{Query: query}}, client.Attempts(&tries))
+			took := time.Since(start)
+			cnt.retries.Add(int64(max(tries-1, 0)))
+			if r.V == 0 { // no answer
+				if ctx.Err() != nil {
+					return
+				}
+				cnt.fail(fmt.Errorf("skill search: %w", err))
+				continue
+			}
+			cnt.searches.Add(1)
+			local.add(SeriesSkillSearch, took)
+			switch {
+			case r.IsError:
+				code := "error"
+				if r.Error != nil {
+					code = r.Error.Code
+				}
+				cnt.outcome("search " + code)
+				if code != events.CodeExpired && code != client.CodeUnavailable {
+					cnt.appends.Add(1) // an error result is appended too
+				}
+				cnt.fail(fmt.Errorf("skill search answered %s", r.Text))
+			case err != nil:
+				cnt.fail(fmt.Errorf("skill search: %w", err))
+			case r.Search != nil && len(r.Search.Results) > 0:
+				cnt.outcome("search found")
+				cnt.appends.Add(1)
+			default:
+				cnt.outcome("search nothing")
+				cnt.appends.Add(1)
+			}
+		}
 	}
+}
+
+// Queries returns the search queries of a workload over WriteSkills'
+// skills: n queries naming one area each, matching its skill best, and
+// one in ten matching nothing.
+func Queries(n int) []string {
+	out := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		if i%10 == 0 {
+			out = append(out, "quantum chromodynamics on a lattice")
+			continue
+		}
+		out = append(out, fmt.Sprintf("releases and reviews of area %d", i))
+	}
+	return out
 }

@@ -143,12 +143,13 @@ type inProcess struct {
 	close   func()
 }
 
-// StartProcessor runs a processor over skills on nc in this process and
-// waits until it serves; Stop ends it, then calls closeFn (which closes
-// what the caller opened for it, nc included).
-func StartProcessor(ctx context.Context, nc *nats.Conn, skills processor.Skills, cfg processor.Config, log *slog.Logger, closeFn func()) (Proc, error) {
+// StartProcessor runs a processor over skills on nc in this process, with
+// opts (the search index, say), and waits until it serves; Stop ends it,
+// then calls closeFn (which closes what the caller opened for it, nc
+// included).
+func StartProcessor(ctx context.Context, nc *nats.Conn, skills processor.Skills, cfg processor.Config, log *slog.Logger, closeFn func(), opts ...processor.Option) (Proc, error) {
 	metrics := prometheus.NewRegistry()
-	p, err := processor.New(nc, skills, cfg, processor.WithLogger(log), processor.WithRegisterer(metrics))
+	p, err := processor.New(nc, skills, cfg, append([]processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics)}, opts...)...)
 	if err != nil {
 		closeFn()
 		return nil, err

@@ -17,8 +17,12 @@ import (
 func FormatReport(r *Report) string {
 	var b strings.Builder
 	w := r.Workload
-	fmt.Fprintf(&b, "skillstream bench: %d sessions × %d pre-steps, %d skill calls per step, %d catalog changes, %s, %d skills, %d projects\n",
-		w.Sessions, w.Steps, w.Calls, w.Changes, w.Encoding, w.Skills, w.Projects)
+	searches := ""
+	if w.Searches > 0 {
+		searches = fmt.Sprintf(", %d skill searches", w.Searches)
+	}
+	fmt.Fprintf(&b, "skillstream bench: %d sessions × %d pre-steps, %d skill calls%s per step, %d catalog changes, %s, %d skills, %d projects\n",
+		w.Sessions, w.Steps, w.Calls, searches, w.Changes, w.Encoding, w.Skills, w.Projects)
 	fmt.Fprintf(&b, "%d sessions in flight, %d processor workers, processor %s, NATS %s\n", w.Concurrency, w.Workers, w.Processor, w.NATS)
 	m := r.Machine
 	fmt.Fprintf(&b, "machine: %d CPUs, %s memory, %s %s; load average %s before, %s after\n\n",
@@ -61,6 +65,10 @@ func FormatReport(r *Report) string {
 	if r.Workload.Calls > 0 {
 		row("skill calls", func(p *PhaseReport) string { return fmt.Sprint(p.SkillCalls) }, "")
 		row("skill calls/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.SkillCallsPerSec) }, ratio("skill_calls_per_second"))
+	}
+	if r.Workload.Searches > 0 {
+		row("skill searches", func(p *PhaseReport) string { return fmt.Sprint(p.Searches) }, "")
+		row("skill searches/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.SearchesPerSec) }, ratio("skill_searches_per_second"))
 	}
 	row("appends/s", func(p *PhaseReport) string { return fmt.Sprintf("%.0f", p.AppendsPerSec) }, "")
 	for _, s := range Series {
@@ -151,6 +159,7 @@ func FormatReport(r *Report) string {
 		}
 	}
 	b.WriteString(invocationCost(r))
+	b.WriteString(searchCost(r))
 	b.WriteString(benchTargets(r))
 	return b.String()
 }
@@ -166,6 +175,19 @@ func invocationCost(r *Report) string {
 	return fmt.Sprintf("\nuser invocation: an unchanged pre-step with one invocation took p50 %s, p99 %s (%d samples); without, p50 %s, p99 %s (%d samples): +%s at p50\n",
 		benchMicros(with.P50), benchMicros(with.P99), with.N, benchMicros(without.P50), benchMicros(without.P99), without.N,
 		benchMicros(with.P50-without.P50))
+}
+
+// searchCost compares, in the processor phase, a skill search's round
+// trip with a skill call's.
+func searchCost(r *Report) string {
+	search, ok1 := r.Processor.Latency[SeriesSkillSearch]
+	call, ok2 := r.Processor.Latency[SeriesSkillCall]
+	if !ok1 || !ok2 || call.P50 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nskill search: a search took p50 %s, p99 %s (%d samples); a skill call p50 %s, p99 %s (%d samples): %.2f× at p50\n",
+		benchMicros(search.P50), benchMicros(search.P99), search.N, benchMicros(call.P50), benchMicros(call.P99), call.N,
+		search.P50/call.P50)
 }
 
 // benchTargets states where the run lands against issue 7's targets.
@@ -325,6 +347,8 @@ type Workload struct {
 	NATS        string `json:"nats"`
 	// Gestures: every Gestures-th pre-step invokes a skill by /name.
 	Gestures int `json:"gestures_every,omitempty"`
+	// Searches: skill searches after each pre-step.
+	Searches int `json:"searches_per_step,omitempty"`
 }
 
 // PhaseReport is one phase's result.
@@ -333,9 +357,11 @@ type PhaseReport struct {
 	Complete         bool               `json:"complete"` // every session finished before --duration
 	PreSteps         int64              `json:"pre_steps"`
 	SkillCalls       int64              `json:"skill_calls"`
+	Searches         int64              `json:"skill_searches,omitempty"`
 	Appends          int64              `json:"appends"`
 	PreStepsPerSec   float64            `json:"pre_steps_per_second"`
 	SkillCallsPerSec float64            `json:"skill_calls_per_second"`
+	SearchesPerSec   float64            `json:"skill_searches_per_second,omitempty"`
 	AppendsPerSec    float64            `json:"appends_per_second"`
 	Conflicts        int64              `json:"conflicts"`
 	Errors           int64              `json:"errors"`
@@ -358,7 +384,7 @@ func (ph *PhaseReport) SetCPU(d time.Duration) {
 	if ph.Seconds > 0 {
 		ph.CPUCores = ph.CPUSeconds / ph.Seconds
 	}
-	if n := ph.PreSteps + ph.SkillCalls; n > 0 {
+	if n := ph.PreSteps + ph.SkillCalls + ph.Searches; n > 0 {
 		ph.CPUPerTriggerUS = ph.CPUSeconds / float64(n) * 1e6
 	}
 }
@@ -388,5 +414,8 @@ func (r *Report) ComputeRatios() {
 	}
 	if r.Baseline.SkillCallsPerSec > 0 {
 		r.Ratios["skill_calls_per_second"] = r.Processor.SkillCallsPerSec / r.Baseline.SkillCallsPerSec
+	}
+	if r.Baseline.SearchesPerSec > 0 {
+		r.Ratios["skill_searches_per_second"] = r.Processor.SearchesPerSec / r.Baseline.SearchesPerSec
 	}
 }

@@ -13,12 +13,13 @@ const (
 	SeriesAppended  = "pre-step appended"  // a catalog appended (baseline: append asked)
 	// SeriesInvoked: an unchanged pre-step whose userText invoked one
 	// skill (one skill.invocation appended); only with --gestures.
-	SeriesInvoked   = "pre-step unchanged + invocation"
-	SeriesSkillCall = "skill call" // every answered skill call
+	SeriesInvoked     = "pre-step unchanged + invocation"
+	SeriesSkillCall   = "skill call"   // every answered skill call
+	SeriesSkillSearch = "skill search" // every answered skill search
 )
 
 // Series lists the series in report order.
-var Series = []string{SeriesPreStep, SeriesUnchanged, SeriesInvoked, SeriesAppended, SeriesSkillCall}
+var Series = []string{SeriesPreStep, SeriesUnchanged, SeriesInvoked, SeriesAppended, SeriesSkillCall, SeriesSkillSearch}
 
 // Samples collects latency samples of one phase. Sessions record into
 // a local Local and merge it once, at their end, so that recording
