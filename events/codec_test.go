@@ -88,7 +88,7 @@ var changesSample = Catalog{V: 1, Session: "sess-1", Step: "step-9", ID: "sess-1
 	Text: "<system-reminder>\nThe available skill catalog changed. These changes update the latest available-skills list in this session; skills not named here are unchanged:\n\n<skill_catalog_changes>\n- removed `docx`\n- changed `pdf-tools`: Work with PDF files &amp; forms, faster\n- added `xlsx`\n(Shortened to fit the catalog size limit: 1 skills listed without a description, 0 skills not listed. Any available skill can still be loaded with the skill tool by its exact name.)\n</skill_catalog_changes>\n\nUse only names in the updated list. If the user names a listed skill, or the task clearly matches its description, call the `skill` tool with the exact name before acting.\n</system-reminder>",
 	Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: UpdateChanges, Base: 60,
 		Changes: []Change{{Name: "docx", Change: ChangeRemoved}, {Name: "pdf-tools", Change: ChangeChanged, Description: "Work with PDF files & forms, faster"}, {Name: "xlsx", Change: ChangeAdded}},
-		Count: 2, Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9",
+		Count:   2, Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9",
 		View: &View{Revision: 12, Instance: "host-a-1f2e3d4c"}}}
 
 // invocationSample is a skill the user invoked with /pdf-tools.

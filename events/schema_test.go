@@ -149,7 +149,7 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 	changes := Catalog{V: 1, Session: "s", Step: "2", ID: "s:2:catalog.append", Role: "user", Text: "t",
 		Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: UpdateChanges, Base: 4,
 			Changes: []Change{{Name: "a", Change: ChangeChanged, Description: "d"}, {Name: "b", Change: ChangeRemoved}},
-			Count: 1, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
+			Count:   1, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	searched := ToolResult{V: 1, Session: "s", Call: "c", TriggerSeq: 9, Text: "t",
 		Search: &SearchValue{Query: "q", Offset: 2, Total: 3, Results: []Entry{{Name: "a", Description: "d"}}}}
 	type payload struct {
