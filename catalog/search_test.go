@@ -591,3 +591,44 @@ func FuzzSearchArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestOfferedCatalogSizes measures what search offered saves at a fleet's
+// size (go test ./catalog -run TestOfferedCatalogSizes -v): 298 skills,
+// the catalog without a limit, under the default size limit (descriptions
+// dropped), and offered search with a few listed maxima (whole entries).
+func TestOfferedCatalogSizes(t *testing.T) {
+	snap := catalog.Snapshot{Skills: fleetSkills(298), Complete: true}
+	measure := func(label string, o catalog.Options) catalog.View {
+		v := catalog.Prepare(snap, o)
+		text := v.Text(catalog.UpdateInitial)
+		bare := 0
+		for _, e := range v.Entries {
+			if e.Bare {
+				bare++
+			}
+		}
+		t.Logf("%-28s %6d bytes, ~%5d tokens: %3d listed (%3d without a description), %3d left out",
+			label, len(text), (utf8.RuneCountInString(text)+3)/4, len(v.Entries), bare, v.Omitted)
+		return v
+	}
+	o := catalog.DefaultOptions()
+	o.MaxLength = 0
+	full := measure("no size limit", o)
+	def := measure("size limit 24000", catalog.DefaultOptions())
+	if full.Omitted != 0 || def.Omitted != 0 || !slices.ContainsFunc(def.Entries, func(e catalog.Entry) bool { return e.Bare }) {
+		t.Fatalf("the size limit did not drop descriptions at 298 skills")
+	}
+	for _, n := range []int{0, 40, 100} {
+		o := catalog.DefaultOptions()
+		o.SkillSearch, o.SearchOffered, o.ListedMax = true, true, n
+		v := measure(fmt.Sprintf("search offered, listed %d", n), o)
+		if n > 0 && (len(v.Entries) != n || v.Omitted != 298-n) {
+			t.Errorf("listed max %d: %d listed, %d left out", n, len(v.Entries), v.Omitted)
+		}
+		for _, e := range v.Entries {
+			if e.Bare {
+				t.Fatalf("listed max %d: %s without its description", n, e.Name)
+			}
+		}
+	}
+}
