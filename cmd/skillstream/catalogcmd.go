@@ -30,11 +30,15 @@ folders too large to watch file by file (see --max-watches-per-skills-dir).
 None of that reaches the model.
 
 It takes the same skills flags and SKILLSTREAM_* variables as serve, so the
-preview matches what serve sends byte for byte. Exit status 1 when a provider
-failed (serve would send nothing until it recovers).`[1:], `
+preview matches what serve sends byte for byte. With --skill-search the preview
+is the catalog of a session offered skill search (its tool view holds the
+skill_search tool beside the skill tool): at most --catalog-listed-max skills,
+whole, and a last line saying how many more skill_search finds. Exit status 1
+when a provider failed (serve would send nothing until it recovers).`[1:], `
   skillstream catalog
   skillstream catalog --cwd ~/src/app --skills-dir /srv/team-skills
   skillstream catalog --no-bundled --catalog-description-max-length 120
+  skillstream catalog --skill-search --catalog-listed-max 40
   skillstream catalog --json | jq .entries`[1:])
 	p.flags(cmd, "print the structured view as JSON instead of the model text")
 	return cmd, func(ctx context.Context, args []string) error {
@@ -86,8 +90,8 @@ type catalogView struct {
 	Digest       string      `json:"digest"`
 	ApproxTokens int         `json:"approxTokens"`
 	Entries      []entryJSON `json:"entries"`
-	// Shortened says what the catalog size limit took; absent when the
-	// catalog fits.
+	// Shortened says what the catalog size limit (or, with search
+	// offered, the listed maximum) took; absent when the catalog fits.
 	Shortened *shortenedJSON `json:"shortened,omitempty"`
 	// Skills are all winning skills, model-invocable or not.
 	Skills      []catalog.Summary      `json:"skills"`
@@ -100,6 +104,11 @@ type catalogView struct {
 // shortenedJSON is what the catalog size limit took from the catalog.
 type shortenedJSON struct {
 	MaxLength int `json:"maxLength"`
+	// Search is set when the catalog is one offered skill search: whole
+	// skills are left out (up to ListedMax listed, 0 for no count limit)
+	// and the skill_search tool finds them.
+	Search    bool `json:"search,omitempty"`
+	ListedMax int  `json:"listedMax,omitempty"`
 	// WithoutDescription are the skills listed without their description,
 	// Omitted those not listed at all.
 	WithoutDescription []string `json:"withoutDescription"`
@@ -138,8 +147,10 @@ func origin(c providers.Candidate) originJSON {
 	return originJSON{Provider: c.Provider, Source: c.Source, Rank: c.Rank, ResourceBase: c.ResourceBase}
 }
 
-// newCatalogView computes what the model would see from an Inspect report.
+// newCatalogView computes what the model would see from an Inspect report:
+// with search on, the catalog of a session offered it.
 func newCatalogView(rep providers.Report, opts catalog.Options) catalogView {
+	opts.SearchOffered = opts.SkillSearch
 	v := catalogView{
 		Cwd:         rep.Query.Cwd,
 		Complete:    rep.Snapshot.Complete,
@@ -163,11 +174,14 @@ func newCatalogView(rep providers.Report, opts catalog.Options) catalogView {
 	}
 	v.Digest = view.Digest
 	if v.Complete && (len(view.Entries) > 0 || view.Omitted > 0) {
-		v.Text = catalog.RenderWith(catalog.UpdateInitial, view.Entries, view.Omitted, opts.UserInvocation)
+		v.Text = view.Text(catalog.UpdateInitial)
 		v.ApproxTokens = approxTokens(v.Text)
 	}
 	if len(view.Entries) != len(full) || view.Omitted > 0 || slices.ContainsFunc(view.Entries, func(e catalog.Entry) bool { return e.Bare }) {
 		sh := &shortenedJSON{MaxLength: opts.MaxLength, WithoutDescription: []string{}, Omitted: []string{}}
+		if view.Search {
+			sh.Search, sh.ListedMax = true, opts.ListedMax
+		}
 		shown := make(map[string]catalog.Entry, len(view.Entries))
 		for _, e := range view.Entries {
 			shown[e.Name] = e
@@ -243,7 +257,13 @@ func (v catalogView) summary(w io.Writer) {
 		fmt.Fprintf(w, "%d %s in the catalog for %s, about %d tokens (approximate: characters/4), digest %s\n",
 			len(v.Entries), plural(len(v.Entries), "skill", "skills"), v.Cwd, v.ApproxTokens, v.Digest)
 	}
-	if sh := v.Shortened; sh != nil && v.Complete {
+	if sh := v.Shortened; sh != nil && v.Complete && sh.Search {
+		fmt.Fprintf(w, "shortened for skill search (--catalog-listed-max %d, --catalog-max-length %d): about %d tokens before, %d after; %d not listed\n",
+			sh.ListedMax, sh.MaxLength, sh.ApproxTokensBefore, v.ApproxTokens, len(sh.Omitted))
+		if len(sh.Omitted) > 0 {
+			fmt.Fprintf(w, "not listed (skill_search finds them; still loadable by name): %s\n", strings.Join(sh.Omitted, ", "))
+		}
+	} else if sh != nil && v.Complete {
 		fmt.Fprintf(w, "shortened to fit --catalog-max-length %d: about %d tokens before, %d after; %d %s without a description, %d not listed\n",
 			sh.MaxLength, sh.ApproxTokensBefore, v.ApproxTokens, len(sh.WithoutDescription), plural(len(sh.WithoutDescription), "skill", "skills"), len(sh.Omitted))
 		if len(sh.WithoutDescription) > 0 {

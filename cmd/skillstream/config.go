@@ -33,6 +33,8 @@ type Config struct {
 	MaxSkillBytes        int    // bytes of instructions in a tool result; 0 = none
 	UserInvocation       bool   // /<name> in a user's message loads that skill (--user-invocation)
 	CatalogUpdates       string // how a changed catalog reaches the model: full or changes (--catalog-updates)
+	SkillSearch          bool   // serve the skill_search tool; offered catalogs list fewer skills (--skill-search)
+	CatalogListedMax     int    // entries an offered catalog lists at most; 0 = no count limit (--catalog-listed-max)
 	ToolOwner            string
 
 	// Skill store: serve, catalog, load, replay, skills.
@@ -125,6 +127,10 @@ func (c *Config) skillFlags(cmd *command) {
 		"let a user invoke a skill by writing /<name> in a message (a pre-step's userText): its instructions are appended after the step's catalog, and every catalog ends with one more line saying so")
 	cmd.cfgString(&c.CatalogUpdates, "catalog-updates", string(catalog.UpdatesFull),
 		"how a session's changed catalog reaches the model: `full` appends the whole list again; changes appends only the skills added, changed or removed when they are few (at most 64, and half of the list), the whole list otherwise")
+	cmd.cfgBool(&c.SkillSearch, "skill-search", false,
+		"serve the skill_search tool beside the skill tool: a session whose tool view holds both lists fewer skills, whole, and is told that skill_search finds the rest")
+	cmd.cfgInt(&c.CatalogListedMax, "catalog-listed-max", 0,
+		"with --skill-search, list at most this many skills in a session offered search, lowest precedence left out first; 0 for no count limit (--catalog-max-length still applies)")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
 }
 
@@ -245,6 +251,8 @@ func (c *Config) catalogOptions() catalog.Options {
 		MaxSkillBytes:        c.MaxSkillBytes,
 		UserInvocation:       c.UserInvocation,
 		Updates:              catalog.Updates(c.CatalogUpdates),
+		SkillSearch:          c.SkillSearch,
+		ListedMax:            c.CatalogListedMax,
 	}
 }
 
@@ -260,6 +268,9 @@ func (c *Config) validateSkills() error {
 	}
 	if catalog.CheckMaxSkillBytes(c.MaxSkillBytes) != nil {
 		return usagef("--max-skill-bytes %d: must be 0 or at least %d", c.MaxSkillBytes, catalog.MinMaxSkillBytes)
+	}
+	if catalog.CheckListedMax(c.CatalogListedMax) != nil {
+		return usagef("--catalog-listed-max %d: must be 0 (no limit) or more", c.CatalogListedMax)
 	}
 	if catalog.CheckUpdates(catalog.Updates(c.CatalogUpdates)) != nil {
 		return usagef("--catalog-updates %q: must be %s or %s", c.CatalogUpdates, catalog.UpdatesFull, catalog.UpdatesChanges)

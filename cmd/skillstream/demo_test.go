@@ -56,3 +56,28 @@ func TestDemoUserInvocation(t *testing.T) {
 		}
 	}
 }
+
+// With --skill-search the demo's agent has the skill_search tool and the
+// model searches; with --catalog-listed-max 1 its catalog lists one skill
+// and points to the search.
+func TestDemoSkillSearch(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	code, stdout, stderr := runMain(t, "demo", "--skill-search", "--catalog-listed-max", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	norm := regexp.MustCompile(regexp.QuoteMeta(tmp)+`/skillstream-demo-[0-9]+`).ReplaceAllString(stdout, "$$DEMO")
+	golden(t, "demo_skill_search.golden", norm)
+	for _, want := range []string{
+		"(tools: read_file, skill, skill_search)",
+		"| (1 more skills are available but not listed here. Call the `skill_search` tool to find them by what they do.)",
+		"model: skill_search(query=\"describe my changes for the commit\")",
+		"| <skill_search_results query=\"describe my changes for the commit\" shown=\"",
+		"- `commit-message`: ",
+	} {
+		if !strings.Contains(norm, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // shutdownTimeout bounds how long the metrics server and the NATS client may
@@ -165,9 +166,18 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	// its endpoints answer), by its Run, before Run logs anything more: a
 	// worker that connects on the line finds a responder.
 	var serving []any
-	p, err := processor.New(nc, reg, pcfg, processor.WithLogger(log), processor.WithRegisterer(metrics),
+	popts := []processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics),
 		processor.WithVersion(thisBuild().version),
-		processor.WithOnReady(func() { log.Info("skillstream serving", serving...) }))
+		processor.WithOnReady(func() { log.Info("skillstream serving", serving...) })}
+	if c.SkillSearch {
+		// The index follows the registry: built per changed skill, never
+		// per search.
+		ix := search.New(reg, search.Options{})
+		defer ix.Close()
+		popts = append(popts, processor.WithSearcher(ix))
+		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
+	}
+	p, err := processor.New(nc, reg, pcfg, popts...)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // Timeout bounds each wait of the demo.
@@ -77,12 +78,15 @@ type demo struct {
 // Run plays the session in dir, which it fills with a project and the
 // server's store, and prints the transcript on out. newRegistry builds the
 // registry the processor serves: it must find the project's skill folder
-// (.agents/skills) and watch it. log is for warnings. With userInvocation
-// the processor runs with user invocation on, and the user invokes a
-// skill. updates is the processor's catalog.Options.Updates: with
-// catalog.UpdatesChanges the added skill is shown as a change list. The
-// caller removes dir.
-func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, updates catalog.Updates, log *slog.Logger, newRegistry func() (*providers.Registry, error)) (err error) {
+// (.agents/skills) and watch it. log is for warnings. opts are the
+// processor's catalog options (the zero value: the defaults), with what
+// they show: with UserInvocation the user invokes a skill; with Updates
+// catalog.UpdatesChanges the added skill is shown as a change list; with
+// SkillSearch the agent's tool view holds the skill_search tool and the
+// model searches the skills (ListedMax then caps the catalog). The caller
+// removes dir.
+func Run(ctx context.Context, out io.Writer, dir string, opts catalog.Options, log *slog.Logger, newRegistry func() (*providers.Registry, error)) (err error) {
+	userInvocation, updates := opts.UserInvocation, opts.Updates
 	d := &demo{out: out, cwd: filepath.Join(dir, "project")}
 	d.skills = filepath.Join(d.cwd, ".agents", "skills")
 	if err := os.MkdirAll(filepath.Join(d.cwd, ".git"), 0o755); err != nil {
@@ -110,10 +114,14 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, up
 	}
 	defer nc.Close()
 
-	pcfg := processor.Config{}.WithDefaults()
-	pcfg.Catalog.UserInvocation = userInvocation
-	pcfg.Catalog.Updates = updates
-	p, err := processor.New(nc, d.reg, pcfg, processor.WithLogger(log))
+	pcfg := processor.Config{Catalog: opts}.WithDefaults()
+	popts := []processor.Option{processor.WithLogger(log)}
+	if opts.SkillSearch {
+		ix := search.New(d.reg, search.Options{})
+		defer ix.Close()
+		popts = append(popts, processor.WithSearcher(ix))
+	}
+	p, err := processor.New(nc, d.reg, pcfg, popts...)
 	if err != nil {
 		return err
 	}
@@ -130,6 +138,7 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, up
 	if d.w, err = NewWorker(nc, pcfg.Prefix, "demo", pcfg.ToolOwner); err != nil {
 		return err
 	}
+	d.w.SearchTool = opts.SkillSearch
 	defer d.w.Close()
 
 	d.printf("skillstream demo: one agent session, played through the wire protocol\n")
@@ -169,6 +178,13 @@ func Run(ctx context.Context, out io.Writer, dir string, userInvocation bool, up
 		func(ctx context.Context) error {
 			d.heading("The model asks for a skill that does not exist")
 			return d.call(ctx, "deploy")
+		},
+		func(ctx context.Context) error {
+			if !opts.SkillSearch {
+				return nil
+			}
+			d.heading("The model searches the skills by what they do")
+			return d.search(ctx, "describe my changes for the commit")
 		},
 		func(ctx context.Context) error {
 			if !userInvocation {
@@ -280,7 +296,11 @@ func (d *demo) waitFor(ctx context.Context, names ...string) error {
 func (d *demo) preStep(ctx context.Context) error {
 	d.step++
 	step := fmt.Sprint(d.step)
-	d.printf("worker: agent.pre-step %s (tools: read_file, skill), waiting on its Reply-Inbox\n", step)
+	tools := "read_file, skill"
+	if d.w.SearchTool {
+		tools += ", skill_search"
+	}
+	d.printf("worker: agent.pre-step %s (tools: %s), waiting on its Reply-Inbox\n", step, tools)
 	dec, err := d.w.PreStep(ctx, step, d.cwd, d.userText...)
 	d.userText = nil
 	if err != nil {
@@ -330,6 +350,25 @@ func (d *demo) call(ctx context.Context, name string) error {
 		d.printf("processor: tool.result, error %s\n", r.Error.Code)
 	} else {
 		d.printf("processor: tool.result from provider %q\n", r.Value.Provider)
+	}
+	d.printf("\nThe model sees the tool result:\n\n")
+	d.model(r.Text)
+	return nil
+}
+
+func (d *demo) search(ctx context.Context, query string) error {
+	id := "search-1"
+	d.printf("model: skill_search(query=%q)\n", query)
+	d.printf("worker: tool.call.skill_search %s, waiting on its Reply-Inbox\n", id)
+	r, err := d.w.Search(ctx, id, d.cwd, query)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.IsError:
+		d.printf("processor: tool.result, error %s\n", r.Error.Code)
+	default:
+		d.printf("processor: tool.result, %d of %d %s shown\n", len(r.Search.Results), r.Search.Total, plural(r.Search.Total, "match", "matches"))
 	}
 	d.printf("\nThe model sees the tool result:\n\n")
 	d.model(r.Text)
@@ -387,10 +426,18 @@ func describeEvent(kind events.Kind, data []byte) string {
 		}
 	case events.KindToolResult:
 		if r, err := events.DecodeToolResult(events.Msgpack, data); err == nil {
-			if r.IsError {
+			switch {
+			case r.IsError && r.Error != nil:
 				return fmt.Sprintf("%s: error %s", r.Call, r.Error.Code)
+			case r.Search != nil:
+				return fmt.Sprintf("%s: %d of %d matches of %q", r.Call, len(r.Search.Results), r.Search.Total, r.Search.Query)
+			case r.Value != nil:
+				return fmt.Sprintf("%s: %s", r.Call, r.Value.Name)
 			}
-			return fmt.Sprintf("%s: %s", r.Call, r.Value.Name)
+		}
+	case events.KindSkillSearch:
+		if s, err := events.DecodeSkillSearch(events.Msgpack, data); err == nil {
+			return fmt.Sprintf("%s: skill_search(query=%q)", s.Call, s.Args.QueryText())
 		}
 	case events.KindInvocation:
 		if inv, err := events.DecodeSkillInvocation(events.Msgpack, data); err == nil {
@@ -435,6 +482,8 @@ type Worker struct {
 	c       *client.Client
 	session string
 	owner   string // tool owner whose skill tool is in the tool view
+	// SearchTool puts the owner's skill_search tool in the tool view too.
+	SearchTool bool
 }
 
 // NewWorker starts a client on nc for session, with the skill tool of
@@ -454,7 +503,16 @@ func (w *Worker) Close() error { return w.c.Close() }
 // the processor's Decision.
 func (w *Worker) PreStep(ctx context.Context, step, cwd string, userText ...string) (events.Decision, error) {
 	tools := []events.Tool{{Name: "read_file", Owner: "agent"}, client.SkillTool(w.owner)}
+	if w.SearchTool {
+		tools = append(tools, client.SkillSearchTool(w.owner))
+	}
 	return w.c.PreStep(ctx, events.PreStep{Session: w.session, Step: step, Cwd: cwd, Tools: tools, UserText: userText})
+}
+
+// Search appends a tool.call.skill_search and returns the processor's
+// ToolResult (an argument error is a result too).
+func (w *Worker) Search(ctx context.Context, id, cwd, query string) (events.ToolResult, error) {
+	return w.c.SearchSkills(ctx, events.SkillSearch{Session: w.session, Call: id, Cwd: cwd, Args: events.SearchArgs{Query: query}})
 }
 
 // Call appends a tool.call.skill and returns the processor's ToolResult.

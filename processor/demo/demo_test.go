@@ -59,7 +59,7 @@ func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	var out strings.Builder
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := Run(context.Background(), &out, dir, false, catalog.UpdatesFull, log, projectSkills(t)); err != nil {
+	if err := Run(context.Background(), &out, dir, catalog.Options{}, log, projectSkills(t)); err != nil {
 		t.Fatalf("%v\noutput so far:\n%s", err, out.String())
 	}
 	got := out.String()
@@ -88,7 +88,7 @@ func TestRun(t *testing.T) {
 func TestRunRegistryError(t *testing.T) {
 	boom := errors.New("boom")
 	var out strings.Builder
-	err := Run(context.Background(), &out, t.TempDir(), false, catalog.UpdatesFull, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	err := Run(context.Background(), &out, t.TempDir(), catalog.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func() (*providers.Registry, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err %v, want %v", err, boom)
