@@ -751,8 +751,9 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 		if c.Source.Update != events.UpdateChanges {
 			sh.entries = c.Source.Entries
 		}
-		if o := c.Source.Omitted; o > 0 && strings.Contains(c.Text, "\n"+catalog.SearchNotice(o)+"\n") {
-			// Shortened for search: the skills left out are stood in for.
+		if o := c.Source.Omitted; o > 0 && r.opts.Catalog.SkillSearch && strings.Contains(c.Text, "\n"+catalog.SearchNotice(o)+"\n") {
+			// Shortened for search: the skills left out are stood in for
+			// (a replay without search would list the stand-ins).
 			sh.omitted = placeholders(sh.entries, o, r.opts.Catalog.DescriptionMaxLength)
 		}
 	}
