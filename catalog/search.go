@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
@@ -127,97 +128,57 @@ func intArg(v any, def, lo, hi int) (int, bool) {
 	if v == nil {
 		return def, true
 	}
-	var n float64 // every integer of interest is exact in a float64
-	switch x := v.(type) {
-	case int:
-		n = float64(x)
-	case int8:
-		n = float64(x)
-	case int16:
-		n = float64(x)
-	case int32:
-		n = float64(x)
-	case int64:
-		n = float64(x)
-	case uint:
-		n = float64(x)
-	case uint8:
-		n = float64(x)
-	case uint16:
-		n = float64(x)
-	case uint32:
-		n = float64(x)
-	case uint64:
-		n = float64(x)
-	case float32:
-		n = float64(x)
-	case float64:
-		n = x
-	default:
-		return 0, false
-	}
-	if n != math.Trunc(n) || n < float64(lo) || n > float64(hi) {
+	n, _, ok := number(v)
+	if !ok || n != math.Trunc(n) || n < float64(lo) || n > float64(hi) {
 		return 0, false
 	}
 	return int(n), true
 }
 
+// number reads v, a number of any Go type: its value (every integer of
+// interest is exact in a float64), its text as written, and whether it is
+// a number at all.
+func number(v any) (float64, string, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), strconv.FormatInt(rv.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(rv.Uint()), strconv.FormatUint(rv.Uint(), 10), true
+	case reflect.Float32:
+		return rv.Float(), strconv.FormatFloat(rv.Float(), 'g', -1, 32), true
+	case reflect.Float64:
+		return rv.Float(), strconv.FormatFloat(rv.Float(), 'g', -1, 64), true
+	}
+	return 0, "", false
+}
+
 // valueOf names a refused argument in an error: a number as written, any
 // other value by its type.
 func valueOf(v any) string {
-	switch x := v.(type) {
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return numberText(x)
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+	if _, text, ok := number(v); ok {
+		return text
 	}
 	return typeOf(v)
 }
 
-// numberText writes an integer of any Go integer type in decimal.
-func numberText(v any) string {
-	switch x := v.(type) {
-	case int:
-		return strconv.Itoa(x)
-	case int8:
-		return strconv.FormatInt(int64(x), 10)
-	case int16:
-		return strconv.FormatInt(int64(x), 10)
-	case int32:
-		return strconv.FormatInt(int64(x), 10)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case uint:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint8:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint16:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	}
-	return ""
-}
-
 // typeOf names the JSON type of an argument's value, with its article.
 func typeOf(v any) string {
-	switch v.(type) {
-	case nil:
+	if v == nil {
 		return "null"
-	case string:
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.String:
 		return "a string"
-	case bool:
+	case reflect.Bool:
 		return "a boolean"
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
-		return "a number"
-	case []any:
+	case reflect.Slice, reflect.Array:
 		return "an array"
-	case map[string]any:
+	case reflect.Map, reflect.Struct:
 		return "an object"
+	}
+	if _, _, ok := number(v); ok {
+		return "a number"
 	}
 	return "a value of another type"
 }

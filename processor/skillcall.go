@@ -93,7 +93,7 @@ func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 
 // runSkillCall runs the call once and appends its result (runToolCall).
 func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (res events.ToolResult, data []byte, err error) {
-	plan := &toolCallPlan{p: p, t: t, kinds: skillCallReads, deadlineMs: sc.DeadlineMs, tool: "skill tool",
+	plan := &toolCallPlan{p: p, t: t, kinds: skillCallReads, deadlineMs: sc.DeadlineMs, tool: "skill tool", late: expiredText,
 		exec: func(ctx context.Context) events.ToolResult {
 			r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(sc)), sc.Args.Name, p.cfg.Catalog)
 			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
@@ -135,9 +135,11 @@ type toolCallPlan struct {
 	// deadlineMs is the call's deadline (unix ms; 0: none).
 	deadlineMs int64
 	// exec runs the call once, when made is nil; tool names the tool in
-	// an unavailable answer; done is told of the result appended.
+	// an unavailable answer, late is the message of an expired one; done
+	// is told of the result appended.
 	exec func(ctx context.Context) events.ToolResult
 	tool string
+	late string
 	done func(events.ToolResult)
 	made *events.ToolResult // the result, once made
 	data []byte             // made's msgpack encoding, once appended
@@ -200,10 +202,7 @@ func (s *toolCallPlan) original(r record, enc events.Encoding) (events.ToolResul
 }
 
 func (s *toolCallPlan) expired() events.ToolResult {
-	if s.kinds[0] == events.KindSkillSearch {
-		return s.p.toolError(s.t, events.CodeExpired, searchExpiredText)
-	}
-	return s.p.toolError(s.t, events.CodeExpired, expiredText)
+	return s.p.toolError(s.t, events.CodeExpired, s.late)
 }
 
 // resultFor reads a stored tool.result back as the answer to t when it

@@ -57,7 +57,7 @@ func (k skillSearchKind) answer(ctx context.Context, t *trigger) (any, string, e
 	}
 	q := catalog.Query{Cwd: ss.Cwd, Project: ss.Project, ResourceDir: ss.ResourceDir}
 	args := catalog.SearchArgs{Query: ss.Args.Query, Limit: ss.Args.Limit, Offset: ss.Args.Offset}
-	plan := &toolCallPlan{p: p, t: t, kinds: searchReads, deadlineMs: ss.DeadlineMs, tool: "skill search",
+	plan := &toolCallPlan{p: p, t: t, kinds: searchReads, deadlineMs: ss.DeadlineMs, tool: "skill search", late: searchExpiredText,
 		exec: func(ctx context.Context) events.ToolResult {
 			r := catalog.Search(ctx, p.search.Searcher(q), args, p.cfg.Catalog)
 			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
