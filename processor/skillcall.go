@@ -103,16 +103,17 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 		},
 		done: func(r events.ToolResult) { p.m.skills.result(sc.Args.Name, r) },
 	}
-	return p.runToolCall(ctx, t, plan, sc.DeadlineMs, sc.MinStoreEpoch, sc.MinStoreRevision)
+	return p.runToolCall(ctx, t, plan, sc.MinStoreEpoch, sc.MinStoreRevision)
 }
 
 // runToolCall runs a tool call's plan once and appends its result
-// (appendAnswer), within the call's deadline and after the store revision
-// it names (fresh.go). It answers from the log when the result already
+// (appendAnswer), within the call's deadline (plan.deadlineMs) and after
+// the store revision it names (fresh.go). It answers from the log when the result already
 // exists, and with an expired error result, appending nothing, when the
 // deadline passes first. When the answer is the result this call
 // appended, data is the msgpack encoding appended; otherwise nil.
-func (p *Processor) runToolCall(ctx context.Context, t *trigger, plan *toolCallPlan, deadlineMs int64, epoch string, rev uint64) (events.ToolResult, []byte, error) {
+func (p *Processor) runToolCall(ctx context.Context, t *trigger, plan *toolCallPlan, epoch string, rev uint64) (events.ToolResult, []byte, error) {
+	deadlineMs := plan.deadlineMs
 	if p.expired(deadlineMs) {
 		return plan.expired(), nil, nil
 	}

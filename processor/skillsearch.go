@@ -67,7 +67,7 @@ func (k skillSearchKind) answer(ctx context.Context, t *trigger) (any, string, e
 		},
 		done: func(r events.ToolResult) { p.m.searches.WithLabelValues(searchOutcome(r)).Inc() },
 	}
-	res, data, err := p.runToolCall(ctx, t, plan, ss.DeadlineMs, ss.MinStoreEpoch, ss.MinStoreRevision)
+	res, data, err := p.runToolCall(ctx, t, plan, ss.MinStoreEpoch, ss.MinStoreRevision)
 	if err != nil {
 		return nil, "", err
 	}
