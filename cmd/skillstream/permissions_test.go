@@ -111,13 +111,14 @@ func (v *violations) wait(t *testing.T, what, subject string) {
 	})
 }
 
-// TestPermissionsIsolateWorkers: with the shipped permission file in a
-// real server and serve connected as its processor user, two workers
-// each get their answers and store skills, and a hostile worker with the
-// same permissions cannot subscribe to another worker's inbox, to the
-// triggers or to the processors' inboxes, cannot publish an answer or a
-// processor output, cannot read the session stream, and cannot get a
-// forged answer accepted or a file written outside the resource folder.
+// TestPermissionsIsolateWorkers: with the shipped permission file in a real
+// server and serve connected as its processor user (serving skill search),
+// two workers each get their answers, searches and store skills, and a
+// hostile worker with the same permissions cannot subscribe to another
+// worker's inbox, to the triggers or to the processors' inboxes, cannot
+// publish an answer or a processor output, cannot read the session stream,
+// and cannot get a forged answer accepted or a file written outside the
+// resource folder.
 func TestPermissionsIsolateWorkers(t *testing.T) {
 	natsURL, pw := permServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -156,7 +157,7 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(sctx, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
-			"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--workers", "2"}, io.Discard, logs)
+			"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--workers", "2", "--skill-search"}, io.Discard, logs)
 	}()
 	t.Cleanup(func() {
 		scancel()
@@ -225,6 +226,13 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	}
 	if def, err := a.ToolDefinition(ctx); err != nil || def.Name != "skill" {
 		t.Fatalf("tool definition: %+v, %v", def, err)
+	}
+	if defs, err := a.ToolDefinitions(ctx); err != nil || len(defs) != 2 || defs[1].Name != "skill_search" {
+		t.Fatalf("tool definitions: %+v, %v", defs, err)
+	}
+	if r, err := a.SearchSkills(ctx, events.SkillSearch{Session: session, Call: "s1", Cwd: cwd, Args: events.SearchArgs{Query: "fill pdf forms"}}); err != nil ||
+		r.Search == nil || len(r.Search.Results) == 0 || r.Search.Results[0].Name != "pdf" {
+		t.Fatalf("worker A skill search: %+v, %v", r, err)
 	}
 
 	// B cannot answer for the processor: a forged answer to A's inbox and

@@ -1,7 +1,7 @@
 // A worker with the permissions of a deployment with untrusted workers:
 // in an account of its own, reaching the processors' account only through
 // service imports, allowed to publish its triggers, the tool definition
-// request and the direct gets of the skill object store's stream, nothing
+// requests and the direct gets of the skill object store's stream, nothing
 // else; allowed to subscribe under its own inbox prefix only. Its store
 // skills are materialised all the same, and it is refused nothing.
 import { after, before, test } from "node:test";
@@ -13,7 +13,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 
-import { connect, isStoreSkill, resourcePath, skillTool, type Client } from "../src/index.js";
+import { connect, isStoreSkill, resourcePath, searchValue, skillTool, type Client } from "../src/index.js";
 import { fetchObject } from "../src/materialize.js";
 import { NatsServer, removeTree, Serve, tempDir, writeSkill } from "./helpers.js";
 
@@ -23,8 +23,10 @@ const pw = { processor: randomBytes(16).toString("hex"), operator: randomBytes(1
 const WORKER_PUBLISH = [
   "ev.*.agent.pre-step",
   "ev.*.tool.call.skill",
+  "ev.*.tool.call.skill_search",
   "ev.*.context.compact",
   "skillstream.tool.definition",
+  "skillstream.tool.definitions",
   "$JS.API.DIRECT.GET.OBJ_SKILLS",
   "$JS.API.DIRECT.GET.OBJ_SKILLS.>",
 ];
@@ -69,7 +71,7 @@ let serve: Serve;
 let work: string;
 before(async () => {
   nats = await NatsServer.start(config);
-  serve = await Serve.start([], {
+  serve = await Serve.start(["--skill-search"], {
     url: nats.url,
     serve: { user: "processor", pass: pw.processor },
     admin: { user: "operator", pass: pw.operator },
@@ -127,6 +129,12 @@ test("a worker that may publish only its triggers and the object stream's direct
     const d = await c.preStep({ session: "perm1", step: "1", tools: [skillTool()] }, { timeoutMs: 30_000 });
     assert.equal(d.outcome, "appended");
     assert.equal((await c.toolDefinition()).name, "skill");
+    assert.deepEqual(
+      (await c.toolDefinitions()).map((t) => t.name),
+      ["skill", "skill_search"],
+    );
+    const found = await c.searchSkills({ session: "perm1", call: "s1", args: { query: "many chunks" } }, { timeoutMs: 30_000 });
+    assert.deepEqual(searchValue(found)?.results.map((e) => e.name), ["big-skill"]);
 
     // A missing object is told apart from a refusal: 404 through the import.
     const direct = (await jetstreamManager(nc, { checkAPI: false })).direct;
