@@ -14,6 +14,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // MCPConfig is serve's share of the configuration for MCP hosts.
@@ -128,16 +129,22 @@ type mcpHTTP struct {
 	cfg   mcpserver.HTTPConfig
 }
 
-// startMCP creates the MCP server for serve and binds its listener.
-func (c *Config) startMCP(reg mcpserver.Registry, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
-	srv, err := mcpserver.New(reg, mcpserver.Config{
+// startMCP creates the MCP server for serve and binds its listener. index
+// is the processor's search index (nil without --skill-search): hosts
+// search the same one.
+func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+	cfg := mcpserver.Config{
 		Query:              catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
 		Options:            c.catalogOptions(),
 		ToolDescriptionMax: c.toolDescriptionMax(),
 		Version:            version,
 		Logger:             log.With("component", "mcp"),
 		Registerer:         metrics,
-	})
+	}
+	if index != nil {
+		cfg.Search = index
+	}
+	srv, err := mcpserver.New(reg, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +205,19 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`)[1:], `
 		}
 		defer reg.Close()
 		log := p.c.newLogger(a.stderr)
-		srv, err := mcpserver.New(reg, mcpserver.Config{
+		cfg := mcpserver.Config{
 			Query:              p.query(dir),
 			Options:            p.c.catalogOptions(),
 			ToolDescriptionMax: p.c.toolDescriptionMax(),
 			Version:            thisBuild().version,
 			Logger:             log.With("component", "mcp"),
-		})
+		}
+		if p.c.SkillSearch {
+			ix := search.New(reg.Registry, search.Options{})
+			defer ix.Close()
+			cfg.Search = ix
+		}
+		srv, err := mcpserver.New(reg, cfg)
 		if err != nil {
 			return err
 		}

@@ -169,12 +169,13 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	popts := []processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics),
 		processor.WithVersion(thisBuild().version),
 		processor.WithOnReady(func() { log.Info("skillstream serving", serving...) })}
+	var index *search.Index // with --skill-search: the processor's and the MCP front door's
 	if c.SkillSearch {
 		// The index follows the registry: built per changed skill, never
 		// per search.
-		ix := search.New(reg, search.Options{})
-		defer ix.Close()
-		popts = append(popts, processor.WithSearcher(ix))
+		index = search.New(reg, search.Options{})
+		defer index.Close()
+		popts = append(popts, processor.WithSearcher(index))
 		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
 	}
 	p, err := processor.New(nc, reg, pcfg, popts...)
@@ -202,7 +203,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 
 	var mcpFront *mcpHTTP
 	if c.MCP.Listen != "" {
-		if mcpFront, err = c.startMCP(reg, mcpToken, log, metrics, thisBuild().version); err != nil {
+		if mcpFront, err = c.startMCP(reg, index, mcpToken, log, metrics, thisBuild().version); err != nil {
 			return err
 		}
 		defer mcpFront.ln.Close()
