@@ -24,7 +24,10 @@ catalog message (its stream sequence, initial / replacement / tombstone, and
 entries) that was the newest one on the model-visible surface after the
 step's pre-step was answered, taking compaction masking into account. Steps
 where no catalog was visible say why (none published yet, or every one
-masked by a compaction).
+masked by a compaction). The model's skill searches (skill_search) follow
+the step they were made in, one indented line each: the query, and how many
+skills of how many matches the result showed and which, nothing found, or
+the error.
 
 With --step STEP it prints exactly the text of that catalog as the model
 read it (nothing, and a note on stderr, when none was visible), with
@@ -39,7 +42,7 @@ processor's: only its catalogs count.`[1:], `
 	cmd.group("Flags")
 	cmd.localString(&sid, "session", "", "`id` of the session to read from the stream")
 	cmd.localString(&step, "step", "", "print the exact catalog text visible at step `id`")
-	cmd.localBool(&asJSON, "json", false, "print one JSON object per pre-step")
+	cmd.localBool(&asJSON, "json", false, "print one JSON object per pre-step and per skill search")
 	cmd.pick(c.skillFlags, "tool-owner")
 	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
@@ -63,7 +66,7 @@ processor's: only its catalogs count.`[1:], `
 			print = stepPrinter(out, asJSON, true)
 		)
 		opts := replay.Options{ToolOwner: c.ToolOwner, HistoryOnly: true, Emit: func(s replay.Step) error {
-			if s.Kind != replay.TriggerPreStep {
+			if s.Kind != replay.TriggerPreStep && (s.Kind != replay.TriggerSkillSearch || step != "") {
 				return nil
 			}
 			if step != "" {
@@ -94,8 +97,12 @@ processor's: only its catalogs count.`[1:], `
 	}
 }
 
-// printSeen writes one line about the catalog visible at a pre-step.
+// printSeen writes one line about the catalog visible at a pre-step, or
+// an indented one about a search made after it.
 func printSeen(w io.Writer, s replay.Step) error {
+	if s.Kind == replay.TriggerSkillSearch {
+		return printSearch(w, s)
+	}
 	head := fmt.Sprintf("step %s (seq %d): ", s.ID, s.Seq)
 	if s.ID == "" {
 		head = fmt.Sprintf("undecodable pre-step (seq %d): ", s.Seq)
@@ -124,6 +131,42 @@ func printSeen(w io.Writer, s replay.Step) error {
 		line += fmt.Sprintf("; newest compaction: seq %d", s.MaskedBy)
 	}
 	_, err := fmt.Fprintln(w, catalog.RevealLine(line+invoked)) // names and ids come from the log
+	return err
+}
+
+// printSearch writes one indented line about a recorded skill search:
+// its query and what its result showed.
+func printSearch(w io.Writer, s replay.Step) error {
+	id := s.ID
+	if id == "" {
+		id = "?"
+	}
+	line := fmt.Sprintf("  search %s (seq %d): %q: ", id, s.Seq, s.Query)
+	rec := s.Recorded
+	switch v := s.Search; {
+	case v != nil && len(v.Results) > 0:
+		names := make([]string, len(v.Results))
+		for i, e := range v.Results {
+			names[i] = e.Name
+		}
+		line += fmt.Sprintf("%d of %d matches", len(v.Results), v.Total)
+		if v.Offset > 0 {
+			line += fmt.Sprintf(" from %d", v.Offset)
+		}
+		line += ": " + strings.Join(names, ", ")
+	case v != nil && v.Total > 0:
+		line += fmt.Sprintf("none of %d matches past %d", v.Total, v.Offset)
+	case v != nil:
+		line += "nothing found"
+	case rec.Outcome == replay.OutcomeNone:
+		line += "no result recorded"
+	default:
+		line += rec.Outcome
+		if rec.Code != "" {
+			line += " " + rec.Code
+		}
+	}
+	_, err := fmt.Fprintln(w, catalog.RevealLine(line)) // queries and names come from the log
 	return err
 }
 

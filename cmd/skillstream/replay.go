@@ -49,10 +49,10 @@ func (a *app) replayCommand() (*command, runFunc) {
 	)
 	cmd := newCommand("replay", "skillstream replay FILE | --live --session SID [--as-recorded | --recorded-skills] [--cwd-map OLD=NEW] [--json] [flags]", `
 Re-run the processor's decisions at every trigger of a recorded session and
-compare them with what the recording holds. For each pre-step and skill call,
-in stream order, it prints the step or call id, the recorded outcome, the
-replayed outcome and, where the model text differs, a unified diff from the
-recorded to the replayed text.
+compare them with what the recording holds. For each pre-step, skill call and
+skill search, in stream order, it prints the step or call id, the recorded
+outcome, the replayed outcome and, where the model text differs, a unified
+diff from the recorded to the replayed text.
 
 Each trigger is decided against the session as it was recorded up to that
 point (the catalogs and compactions before the processor answered it), not
@@ -61,16 +61,18 @@ really affects. By default skills are the ones the configured skill roots
 give now (the same flags and SKILLSTREAM_* variables as serve): does today's
 processor, with today's skills, still say what was said? With
 --recorded-skills they are the skills captured in the recording by "export
---capture-skills".
+--capture-skills". A skill search is run again by the processor's own search
+index, built over those skills: a changed ranking is a difference.
 
 With --as-recorded every trigger is decided against the skills the session
 saw at that point, as the recording shows them: a pre-step against the
 entries of the catalog it appended (or, when it appended none, of the
 newest catalog before it), a skill call against the tool result it got (or
-the newest earlier result for that skill, else the captured skills). An
-unchanged processor then reproduces every recorded output, even when skills
-were added, edited or removed during the session: the regression check for
-a processor upgrade. It reads no skill roots.
+the newest earlier result for that skill, else the captured skills), a skill
+search against the matches it got (the recording does not hold every skill
+a ranking weighs). An unchanged processor then reproduces every recorded
+output, even when skills were added, edited or removed during the session:
+the regression check for a processor upgrade. It reads no skill roots.
 
 With today's skills, --cwd-map OLD=NEW replays triggers whose working
 directory is OLD, or under it, in NEW instead (for a recording made on
@@ -262,11 +264,14 @@ func triggerName(s replay.Step) string {
 	if id == "" {
 		id = "?"
 	}
-	if s.Kind == replay.TriggerSkillCall {
+	switch s.Kind {
+	case replay.TriggerSkillCall:
 		if s.Skill != "" {
 			return fmt.Sprintf("call %s (%s)", id, s.Skill)
 		}
 		return "call " + id
+	case replay.TriggerSkillSearch:
+		return fmt.Sprintf("search %s (%q)", id, s.Query)
 	}
 	return "step " + id
 }
