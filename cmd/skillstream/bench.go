@@ -24,6 +24,7 @@ type benchOptions struct {
 	sessions    int
 	steps       int
 	calls       int
+	searches    int
 	changes     int
 	concurrency int
 	skillCount  int
@@ -48,7 +49,10 @@ func (a *app) benchCommand() (*command, runFunc) {
 Measure the processor under load, next to the floor it cannot beat. bench
 plays --sessions agent sessions (--concurrency at a time) through the real
 wire protocol: each session appends --steps pre-steps, each followed by
---calls skill tool calls, and waits for every answer on a shared reply inbox.
+--calls skill tool calls and --searches skill searches, and waits for every
+answer on a shared reply inbox. --searches turns --skill-search on: the
+sessions' tool view then holds the skill_search tool, and the report times
+a search's round trip beside a skill call's.
 --changes times during the run a skill is added to or removed from the
 generated skills folder, so sessions in flight get replacement catalogs.
 
@@ -66,6 +70,7 @@ The skill flags configure the processor as they configure serve; bench adds
 a generated folder of --skill-count skills in front of them.`[1:], `
   skillstream bench --user-skills-dir= --no-bundled
   skillstream bench --sessions 1000 --steps 20 --calls 1 --changes 2
+  skillstream bench --sessions 1000 --steps 10 --calls 1 --searches 1 --skill-count 500
   skillstream bench --sessions 100000 --steps 2 --concurrency 1000 --no-baseline
   skillstream bench --json > bench.json
   skillstream bench --cpuprofile processor.pprof && go tool pprof -top processor.pprof`[1:])
@@ -73,6 +78,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.localInt(&o.sessions, "sessions", 1000, "agent sessions to play")
 	cmd.localInt(&o.steps, "steps", 20, "pre-steps per session")
 	cmd.localInt(&o.calls, "calls", 0, "skill tool calls after each pre-step")
+	cmd.localInt(&o.searches, "searches", 0, "skill searches after each pre-step's calls, each for one area of the generated skills (one in ten matching nothing); turns --skill-search on")
 	cmd.localInt(&o.changes, "changes", 0, "catalog changes during the run (each session in flight sees every one)")
 	cmd.localInt(&o.concurrency, "concurrency", 0, "sessions in flight at once (default: min(sessions, 1000))")
 	cmd.localInt(&o.skillCount, "skill-count", 50, "skills in the generated skills folder")
@@ -134,6 +140,8 @@ func (o *benchOptions) validate(c *Config) error {
 		return usagef("--steps %d: want at least 1", o.steps)
 	case o.calls < 0:
 		return usagef("--calls %d: must not be negative", o.calls)
+	case o.searches < 0:
+		return usagef("--searches %d: must not be negative", o.searches)
 	case o.changes < 0:
 		return usagef("--changes %d: must not be negative", o.changes)
 	case o.concurrency < 0:
@@ -151,6 +159,9 @@ func (o *benchOptions) validate(c *Config) error {
 	}
 	if o.concurrency == 0 {
 		o.concurrency = min(o.sessions, 1000)
+	}
+	if o.searches > 0 {
+		c.SkillSearch = true // a search workload needs a processor that searches
 	}
 	if _, err := benchEncoding(o.encoding); err != nil {
 		return err
@@ -233,7 +244,7 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	report := bench.Report{
 		Machine: bench.MachineNow(),
 		Workload: bench.Workload{
-			Sessions: o.sessions, Steps: o.steps, Calls: o.calls, Changes: o.changes,
+			Sessions: o.sessions, Steps: o.steps, Calls: o.calls, Searches: o.searches, Changes: o.changes,
 			Concurrency: o.concurrency, Skills: o.skillCount, Projects: o.projects,
 			Encoding: o.encoding, Processor: o.mode, Workers: pcfg.Workers, Gestures: o.gestures,
 			NATS: map[bool]string{true: "embedded, loopback", false: "--nats-url"}[c.NATSURL == ""],
@@ -241,6 +252,7 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	}
 	plan := bench.Plan{
 		RunID: "b" + runID, Sessions: o.sessions, Steps: o.steps, Calls: o.calls,
+		Searches: o.searches, Queries: bench.Queries(o.skillCount),
 		Concurrency: o.concurrency, Enc: enc, Owner: pcfg.ToolOwner, Skills: names, Cwds: cwds,
 		Timeout: o.timeout, Tries: 3, Gestures: o.gestures,
 	}
@@ -317,8 +329,8 @@ func (a *app) benchPhase(ctx context.Context, nc *nats.Conn, c bench.Consumer, p
 	tty := isTerminal(a.stderr)
 	var last int64
 	ph, err := bench.Measure(ctx, nc, c, p, o.duration, changes, func(pr bench.Progress) {
-		line := fmt.Sprintf("bench %s %5.0fs  pre-steps %d (%d/s)  skill calls %d  errors %d  sessions %d/%d",
-			c.Role, pr.Elapsed.Seconds(), pr.PreSteps, pr.PreSteps-last, pr.SkillCalls, pr.Errors, pr.Sessions, pr.Of)
+		line := fmt.Sprintf("bench %s %5.0fs  pre-steps %d (%d/s)  skill calls %d  searches %d  errors %d  sessions %d/%d",
+			c.Role, pr.Elapsed.Seconds(), pr.PreSteps, pr.PreSteps-last, pr.SkillCalls, pr.Searches, pr.Errors, pr.Sessions, pr.Of)
 		last = pr.PreSteps
 		if tty {
 			fmt.Fprint(a.stderr, "\r\x1b[K"+line)

@@ -10,8 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/bench"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // benchChildSpec is what the parent sends a consumer child on its stdin.
@@ -24,7 +26,7 @@ type benchChildSpec struct {
 }
 
 // startBenchInProcess runs the configured processor in this process, on
-// its own connection to url.
+// its own connection to url, with its search index as serve builds it.
 func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.Logger) (bench.Proc, error) {
 	reg, err := c.registry(log, true)
 	if err != nil {
@@ -35,10 +37,19 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		reg.Close()
 		return nil, err
 	}
+	var opts []processor.Option
+	var index *search.Index
+	if c.SkillSearch {
+		index = search.New(reg, search.Options{})
+		opts = append(opts, processor.WithSearcher(index))
+	}
 	return bench.StartProcessor(ctx, nc, reg, c.processorConfig(), log, func() {
 		nc.Close()
+		if index != nil {
+			index.Close()
+		}
 		reg.Close()
-	})
+	}, opts...)
 }
 
 // startBenchBaseline runs the baseline consumer in this process, on its

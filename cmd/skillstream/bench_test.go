@@ -115,3 +115,43 @@ func TestBenchGestures(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSearches: --searches plays skill searches after each step's
+// calls against a processor it turns search on for, and the baseline; the
+// report counts them, times them as their own series and rates them
+// against the baseline.
+func TestBenchSearches(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	code, stdout, stderr := runMain(t, "bench", "--processor", "inprocess",
+		"--sessions", "3", "--steps", "2", "--calls", "1", "--searches", "2",
+		"--skill-count", "12", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r bench.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if r.Workload.Searches != 2 || r.Baseline == nil || r.Processor == nil {
+		t.Fatalf("workload %+v, phases %v %v", r.Workload, r.Baseline != nil, r.Processor != nil)
+	}
+	for name, ph := range map[string]*bench.PhaseReport{"processor": r.Processor, "baseline": r.Baseline} {
+		if !ph.Complete || ph.Searches != 12 || ph.SkillCalls != 6 || ph.Errors != 0 || ph.SearchesPerSec <= 0 {
+			t.Errorf("%s: complete %v, %d searches, %d calls, %d errors, %v searches/s (%v)",
+				name, ph.Complete, ph.Searches, ph.SkillCalls, ph.Errors, ph.SearchesPerSec, ph.ErrorSamples)
+		}
+		if l := ph.Latency[bench.SeriesSkillSearch]; l.N != 12 || l.P50 <= 0 || l.P99 < l.P50 {
+			t.Errorf("%s: search latency %+v", name, l)
+		}
+	}
+	if n := r.Processor.Outcomes["search found"] + r.Processor.Outcomes["search nothing"]; n != 12 || r.Processor.Outcomes["search found"] == 0 {
+		t.Errorf("search outcomes %v", r.Processor.Outcomes)
+	}
+	if r.Ratios["skill_search_p50"] <= 0 || r.Ratios["skill_searches_per_second"] <= 0 {
+		t.Errorf("search ratios missing: %v", r.Ratios)
+	}
+	code, _, stderr = runMain(t, "bench", "--searches", "-1")
+	if code != exitUsage || !strings.Contains(stderr, "--searches -1: must not be negative") {
+		t.Errorf("--searches -1: exit %d, %s", code, stderr)
+	}
+}
