@@ -1,5 +1,7 @@
 package events
 
+import "github.com/vmihailenco/msgpack/v5"
+
 // Version is the only payload version this package reads and writes.
 const Version = 1
 
@@ -409,6 +411,38 @@ type SearchArgs struct {
 	Query  any `msgpack:"query,omitempty" json:"query,omitempty"`
 	Limit  any `msgpack:"limit,omitempty" json:"limit,omitempty"`
 	Offset any `msgpack:"offset,omitempty" json:"offset,omitempty"`
+}
+
+// EncodeMsgpack writes the arguments that are set, and only those. The
+// library's omitempty looks into an interface and would leave out an
+// explicit 0, which must reach the tool: a limit of 0 is an argument
+// error, not the default.
+func (a SearchArgs) EncodeMsgpack(e *msgpack.Encoder) error {
+	fields := [...]struct {
+		key string
+		v   any
+	}{{"query", a.Query}, {"limit", a.Limit}, {"offset", a.Offset}}
+	n := 0
+	for _, f := range fields {
+		if f.v != nil {
+			n++
+		}
+	}
+	if err := e.EncodeMapLen(n); err != nil {
+		return err
+	}
+	for _, f := range fields {
+		if f.v == nil {
+			continue
+		}
+		if err := e.EncodeString(f.key); err != nil {
+			return err
+		}
+		if err := e.Encode(f.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // QueryText is the query when it is a string, else "".

@@ -142,3 +142,21 @@ func TestDecodeToolDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// An explicit limit or offset of 0 reaches the tool (it is an argument
+// error there), in msgpack as in JSON; absent ones stay absent.
+func TestSkillSearchZeroArgumentsKept(t *testing.T) {
+	for _, enc := range []Encoding{Msgpack, JSON} {
+		b, err := Encode(enc, SkillSearch{V: 1, Session: "s", Call: "c", Args: SearchArgs{Query: "x", Limit: 0, Offset: 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := DecodeSkillSearch(enc, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Args.Limit == nil || s.Args.Offset == nil {
+			t.Errorf("%v: limit %#v, offset %#v; want both 0", enc, s.Args.Limit, s.Args.Offset)
+		}
+	}
+}
