@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"regexp"
 	"strings"
@@ -189,6 +190,11 @@ const selfCheckRetry = 50 * time.Millisecond
 // request, which it answers with an error at once.
 func (p *Processor) selfCheck(ctx context.Context) error {
 	inbox := p.nc.NewInbox()
+	if p.cfg.InboxPrefix != "" {
+		// Under the members' probe prefix, which every member answers:
+		// the service's queue group may hand the request to another one.
+		inbox = p.probePrefix() + "." + rand.Text()
+	}
 	sub, err := p.nc.SubscribeSync(inbox + ".*")
 	if err != nil {
 		return fmt.Errorf("self-check inbox: %w", err)
@@ -244,9 +250,22 @@ func (p *Processor) answered(ctx context.Context, sub *nats.Subscription, reply 
 	}
 }
 
-// probing reports whether reply is the reply subject of one of the
-// self-check's requests.
+// probing reports whether reply is the reply subject of a self-check's
+// request: this member's, or, under the probe prefix of the processors'
+// inboxes, another member's (the queue group hands a member's self-check
+// to any member). Nothing but self-checks listens under that prefix, so an
+// answer sent there reaches no consumer or request of a processor.
 func (p *Processor) probing(reply string) bool {
+	if !validInbox(reply) {
+		return false
+	}
+	if p.cfg.InboxPrefix != "" && under(reply, p.probePrefix()) && strings.Count(reply[len(p.probePrefix()):], ".") == 2 {
+		return true
+	}
 	prefix := p.probe.Load()
-	return prefix != nil && validInbox(reply) && under(reply, *prefix) && reply != *prefix
+	return prefix != nil && under(reply, *prefix) && reply != *prefix
 }
+
+// probePrefix is where members' self-checks are answered, below the
+// processors' inbox prefix.
+func (p *Processor) probePrefix() string { return p.cfg.InboxPrefix + ".probe" }

@@ -32,7 +32,18 @@ func TestServeViewDivergence(t *testing.T) {
 		"--no-bundled", "--user-skills-dir=", "--skills-dir", rootB, "--instance", "member-b", "--workers", "2", "--log-format", "json"}
 	go func() { b.done <- Main(ctx, args, io.Discard, b.stderr) }()
 	t.Cleanup(func() { b.stop() })
-	eventually(t, 30*time.Second, "second member ready", b.ready)
+	eventually(t, 30*time.Second, "second member ready", func() error {
+		err := b.ready()
+		if err != nil {
+			select {
+			case code := <-b.done:
+				b.done <- code
+				return fmt.Errorf("second member exited %d:\n%s", code, b.stderr)
+			default:
+			}
+		}
+		return err
+	})
 
 	nc, err := nats.Connect(a.url)
 	if err != nil {
