@@ -58,12 +58,20 @@ func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection)
 	if rej.reason == reasonCwd {
 		what = "skill call refused: "
 	}
-	res := p.toolError(t, events.CodeBadRequest, what+rej.err.Error())
+	return p.badRequest(ctx, t, what+rej.err.Error(), skillCallReads, func(r events.ToolResult) { p.m.skills.result("", r) })
+}
+
+// badRequest answers a tool call (skill or search) that was rejected with
+// a bad_request error result saying msg, appended to the session too when
+// the call id and session are readable, so that the model's tool call has
+// a result; done counts it once appended. reads are the kinds the call's
+// plan reads.
+func (p *Processor) badRequest(ctx context.Context, t *trigger, msg string, reads []events.Kind, done func(events.ToolResult)) (any, error) {
+	res := p.toolError(t, events.CodeBadRequest, msg)
 	if t.ref == "" || !events.ValidSession(t.sid) {
 		return res, nil
 	}
-	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &toolCallPlan{p: p, t: t, kinds: skillCallReads, made: &res,
-		done: func(r events.ToolResult) { p.m.skills.result("", r) }})
+	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &toolCallPlan{p: p, t: t, kinds: reads, made: &res, done: done})
 	if err != nil {
 		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
 	}

@@ -102,16 +102,7 @@ func (k skillSearchKind) rejected(ctx context.Context, t *trigger, rej *rejectio
 	case reasonSearchOff:
 		msg = rej.err.Error()
 	}
-	res := p.toolError(t, events.CodeBadRequest, msg)
-	if t.ref == "" || !events.ValidSession(t.sid) {
-		return res, nil
-	}
-	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &toolCallPlan{p: p, t: t, kinds: searchReads, made: &res,
-		done: func(r events.ToolResult) { p.m.searches.WithLabelValues(searchOutcome(r)).Inc() }})
-	if err != nil {
-		return nil, fmt.Errorf("append bad_request result for %s: %w", t.ref, err)
-	}
-	return out, nil
+	return p.badRequest(ctx, t, msg, searchReads, func(r events.ToolResult) { p.m.searches.WithLabelValues(searchOutcome(r)).Inc() })
 }
 
 func (skillSearchKind) rejectOutcome() string { return events.CodeBadRequest }
