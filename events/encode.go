@@ -160,10 +160,19 @@ func EncodeDecision(enc Encoding, d Decision, catalog []byte) ([]byte, error) {
 // AppendDecision is EncodeDecision writing into dst's spare capacity, as
 // AppendEncode does.
 func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byte, error) {
-	if enc != Msgpack || (d.Catalog == nil) != (catalog == nil) {
+	return AppendDecisionList(dst, enc, d, catalog, nil)
+}
+
+// AppendDecisionList is AppendDecision that also takes the msgpack
+// encoding of *d.CurrentList (EncodeCurrentList), which goes into the
+// answer as it is: a current list of a thousand entries is the same for
+// every unchanged step of every session that has it, so it is encoded once.
+// Without those bytes a decision with a current list is encoded whole.
+func AppendDecisionList(dst []byte, enc Encoding, d Decision, catalog, currentList []byte) ([]byte, error) {
+	if enc != Msgpack || (d.Catalog == nil) != (catalog == nil) || (d.CurrentList == nil) != (currentList == nil) {
 		return AppendEncode(dst, enc, d)
 	}
-	if len(d.Invocations) > 0 || len(d.Ignored) > 0 || len(d.Diagnostics) > 0 || len(d.CatalogSeqs) > 0 || d.CurrentList != nil {
+	if len(d.Invocations) > 0 || len(d.Ignored) > 0 || len(d.Diagnostics) > 0 {
 		return AppendEncode(dst, enc, d) // the fields below do not cover them
 	}
 	// The map the struct encoder writes for a Decision: fields in order,
@@ -181,8 +190,14 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 	if d.CatalogSeq != 0 {
 		n++
 	}
+	if len(d.CatalogSeqs) > 0 {
+		n++
+	}
+	if currentList != nil {
+		n++
+	}
 	buf := bytes.NewBuffer(dst[:0])
-	buf.Grow(len(catalog) + 256)
+	buf.Grow(len(catalog) + len(currentList) + 256)
 	e := msgpack.GetEncoder()
 	defer msgpack.PutEncoder(e)
 	e.Reset(buf)
@@ -191,7 +206,7 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 		key string
 		val any
 	}
-	fields := make([]field, 0, 9)
+	fields := make([]field, 0, 11)
 	fields = append(fields, field{"v", d.V}, field{"session", d.Session}, field{"step", d.Step},
 		field{"triggerSeq", d.TriggerSeq}, field{"outcome", d.Outcome})
 	if catalog != nil {
@@ -205,6 +220,12 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 	}
 	if d.CatalogSeq != 0 {
 		fields = append(fields, field{"catalogSeq", d.CatalogSeq})
+	}
+	if len(d.CatalogSeqs) > 0 {
+		fields = append(fields, field{"catalogSeqs", d.CatalogSeqs})
+	}
+	if currentList != nil {
+		fields = append(fields, field{"currentList", msgpack.RawMessage(currentList)})
 	}
 	err := e.EncodeMapLen(n)
 	for _, f := range fields {
@@ -222,6 +243,12 @@ func AppendDecision(dst []byte, enc Encoding, d Decision, catalog []byte) ([]byt
 		return nil, fmt.Errorf("encode %T: %w", d, tooLarge(buf.Len()))
 	}
 	return buf.Bytes(), nil
+}
+
+// EncodeCurrentList is the msgpack encoding of l as a Decision's
+// currentList, for AppendDecisionList.
+func EncodeCurrentList(l CurrentList) ([]byte, error) {
+	return Encode(Msgpack, l)
 }
 
 // CatalogBody is the part of a catalog record that every session given the

@@ -24,14 +24,27 @@ func TestEncodeDecisionSplicesCatalog(t *testing.T) {
 		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat, Reason: ReasonNoSkills, CatalogSeq: 1 << 35},
 		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat,
 			Error: &ErrorInfo{Code: CodeBadRequest, Message: "m"}, Reason: ReasonNoSkills},
+		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat, CatalogSeq: 1 << 20,
+			CatalogSeqs: []uint64{3, 1 << 19, 1 << 20}, CurrentList: &CurrentList{Entries: []Entry{{Name: "a", Description: "b"}, {Name: "c"}}, Digest: "d"}},
+		{V: Version, Session: "s", Step: "1", TriggerSeq: 7, Outcome: OutcomeAppended, Catalog: &cat, CatalogSeq: 9, CatalogSeqs: []uint64{3, 9}},
 	} {
 		want, err := Encode(Msgpack, d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := EncodeDecision(Msgpack, d, raw)
+		var list []byte
+		if d.CurrentList != nil {
+			if list, err = EncodeCurrentList(*d.CurrentList); err != nil {
+				t.Fatal(err)
+			}
+			// Without the list's bytes the decision is still encoded whole.
+			if got, err := EncodeDecision(Msgpack, d, raw); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("EncodeDecision without the list's bytes = %x, %v; want %x", got, err, want)
+			}
+		}
+		got, err := AppendDecisionList(nil, Msgpack, d, raw, list)
 		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("EncodeDecision(%+v) = %x, %v; want %x", d, got, err, want)
+			t.Fatalf("AppendDecisionList(%+v) = %x, %v; want %x", d, got, err, want)
 		}
 		back, err := DecodeDecision(Msgpack, got)
 		if err != nil || back.Catalog == nil || back.Catalog.Source.View.Instance != "m1" {
@@ -41,7 +54,7 @@ func TestEncodeDecisionSplicesCatalog(t *testing.T) {
 		bare := d
 		bare.Catalog = nil
 		want, _ = Encode(Msgpack, bare)
-		if got, err := EncodeDecision(Msgpack, bare, nil); err != nil || !bytes.Equal(got, want) {
+		if got, err := AppendDecisionList(nil, Msgpack, bare, nil, list); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("EncodeDecision(%+v, nil) = %x, %v; want %x", bare, got, err, want)
 		}
 		// JSON ignores the bytes; msgpack without them encodes as usual.

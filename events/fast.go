@@ -403,6 +403,11 @@ func (w *decisionWire) fastMsgpack(b []byte) bool {
 		case "catalogSeq":
 			x.CatalogSeq, ok = r.uint()
 			return 1 << 8, ok
+		case "catalogSeqs":
+			return 1 << 9, r.uints(&x.CatalogSeqs)
+		case "currentList":
+			x.CurrentList = new(CurrentList)
+			return 1 << 10, r.currentList(x.CurrentList)
 		}
 		return 0, false
 	})
@@ -411,6 +416,51 @@ func (w *decisionWire) fastMsgpack(b []byte) bool {
 		return true
 	}
 	return false
+}
+
+// uints reads a non-empty array of integers that are not negative (an
+// empty one is left to the library).
+func (r *plain) uints(dst *[]uint64) bool {
+	n, ok := r.container(true)
+	if !ok || n == 0 || n > len(r.b)-r.i {
+		return false
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		if out[i], ok = r.uint(); !ok {
+			return false
+		}
+	}
+	*dst = out
+	return true
+}
+
+// currentList reads a Decision's currentList. A worker is sent the same
+// list with every step of every session that has it, a thousand entries
+// perhaps: the entries of the few lists read last are kept, by their
+// bytes, and given again (shared: they must not be modified) when the
+// same bytes come again.
+func (r *plain) currentList(l *CurrentList) bool {
+	return r.fields(func(key string) (uint, bool) {
+		var ok bool
+		switch key {
+		case "entries":
+			start := r.i
+			if cached, end, hit := knownLists.get(r.b, start); hit {
+				l.Entries, r.i = cached, end
+				return 1 << 0, true
+			}
+			if !r.entries(&l.Entries) {
+				return 1 << 0, false
+			}
+			knownLists.put(r.b[start:r.i], l.Entries)
+			return 1 << 0, true
+		case "digest":
+			l.Digest, ok = r.str()
+			return 1 << 1, ok
+		}
+		return 0, false
+	})
 }
 
 func (w *catalogWire) fastMsgpack(b []byte) bool {
@@ -488,6 +538,16 @@ func (r *plain) source(s *CatalogSource) bool {
 			n, ok = r.int()
 			s.Omitted = int(n)
 			return 1 << 5, ok && n >= math.MinInt && n <= math.MaxInt
+		case "base":
+			s.Base, ok = r.uint()
+			return 1 << 7, ok
+		case "changes":
+			return 1 << 8, r.changes(&s.Changes)
+		case "count":
+			var n int64
+			n, ok = r.int()
+			s.Count = int(n)
+			return 1 << 9, ok && n >= math.MinInt && n <= math.MaxInt
 		case "view":
 			s.View = new(View)
 			return 1 << 6, r.fields(func(key string) (uint, bool) {
@@ -508,6 +568,39 @@ func (r *plain) source(s *CatalogSource) bool {
 		}
 		return 0, false
 	})
+}
+
+// changes reads a change list's changes: maps of name, change and
+// perhaps description. An empty list is left to the library.
+func (r *plain) changes(dst *[]Change) bool {
+	n, ok := r.container(true)
+	if !ok || n == 0 || n > len(r.b)-r.i {
+		return false
+	}
+	out := make([]Change, n)
+	for i := range out {
+		c := &out[i]
+		ok := r.fields(func(key string) (uint, bool) {
+			var ok bool
+			switch key {
+			case "name":
+				c.Name, ok = r.str()
+				return 1 << 0, ok
+			case "change":
+				c.Change, ok = r.str()
+				return 1 << 1, ok
+			case "description":
+				c.Description, ok = r.str()
+				return 1 << 2, ok
+			}
+			return 0, false
+		})
+		if !ok {
+			return false
+		}
+	}
+	*dst = out
+	return true
 }
 
 // entries reads a catalog's entries: maps of name and description. An

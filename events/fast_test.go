@@ -218,6 +218,15 @@ func TestTriggerUnwrapMatchesReflection(t *testing.T) {
 
 // answerSeeds are Decision and Catalog payloads of the plain shape (as
 // Encode writes them) and of the shapes next to it.
+// seedList is n entries whose descriptions end in desc.
+func seedList(n int, desc string) []Entry {
+	es := make([]Entry, n)
+	for i := range es {
+		es[i] = Entry{Name: fmt.Sprintf("skill-%03d", i), Description: fmt.Sprintf("Skill %d. %s", i, desc)}
+	}
+	return es
+}
+
 func answerSeeds(t testing.TB) [][]byte {
 	enc := func(v any) []byte {
 		b, err := Encode(Msgpack, v)
@@ -236,6 +245,12 @@ func answerSeeds(t testing.TB) [][]byte {
 		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "rejected", Error: &ErrorInfo{Code: "bad_request", Message: "m"}}),
 		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "empty", Reason: ReasonNoSkills}),
 		enc(Decision{V: 1, Session: "s", Step: "1", Outcome: "unchanged", Ignored: []Ignored{{Name: "x", Reason: IgnoredUnknown}}}),
+		enc(Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 3, Outcome: "unchanged", CatalogSeq: 9, CatalogSeqs: []uint64{2, 5, 9},
+			CurrentList: &CurrentList{Entries: seedList(40, "Read."), Digest: "d"}}),
+		enc(Decision{V: 1, Session: "s", Step: "2", TriggerSeq: 4, Outcome: "unchanged", CatalogSeq: 9, CatalogSeqs: []uint64{2, 5, 9},
+			CurrentList: &CurrentList{Entries: seedList(40, "Read!"), Digest: "d"}}),
+		enc(Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 3, Outcome: "unchanged", CatalogSeq: 9, CatalogSeqs: []uint64{2, 9},
+			CurrentList: &CurrentList{Entries: seedList(1, ""), Digest: "d"}}),
 	}
 	// The same as maps, changed one way or another.
 	asMap := func(b []byte) map[string]any {
@@ -288,7 +303,85 @@ func answerSeeds(t testing.TB) [][]byte {
 			seeds = append(seeds, enc(cc))
 		}
 	}
+	// A change list, and a decision carrying one.
+	changes := Catalog{V: 1, Session: "s-1", Step: "8", ID: "s-1:8:catalog", Role: "user", Text: "<skill_catalog_changes>",
+		Source: CatalogSource{Kind: "skill-catalog", Producer: "skillstream", Update: UpdateChanges, Base: 13, Digest: "d2", Count: 40,
+			Changes: []Change{{Name: "a", Change: ChangeAdded, Description: "A."}, {Name: "b", Change: ChangeRemoved}},
+			View: &View{Revision: 10, Instance: "i"}}}
+	withChanges := Decision{V: 1, Session: "s-1", Step: "8", TriggerSeq: 20, Outcome: "appended", Catalog: &changes, CatalogSeq: 21,
+		CatalogSeqs: []uint64{13, 21}, CurrentList: &CurrentList{Entries: seedList(40, "y"), Digest: "d2"}}
+	seeds = append(seeds, enc(changes), enc(withChanges))
+	for _, change := range []func(src map[string]any){
+		func(src map[string]any) { src["changes"] = []any{} },
+		func(src map[string]any) { src["changes"] = nil },
+		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a"}} },
+		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a", "change": "added", "x": 1}} },
+		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a", "change": 3}} },
+		func(src map[string]any) { src["base"] = -1 },
+		func(src map[string]any) { src["count"] = uint64(math.MaxUint64) },
+		func(src map[string]any) { src["count"] = "1" },
+		func(src map[string]any) { src["entries"] = []any{map[string]any{"name": "a", "description": "b"}} },
+	} {
+		c := asMap(enc(changes))
+		change(c["source"].(map[string]any))
+		seeds = append(seeds, enc(c))
+	}
+	// A current list and its records, changed one way or another.
+	withList := Decision{V: 1, Session: "s", Step: "3", TriggerSeq: 30, Outcome: "unchanged", CatalogSeq: 9, CatalogSeqs: []uint64{2, 9},
+		CurrentList: &CurrentList{Entries: seedList(30, "x"), Digest: "d"}}
+	for _, change := range []func(d, l map[string]any){
+		func(d, l map[string]any) { d["catalogSeqs"] = []any{} },
+		func(d, l map[string]any) { d["catalogSeqs"] = []any{-1, 2} },
+		func(d, l map[string]any) { d["catalogSeqs"] = []any{"2"} },
+		func(d, l map[string]any) { d["catalogSeqs"] = nil },
+		func(d, l map[string]any) { d["currentList"] = nil },
+		func(d, l map[string]any) { l["entries"] = []any{} },
+		func(d, l map[string]any) { l["entries"] = nil },
+		func(d, l map[string]any) { delete(l, "digest") },
+		func(d, l map[string]any) { l["extra"] = 1 },
+		func(d, l map[string]any) {
+			es := l["entries"].([]any)
+			es[len(es)-1] = map[string]any{"name": "z", "description": "y", "more": 1}
+		},
+	} {
+		d := asMap(enc(withList))
+		change(d, d["currentList"].(map[string]any))
+		seeds = append(seeds, enc(d))
+	}
 	return append(seeds, []byte{0x82, 0xa1, 'v', 0x01, 0xa1, 'v', 0x01})
+}
+
+// A current list decoded again from the same bytes is the list decoded
+// the first time; other bytes, even of the same length, are decoded anew.
+func TestCurrentListRemembered(t *testing.T) {
+	d := Decision{V: 1, Session: "s", Step: "1", TriggerSeq: 3, Outcome: "unchanged", CatalogSeq: 9, CatalogSeqs: []uint64{2, 5, 9},
+		CurrentList: &CurrentList{Entries: seedList(50, "Read."), Digest: "d"}}
+	b, err := Encode(Msgpack, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := DecodeDecision(Msgpack, b)
+	if err != nil || !reflect.DeepEqual(first, d) {
+		t.Fatalf("first decode: %+v, %v", first, err)
+	}
+	d.Step = "2"
+	b2, _ := Encode(Msgpack, d)
+	second, err := DecodeDecision(Msgpack, b2)
+	if err != nil || !reflect.DeepEqual(second, d) {
+		t.Fatalf("second decode: %+v, %v", second, err)
+	}
+	if &first.CurrentList.Entries[0] != &second.CurrentList.Entries[0] {
+		t.Error("the same list's entries were decoded again")
+	}
+	d.CurrentList = &CurrentList{Entries: seedList(50, "Read!"), Digest: "d"}
+	b3, _ := Encode(Msgpack, d)
+	if len(b3) != len(b2) {
+		t.Fatalf("lengths differ: %d, %d", len(b3), len(b2))
+	}
+	third, err := DecodeDecision(Msgpack, b3)
+	if err != nil || !reflect.DeepEqual(third, d) {
+		t.Fatalf("other list: %+v, %v", third, err)
+	}
 }
 
 // decodeAnswerBothWays decodes b as a Decision and as a Catalog with the
@@ -334,6 +427,30 @@ func TestFastAnswersTakePlainShape(t *testing.T) {
 		if !d.fastMsgpack(b) {
 			t.Errorf("decision %d not taken", i+2)
 		}
+	}
+	// Decisions with a current list (seeds 6 and 7), and a change list
+	// alone and in a decision (the two after the seeds changed as maps).
+	for _, i := range []int{6, 7} {
+		if !d.fastMsgpack(seeds[i]) || d.CurrentList == nil || len(d.CatalogSeqs) != 3 {
+			t.Errorf("decision %d with a current list not taken: %+v", i, d)
+		}
+	}
+	enc := func(v any) []byte {
+		b, err := Encode(Msgpack, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cat := Catalog{V: 1, Session: "s", Step: "8", ID: "i", Role: "user", Text: "t",
+		Source: CatalogSource{Kind: "skill-catalog", Producer: "p", Update: UpdateChanges, Base: 13, Digest: "d", Count: 4,
+			Changes: []Change{{Name: "a", Change: ChangeAdded, Description: "A."}, {Name: "b", Change: ChangeRemoved}}}}
+	if !c.fastMsgpack(enc(cat)) || len(c.Source.Changes) != 2 || c.Source.Base != 13 || c.Source.Count != 4 {
+		t.Errorf("change list not taken: %+v", c)
+	}
+	if !d.fastMsgpack(enc(Decision{V: 1, Session: "s", Step: "8", Outcome: "appended", Catalog: &cat, CatalogSeq: 20,
+		CatalogSeqs: []uint64{13, 20}, CurrentList: &CurrentList{Entries: seedList(3, ""), Digest: "d"}})) {
+		t.Error("decision with a change list not taken")
 	}
 }
 
