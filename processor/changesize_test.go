@@ -66,5 +66,13 @@ func TestChangeListRecordBytes(t *testing.T) {
 			}
 			t.Logf("%5d skills, one %-6s: full %7d bytes, changes %5d bytes", n, c.name, sizes[catalog.UpdatesFull], sizes[catalog.UpdatesChanges])
 		}
+		// What every answer of a session with change lists carries: its
+		// whole list (currentList), under the default size limit.
+		cur := catalog.Prepare(catalog.Snapshot{Skills: skills, Complete: true}, catalog.DefaultOptions())
+		b, err := events.EncodeCurrentList(events.CurrentList{Entries: wireEntries(cur.Entries), Digest: cur.Digest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%5d skills: a Decision's currentList under the default size limit is %d bytes (%d entries)", n, len(b), len(cur.Entries))
 	}
 }

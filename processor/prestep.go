@@ -39,7 +39,7 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 	}
 	read := p.readInvocations(ctx, t, ps, names) // invoke.go
 	defer read.wait()
-	d, appended, err := p.decidePreStep(ctx, t, ps)
+	d, parts, err := p.decidePreStep(ctx, t, ps)
 	if err != nil {
 		return nil, "", err
 	}
@@ -47,8 +47,11 @@ func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error
 		return nil, "", err
 	}
 	if t.enc == events.Msgpack {
-		// The reply carries the catalog's bytes as appended, if any.
-		if b, err := t.borrow(func(dst []byte) ([]byte, error) { return events.AppendDecision(dst, t.enc, d, appended) }); err == nil {
+		// The reply carries the catalog's bytes as appended, if any, and
+		// the current list as encoded once.
+		if b, err := t.borrow(func(dst []byte) ([]byte, error) {
+			return events.AppendDecisionList(dst, t.enc, d, parts.catalog, parts.currentList)
+		}); err == nil {
 			return preEncoded{v: d, msgpack: b}, d.Outcome, nil
 		}
 	}
@@ -86,13 +89,20 @@ func (p *Processor) decision(t *trigger, outcome string, cat *events.Catalog) ev
 	return events.Decision{V: events.Version, Session: t.sid, Step: t.ref, TriggerSeq: t.seq, Outcome: outcome, Catalog: cat}
 }
 
+// decisionParts are parts of a Decision already encoded in msgpack, to
+// go into the answer as they are (events.AppendDecisionList): the catalog
+// this pre-step appended and the current list, each nil when the answer
+// does not carry it.
+type decisionParts struct {
+	catalog, currentList []byte
+}
+
 // decidePreStep takes the skills once, then reads, decides and appends
 // (appendAnswer) until the append holds against the session it read or
-// nothing needs appending. When the answer carries the catalog this
-// pre-step appended, appended is its msgpack encoding; otherwise nil.
-func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (d events.Decision, appended []byte, err error) {
+// nothing needs appending.
+func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.PreStep) (d events.Decision, parts decisionParts, err error) {
 	if p.expired(ps.DeadlineMs) {
-		return p.decision(t, events.OutcomeExpired, nil), nil, nil
+		return p.decision(t, events.OutcomeExpired, nil), parts, nil
 	}
 	// Reads and the snapshot stop at the trigger's deadline; an append,
 	// once started, runs to its result so that the answer tells the truth.
@@ -104,7 +114,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	if plan.visible && plan.behind == nil {
 		if err := plan.prepare(dctx); err != nil {
 			d, err = expiredOr(plan, err)
-			return d, nil, err
+			return d, parts, err
 		}
 	}
 	// The memory this pre-step will hold is about its catalog's size: wait
@@ -112,18 +122,19 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	release, err := p.inflight.acquire(dctx, preStepBytes(plan.prepared))
 	if err != nil {
 		d, err = expiredOr(plan, p.deadlineOr(ps.DeadlineMs, fmt.Errorf("wait for in-flight memory: %w", err)))
-		return d, nil, err
+		return d, parts, err
 	}
 	defer release()
 	d, err = appendAnswer(p, ctx, dctx, t, events.KindCatalog, ps.DeadlineMs, plan)
 	if err == nil {
 		d.CatalogSeq = plan.catalogSeq(d.Outcome)
-		plan.currentList(&d)
+		parts.currentList = plan.currentList(&d)
 		if plan.prepared != nil && d.Outcome != events.OutcomeExpired {
 			d.Diagnostics = diagnostics(plan.prepared.Diagnostics)
 		}
 	}
-	return d, plan.data, err
+	parts.catalog = plan.data
+	return d, parts, err
 }
 
 // diagnostics are a view's diagnostics as a Decision carries them (the

@@ -175,8 +175,17 @@ func (l sessionLog) At(ctx context.Context, seq uint64) (*record, error) {
 // recognisable catalog of ours and, when the newest compaction masks it,
 // the newest one of ours the compaction keeps). A catalog the view knows
 // without its bytes is the one recognised when it was first read.
+//
+// When this member remembers the session's chain of change lists, the
+// request that checks it is still there is sent before the read, so that
+// both travel together.
 func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (history.State, error) {
-	return p.historySession(sid, v).Read(ctx, sessionLog{p: p, sid: sid, view: v})
+	var sent *chainCountCall
+	if _, ok := p.chains.byID.Peek(sid); ok {
+		sent = p.sendChainCount(sid)
+		defer sent.close()
+	}
+	return p.historySessionWith(sid, v, sent).Read(ctx, sessionLog{p: p, sid: sid, view: v})
 }
 
 // recognise reports whether s is a catalog this processor published for
