@@ -62,10 +62,20 @@ type Counters struct {
 
 	mu       sync.Mutex
 	outcomes map[string]int64 // pre-step outcomes and tool result codes
+	catalogs map[string]int64 // catalog text bytes appended, by form (source.update)
 	firstErr []string         // a few distinct errors, for the report
 }
 
-func NewCounters() *Counters { return &Counters{outcomes: map[string]int64{}} }
+func NewCounters() *Counters {
+	return &Counters{outcomes: map[string]int64{}, catalogs: map[string]int64{}}
+}
+
+// catalog counts the text of a catalog appended in the form update.
+func (c *Counters) catalog(update string, text int) {
+	c.mu.Lock()
+	c.catalogs[update] += int64(text)
+	c.mu.Unlock()
+}
 
 func (c *Counters) outcome(k string) {
 	c.mu.Lock()
@@ -213,6 +223,7 @@ func RunPhase(ctx context.Context, nc *nats.Conn, p Plan, duration time.Duration
 		Errors:     cnt.errors.Load(),
 		Retries:    cnt.retries.Load(),
 		Outcomes:   cnt.outcomes,
+		Catalogs:   cnt.catalogs,
 		Latency:    samples.summaries(),
 	}
 	ph.ErrorSamples = cnt.firstErr
@@ -306,6 +317,9 @@ func playSession(ctx context.Context, cl *client.Client, p Plan, i int, cnt *Cou
 		case d.Outcome == events.OutcomeAppended:
 			cnt.appends.Add(1)
 			local.add(SeriesAppended, took)
+			if d.Catalog != nil {
+				cnt.catalog(d.Catalog.Source.Update, len(d.Catalog.Text))
+			}
 		case d.Outcome == events.OutcomeUnchanged && len(d.Invocations) == 1:
 			local.add(SeriesInvoked, took)
 		case d.Outcome == events.OutcomeUnchanged:

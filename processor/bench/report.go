@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -123,6 +124,9 @@ func FormatReport(r *Report) string {
 
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "processor outcomes: %s\n", benchOutcomes(r.Processor.Outcomes))
+	if len(r.Processor.Catalogs) > 0 {
+		fmt.Fprintf(&b, "processor catalog text appended: %s\n", benchCatalogs(r.Processor.Catalogs))
+	}
 	for _, ph := range phases {
 		name := "processor"
 		if ph == r.Baseline {
@@ -367,6 +371,7 @@ type PhaseReport struct {
 	Errors           int64              `json:"errors"`
 	Retries          int64              `json:"retries"`
 	Outcomes         map[string]int64   `json:"outcomes"`
+	Catalogs         map[string]int64   `json:"catalog_text_bytes,omitempty"` // catalog text appended, by form
 	Latency          map[string]Latency `json:"latency"`
 	CPUScope         string             `json:"cpu_scope"`
 	CPUSeconds       float64            `json:"cpu_seconds"`
@@ -418,4 +423,16 @@ func (r *Report) ComputeRatios() {
 	if r.Baseline.SearchesPerSec > 0 {
 		r.Ratios["skill_searches_per_second"] = r.Processor.SearchesPerSec / r.Baseline.SearchesPerSec
 	}
+}
+
+// benchCatalogs is the catalog text appended by form, in bytes, and the
+// total.
+func benchCatalogs(m map[string]int64) string {
+	var total int64
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		total += m[k]
+		parts = append(parts, fmt.Sprintf("%s %s", k, benchBytes(m[k])))
+	}
+	return fmt.Sprintf("%s in all (%s)", benchBytes(total), strings.Join(parts, ", "))
 }
