@@ -307,7 +307,7 @@ func answerSeeds(t testing.TB) [][]byte {
 	changes := Catalog{V: 1, Session: "s-1", Step: "8", ID: "s-1:8:catalog", Role: "user", Text: "<skill_catalog_changes>",
 		Source: CatalogSource{Kind: "skill-catalog", Producer: "skillstream", Update: UpdateChanges, Base: 13, Digest: "d2", Count: 40,
 			Changes: []Change{{Name: "a", Change: ChangeAdded, Description: "A."}, {Name: "b", Change: ChangeRemoved}},
-			View: &View{Revision: 10, Instance: "i"}}}
+			View:    &View{Revision: 10, Instance: "i"}}}
 	withChanges := Decision{V: 1, Session: "s-1", Step: "8", TriggerSeq: 20, Outcome: "appended", Catalog: &changes, CatalogSeq: 21,
 		CatalogSeqs: []uint64{13, 21}, CurrentList: &CurrentList{Entries: seedList(40, "y"), Digest: "d2"}}
 	seeds = append(seeds, enc(changes), enc(withChanges))
@@ -315,7 +315,9 @@ func answerSeeds(t testing.TB) [][]byte {
 		func(src map[string]any) { src["changes"] = []any{} },
 		func(src map[string]any) { src["changes"] = nil },
 		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a"}} },
-		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a", "change": "added", "x": 1}} },
+		func(src map[string]any) {
+			src["changes"] = []any{map[string]any{"name": "a", "change": "added", "x": 1}}
+		},
 		func(src map[string]any) { src["changes"] = []any{map[string]any{"name": "a", "change": 3}} },
 		func(src map[string]any) { src["base"] = -1 },
 		func(src map[string]any) { src["count"] = uint64(math.MaxUint64) },
