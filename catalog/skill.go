@@ -14,23 +14,28 @@ const (
 	// The skill store's scopes: project/<id> and global.
 	SourceStoreProject = "store-project"
 	SourceStoreGlobal  = "store-global"
+	// The shared library: an operator-curated store that every tenant of
+	// a multi-tenant deployment sees below its own store's skills.
+	SourceLibrary = "library"
 )
 
 // Precedence orders sources as the registry ranks them, for the catalog
 // size limit: a higher value is a higher precedence, kept longer when the
 // catalog must be shortened. From highest to lowest: project roots on disk,
-// store project scope, custom roots, store global scope, the user root,
-// bundled skills. A source this package does not know ranks below all of
-// them (-1): it is the first to give way.
+// store project scope, custom roots, store global scope, the shared
+// library, the user root, bundled skills. A source this package does not
+// know ranks below all of them (-1): it is the first to give way.
 func Precedence(source string) int {
 	switch source {
 	case SourceProject:
-		return 5
+		return 6
 	case SourceStoreProject:
-		return 4
+		return 5
 	case SourceCustom:
-		return 3
+		return 4
 	case SourceStoreGlobal:
+		return 3
+	case SourceLibrary:
 		return 2
 	case SourceUser:
 		return 1

@@ -16,6 +16,7 @@ const (
 	RankStoreProject = 150 // the skill store's project scope
 	RankCustom       = 200
 	RankStoreGlobal  = 250 // the skill store's global scope
+	RankLibrary      = 275 // the shared library (a store opened with Library)
 	RankUser         = 300
 	RankBundled      = 400
 )

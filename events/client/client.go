@@ -34,16 +34,17 @@ type Client struct {
 	js       jetstream.JetStream
 	ownsConn bool
 
-	prefix      string
-	inboxPrefix string // the connection's inbox prefix this client was asked to use; "" = any
-	maxPending  int
-	enc         events.Encoding
-	retry       time.Duration
-	maxAttempts int
-	materialize Materializer
-	objects     string                            // the skill store's object store, for the default materializer
-	nonce       string                            // tells this client's Msg-Ids apart from another process's
-	minStore    atomic.Pointer[events.StoreToken] // the store every trigger asks for at least (RequireStore); nil: none
+	prefix         string
+	inboxPrefix    string // the connection's inbox prefix this client was asked to use; "" = any
+	maxPending     int
+	enc            events.Encoding
+	retry          time.Duration
+	maxAttempts    int
+	materialize    Materializer
+	objects        string                            // the skill store's object store, for the default materializer
+	libraryObjects string                            // the shared library's object store (WithLibraryObjects)
+	nonce          string                            // tells this client's Msg-Ids apart from another process's
+	minStore       atomic.Pointer[events.StoreToken] // the store every trigger asks for at least (RequireStore); nil: none
 
 	sub  *nats.Subscription
 	base string // reply inbox prefix, ending in "."
@@ -167,6 +168,27 @@ func WithMaterializer(m Materializer) Option {
 	}
 }
 
+// LibraryProvider is the provider name of a shared library's skills in a
+// skill call's value, and DefaultLibraryObjects the library's object store
+// unless WithLibraryObjects names another.
+const (
+	LibraryProvider       = "library"
+	DefaultLibraryObjects = "LIBRARY"
+)
+
+// WithLibraryObjects names the shared library's object store, from which
+// the default materializer reads a library skill's files (a multi-tenant
+// deployment; default DefaultLibraryObjects).
+func WithLibraryObjects(name string) Option {
+	return func(c *Client) error {
+		if name == "" {
+			return errors.New("client: empty library object store name")
+		}
+		c.libraryObjects = name
+		return nil
+	}
+}
+
 // WithSkillObjects names the skill store's object store the default
 // materializer reads (default skillstore.DefaultObjects, "SKILLS", as
 // serve's --skill-store-objects).
@@ -274,10 +296,21 @@ func (c *Client) storeDemand(epoch string, rev uint64) (string, uint64) {
 // store, with direct gets only (skillstore.Direct: the permissions a worker
 // needs are two read-only request subjects), and writes them into dir
 // (atomically, read-only, once per digest).
+//
+// A skill of a multi-tenant deployment's shared library (provider
+// "library") is read from the library's object store (WithLibraryObjects,
+// default "LIBRARY"), which the tenant's worker account imports beside its
+// own.
 func (c *Client) storeMaterializer(ctx context.Context, res events.ToolResult, dir string) error {
 	name := c.objects
 	if name == "" {
 		name = skillstore.DefaultObjects
+	}
+	if res.Value != nil && res.Value.Provider == LibraryProvider {
+		name = c.libraryObjects
+		if name == "" {
+			name = DefaultLibraryObjects
+		}
 	}
 	r, err := skillstore.NewDirect(c.nc, name)
 	if err != nil {
@@ -531,11 +564,12 @@ func IsSearchArgsError(r events.ToolResult) bool {
 		strings.HasPrefix(r.Error.Message, searchArgsPrefix)
 }
 
-// IsStoreSkill reports whether r is a store skill whose files belong in a
+// IsStoreSkill reports whether r is a store skill (of the skill store, or
+// of a multi-tenant deployment's shared library) whose files belong in a
 // resource directory on the worker's host.
 func IsStoreSkill(r events.ToolResult) bool {
 	v := r.Value
-	return !r.IsError && v != nil && v.Provider == StoreProvider && v.Digest != "" &&
+	return !r.IsError && v != nil && (v.Provider == StoreProvider || v.Provider == LibraryProvider) && v.Digest != "" &&
 		v.ResourceBase != nil && v.ResourceBase.Kind == "directory" && v.ResourceBase.Path != ""
 }
 

@@ -26,6 +26,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultName       = "store"
+	LibraryName       = "library" // the provider name of a store opened with Library
 	DefaultHistory    = 16
 	MaxHistory        = 64 // the key-value store's own limit
 	DefaultCacheBytes = 32 << 20
@@ -47,8 +48,13 @@ var (
 // Config configures the store: where it lives and its bounds. The zero
 // value is usable.
 type Config struct {
-	// Name is the provider name in summaries; default "store".
+	// Name is the provider name in summaries; default "store" ("library"
+	// with Library).
 	Name string
+	// Library opens the store as a tenant's shared library: its global
+	// scope only, ranked below the tenant's own store (source "library",
+	// providers.RankLibrary); project scopes are not offered.
+	Library bool
 	// Bucket is the key-value bucket of the index, Objects the object
 	// store of the skills' files; both default to "SKILLS"
 	// (skillstore.DefaultBucket, skillstore.DefaultObjects).
@@ -79,6 +85,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Name == "" && c.Library {
+		c.Name = LibraryName
+	}
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
@@ -395,10 +404,14 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	}
 	p.mu.Lock()
 	var out []providers.Candidate
-	if q.Project != "" {
-		out = p.candidates(out, p.scopes[q.Project], catalog.SourceStoreProject, providers.RankStoreProject, q)
+	if p.cfg.Library {
+		out = p.candidates(out, p.scopes[""], catalog.SourceLibrary, providers.RankLibrary, q)
+	} else {
+		if q.Project != "" {
+			out = p.candidates(out, p.scopes[q.Project], catalog.SourceStoreProject, providers.RankStoreProject, q)
+		}
+		out = p.candidates(out, p.scopes[""], catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
 	}
-	out = p.candidates(out, p.scopes[""], catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
 	healthy, why := p.healthy, p.why
 	p.mu.Unlock()
 	if !healthy {
@@ -433,6 +446,10 @@ func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summ
 func (p *Provider) find(name string, q catalog.Query) (entry, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cfg.Library {
+		e, ok := p.scopes[""][name]
+		return e, catalog.SourceLibrary, ok
+	}
 	if q.Project != "" {
 		if e, ok := p.scopes[q.Project][name]; ok {
 			return e, catalog.SourceStoreProject, true
