@@ -326,12 +326,60 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg HTTPConfig) err
 	if cfg.Token == "" && !Loopback(ln.Addr().String()) {
 		return fmt.Errorf("%w (listening on %s)", ErrTokenRequired, ln.Addr())
 	}
+	return serveHandler(ctx, ln, s.Handler(cfg), cfg)
+}
+
+// Tenant is one tenant's MCP server and the bearer token its hosts use.
+type Tenant struct {
+	Name   string
+	Token  string
+	Server *Server
+}
+
+// ServeTenants serves several tenants' MCP servers on one listener, as
+// Serve serves one: a request goes to the server whose token it carries
+// (each token maps to exactly one tenant; tokens must be distinct and not
+// empty), and a request with no or an unknown token is refused (401) as
+// by Serve.
+func ServeTenants(ctx context.Context, ln net.Listener, tenants []Tenant, cfg HTTPConfig) error {
+	if len(tenants) == 0 {
+		return errors.New("mcp: no tenants to serve")
+	}
+	handlers := make([]http.Handler, len(tenants))
+	seen := map[string]string{}
+	for i, t := range tenants {
+		if t.Token == "" {
+			return fmt.Errorf("mcp: tenant %q has no bearer token: each tenant's hosts are told apart by theirs", t.Name)
+		}
+		if other, ok := seen[t.Token]; ok {
+			return fmt.Errorf("mcp: tenants %q and %q have the same bearer token", other, t.Name)
+		}
+		seen[t.Token] = t.Name
+		tc := cfg
+		tc.Token = t.Token
+		handlers[i] = t.Server.Handler(tc)
+	}
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		pick := handlers[0] // refuses a token not its own as Serve does
+		for i, t := range tenants {
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(t.Token)) == 1 {
+				pick = handlers[i]
+			}
+		}
+		pick.ServeHTTP(w, r)
+	})
+	return serveHandler(ctx, ln, route, cfg)
+}
+
+// serveHandler serves h on ln until ctx ends (see Serve).
+func serveHandler(ctx context.Context, ln net.Listener, h http.Handler, cfg HTTPConfig) error {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	ln = limitListener(ln, cfg.MaxConns)
 	hs := &http.Server{
-		Handler:           s.Handler(cfg),
+		Handler:           h,
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
