@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/nats-io/nats.go/jetstream"
 	"log/slog"
 	"math"
 	"net"
@@ -93,6 +94,24 @@ type Config struct {
 	// storeWarned, when set, counts the skill store's warnings (serve's
 	// metric); not a flag.
 	storeWarned func(kind string)
+
+	// Tenants (tenants.go): the tenants file, and the tenant a command
+	// other than serve acts for.
+	Tenants string
+	Tenant  string
+	// tenantAuth, set by useTenant, replaces the --nats-* credentials;
+	// serveTenants marks serve, which serves every tenant of the file.
+	tenantAuth   *tenantAuth
+	serveTenants bool
+	// library, when set, is the shared library's store: the registry
+	// offers it below the tenant's own store (serve with --tenants).
+	library *libraryStore
+}
+
+// libraryStore is where the shared library is read.
+type libraryStore struct {
+	js              jetstream.JetStream
+	bucket, objects string
 }
 
 // Defaults shown in --help and used when nothing is configured.
@@ -193,6 +212,8 @@ func (c *Config) natsFlags(cmd *command) {
 	cmd.cfgString(&c.NATSTLSCA, "nats-tls-ca", "", "CA certificate `file` to verify the NATS servers")
 	cmd.cfgString(&c.NATSTLSCert, "nats-tls-cert", "", "client certificate `file` (with --nats-tls-key)")
 	cmd.cfgString(&c.NATSTLSKey, "nats-tls-key", "", "client key `file` (with --nats-tls-cert)")
+	cmd.cfgString(&c.Tenants, "tenants", "", "tenants `file`: serve serves every tenant it lists, each in its own NATS account (with --nats-url; see the manual's Tenants)")
+	cmd.cfgString(&c.Tenant, "tenant", "", "act for this tenant of --tenants, with its credentials (\""+libraryTenant+"\": the shared library's)")
 }
 
 // streamFlags registers the stream, consumer group and processing settings.

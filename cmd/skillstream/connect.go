@@ -34,6 +34,12 @@ func (c *Config) connectOptions(log *slog.Logger) ([]nats.Option, error) {
 		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 	}
 	switch {
+	case c.tenantAuth != nil:
+		creds, err := c.tenantAuth.options()
+		if err != nil {
+			return nil, fmt.Errorf("tenant %s: %w", c.Tenant, err)
+		}
+		opts = append(opts, creds...)
 	case c.NATSUser != "":
 		opts = append(opts, nats.UserInfo(c.NATSUser, c.NATSPassword))
 	case c.NATSToken != "":

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -127,12 +128,42 @@ type mcpHTTP struct {
 	ln    net.Listener
 	token string
 	cfg   mcpserver.HTTPConfig
+	// tenants, with --tenants: one server per tenant, told apart by
+	// their hosts' bearer tokens (srv is then nil).
+	tenants []mcpserver.Tenant
 }
 
-// startMCP creates the MCP server for serve and binds its listener. index
-// is the processor's search index (nil without --skill-search): hosts
-// search the same one.
-func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+// startMCPUnits creates serve's MCP front door for its processors: the
+// one registry without tenants; with them, each tenant's registry behind
+// that tenant's bearer token (mcp_token_env in the tenants file).
+func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logger, metrics *prometheus.Registry, version string) (*mcpHTTP, error) {
+	if units[0].tenant == "" {
+		return c.startMCP(units[0].reg, units[0].index, token, log, metrics, version)
+	}
+	if token != "" {
+		return nil, usagef("--mcp-token is not used with --tenants: each tenant's hosts use the token its mcp_token_env names")
+	}
+	var tenants []mcpserver.Tenant
+	for _, u := range units {
+		if u.mcpToken == "" {
+			return nil, usagef("--mcp-listen with --tenants: tenant %s has no mcp_token_env in %s (each tenant's hosts need a token of their own)", u.tenant, c.Tenants)
+		}
+		cfg := c.mcpConfig(u.index, log.With("tenant", u.tenant), prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics), version)
+		srv, err := mcpserver.New(u.reg, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mcp for tenant %s: %w", u.tenant, err)
+		}
+		tenants = append(tenants, mcpserver.Tenant{Name: u.tenant, Token: u.mcpToken, Server: srv})
+	}
+	ln, err := net.Listen("tcp", c.MCP.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mcp listener: %w", err)
+	}
+	return &mcpHTTP{ln: ln, tenants: tenants, cfg: mcpserver.HTTPConfig{AllowedOrigins: c.MCP.AllowedOrigins}}, nil
+}
+
+// mcpConfig is the MCP server configuration of serve's front door.
+func (c *Config) mcpConfig(index *search.Index, log *slog.Logger, metrics prometheus.Registerer, version string) mcpserver.Config {
 	cfg := mcpserver.Config{
 		Query:              catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
 		Options:            c.catalogOptions(),
@@ -144,7 +175,14 @@ func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token str
 	if index != nil {
 		cfg.Search = index
 	}
-	srv, err := mcpserver.New(reg, cfg)
+	return cfg
+}
+
+// startMCP creates the MCP server for serve and binds its listener. index
+// is the processor's search index (nil without --skill-search): hosts
+// search the same one.
+func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+	srv, err := mcpserver.New(reg, c.mcpConfig(index, log, metrics, version))
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +198,16 @@ func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token str
 func (m *mcpHTTP) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if m.srv == nil {
+		var wg sync.WaitGroup
+		for _, t := range m.tenants {
+			wg.Go(func() { _ = t.Server.Run(ctx) })
+		}
+		err := mcpserver.ServeTenants(ctx, m.ln, m.tenants, m.cfg)
+		cancel()
+		wg.Wait()
+		return err
+	}
 	synced := make(chan error, 1)
 	go func() { synced <- m.srv.Run(ctx) }()
 	err := m.srv.Serve(ctx, m.ln, m.cfg)

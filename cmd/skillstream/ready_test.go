@@ -143,7 +143,8 @@ func TestReadyzWaitsForTheProcessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready, pdone := make(chan struct{}), make(chan struct{})
-	h := opsHandler(prometheus.NewRegistry(), nc, js, cfg, ready, pdone, func() []processor.Divergence { return nil })
+	u := &servedUnit{nc: nc, js: js, pcfg: cfg, ready: ready, pdone: pdone, divergences: func() []processor.Divergence { return nil }}
+	h := opsHandler(prometheus.NewRegistry(), []*servedUnit{u})
 	get := func() (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))

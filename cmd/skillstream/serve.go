@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/search"
 )
 
@@ -71,6 +74,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if len(args) > 0 {
 			return usagef("serve takes no arguments, got %q", args[0])
 		}
+		c.serveTenants = true // serve serves every tenant of --tenants
 		if c.MetricsSkillLimit < 1 {
 			return usagef("--metrics-skill-limit %d: want at least 1", c.MetricsSkillLimit)
 		}
@@ -87,9 +91,11 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 
 // serve runs the processor until ctx is cancelled or a signal arrives.
 //
-// Actors, in the order their interrupts run: signals, processor (its
+// Actors, in the order their interrupts run: signals, processors (each
 // interrupt waits until in-flight triggers are finished and the client
 // connection is flushed and closed), metrics server, embedded NATS server.
+// With --tenants there is one processor per tenant, each on a connection
+// of its own to the tenant's account (tenants.go).
 func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	log := c.newLogger(a.stderr)
 	gc, stopGC := gcpolicy.Start()
@@ -97,11 +103,28 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 
 	var (
 		srv   *server.Server
-		nc    *nats.Conn
 		where []any
+		conns []tenantConn
 		err   error
 	)
-	if c.NATSURL == "" {
+	switch {
+	case c.Tenants != "":
+		f, err := loadTenants(c.Tenants)
+		if err != nil {
+			return err
+		}
+		var lib *tenantConn
+		conns, lib, err = c.connectTenants(ctx, log, f)
+		if err != nil {
+			return err
+		}
+		if lib != nil {
+			defer lib.nc.Close()
+			c.library = &libraryStore{js: lib.js, bucket: f.Library.Bucket, objects: f.Library.Objects}
+			where = append(where, "library", f.Library.Bucket, "library_account", lib.account)
+		}
+		where = append([]any{"nats", conns[0].nc.ConnectedUrlRedacted(), "tenants", len(conns)}, where...)
+	case c.NATSURL == "":
 		srv, err = embedded.Start(embedded.Options{Name: c.ServerName, Listen: c.Listen, StoreDir: c.Data}, log)
 		if err != nil {
 			return err
@@ -114,82 +137,71 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		if c.InboxPrefix != "" {
 			opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
 		}
-		nc, err = embedded.Connect(srv, "skillstream "+c.ToolOwner, opts...)
+		nc, err := embedded.Connect(srv, "skillstream "+c.ToolOwner, opts...)
+		if err != nil {
+			return err
+		}
+		conns = []tenantConn{{nc: nc}}
 		if !loopback(c.Listen) {
 			log.Warn("the embedded NATS server takes clients without authentication on a non-loopback address; firewall it, or run an authenticated cluster and use --nats-url",
 				"listen", c.Listen)
 		}
 		data, _ := filepath.Abs(c.Data)
 		where = []any{"nats", "embedded", "listen", embedded.URL(srv), "data", data}
-	} else {
-		var opts []nats.Option
-		if opts, err = c.connectOptions(log); err == nil {
-			nc, err = nats.Connect(c.NATSURL, opts...)
-			if err != nil {
-				err = fmt.Errorf("connect to %s: %w", c.NATSURL, err)
-			}
+	default:
+		opts, err := c.connectOptions(log)
+		if err != nil {
+			return err
 		}
-		if nc != nil {
-			where = []any{"nats", nc.ConnectedUrlRedacted()}
+		nc, err := nats.Connect(c.NATSURL, opts...)
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", c.NATSURL, err)
 		}
+		conns = []tenantConn{{nc: nc}}
+		where = []any{"nats", nc.ConnectedUrlRedacted()}
 	}
-	if err != nil {
-		return err
+	for _, t := range conns {
+		defer t.nc.Close()
 	}
-	defer nc.Close()
-
-	var sjs jetstream.JetStream
 	if !c.NoSkillStore {
-		if sjs, err = jetstream.New(nc); err != nil {
-			return fmt.Errorf("jetstream context: %w", err)
-		}
 		where = append(where, "skill_store", c.SkillStoreBucket)
 	}
+	if c.SkillSearch {
+		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
+	}
+
 	storeWarnings := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "store_warnings_total",
 		Help: "Skill store warnings, logged or not (one key's are logged at most once a minute), by kind: malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), watch."},
 		[]string{"kind"})
 	c.storeWarned = func(kind string) { storeWarnings.WithLabelValues(kind).Inc() }
-	reg, err := c.registryWith(ctx, log, true, sjs)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := reg.Close(); err != nil {
-			log.Warn("close skill registry", "err", err)
-		}
-	}()
-
-	pcfg := c.processorConfig()
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), storeWarnings)
-	// Serving is announced once the processor serves (its consumer pulls,
-	// its endpoints answer), by its Run, before Run logs anything more: a
+
+	// Serving is announced once every processor serves (its consumer
+	// pulls, its endpoints answer), before anything more is logged: a
 	// worker that connects on the line finds a responder.
 	var serving []any
-	popts := []processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics),
-		processor.WithVersion(thisBuild().version),
-		processor.WithOnReady(func() { log.Info("skillstream serving", serving...) })}
-	var index *search.Index // with --skill-search: the processor's and the MCP front door's
-	if c.SkillSearch {
-		// The index follows the registry: built per changed skill, never
-		// per search.
-		index = search.New(reg, search.Options{})
-		defer index.Close()
-		popts = append(popts, processor.WithSearcher(index))
-		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
-	}
-	p, err := processor.New(nc, reg, pcfg, popts...)
-	if err != nil {
-		return err
-	}
-	// Stream, consumer and size limits are checked before serving is
-	// announced: a configuration refused here never logs that it serves.
-	// A stop asked for meanwhile is not a failure.
-	if err := p.Prepare(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	var readyCount atomic.Int32
+	units := make([]*servedUnit, 0, len(conns))
+	for _, t := range conns {
+		u, err := a.prepareUnit(ctx, c, log, t, metrics, func(u *servedUnit) {
+			if u.tenant != "" {
+				log.Info("tenant serving", "tenant", u.tenant, "account", u.account, "instance", u.p.Config().Instance)
+			}
+			if int(readyCount.Add(1)) == len(conns) {
+				log.Info("skillstream serving", serving...)
+			}
+		})
+		if u != nil {
+			defer u.close(log)
 		}
-		return fmt.Errorf("processor: %w", err)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		units = append(units, u)
 	}
 
 	var ln net.Listener
@@ -203,19 +215,20 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 
 	var mcpFront *mcpHTTP
 	if c.MCP.Listen != "" {
-		if mcpFront, err = c.startMCP(reg, index, mcpToken, log, metrics, thisBuild().version); err != nil {
+		if mcpFront, err = c.startMCPUnits(units, mcpToken, log, metrics, thisBuild().version); err != nil {
 			return err
 		}
 		defer mcpFront.ln.Close()
 		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
-	sl := p.StreamLimits()
+	pcfg := units[0].pcfg
+	sl := units[0].p.StreamLimits()
 	serving = append(where,
 		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
 		"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
 		"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
-		"tool_owner", pcfg.ToolOwner, "instance", p.Config().Instance, "workers", pcfg.Workers, "gc", gc)
+		"tool_owner", pcfg.ToolOwner, "instance", units[0].p.Config().Instance, "workers", pcfg.Workers, "gc", gc)
 
 	var g run.Group
 
@@ -238,37 +251,35 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		}
 	}, func(error) { close(stop) })
 
-	// Processor. Its interrupt returns only once it has drained and the
-	// connection is closed, so nothing after it stops under its feet.
-	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
-	pdone := make(chan struct{})
-	g.Add(func() error {
-		defer close(pdone)
-		err := p.Run(pctx)
-		if ferr := nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
-			log.Warn("flush NATS connection", "err", ferr)
-		}
-		nc.Close()
-		if err != nil {
-			return fmt.Errorf("processor: %w", err)
-		}
-		if pctx.Err() == nil {
-			return errors.New("processor stopped unexpectedly")
-		}
-		return nil
-	}, func(error) {
-		pcancel()
-		<-pdone
-	})
+	// Processors. Each interrupt returns only once its processor has
+	// drained and its connection is closed, so nothing after it stops
+	// under its feet.
+	for _, u := range units {
+		pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+		g.Add(func() error {
+			defer close(u.pdone)
+			err := u.p.Run(pctx)
+			if ferr := u.nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
+				log.Warn("flush NATS connection", "tenant", u.tenant, "err", ferr)
+			}
+			u.nc.Close()
+			if err != nil {
+				return fmt.Errorf("processor%s: %w", u.label(), err)
+			}
+			if pctx.Err() == nil {
+				return fmt.Errorf("processor%s stopped unexpectedly", u.label())
+			}
+			return nil
+		}, func(error) {
+			pcancel()
+			<-u.pdone
+		})
+	}
 
 	// Metrics, health and readiness.
 	if ln != nil {
-		js, err := jetstream.New(nc)
-		if err != nil {
-			return fmt.Errorf("jetstream context: %w", err)
-		}
 		hs := &http.Server{
-			Handler: opsHandler(metrics, nc, js, pcfg, p.Ready(), pdone, p.Divergences),
+			Handler: opsHandler(metrics, units),
 			// Scrapes and probes are small GETs: nothing here needs a
 			// connection held open by a slow client.
 			ReadHeaderTimeout: 5 * time.Second,
@@ -324,6 +335,98 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	return nil
 }
 
+// servedUnit is one processor of serve and what it runs on: the only one
+// without tenants, one per tenant with them.
+type servedUnit struct {
+	tenant, account string // "" without tenants
+	nc              *nats.Conn
+	js              jetstream.JetStream
+	reg             *providers.Registry
+	index           *search.Index
+	p               *processor.Processor
+	pcfg            processor.Config
+	pdone           chan struct{}
+	mcpToken        string
+	// What /readyz asks: closed once p serves, and its divergences.
+	ready       <-chan struct{}
+	divergences func() []processor.Divergence
+}
+
+// label is " for tenant NAME", or "" without tenants.
+func (u *servedUnit) label() string {
+	if u.tenant == "" {
+		return ""
+	}
+	return " for tenant " + u.tenant
+}
+
+// close releases the unit's registry and index.
+func (u *servedUnit) close(log *slog.Logger) {
+	if u.index != nil {
+		u.index.Close()
+	}
+	if u.reg != nil {
+		if err := u.reg.Close(); err != nil {
+			log.Warn("close skill registry", "tenant", u.tenant, "err", err)
+		}
+	}
+}
+
+// prepareUnit builds the registry and the processor of connection t and
+// prepares it (stream, consumer and size limits are checked before serving
+// is announced: a configuration refused here never logs that it serves).
+// ready is called once the processor serves. The unit returned, even with
+// an error, must be closed.
+func (a *app) prepareUnit(ctx context.Context, c *Config, log *slog.Logger, t tenantConn, metrics *prometheus.Registry, ready func(*servedUnit)) (*servedUnit, error) {
+	u := &servedUnit{tenant: t.name, account: t.account, nc: t.nc, mcpToken: t.mcpToken, pdone: make(chan struct{})}
+	ulog := log
+	var reg prometheus.Registerer = metrics
+	if u.tenant != "" {
+		ulog = log.With("tenant", u.tenant)
+		// Every processor metric of a tenant carries its name: one label
+		// value per tenant of the file, so the series stay bounded.
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
+	}
+	var err error
+	if u.js, err = jetstream.New(u.nc); err != nil {
+		return u, fmt.Errorf("jetstream context%s: %w", u.label(), err)
+	}
+	var sjs jetstream.JetStream
+	if !c.NoSkillStore {
+		sjs = u.js
+	}
+	if u.reg, err = c.registryWith(ctx, ulog, true, sjs); err != nil {
+		if u.tenant != "" {
+			return u, fmt.Errorf("tenant %s: %w", u.tenant, err)
+		}
+		return u, err
+	}
+	u.pcfg = c.processorConfig()
+	if t.maxBytes > 0 {
+		u.pcfg.MaxBytes = t.maxBytes
+	}
+	if t.workers > 0 {
+		u.pcfg.Workers = t.workers
+	}
+	popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
+		processor.WithVersion(thisBuild().version),
+		processor.WithOnReady(func() { ready(u) })}
+	if c.SkillSearch {
+		// The index follows the registry: built per changed skill, never
+		// per search.
+		u.index = search.New(u.reg, search.Options{})
+		popts = append(popts, processor.WithSearcher(u.index))
+	}
+	if u.p, err = processor.New(u.nc, u.reg, u.pcfg, popts...); err != nil {
+		return u, err
+	}
+	u.ready, u.divergences = u.p.Ready(), u.p.Divergences
+	if err := u.p.Prepare(ctx); err != nil {
+		return u, fmt.Errorf("processor%s: %w", u.label(), err)
+	}
+	return u, nil
+}
+
 // limitText shows a stream's size limit: "none" when it has none.
 func limitText(n int64) string {
 	if n <= 0 {
@@ -359,42 +462,51 @@ func loopback(addr string) bool {
 // divergences stays ready (it answers every trigger; the divergence is a
 // configuration problem of the group, which a restart of this member would
 // not fix) and lists them after "ready", one a line.
-func opsHandler(reg *prometheus.Registry, nc *nats.Conn, js jetstream.JetStream, cfg processor.Config, ready, pdone <-chan struct{},
-	divergences func() []processor.Divergence) http.Handler {
+func opsHandler(reg *prometheus.Registry, units []*servedUnit) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		notReady := func(why string) {
-			http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
-		}
-		select {
-		case <-pdone:
-			notReady("processor stopped")
-			return
-		default:
-		}
-		select {
-		case <-ready:
-		default:
-			notReady("processor starting")
-			return
-		}
-		if !nc.IsConnected() {
-			notReady("NATS " + nc.Status().String())
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if _, err := js.Consumer(ctx, cfg.Stream, cfg.Consumer); err != nil {
-			notReady(fmt.Sprintf("consumer %s on stream %s: %v", cfg.Consumer, cfg.Stream, err))
-			return
+		// Ready when every processor is: one tenant's that is not makes
+		// the member not ready, named.
+		for _, u := range units {
+			notReady := func(why string) {
+				http.Error(w, "not ready: "+why+u.label(), http.StatusServiceUnavailable)
+			}
+			select {
+			case <-u.pdone:
+				notReady("processor stopped")
+				return
+			default:
+			}
+			select {
+			case <-u.ready:
+			default:
+				notReady("processor starting")
+				return
+			}
+			if !u.nc.IsConnected() {
+				notReady("NATS " + u.nc.Status().String())
+				return
+			}
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			_, err := u.js.Consumer(ctx, u.pcfg.Stream, u.pcfg.Consumer)
+			cancel()
+			if err != nil {
+				notReady(fmt.Sprintf("consumer %s on stream %s: %v", u.pcfg.Consumer, u.pcfg.Stream, err))
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
-		for _, d := range divergences() {
-			fmt.Fprintln(w, d.String())
+		for _, u := range units {
+			for _, d := range u.divergences() {
+				if u.tenant != "" {
+					fmt.Fprintf(w, "tenant %s: ", u.tenant)
+				}
+				fmt.Fprintln(w, d.String())
+			}
 		}
 	})
 	return mux

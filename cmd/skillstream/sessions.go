@@ -28,7 +28,7 @@ const readerServerName = "skillstream-reader"
 func (c *Config) readerFlags(cmd *command) {
 	cmd.group("NATS (the --data store by default)")
 	cmd.pick(c.natsFlags, "listen", "data", "nats-url", "nats-user", "nats-password", "nats-token",
-		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key")
+		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key", "tenants", "tenant")
 	cmd.fs.Lookup("listen").Usage = "client `address` of a running serve's embedded server; while it answers, --data is not opened"
 	cmd.fs.Lookup("data").Usage = "JetStream store `directory` to read (serve's --data) when no --nats-url is given"
 	cmd.group("Stream")
@@ -52,6 +52,31 @@ func (c *Config) validateReader() error {
 // and --data, or --nats-url with one authentication method and readable
 // key and certificate files.
 func (c *Config) validateNATS() error {
+	if c.Tenants != "" {
+		if c.NATSURL == "" {
+			return usagef("--tenants needs --nats-url: tenants are accounts of a NATS server you configure (the embedded server has none)")
+		}
+		for _, f := range []struct{ name, v string }{
+			{"--nats-user", c.NATSUser}, {"--nats-password", c.NATSPassword}, {"--nats-token", c.NATSToken},
+			{"--nats-nkey", c.NATSNKey}, {"--nats-creds", c.NATSCreds},
+		} {
+			if f.v != "" {
+				return usagef("%s is not used with --tenants: the tenants file gives each tenant's credentials", f.name)
+			}
+		}
+		if c.serveTenants {
+			if c.Tenant != "" {
+				return usagef("serve serves every tenant of --tenants; --tenant is for the other commands")
+			}
+			if _, err := loadTenants(c.Tenants); err != nil {
+				return err
+			}
+		} else if err := c.useTenant(); err != nil {
+			return err
+		}
+	} else if c.Tenant != "" {
+		return usagef("--tenant %s needs --tenants FILE (the file that names the tenants and their credentials)", c.Tenant)
+	}
 	if c.NATSURL == "" {
 		if err := checkAddr("--listen", c.Listen); err != nil {
 			return err

@@ -76,6 +76,27 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 		}
 		ps = append(ps, st)
 	}
+	if c.library != nil {
+		lcfg := store.Config{Library: true, Bucket: c.library.bucket, Objects: c.library.objects, Replicas: c.Replicas,
+			History: c.SkillStoreHistory, OnWarning: c.storeWarned}
+		if log != nil {
+			lcfg.Logger = log.With("component", "library")
+		}
+		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+		lib, err := store.Open(octx, c.library.js, lcfg)
+		cancel()
+		if err != nil {
+			for _, p := range ps {
+				if c, ok := p.(interface{ Close() error }); ok {
+					c.Close()
+				}
+			}
+			return nil, nil, fmt.Errorf("skill library: %w", err)
+		}
+		// Its revisions are not the tenant store's: a worker's store
+		// token names the tenant's.
+		ps = append(ps, providers.Secondary(lib))
+	}
 	if !c.NoBundled {
 		b, err := bundled.New()
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 func (c *Config) storeNATSFlags(cmd *command) {
 	cmd.group("NATS (a running serve's embedded server by default)")
 	cmd.pick(c.natsFlags, "listen", "nats-url", "nats-user", "nats-password", "nats-token",
-		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key")
+		"nats-nkey", "nats-creds", "nats-tls-ca", "nats-tls-cert", "nats-tls-key", "tenants", "tenant")
 	cmd.fs.Lookup("listen").Usage = "client `address` of a running serve's embedded server, used when no --nats-url is given"
 }
 

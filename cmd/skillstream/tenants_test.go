@@ -1,0 +1,370 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/providers/store"
+)
+
+// The multi-tenant configuration shipped beside the single-tenant one; the
+// tests below load both files as they are.
+const (
+	tenantsConf = "deploy/tenants.conf"
+	tenantsYAML = "deploy/tenants.yaml"
+)
+
+// tenantUsers are the users of tenantsConf and the environment variables
+// their passwords come from.
+var tenantUsers = map[string]string{
+	"library-reader":   "SKILLSTREAM_LIBRARY_READER_PASSWORD",
+	"curator":          "SKILLSTREAM_CURATOR_PASSWORD",
+	"acme-processor":   "ACME_PROCESSOR_PASSWORD",
+	"acme-admin":       "ACME_ADMIN_PASSWORD",
+	"acme-worker-1":    "ACME_WORKER_1_PASSWORD",
+	"acme-worker-2":    "ACME_WORKER_2_PASSWORD",
+	"globex-processor": "GLOBEX_PROCESSOR_PASSWORD",
+	"globex-admin":     "GLOBEX_ADMIN_PASSWORD",
+	"globex-worker-1":  "GLOBEX_WORKER_1_PASSWORD",
+	"globex-worker-2":  "GLOBEX_WORKER_2_PASSWORD",
+}
+
+// confServer starts a real NATS server from the configuration file conf,
+// with only its store folder and port replaced.
+func confServer(t *testing.T, conf string) string {
+	t.Helper()
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("%s: %v", conf, err)
+	}
+	opts.StoreDir = t.TempDir()
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(30 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	return srv.ClientURL()
+}
+
+// tenantServer sets every user's password in the environment and starts
+// tenantsConf; it returns the URL and the passwords.
+func tenantServer(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	pw := map[string]string{}
+	for user, env := range tenantUsers {
+		pw[user] = randomToken(t)
+		t.Setenv(env, pw[user])
+	}
+	t.Setenv("ACME_MCP_TOKEN", randomToken(t))
+	t.Setenv("GLOBEX_MCP_TOKEN", randomToken(t))
+	return confServer(t, tenantsConf), pw
+}
+
+// pushAs publishes the skill dir (a folder with SKILL.md) as user into
+// the store buckets named bucket (index and objects).
+func pushAs(t *testing.T, ctx context.Context, natsURL, user, password, bucket, dir string) {
+	t.Helper()
+	nc, err := nats.Connect(userURL(t, natsURL, user, password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := store.Config{Bucket: bucket, Objects: bucket}
+	pb, err := store.NewPublisher(ctx, js, cfg)
+	if err != nil {
+		t.Fatalf("%s: publisher: %v", user, err)
+	}
+	local, err := store.ReadSkill(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Push(ctx, skillstore.Global, []store.Local{local}, false); err != nil {
+		t.Fatalf("%s: push: %v", user, err)
+	}
+}
+
+// skillDir writes a skill called name with description desc and one
+// script, and returns its folder.
+func skillDir(t *testing.T, name, desc string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	writeFile(t, dir, "SKILL.md", skillMD("Run scripts/run.sh.", "name: "+name, "description: "+desc))
+	writeFile(t, dir, "scripts/run.sh", "#!/bin/sh\necho "+name+"\n")
+	return dir
+}
+
+// startTenantServe runs serve with the shipped tenants file against
+// natsURL until the test ends, and waits until it serves.
+func startTenantServe(t *testing.T, natsURL string, extra ...string) *syncBuffer {
+	t.Helper()
+	yaml, err := filepath.Abs(tenantsYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	sctx, scancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	args := append([]string{"serve", "--nats-url", natsURL, "--tenants", yaml,
+		"--no-bundled", "--user-skills-dir=", "--workers", "4", "--metrics-listen", quietAddr(t)}, extra...)
+	go func() { done <- Main(sctx, args, io.Discard, logs) }()
+	t.Cleanup(func() {
+		scancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exit %d:\n%s", code, logs)
+		}
+		if strings.Contains(logs.String(), "ermissions") {
+			t.Errorf("serve was refused something by the tenants configuration:\n%s", logs)
+		}
+	})
+	eventually(t, 30*time.Second, "serve serving", func() error {
+		if !strings.Contains(logs.String(), "skillstream serving") {
+			return fmt.Errorf("not serving:\n%s", logs)
+		}
+		return nil
+	})
+	return logs
+}
+
+// names are the catalog entries' names of d.
+func names(d events.Decision) []string {
+	if d.Catalog == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range d.Catalog.Source.Entries {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// TestTenantsIsolated: with the shipped multi-tenant configuration loaded
+// as it is and one serve for both tenants, each tenant's workers get their
+// own store's skills and the shared library's, never the other tenant's,
+// and load a library skill's files; one tenant's worker cannot reach the
+// other tenant's stream, store, inboxes or sessions, nor write the library;
+// a tenant's administrator cannot write the library either.
+func TestTenantsIsolated(t *testing.T) {
+	natsURL, pw := tenantServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	pushAs(t, ctx, natsURL, "curator", pw["curator"], "LIBRARY", skillDir(t, "shared-style", "Apply the house writing style."))
+	pushAs(t, ctx, natsURL, "acme-admin", pw["acme-admin"], "SKILLS", skillDir(t, "acme-deploy", "Deploy Acme's services."))
+	pushAs(t, ctx, natsURL, "globex-admin", pw["globex-admin"], "SKILLS", skillDir(t, "globex-billing", "Run Globex's billing."))
+	logs := startTenantServe(t, natsURL)
+	if !strings.Contains(logs.String(), "tenant serving") {
+		t.Errorf("no tenant announced as serving:\n%s", logs)
+	}
+
+	worker := func(user string) (*client.Client, *violations) {
+		t.Helper()
+		v := &violations{}
+		c, err := client.Connect(userURL(t, natsURL, user, pw[user]), client.WithInboxPrefix("_INBOX."+user),
+			client.WithRetryInterval(time.Second))
+		if err != nil {
+			t.Fatalf("%s: %v", user, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Conn().SetErrorHandler(v.handler)
+		return c, v
+	}
+	acme, acmeViol := worker("acme-worker-1")
+	globex, _ := worker("globex-worker-1")
+	tools := []events.Tool{client.SkillTool("skillstream")}
+	for _, w := range []struct {
+		c          *client.Client
+		sid        string
+		want, none string
+	}{
+		{acme, "acme-s1", "acme-deploy", "globex-billing"},
+		{globex, "globex-s1", "globex-billing", "acme-deploy"},
+	} {
+		d, err := w.c.PreStep(ctx, events.PreStep{Session: w.sid, Step: "1", Tools: tools})
+		if err != nil || d.Outcome != events.OutcomeAppended {
+			t.Fatalf("%s: %+v %v", w.sid, d, err)
+		}
+		got := names(d)
+		if !slices.Contains(got, w.want) || !slices.Contains(got, "shared-style") || slices.Contains(got, w.none) {
+			t.Errorf("%s's catalog lists %v: want %s and shared-style, never %s", w.sid, got, w.want, w.none)
+		}
+		// Same session id in the other tenant: another session altogether.
+	}
+	// The same session id in both tenants is two sessions.
+	if d, err := globex.PreStep(ctx, events.PreStep{Session: "acme-s1", Step: "1", Tools: tools}); err != nil ||
+		d.Outcome != events.OutcomeAppended || slices.Contains(names(d), "acme-deploy") {
+		t.Errorf("globex's session acme-s1: %+v %v", d, err)
+	}
+
+	// A library skill, loaded with its files by acme's worker.
+	res := t.TempDir()
+	r, err := acme.CallSkill(ctx, events.SkillCall{Session: "acme-s1", Call: "c1", ResourceDir: res, Args: events.SkillArgs{Name: "shared-style"}})
+	if err != nil || r.IsError || r.Value == nil || r.Value.Provider != client.LibraryProvider {
+		t.Fatalf("library skill: %+v %v", r, err)
+	}
+	script := filepath.Join(r.Value.ResourceBase.Path, "scripts", "run.sh")
+	if b, err := os.ReadFile(script); err != nil || !strings.Contains(string(b), "shared-style") {
+		t.Errorf("library skill's script %s: %q %v", script, b, err)
+	}
+	// The other tenant's skill is unknown to acme.
+	if r, err := acme.CallSkill(ctx, events.SkillCall{Session: "acme-s1", Call: "c2", Args: events.SkillArgs{Name: "globex-billing"}}); err != nil ||
+		!r.IsError || r.Error == nil || r.Error.Code != events.CodeUnknown {
+		t.Errorf("acme calling globex's skill: %+v %v", r, err)
+	}
+
+	// Probes as acme's worker: each refused by the server.
+	probes := 0
+	nc := acme.Conn()
+	for _, subj := range []string{
+		"$JS.API.STREAM.INFO.SESSIONS",              // read a stream (its own tenant's, let alone globex's)
+		"$JS.API.STREAM.MSG.GET.SESSIONS",           // read messages
+		"$JS.API.CONSUMER.CREATE.SESSIONS",          // create a consumer
+		"$JS.API.DIRECT.GET.SESSIONS.>",             // direct reads of sessions
+		"$JS.API.DIRECT.GET.KV_SKILLS.$KV.SKILLS.>", // list or read a store's index
+		"$KV.LIBRARY.global.shared-style",           // write the library
+		"$KV.SKILLS.global.acme-deploy",             // write its own tenant's store
+		"ev.acme-s1.catalog.append",                 // plant an output
+		"globex.ev.globex-s1.agent.pre-step",        // name another tenant
+		"_INBOX.globex-worker-1.x",                  // answer another worker
+	} {
+		if err := nc.Publish(subj, []byte("x")); err != nil {
+			t.Fatalf("publish %s: %v", subj, err)
+		}
+		acmeViol.wait(t, "publish "+subj, strings.TrimSuffix(subj, ".>"))
+		probes++
+	}
+	for _, subj := range []string{"_INBOX.globex-worker-1.>", "_INBOX.>", "ev.>", "_SKILLSTREAM_INBOX.>", ">"} {
+		if _, err := nc.Subscribe(subj, func(*nats.Msg) {}); err != nil {
+			t.Fatalf("subscribe %s: %v", subj, err)
+		}
+		acmeViol.wait(t, "subscribe "+subj, subj)
+		probes++
+	}
+	// acme's worker appending a trigger under globex's session id reaches
+	// acme's own stream only: globex's session is untouched.
+	if _, err := acme.PreStep(ctx, events.PreStep{Session: "globex-s1", Step: "9", Tools: tools}); err != nil {
+		t.Fatal(err)
+	}
+	gadmin, err := nats.Connect(userURL(t, natsURL, "globex-admin", pw["globex-admin"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gadmin.Close()
+	gjs, _ := jetstream.New(gadmin)
+	st, err := gjs.Stream(ctx, "SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.GetLastMsgForSubject(ctx, "ev.globex-s1.agent.pre-step"); err != nil || !strings.Contains(string(m.Data), "1") ||
+		strings.Contains(string(m.Data), `"9"`) {
+		t.Errorf("globex's session globex-s1 got acme's trigger: %v", err)
+	}
+	// A tenant's administrator cannot write the library (another account).
+	aadmin, err := nats.Connect(userURL(t, natsURL, "acme-admin", pw["acme-admin"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aadmin.Close()
+	ajs, _ := jetstream.New(aadmin)
+	if _, err := ajs.KeyValue(ctx, "LIBRARY"); err == nil {
+		t.Error("acme's administrator finds the library's bucket in its account")
+	}
+	probes++
+	t.Logf("%d probes, all refused", probes)
+}
+
+// TestTenantsBadConfiguration: serve refuses to start, naming the tenant
+// and why, for a tenants file naming credentials that do not work, two
+// tenants in one account, and a tenant whose account has no JetStream.
+func TestTenantsBadConfiguration(t *testing.T) {
+	natsURL, _ := tenantServer(t)
+	serveWith := func(yaml string) (int, string) {
+		path := filepath.Join(t.TempDir(), "tenants.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runMain(t, "serve", "--nats-url", natsURL, "--tenants", path, "--no-bundled", "--user-skills-dir=")
+		return code, stderr
+	}
+	t.Setenv("WRONG_PASSWORD", "not-the-password")
+	for _, tc := range []struct {
+		name, yaml string
+		code       int
+		want       string
+	}{
+		{"unset password", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: NO_SUCH_VARIABLE_SET\n",
+			exitUsage, `tenant "acme": password_env names NO_SUCH_VARIABLE_SET, which is not set`},
+		{"missing creds file", "tenants:\n  - name: acme\n    creds: /nonexistent/acme.creds\n",
+			exitUsage, `tenant "acme": credentials: open /nonexistent/acme.creds`},
+		{"wrong password", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: WRONG_PASSWORD\n",
+			exitFailure, "tenant acme: connect to"},
+		{"one account twice", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: ACME_PROCESSOR_PASSWORD\n" +
+			"  - name: acme-too\n    user: acme-admin\n    password_env: ACME_ADMIN_PASSWORD\n",
+			exitFailure, "tenants acme and acme-too are both in account ACME"},
+		{"duplicate name", "tenants:\n  - name: acme\n    user: a\n    password_env: WRONG_PASSWORD\n  - name: acme\n    user: b\n    password_env: WRONG_PASSWORD\n",
+			exitUsage, `tenant "acme" is listed twice`},
+		{"unknown key", "tenants:\n  - name: acme\n    usr: a\n", exitUsage, "field usr not found"},
+	} {
+		code, stderr := serveWith(tc.yaml)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, want %d and %q:\n%s", tc.name, code, tc.code, tc.want, stderr)
+		}
+	}
+
+	// An account without JetStream (its own small server: the shipped
+	// file gives every tenant account JetStream).
+	conf := filepath.Join(t.TempDir(), "nojs.conf")
+	if err := os.WriteFile(conf, []byte(`
+jetstream {}
+accounts {
+  HASJS { jetstream: enabled, users: [{user: p1, password: pw1}] }
+  NOJS { users: [{user: p2, password: pw2}] }
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := confServer(t, conf)
+	t.Setenv("PW1", "pw1")
+	t.Setenv("PW2", "pw2")
+	path := filepath.Join(t.TempDir(), "tenants.yaml")
+	if err := os.WriteFile(path, []byte("tenants:\n  - name: one\n    user: p1\n    password_env: PW1\n  - name: two\n    user: p2\n    password_env: PW2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runMain(t, "serve", "--nats-url", url, "--tenants", path, "--no-bundled", "--user-skills-dir=")
+	if code != exitFailure || !strings.Contains(stderr, "tenant two: account NOJS has no JetStream") {
+		t.Errorf("a tenant without JetStream: exit %d\n%s", code, stderr)
+	}
+	// --tenants without --nats-url, and --tenant for serve.
+	for _, args := range [][]string{
+		{"serve", "--tenants", path},
+		{"serve", "--nats-url", url, "--tenants", path, "--tenant", "one"},
+		{"usage", "--nats-url", url, "--tenants", path},
+		{"usage", "--nats-url", url, "--tenants", path, "--tenant", "three"},
+	} {
+		if code, _, stderr := runMain(t, args...); code != exitUsage || !strings.Contains(stderr, "tenant") {
+			t.Errorf("%q: exit %d\n%s", args, code, stderr)
+		}
+	}
+}
