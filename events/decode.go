@@ -13,49 +13,94 @@ import (
 
 // DecodePreStep decodes and validates a PreStep.
 func DecodePreStep(enc Encoding, b []byte) (PreStep, error) {
-	return decodeVersioned[PreStep, preStepWire](enc, b)
+	return decodeVersioned[PreStep, preStepWire](LayoutFlat, enc, b)
+}
+
+// DecodePreStepIn is DecodePreStep with the session id checked in layout l.
+func DecodePreStepIn(l Layout, enc Encoding, b []byte) (PreStep, error) {
+	return decodeVersioned[PreStep, preStepWire](l, enc, b)
 }
 
 // DecodeSkillCall decodes and validates a SkillCall.
 func DecodeSkillCall(enc Encoding, b []byte) (SkillCall, error) {
-	return decodeVersioned[SkillCall, skillCallWire](enc, b)
+	return decodeVersioned[SkillCall, skillCallWire](LayoutFlat, enc, b)
+}
+
+// DecodeSkillCallIn is DecodeSkillCall with the session id checked in layout l.
+func DecodeSkillCallIn(l Layout, enc Encoding, b []byte) (SkillCall, error) {
+	return decodeVersioned[SkillCall, skillCallWire](l, enc, b)
 }
 
 // DecodeSkillSearch decodes and validates a SkillSearch. Its arguments
 // are read as given (see SearchArgs): a wrong type of query, limit or
 // offset is no decoding error.
 func DecodeSkillSearch(enc Encoding, b []byte) (SkillSearch, error) {
-	return decodeVersioned[SkillSearch, skillSearchWire](enc, b)
+	return decodeVersioned[SkillSearch, skillSearchWire](LayoutFlat, enc, b)
+}
+
+// DecodeSkillSearchIn is DecodeSkillSearch with the session id checked in layout l.
+func DecodeSkillSearchIn(l Layout, enc Encoding, b []byte) (SkillSearch, error) {
+	return decodeVersioned[SkillSearch, skillSearchWire](l, enc, b)
 }
 
 // DecodeCompaction decodes and validates a Compaction.
 func DecodeCompaction(enc Encoding, b []byte) (Compaction, error) {
-	return decodeVersioned[Compaction, compactionWire](enc, b)
+	return decodeVersioned[Compaction, compactionWire](LayoutFlat, enc, b)
+}
+
+// DecodeCompactionIn is DecodeCompaction with the session id checked in layout l.
+func DecodeCompactionIn(l Layout, enc Encoding, b []byte) (Compaction, error) {
+	return decodeVersioned[Compaction, compactionWire](l, enc, b)
 }
 
 // DecodeCatalog decodes and validates a Catalog.
 func DecodeCatalog(enc Encoding, b []byte) (Catalog, error) {
-	return decodeVersioned[Catalog, catalogWire](enc, b)
+	return decodeVersioned[Catalog, catalogWire](LayoutFlat, enc, b)
+}
+
+// DecodeCatalogIn is DecodeCatalog with the session id checked in layout l.
+func DecodeCatalogIn(l Layout, enc Encoding, b []byte) (Catalog, error) {
+	return decodeVersioned[Catalog, catalogWire](l, enc, b)
 }
 
 // DecodeCatalogHead decodes and validates a CatalogHead.
 func DecodeCatalogHead(enc Encoding, b []byte) (CatalogHead, error) {
-	return decodeVersioned[CatalogHead, catalogHeadWire](enc, b)
+	return decodeVersioned[CatalogHead, catalogHeadWire](LayoutFlat, enc, b)
+}
+
+// DecodeCatalogHeadIn is DecodeCatalogHead with the session id checked in layout l.
+func DecodeCatalogHeadIn(l Layout, enc Encoding, b []byte) (CatalogHead, error) {
+	return decodeVersioned[CatalogHead, catalogHeadWire](l, enc, b)
 }
 
 // DecodeSkillInvocation decodes and validates a SkillInvocation.
 func DecodeSkillInvocation(enc Encoding, b []byte) (SkillInvocation, error) {
-	return decodeVersioned[SkillInvocation, skillInvocationWire](enc, b)
+	return decodeVersioned[SkillInvocation, skillInvocationWire](LayoutFlat, enc, b)
+}
+
+// DecodeSkillInvocationIn is DecodeSkillInvocation with the session id checked in layout l.
+func DecodeSkillInvocationIn(l Layout, enc Encoding, b []byte) (SkillInvocation, error) {
+	return decodeVersioned[SkillInvocation, skillInvocationWire](l, enc, b)
 }
 
 // DecodeToolResult decodes and validates a ToolResult.
 func DecodeToolResult(enc Encoding, b []byte) (ToolResult, error) {
-	return decodeVersioned[ToolResult, toolResultWire](enc, b)
+	return decodeVersioned[ToolResult, toolResultWire](LayoutFlat, enc, b)
+}
+
+// DecodeToolResultIn is DecodeToolResult with the session id checked in layout l.
+func DecodeToolResultIn(l Layout, enc Encoding, b []byte) (ToolResult, error) {
+	return decodeVersioned[ToolResult, toolResultWire](l, enc, b)
 }
 
 // DecodeDecision decodes and validates a Decision.
 func DecodeDecision(enc Encoding, b []byte) (Decision, error) {
-	return decodeVersioned[Decision, decisionWire](enc, b)
+	return decodeVersioned[Decision, decisionWire](LayoutFlat, enc, b)
+}
+
+// DecodeDecisionIn is DecodeDecision with the session id checked in layout l.
+func DecodeDecisionIn(l Layout, enc Encoding, b []byte) (Decision, error) {
+	return decodeVersioned[Decision, decisionWire](l, enc, b)
 }
 
 // DecodeToolDefinition decodes and validates a ToolDefinition (which has no
@@ -128,9 +173,10 @@ type finisher[T any] interface {
 // decodeVersioned decodes a payload T with "v" through its wire form W and
 // orders what went wrong: a version other than 1 wins over everything (a
 // later version may have another shape), then decoding errors, then a
-// missing version, then what finish found, then validation. Decoding goes
+// missing version, then what finish found, then validation (the session
+// id in layout l). Decoding goes
 // on past a bad field, so the value holds whatever could be read.
-func decodeVersioned[T interface{ Validate() error }, W any](enc Encoding, b []byte) (T, error) {
+func decodeVersioned[T interface{ ValidateIn(Layout) error }, W any](l Layout, enc Encoding, b []byte) (T, error) {
 	var w W
 	err := decode(enc, b, &w)
 	var p *T
@@ -154,7 +200,7 @@ func decodeVersioned[T interface{ Validate() error }, W any](enc Encoding, b []b
 	case ferr != nil:
 		err = ferr
 	default:
-		err = (*p).Validate()
+		err = (*p).ValidateIn(l)
 	}
 	return *p, err
 }

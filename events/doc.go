@@ -34,6 +34,23 @@
 // wildcards or whitespace). Subject errors match ErrBadSubject; a bad session
 // token also matches ErrBadSession.
 //
+// # Session layouts
+//
+// The above is the flat layout (LayoutFlat, the default). The owner layout
+// (LayoutOwner) puts an owner token before the session token:
+// <prefix>.<owner>.<sid>.<kind>, so that a NATS server can bind sessions to
+// their owners with per-user permissions on <prefix>.<owner>.*.<kind>
+// ("ev.*.agent.pre-step" matches every session of the flat layout). A
+// session's id is then the two tokens joined by their dot, "<owner>.<sid>",
+// everywhere: in payloads' session fields, answers and message ids, and as
+// the sid of Subject and SessionWildcard, which need no layout. What
+// depends on it takes a Layout: ValidSessionIn and CheckSessionIn (the id's
+// grammar), ParseSubjectIn (the session is the two tokens after the prefix),
+// TriggerFiltersIn (<prefix>.*.*.<kind>), the Decode...In functions and the
+// ValidateIn methods (a payload's session field). The functions without In
+// are the flat layout's. Every worker, processor and command of one stream
+// uses the same layout.
+//
 // Two payloads travel outside the session log: Decision, the reply to a
 // PreStep (and ToolResult doubles as the reply to a SkillCall or a
 // SkillSearch), and ToolDefinition, the answer to a core NATS request on
@@ -129,7 +146,8 @@
 //     over any problem with a field, since a later version may have another
 //     shape; a missing v is a FieldError;
 //  5. validate what a processor relies on (the Validate methods): session is
-//     a valid token; step or call is present, at most MaxIDLength (256)
+//     a valid token (of the layout the Decode...In functions are given);
+//     step or call is present, at most MaxIDLength (256)
 //     bytes, valid UTF-8 without control characters (ids end up in message
 //     ids and headers); a pre-step lists at most MaxTools (1024) tools,
 //     each with a name, names and owners of at most MaxToolFieldLength

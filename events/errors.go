@@ -50,6 +50,8 @@ func (e *FieldError) Unwrap() error { return ErrBadPayload }
 const (
 	problemMissing    = "missing"
 	problemBadSession = "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)"
+	// problemBadOwnerSession is problemBadSession in the owner layout.
+	problemBadOwnerSession = "invalid session id (want <owner>.<session>: two tokens of 1 to 128 of A-Z a-z 0-9 _ - joined by a dot)"
 )
 
 // badPayload wraps a structural problem that belongs to no single field.

@@ -76,14 +76,16 @@ func (k Kind) Known() bool {
 	return false
 }
 
-// Subject returns "<prefix>.<sid>.<kind>". It does not validate; use
-// ValidatePrefix and ValidSession on untrusted parts first.
+// Subject returns "<prefix>.<sid>.<kind>". In the owner layout sid is
+// "<owner>.<sid>", which gives "<prefix>.<owner>.<sid>.<kind>". It does not
+// validate; use ValidatePrefix and ValidSessionIn on untrusted parts first.
 func Subject(prefix, sid string, k Kind) string {
 	return prefix + "." + sid + "." + string(k)
 }
 
 // SessionWildcard returns "<prefix>.<sid>.>", the filter matching every event
-// of one session.
+// of one session (in either layout: sid holds the owner in the owner
+// layout).
 func SessionWildcard(prefix, sid string) string {
 	return prefix + "." + sid + ".>"
 }
@@ -92,7 +94,8 @@ func SessionWildcard(prefix, sid string) string {
 func StreamSubjects(prefix string) string { return prefix + ".>" }
 
 // TriggerFilters returns the consumer filter subjects of the processor
-// group: every session's pre-steps, skill calls and skill searches.
+// group in the flat layout: every session's pre-steps, skill calls and
+// skill searches. TriggerFiltersIn gives them for any layout.
 func TriggerFilters(prefix string) []string {
 	return []string{
 		prefix + ".*." + string(KindPreStep),
@@ -101,8 +104,9 @@ func TriggerFilters(prefix string) []string {
 	}
 }
 
-// ParseSubject splits "<prefix>.<sid>.<kind>" into the session token and the
-// kind. The kind is everything after the session token and may hold dots;
+// ParseSubject splits "<prefix>.<sid>.<kind>", a subject of the flat
+// layout, into the session token and the kind (ParseSubjectIn parses any
+// layout). The kind is everything after the session token and may hold dots;
 // kinds this package does not name are returned as they are, without error.
 // Errors match ErrBadSubject; an invalid session token also matches
 // ErrBadSession.

@@ -19,11 +19,16 @@ func checkVersion(v int) error {
 	return nil
 }
 
-func checkSessionField(sid string) error {
+// checkSessionField checks a payload's session: present, and a session id
+// of layout l.
+func checkSessionField(l Layout, sid string) error {
 	if sid == "" {
 		return &FieldError{Field: "session", Problem: problemMissing}
 	}
-	if !ValidSession(sid) {
+	if !ValidSessionIn(l, sid) {
+		if l == LayoutOwner {
+			return &FieldError{Field: "session", Problem: problemBadOwnerSession}
+		}
 		return &FieldError{Field: "session", Problem: problemBadSession}
 	}
 	return nil
@@ -241,8 +246,11 @@ func first(errs ...error) error {
 // token, step is present and at most MaxIDLength bytes, the tools are
 // within their limits and each has a name (checkTools), deadlineMs is not
 // negative, userText is within its limits (checkUserText).
-func (p PreStep) Validate() error {
-	return first(checkVersion(p.V), checkSessionField(p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
+func (p PreStep) Validate() error { return p.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (p PreStep) ValidateIn(l Layout) error {
+	return first(checkVersion(p.V), checkSessionField(l, p.Session), checkID("step", p.Step, false), checkDeadline(p.DeadlineMs),
 		checkCwd(p.Cwd), checkProject(p.Project), checkResourceDir(p.ResourceDir), checkStoreEpoch(p.MinStoreEpoch),
 		checkUserText(p.UserText), checkTools(p.Tools))
 }
@@ -251,37 +259,55 @@ func (p PreStep) Validate() error {
 // deadlineMs. An empty args.name is valid here: the skill tool answers it
 // with its own invalid-name error. (A missing args.name is reported by the
 // decoders, which can tell missing from empty.)
-func (c SkillCall) Validate() error {
-	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
+func (c SkillCall) Validate() error { return c.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (c SkillCall) ValidateIn(l Layout) error {
+	return first(checkVersion(c.V), checkSessionField(l, c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
 		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir), checkStoreEpoch(c.MinStoreEpoch))
 }
 
 // Validate checks what SkillCall.Validate checks. The arguments are the
 // tool's to judge (see SearchArgs).
-func (c SkillSearch) Validate() error {
-	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
+func (c SkillSearch) Validate() error { return c.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (c SkillSearch) ValidateIn(l Layout) error {
+	return first(checkVersion(c.V), checkSessionField(l, c.Session), checkID("call", c.Call, false), checkDeadline(c.DeadlineMs),
 		checkCwd(c.Cwd), checkProject(c.Project), checkResourceDir(c.ResourceDir), checkStoreEpoch(c.MinStoreEpoch))
 }
 
 // Validate checks v and session.
-func (c Compaction) Validate() error {
-	return first(checkVersion(c.V), checkSessionField(c.Session))
+func (c Compaction) Validate() error { return c.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (c Compaction) ValidateIn(l Layout) error {
+	return first(checkVersion(c.V), checkSessionField(l, c.Session))
 }
 
 // Validate checks v, session and step.
-func (h CatalogHead) Validate() error {
-	return first(checkVersion(h.V), checkSessionField(h.Session), checkID("step", h.Step, false))
+func (h CatalogHead) Validate() error { return h.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (h CatalogHead) ValidateIn(l Layout) error {
+	return first(checkVersion(h.V), checkSessionField(l, h.Session), checkID("step", h.Step, false))
 }
 
 // Validate checks v, session and step. Whether a catalog is recognisable
 // (producer, text) is for the reader to decide, not a decoding error.
-func (c Catalog) Validate() error {
-	return first(checkVersion(c.V), checkSessionField(c.Session), checkID("step", c.Step, false))
+func (c Catalog) Validate() error { return c.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (c Catalog) ValidateIn(l Layout) error {
+	return first(checkVersion(c.V), checkSessionField(l, c.Session), checkID("step", c.Step, false))
 }
 
 // Validate checks v, session, step and name (present).
-func (x SkillInvocation) Validate() error {
-	if err := first(checkVersion(x.V), checkSessionField(x.Session), checkID("step", x.Step, false)); err != nil {
+func (x SkillInvocation) Validate() error { return x.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (x SkillInvocation) ValidateIn(l Layout) error {
+	if err := first(checkVersion(x.V), checkSessionField(l, x.Session), checkID("step", x.Step, false)); err != nil {
 		return err
 	}
 	if x.Name == "" {
@@ -296,9 +322,13 @@ func (x SkillInvocation) Validate() error {
 // catalog when present. A "rejected" Decision may also lack a session, or
 // carry one that is not a valid token: it may answer a trigger whose session
 // could not be read.
-func (x Decision) Validate() error {
+func (x Decision) Validate() error { return x.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session ids (the decision's, its
+// catalog's and its invocations') checked in layout l.
+func (x Decision) ValidateIn(l Layout) error {
 	rejected := x.Outcome == OutcomeRejected
-	session := checkSessionField(x.Session)
+	session := checkSessionField(l, x.Session)
 	if rejected {
 		session = nil
 	}
@@ -309,12 +339,12 @@ func (x Decision) Validate() error {
 		return &FieldError{Field: "outcome", Problem: problemMissing}
 	}
 	if x.Catalog != nil {
-		if err := x.Catalog.Validate(); err != nil {
+		if err := x.Catalog.ValidateIn(l); err != nil {
 			return prefixField("catalog", err)
 		}
 	}
 	for i, inv := range x.Invocations {
-		if err := inv.Validate(); err != nil {
+		if err := inv.ValidateIn(l); err != nil {
 			return prefixField("invocations["+strconv.Itoa(i)+"]", err)
 		}
 	}
@@ -324,9 +354,12 @@ func (x Decision) Validate() error {
 // Validate checks v, session and call. A bad_request result may lack both,
 // or carry a session that is not a valid token: it may answer a skill call
 // that could not be read.
-func (r ToolResult) Validate() error {
+func (r ToolResult) Validate() error { return r.ValidateIn(LayoutFlat) }
+
+// ValidateIn is Validate with the session id checked in layout l.
+func (r ToolResult) ValidateIn(l Layout) error {
 	badRequest := r.Error != nil && r.Error.Code == CodeBadRequest
-	session := checkSessionField(r.Session)
+	session := checkSessionField(l, r.Session)
 	if badRequest {
 		session = nil
 	}
