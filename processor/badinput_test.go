@@ -125,7 +125,7 @@ func (e *env) waitSettled() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	for _, filter := range events.TriggerFilters(events.DefaultPrefix) {
+	for _, filter := range events.TriggerFiltersIn(e.cfg.Layout, events.DefaultPrefix) {
 		m, err := st.GetLastMsgForSubject(ctx, filter)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue

@@ -321,7 +321,7 @@ func (p *Processor) historySession(sid string, v view) history.Session {
 // request sent, when not nil.
 func (p *Processor) historySessionWith(sid string, v view, sent *chainCountCall) history.Session {
 	var h history.Session
-	h = history.Session{Prefix: p.cfg.Prefix, ID: sid, Owner: p.cfg.ToolOwner,
+	h = history.Session{Prefix: p.cfg.Prefix, ID: sid, Layout: p.cfg.Layout, Owner: p.cfg.ToolOwner,
 		Recognise: func(s record) (history.Catalog, bool) {
 			if v.known != nil && s.Seq == v.known.Seq {
 				return *v.known, true

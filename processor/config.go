@@ -89,6 +89,12 @@ type Config struct {
 	Stream string
 	// Prefix is the first subject token of session events (default "ev").
 	Prefix string
+	// Layout is the session subject layout (default events.LayoutFlat):
+	// in events.LayoutOwner a session id is "<owner>.<sid>", its events
+	// live on <prefix>.<owner>.<sid>.<kind> and the consumer is filtered
+	// to <prefix>.*.*.<trigger kind>. Every member of the group must use
+	// the same layout.
+	Layout events.Layout
 	// Consumer is the durable pull consumer shared by every processor
 	// instance (default "skillstream").
 	Consumer string
@@ -289,6 +295,8 @@ func (c Config) Validate() error {
 		return bad("stream name %q: want letters, digits, '-' or '_'", c.Stream)
 	case events.ValidatePrefix(c.Prefix) != nil:
 		return bad("subject prefix: %v", events.ValidatePrefix(c.Prefix))
+	case !c.Layout.Valid():
+		return bad("session layout %v: want flat or owner", c.Layout)
 	case !validName(c.Consumer):
 		return bad("consumer name %q: want letters, digits, '-' or '_'", c.Consumer)
 	case c.ToolOwner == "":

@@ -251,10 +251,11 @@ func ourTool() []events.Tool {
 
 // worker publishes triggers and waits for answers, like an agent worker.
 type worker struct {
-	t   testing.TB
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	enc events.Encoding
+	t      testing.TB
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	enc    events.Encoding
+	layout events.Layout // of the answers' session ids
 }
 
 func (e *env) worker() *worker {
@@ -263,7 +264,7 @@ func (e *env) worker() *worker {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return &worker{t: e.t, nc: nc, js: js, enc: events.Msgpack}
+	return &worker{t: e.t, nc: nc, js: js, enc: events.Msgpack, layout: e.cfg.Layout}
 }
 
 // published is a trigger in the stream and where its answer arrives.
@@ -327,7 +328,7 @@ func (w *worker) decision(p published) events.Decision {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	d, err := events.DecodeDecision(enc, m.Data)
+	d, err := events.DecodeDecisionIn(w.layout, enc, m.Data)
 	if err != nil {
 		w.t.Fatalf("decode decision: %v", err)
 	}
@@ -344,7 +345,7 @@ func (w *worker) result(p published) events.ToolResult {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	r, err := events.DecodeToolResult(enc, m.Data)
+	r, err := events.DecodeToolResultIn(w.layout, enc, m.Data)
 	if err != nil {
 		w.t.Fatalf("decode tool result: %v", err)
 	}
@@ -417,7 +418,7 @@ func (e *env) catalogs(sid string) []events.Catalog {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		c, err := events.DecodeCatalog(enc, m.Data)
+		c, err := events.DecodeCatalogIn(e.cfg.Layout, enc, m.Data)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -85,7 +85,7 @@ func (p *Processor) readInvocations(ctx context.Context, t *trigger, ps events.P
 			r.err = err
 			return
 		}
-		h := history.Session{Prefix: p.cfg.Prefix, ID: t.sid, Owner: p.cfg.ToolOwner}
+		h := history.Session{Prefix: p.cfg.Prefix, ID: t.sid, Layout: p.cfg.Layout, Owner: p.cfg.ToolOwner}
 		r.got, r.err = h.Invocations(ctx, sessionLog{p: p, sid: t.sid, view: v}, ps.Step, MaxGestures)
 		if r.err != nil {
 			r.err = fmt.Errorf("read invocations of %s: %w", t.sid, r.err)
@@ -217,7 +217,7 @@ func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step strin
 		if err != nil {
 			return inv, err
 		}
-		orig, err := history.DecodeInvocation(r)
+		orig, err := history.DecodeInvocationIn(p.cfg.Layout, r)
 		switch {
 		case err != nil:
 			err = fmt.Errorf("%w: decode invocation %d: %w", errForeignDuplicate, r.Seq, err)

@@ -21,7 +21,7 @@ func (preStepKind) label() string { return "pre-step" }
 
 func (k preStepKind) answer(ctx context.Context, t *trigger) (any, string, error) {
 	p := k.p
-	ps, err := events.DecodePreStep(t.enc, t.msg.Data())
+	ps, err := events.DecodePreStepIn(p.cfg.Layout, t.enc, t.msg.Data())
 	if err != nil {
 		t.ref = usableID(ps.Step)
 		return nil, "", p.reject(ctx, t, decodeReason(err), fmt.Errorf("decode pre-step: %w", err))
@@ -261,7 +261,7 @@ func (s *preStepPlan) existing(ctx context.Context, v view) (events.Decision, bo
 	if !hist.Answers(t.seq, s.ps.Step) {
 		return events.Decision{}, false, nil
 	}
-	cat, err := hist.Newest.Decode()
+	cat, err := hist.Newest.DecodeIn(p.cfg.Layout)
 	if err != nil {
 		return events.Decision{}, true, fmt.Errorf("decode catalog %d: %w", hist.Newest.Seq, err)
 	}
@@ -357,7 +357,7 @@ func (s *preStepPlan) appended(a appended) {
 }
 
 func (s *preStepPlan) original(r record, enc events.Encoding) (events.Decision, error) {
-	orig, err := events.DecodeCatalog(enc, r.Data)
+	orig, err := events.DecodeCatalogIn(s.p.cfg.Layout, enc, r.Data)
 	if err != nil {
 		return events.Decision{}, fmt.Errorf("decode catalog %d: %w: %w", r.Seq, errForeignDuplicate, err)
 	}

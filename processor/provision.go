@@ -155,7 +155,7 @@ func (c Config) consumerConfig() jetstream.ConsumerConfig {
 		AckWait:        c.AckWait,
 		MaxDeliver:     c.MaxDeliver,
 		BackOff:        c.backOff(),
-		FilterSubjects: events.TriggerFilters(c.Prefix),
+		FilterSubjects: events.TriggerFiltersIn(c.Layout, c.Prefix),
 		Replicas:       0, // inherit the stream's
 	}
 }
@@ -300,7 +300,7 @@ func (p *Processor) checkProvisioned(ctx context.Context) (jetstream.Consumer, e
 	cons, err := p.js.Consumer(ctx, c.Stream, c.Consumer)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("%w: durable consumer %s on stream %s does not exist (provisioning is off: create a pull consumer filtered to %s with explicit acks)",
-			ErrNotProvisioned, c.Consumer, c.Stream, strings.Join(events.TriggerFilters(c.Prefix), ", "))
+			ErrNotProvisioned, c.Consumer, c.Stream, strings.Join(events.TriggerFiltersIn(c.Layout, c.Prefix), ", "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up consumer %s on stream %s: %w", c.Consumer, c.Stream, err)
@@ -311,8 +311,8 @@ func (p *Processor) checkProvisioned(ctx context.Context) (jetstream.Consumer, e
 	if cc.FilterSubject != "" {
 		filters = append(filters, cc.FilterSubject)
 	}
-	for _, f := range events.TriggerFilters(c.Prefix) {
-		if f == c.Prefix+".*."+string(events.KindSkillSearch) && !c.Catalog.SkillSearch {
+	for _, f := range events.TriggerFiltersIn(c.Layout, c.Prefix) {
+		if f == events.TriggerFilterIn(c.Layout, c.Prefix, events.KindSkillSearch) && !c.Catalog.SkillSearch {
 			// Searches are answered only by processors that serve them: a
 			// consumer set up before them may leave them out.
 			continue

@@ -56,7 +56,7 @@ func (e *env) storedResults(sid string) []events.ToolResult {
 	e.t.Helper()
 	var out []events.ToolResult
 	for _, m := range e.outputs(sid, events.KindToolResult) {
-		r, err := events.DecodeToolResult(events.Msgpack, m.Data)
+		r, err := events.DecodeToolResultIn(e.cfg.Layout, events.Msgpack, m.Data)
 		if err != nil {
 			e.t.Fatal(err)
 		}

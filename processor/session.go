@@ -195,7 +195,7 @@ func (p *Processor) catalogHistory(ctx context.Context, sid string, v view) (his
 func (p *Processor) recognise(sid string, s record) (history.Catalog, bool) {
 	rc, fp, hit := p.recognised.lookup(s)
 	if !hit {
-		c, ok := history.Recognise(sid, p.cfg.ToolOwner, s)
+		c, ok := history.RecogniseIn(p.cfg.Layout, sid, p.cfg.ToolOwner, s)
 		rc = recognition{ok: ok, digest: c.Digest, step: c.Step, view: c.View, changes: c.Changes, base: c.Base}
 		p.recognised.store(s, fp, rc)
 	}

@@ -25,7 +25,7 @@ func (skillCallKind) label() string { return "skill-call" }
 
 func (k skillCallKind) answer(ctx context.Context, t *trigger) (any, string, error) {
 	p := k.p
-	sc, err := events.DecodeSkillCall(t.enc, t.msg.Data())
+	sc, err := events.DecodeSkillCallIn(p.cfg.Layout, t.enc, t.msg.Data())
 	t.ref = usableID(sc.Call)
 	if err != nil {
 		return nil, "", p.reject(ctx, t, decodeReason(err), fmt.Errorf("decode skill call: %w", err))
@@ -68,7 +68,7 @@ func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection)
 // plan reads.
 func (p *Processor) badRequest(ctx context.Context, t *trigger, msg string, reads []events.Kind, done func(events.ToolResult)) (any, error) {
 	res := p.toolError(t, events.CodeBadRequest, msg)
-	if t.ref == "" || !events.ValidSession(t.sid) {
+	if t.ref == "" || !events.ValidSessionIn(p.cfg.Layout, t.sid) {
 		return res, nil
 	}
 	out, err := appendAnswer(p, ctx, ctx, t, events.KindToolResult, 0, &toolCallPlan{p: p, t: t, kinds: reads, made: &res, done: done})
@@ -198,7 +198,7 @@ func (s *toolCallPlan) appended(a appended) {
 }
 
 func (s *toolCallPlan) original(r record, enc events.Encoding) (events.ToolResult, error) {
-	orig, err := events.DecodeToolResult(enc, r.Data)
+	orig, err := events.DecodeToolResultIn(s.p.cfg.Layout, enc, r.Data)
 	if err != nil {
 		return events.ToolResult{}, fmt.Errorf("decode tool result %d: %w: %w", r.Seq, errForeignDuplicate, err)
 	}
@@ -230,7 +230,7 @@ func (p *Processor) resultFor(t *trigger, s record) (events.ToolResult, bool) {
 	if err != nil {
 		return events.ToolResult{}, false
 	}
-	r, err := events.DecodeToolResult(enc, s.Data)
+	r, err := events.DecodeToolResultIn(p.cfg.Layout, enc, s.Data)
 	if err != nil || r.Session != t.sid {
 		return events.ToolResult{}, false
 	}

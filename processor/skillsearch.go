@@ -41,7 +41,7 @@ var searchReads = []events.Kind{events.KindSkillSearch, events.KindToolResult}
 
 func (k skillSearchKind) answer(ctx context.Context, t *trigger) (any, string, error) {
 	p := k.p
-	ss, err := events.DecodeSkillSearch(t.enc, t.msg.Data())
+	ss, err := events.DecodeSkillSearchIn(p.cfg.Layout, t.enc, t.msg.Data())
 	t.ref = usableID(ss.Call)
 	if err != nil {
 		return nil, "", p.reject(ctx, t, decodeReason(err), fmt.Errorf("decode skill search: %w", err))

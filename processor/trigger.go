@@ -182,7 +182,7 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	t.seq = meta.Sequence.Stream
 	t.delivered = meta.NumDelivered
 	t.last = p.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(p.cfg.MaxDeliver)
-	sid, kind, err := events.ParseSubject(p.cfg.Prefix, t.msg.Subject())
+	sid, kind, err := events.ParseSubjectIn(p.cfg.Layout, p.cfg.Prefix, t.msg.Subject())
 	var known bool
 	t.sid = sid
 	t.handler, known = p.handlerOf(kind)
@@ -191,10 +191,9 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	}
 	if err != nil {
 		// Keep what can be read, to address the rejection.
-		rest, _ := strings.CutPrefix(t.msg.Subject(), p.cfg.Prefix+".")
-		s, k, _ := strings.Cut(rest, ".")
+		s, k := roughSubject(p.cfg.Layout, p.cfg.Prefix, t.msg.Subject())
 		t.sid = s
-		t.handler, _ = p.handlerOf(events.Kind(k))
+		t.handler, _ = p.handlerOf(k)
 	}
 	h := t.msg.Headers()
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
@@ -231,4 +230,17 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	}
 	p.m.triggers.WithLabelValues(t.handler.label(), outcome).Inc()
 	return p.reply(t, reply)
+}
+
+// roughSubject splits a subject that does not parse in layout l as well as
+// it can, to address the rejection: the session tokens of the layout after
+// the prefix (joined by their dots), and the rest as the kind.
+func roughSubject(l events.Layout, prefix, subject string) (string, events.Kind) {
+	rest, _ := strings.CutPrefix(subject, prefix+".")
+	var sid []string
+	for range l.SessionTokens() {
+		tok, after, _ := strings.Cut(rest, ".")
+		sid, rest = append(sid, tok), after
+	}
+	return strings.Join(sid, "."), events.Kind(rest)
 }

@@ -161,7 +161,7 @@ func (s Session) text(ctx context.Context, log Log, c Catalog) (*string, error) 
 		}
 		r = *m
 	}
-	d, err := decodeCatalog(r)
+	d, err := decodeCatalog(s.Layout, r)
 	if err != nil || d.Session != s.ID || d.Source.Producer != s.Owner {
 		return nil, nil
 	}

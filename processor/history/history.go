@@ -68,14 +68,23 @@ type Catalog struct {
 }
 
 // Decode decodes the whole record: only needed to show or answer with it.
+// It reads a session of the flat layout; DecodeIn reads any.
 func (c Catalog) Decode() (events.Catalog, error) {
-	return decodeCatalog(c.Record)
+	return decodeCatalog(events.LayoutFlat, c.Record)
+}
+
+// DecodeIn is Decode for a session of layout l.
+func (c Catalog) DecodeIn(l events.Layout) (events.Catalog, error) {
+	return decodeCatalog(l, c.Record)
 }
 
 // Session is the history rule bound to one session and one producer.
 type Session struct {
 	// Prefix is the subject prefix, ID the session id.
 	Prefix, ID string
+	// Layout is the session layout: its records' session fields are
+	// checked in it (an id of another layout is not this session's).
+	Layout events.Layout
 	// Owner is the tool owner id of the processor whose catalogs count.
 	Owner string
 	// Recognise judges a catalog record; Recognise (the function) when
@@ -95,7 +104,7 @@ func (s Session) recognise(r Record) (Catalog, bool) {
 	if s.Recognise != nil {
 		return s.Recognise(r)
 	}
-	return Recognise(s.ID, s.Owner, r)
+	return RecogniseIn(s.Layout, s.ID, s.Owner, r)
 }
 
 // Recognise reports whether r is a recognisable catalog that owner
@@ -108,7 +117,12 @@ func (s Session) recognise(r Record) (Catalog, bool) {
 // catalog, bytes that do not decode, text without a block) is not ours
 // and is skipped, never fatal.
 func Recognise(sid, owner string, r Record) (Catalog, bool) {
-	c, err := decodeCatalog(r)
+	return RecogniseIn(events.LayoutFlat, sid, owner, r)
+}
+
+// RecogniseIn is Recognise for a session of layout l.
+func RecogniseIn(l events.Layout, sid, owner string, r Record) (Catalog, bool) {
+	c, err := decodeCatalog(l, r)
 	if err != nil {
 		return Catalog{}, false
 	}
@@ -132,12 +146,12 @@ func recogniseDecoded(sid, owner string, c events.Catalog) (digest string, ok bo
 	return catalog.Recognize(c.Text)
 }
 
-func decodeCatalog(r Record) (events.Catalog, error) {
+func decodeCatalog(l events.Layout, r Record) (events.Catalog, error) {
 	enc, err := r.encoding()
 	if err != nil {
 		return events.Catalog{}, err
 	}
-	return events.DecodeCatalog(enc, r.Data)
+	return events.DecodeCatalogIn(l, enc, r.Data)
 }
 
 // State is what the log says about a session's catalogs at one point.
@@ -270,7 +284,7 @@ func (s Session) Compaction(ctx context.Context, log Log) (*Surface, error) {
 	}
 	for cur != nil {
 		if enc, err := cur.encoding(); err == nil {
-			if c, err := events.DecodeCompaction(enc, cur.Data); err == nil && c.Session == s.ID {
+			if c, err := events.DecodeCompactionIn(s.Layout, enc, cur.Data); err == nil && c.Session == s.ID {
 				return &Surface{Seq: cur.Seq, RetainFrom: c.RetainFrom, Keep: c.Keep}, nil
 			}
 		}

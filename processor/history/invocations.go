@@ -12,13 +12,20 @@ type Invocation struct {
 	events.SkillInvocation
 }
 
-// DecodeInvocation decodes a skill.invocation record.
+// DecodeInvocation decodes a skill.invocation record of a session of the
+// flat layout.
 func DecodeInvocation(r Record) (events.SkillInvocation, error) {
+	return DecodeInvocationIn(events.LayoutFlat, r)
+}
+
+// DecodeInvocationIn decodes a skill.invocation record of a session of
+// layout l.
+func DecodeInvocationIn(l events.Layout, r Record) (events.SkillInvocation, error) {
 	enc, err := r.encoding()
 	if err != nil {
 		return events.SkillInvocation{}, err
 	}
-	return events.DecodeSkillInvocation(enc, r.Data)
+	return events.DecodeSkillInvocationIn(l, enc, r.Data)
 }
 
 // Invocations returns the user invocations already appended for step,
@@ -37,7 +44,7 @@ func (s Session) Invocations(ctx context.Context, log Log, step string, limit in
 	}
 	var out []Invocation
 	for cur != nil && len(out) < limit {
-		inv, err := DecodeInvocation(*cur)
+		inv, err := DecodeInvocationIn(s.Layout, *cur)
 		if err != nil || inv.Session != s.ID || inv.Step != step {
 			break
 		}
