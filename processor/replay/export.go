@@ -28,15 +28,16 @@ const (
 // order, until it has delivered the session's newest event (events appended
 // while it reads are included until it catches up). It reads in batches
 // through an ephemeral, unacknowledged, in-memory pull consumer filtered to
-// <prefix>.<sid>.>, deleted at the end (and by the server after a short
+// <prefix>.<sid>.> (sid is a session id of either layout, "<owner>.<sid>"
+// in the owner layout), deleted at the end (and by the server after a short
 // idle time should the reader vanish): nothing is published to the session
 // and no durable state is created. fn also gets how many events remain
 // after this one. Memory is bounded by one batch (readBatch messages,
 // readBytes bytes or one maximal message), whatever the session's length.
 // A session without events is ErrEmptySession.
 func ReadSession(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, fn func(e Event, remaining uint64) error) error {
-	if err := events.CheckSession(sid); err != nil {
-		return fmt.Errorf("read session: %w", err)
+	if _, ok := events.SessionLayout(sid); !ok {
+		return fmt.Errorf("read session: %w", events.CheckSession(sid))
 	}
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Description:       "skillstream session reader (export, replay, history)",
@@ -120,6 +121,8 @@ var ErrGap = errors.New("events missing from the read")
 // ExportOptions say what to export and how.
 type ExportOptions struct {
 	Stream, Prefix, Session string
+	// Layout is the stream's session layout; the recording says it.
+	Layout events.Layout
 	// Skills, when set, is asked for the skills of every working directory
 	// a trigger of the session names, and the answers (with bodies) go into
 	// the recording, each before the first trigger that uses it.
@@ -141,7 +144,7 @@ func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions, w i
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	rw, err := NewWriter(w, Header{Session: opts.Session, Prefix: opts.Prefix, Stream: opts.Stream, Created: opts.Now.UTC()})
+	rw, err := NewWriter(w, Header{Session: opts.Session, Prefix: opts.Prefix, Layout: opts.Layout, Stream: opts.Stream, Created: opts.Now.UTC()})
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +152,7 @@ func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions, w i
 	n := 0
 	err = ReadSession(ctx, js, opts.Stream, opts.Prefix, opts.Session, func(e Event, remaining uint64) error {
 		if opts.Skills != nil {
-			if cwd, ok := triggerCwd(opts.Prefix, e); ok && !captured[cwd] {
+			if cwd, ok := triggerCwd(opts.Layout, opts.Prefix, e); ok && !captured[cwd] {
 				captured[cwd] = true
 				set, err := CaptureSkills(ctx, opts.Skills, cwd)
 				if err != nil {
@@ -210,8 +213,8 @@ func CaptureSkills(ctx context.Context, skills history.Skills, cwd string) (Skil
 
 // triggerCwd returns the working directory of a decodable pre-step, skill
 // call or skill search.
-func triggerCwd(prefix string, e Event) (string, bool) {
-	_, kind, err := events.ParseSubject(prefix, e.Subject)
+func triggerCwd(l events.Layout, prefix string, e Event) (string, bool) {
+	_, kind, err := events.ParseSubjectIn(l, prefix, e.Subject)
 	if err != nil {
 		return "", false
 	}
@@ -221,13 +224,13 @@ func triggerCwd(prefix string, e Event) (string, bool) {
 	}
 	switch kind {
 	case events.KindPreStep:
-		p, err := events.DecodePreStep(enc, e.Data)
+		p, err := events.DecodePreStepIn(l, enc, e.Data)
 		return p.Cwd, err == nil
 	case events.KindSkillCall:
-		c, err := events.DecodeSkillCall(enc, e.Data)
+		c, err := events.DecodeSkillCallIn(l, enc, e.Data)
 		return c.Cwd, err == nil
 	case events.KindSkillSearch:
-		c, err := events.DecodeSkillSearch(enc, e.Data)
+		c, err := events.DecodeSkillSearchIn(l, enc, e.Data)
 		return c.Cwd, err == nil
 	}
 	return "", false

@@ -65,6 +65,10 @@ type Header struct {
 	// Prefix is the subject prefix of the stream the session was read from;
 	// event subjects are <Prefix>.<Session>.<kind>.
 	Prefix string `json:"prefix"`
+	// Layout is the session layout of the stream: absent for the flat
+	// layout, "owner" for the owner layout, whose session ids are
+	// "<owner>.<sid>".
+	Layout events.Layout `json:"layout,omitempty"`
 	// Stream is the JetStream stream the session was read from
 	// (informational).
 	Stream string `json:"stream,omitempty"`
@@ -152,6 +156,7 @@ type Writer struct {
 	events int
 	last   uint64
 	prefix string
+	layout events.Layout
 	sid    string
 	closed bool
 	err    error
@@ -160,14 +165,14 @@ type Writer struct {
 // NewWriter writes h (Format and Version are filled in) as the first line of
 // a recording on w.
 func NewWriter(w io.Writer, h Header) (*Writer, error) {
-	if !events.ValidSession(h.Session) {
-		return nil, fmt.Errorf("new recording: %w: session %q", events.ErrBadSession, h.Session)
+	if err := events.CheckSessionIn(h.Layout, h.Session); err != nil {
+		return nil, fmt.Errorf("new recording: %w", err)
 	}
 	if h.Prefix == "" {
 		h.Prefix = events.DefaultPrefix
 	}
 	h.Format, h.Version = FormatName, Version
-	rw := &Writer{w: bufio.NewWriterSize(w, 64<<10), sum: sha256.New(), prefix: h.Prefix, sid: h.Session}
+	rw := &Writer{w: bufio.NewWriterSize(w, 64<<10), sum: sha256.New(), prefix: h.Prefix, layout: h.Layout, sid: h.Session}
 	if err := rw.writeJSON(h); err != nil {
 		return nil, err
 	}
@@ -183,7 +188,7 @@ func (w *Writer) Event(e Event) error {
 	if e.Seq <= w.last {
 		return fmt.Errorf("write event %d: sequence not after %d", e.Seq, w.last)
 	}
-	if sid, _, err := events.ParseSubject(w.prefix, e.Subject); err != nil || sid != w.sid {
+	if sid, _, err := events.ParseSubjectIn(w.layout, w.prefix, e.Subject); err != nil || sid != w.sid {
 		return fmt.Errorf("write event %d: subject %q is not in session %s", e.Seq, e.Subject, w.sid)
 	}
 	data := e.Data
@@ -305,8 +310,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return nil, rr.fail(start, ErrCorrupt, "bad header: "+jsonProblem(err))
 	}
 	switch {
-	case !events.ValidSession(h.Session):
-		return nil, rr.fail(start, ErrCorrupt, fmt.Sprintf("session %q is not a valid session id", h.Session))
+	case !events.ValidSessionIn(h.Layout, h.Session):
+		return nil, rr.fail(start, ErrCorrupt, fmt.Sprintf("session %q is not a valid session id of the %v layout", h.Session, h.Layout))
 	case h.Prefix == "":
 		return nil, rr.fail(start, ErrCorrupt, "prefix is missing")
 	}
@@ -398,7 +403,7 @@ func (r *Reader) event(l line) (Event, string) {
 	case l.Data == nil:
 		return Event{}, fmt.Sprintf("event %d without data", l.Seq)
 	}
-	sid, _, err := events.ParseSubject(r.h.Prefix, l.Subject)
+	sid, _, err := events.ParseSubjectIn(r.h.Layout, r.h.Prefix, l.Subject)
 	if err != nil || sid != r.h.Session {
 		return Event{}, fmt.Sprintf("event %d: subject %q is not in session %s", l.Seq, l.Subject, r.h.Session)
 	}

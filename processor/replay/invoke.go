@@ -12,30 +12,30 @@ import (
 
 // hasUserText reports whether a recorded pre-step carries userText: its
 // invocations, if any, follow its catalog.
-func hasUserText(e Event) bool {
+func hasUserText(l events.Layout, e Event) bool {
 	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
 	if err != nil {
 		return false
 	}
-	ps, err := events.DecodePreStep(enc, e.Data)
+	ps, err := events.DecodePreStepIn(l, enc, e.Data)
 	return err == nil && len(ps.UserText) > 0
 }
 
 // decodeInvocation decodes a recorded skill.invocation.
-func decodeInvocation(e Event) (events.SkillInvocation, bool) {
+func decodeInvocation(l events.Layout, e Event) (events.SkillInvocation, bool) {
 	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
 	if err != nil {
 		return events.SkillInvocation{}, false
 	}
-	inv, err := events.DecodeSkillInvocation(enc, e.Data)
+	inv, err := events.DecodeSkillInvocationIn(l, enc, e.Data)
 	return inv, err == nil
 }
 
 // recordedInvocations is the recorded side of a pre-step's invocations.
-func recordedInvocations(evs []Event) []Invoked {
+func recordedInvocations(l events.Layout, evs []Event) []Invoked {
 	var out []Invoked
 	for _, e := range evs {
-		inv, ok := decodeInvocation(e)
+		inv, ok := decodeInvocation(l, e)
 		if !ok {
 			out = append(out, Invoked{Seq: e.Seq, Text: "(undecodable skill.invocation)"})
 			continue
@@ -57,7 +57,7 @@ func (r *Replayer) replayInvocations(ctx context.Context, p *pending, h history.
 	}
 	skills, q, m := r.skillsFor(p, h, history.PreStepQuery(ps))
 	if r.opts.AsRecorded {
-		skills = invokedAsRecorded(p.invocations, r.opts.Catalog.MaxSkillBytes)
+		skills = invokedAsRecorded(r.layout, p.invocations, r.opts.Catalog.MaxSkillBytes)
 	}
 	l := history.Lookup(skills, q)
 	var out []Invoked
@@ -79,10 +79,10 @@ func (r *Replayer) replayInvocations(ctx context.Context, p *pending, h history.
 }
 
 // invokedAsRecorded serves the skills a step's recorded invocations show.
-func invokedAsRecorded(evs []Event, maxBytes int) shown {
+func invokedAsRecorded(l events.Layout, evs []Event, maxBytes int) shown {
 	sh := shown{results: map[string]events.ToolResult{}, maxBytes: maxBytes}
 	for _, e := range evs {
-		if inv, ok := decodeInvocation(e); ok {
+		if inv, ok := decodeInvocation(l, e); ok {
 			v := inv.Value
 			if v.Content == "" {
 				v.Content = contentOf(inv.Text)

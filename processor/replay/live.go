@@ -3,16 +3,23 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
 )
 
-// Live replays session sid straight from stream (subjects under prefix),
-// as Run replays a recording of it: every event in stream order, nothing
-// published. A session without events is ErrEmptySession.
+// Live replays session sid straight from stream (subjects under prefix,
+// in the session layout opts.Layout), as Run replays a recording of it:
+// every event in stream order, nothing published. A session without
+// events is ErrEmptySession.
 func Live(ctx context.Context, js jetstream.JetStream, stream, prefix, sid string, opts Options) (Summary, error) {
-	rp, err := NewReplayer(Header{Session: sid, Prefix: prefix, Stream: stream}, opts)
+	if err := events.CheckSessionIn(opts.Layout, sid); err != nil {
+		return Summary{}, fmt.Errorf("replay: %w", err)
+	}
+	rp, err := NewReplayer(Header{Session: sid, Prefix: prefix, Layout: opts.Layout, Stream: stream}, opts)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -160,6 +160,9 @@ type Options struct {
 	// HistoryOnly reads the recording without replaying: Steps carry only
 	// the recorded side and Seen.
 	HistoryOnly bool
+	// Layout is the session layout of a live replay (Live). A recording
+	// says its own, which NewReplayer takes from its header.
+	Layout events.Layout
 	// Emit receives every Step, in trigger order.
 	Emit func(Step) error
 }
@@ -206,6 +209,7 @@ type pending struct {
 type Replayer struct {
 	opts     Options
 	prefix   string
+	layout   events.Layout
 	sid      string
 	st       *state
 	queue    []*pending // triggers in stream order, unsettled or not yet emitted
@@ -245,8 +249,9 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 	return &Replayer{
 		opts:     opts,
 		prefix:   h.Prefix,
+		layout:   h.Layout,
 		sid:      h.Session,
-		st:       newState(h.Prefix, h.Session, opts.ToolOwner),
+		st:       newState(h.Layout, h.Prefix, h.Session, opts.ToolOwner),
 		bySeq:    map[uint64]*pending{},
 		answered: map[string]uint64{},
 		recorded: map[string]*SkillSet{},
@@ -271,7 +276,7 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		return fmt.Errorf("replay: event %d out of order (after %d)", e.Seq, r.lastSeq)
 	}
 	r.lastSeq = e.Seq
-	sid, kind, err := events.ParseSubject(r.prefix, e.Subject)
+	sid, kind, err := events.ParseSubjectIn(r.layout, r.prefix, e.Subject)
 	if err != nil || sid != r.sid {
 		return nil // not this session's event: nothing to replay
 	}
@@ -299,8 +304,8 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 		}
 		p := &pending{event: e, kind: kind, at: r.st.mark()}
 		p.seen = p.at
-		p.id = idOf(e, kind)
-		p.userText = kind == events.KindPreStep && hasUserText(e)
+		p.id = idOf(r.layout, e, kind)
+		p.userText = kind == events.KindPreStep && hasUserText(r.layout, e)
 		// The worker acts once it has its answer: the invocations of
 		// earlier pre-steps are all in.
 		for _, q := range r.queue {
@@ -356,7 +361,7 @@ func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 		// attempt at the step appended them: they belong to the waiting
 		// pre-step of that id that got the catalog, else to the trigger
 		// they name, else to the newest waiting one of the id.
-		id := idOf(e, kind)
+		id := idOf(r.layout, e, kind)
 		if id == "" {
 			return nil
 		}
@@ -388,7 +393,7 @@ func (r *Replayer) outputOf(e Event, kind events.Kind) *pending {
 		}
 		return nil
 	}
-	id := idOf(e, kind)
+	id := idOf(r.layout, e, kind)
 	if id == "" {
 		return nil
 	}
@@ -447,8 +452,8 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 	var err error
 	if p.kind == events.KindPreStep {
 		s.Kind = TriggerPreStep
-		s.Recorded = recordedCatalog(p.output)
-		s.Recorded.Invocations = recordedInvocations(p.invocations)
+		s.Recorded = recordedCatalog(r.layout, p.output)
+		s.Recorded.Invocations = recordedInvocations(r.layout, p.invocations)
 		if s.Recorded.Outcome == OutcomeNone && len(s.Recorded.Invocations) > 0 {
 			s.Recorded.Outcome = string(catalog.OutcomeUnchanged) // invocations without a catalog
 		}
@@ -465,10 +470,10 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 		}
 	} else if p.kind == events.KindSkillSearch {
 		s.Kind = TriggerSkillSearch
-		s.Recorded = recordedSearch(p.output)
-		s.Search = searchValue(p.output)
+		s.Recorded = recordedSearch(r.layout, p.output)
+		s.Search = searchValue(r.layout, p.output)
 		if enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType)); err == nil {
-			if ss, err := events.DecodeSkillSearch(enc, p.event.Data); err == nil {
+			if ss, err := events.DecodeSkillSearchIn(r.layout, enc, p.event.Data); err == nil {
 				s.Cwd, s.Query = ss.Cwd, ss.Args.QueryText()
 			}
 		}
@@ -477,7 +482,7 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 		}
 	} else {
 		s.Kind = TriggerSkillCall
-		s.Recorded = recordedResult(p.output)
+		s.Recorded = recordedResult(r.layout, p.output)
 		if !r.opts.HistoryOnly {
 			err = r.replaySkillCall(ctx, p, &s)
 		}
@@ -527,7 +532,7 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType))
 	var ps events.PreStep
 	if err == nil {
-		ps, err = events.DecodePreStep(enc, p.event.Data)
+		ps, err = events.DecodePreStepIn(r.layout, enc, p.event.Data)
 	}
 	if err == nil && ps.Session != r.sid {
 		err = fmt.Errorf("payload session %q differs from the subject's %q", ps.Session, r.sid)
@@ -586,7 +591,7 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 	enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType))
 	var call events.SkillCall
 	if err == nil {
-		call, err = events.DecodeSkillCall(enc, p.event.Data)
+		call, err = events.DecodeSkillCallIn(r.layout, enc, p.event.Data)
 	}
 	if err == nil && call.Session != r.sid {
 		err = fmt.Errorf("payload session %q differs from the subject's %q", call.Session, r.sid)
@@ -605,7 +610,7 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 		r.verdict(s)
 		return nil
 	}
-	if out, ok := decodeResult(p.output); ok && telling(out) {
+	if out, ok := decodeResult(r.layout, p.output); ok && telling(out) {
 		// The newest result for this name is now the call's own.
 		r.results[call.Args.Name] = out
 	}
@@ -653,12 +658,12 @@ func (r *Replayer) verdict(s *Step) {
 }
 
 // recordedCatalog is the recorded side of a pre-step.
-func recordedCatalog(out *Event) Outcome {
+func recordedCatalog(l events.Layout, out *Event) Outcome {
 	if out == nil {
 		return Outcome{Outcome: OutcomeNone}
 	}
 	o := Outcome{Outcome: string(catalog.OutcomeAppended), Seq: out.Seq}
-	c, ok := decodeCatalog(out)
+	c, ok := decodeCatalog(l, out)
 	if !ok {
 		return o
 	}
@@ -668,12 +673,12 @@ func recordedCatalog(out *Event) Outcome {
 }
 
 // recordedResult is the recorded side of a skill call.
-func recordedResult(out *Event) Outcome {
+func recordedResult(l events.Layout, out *Event) Outcome {
 	if out == nil {
 		return Outcome{Outcome: OutcomeNone}
 	}
 	o := Outcome{Outcome: OutcomeOK, Seq: out.Seq}
-	res, ok := decodeResult(out)
+	res, ok := decodeResult(l, out)
 	if !ok {
 		return o
 	}
@@ -695,34 +700,34 @@ func recordedResult(out *Event) Outcome {
 
 // idOf is the step or call id a trigger carries or an output names, ""
 // when the event does not decode.
-func idOf(e Event, kind events.Kind) string {
+func idOf(l events.Layout, e Event, kind events.Kind) string {
 	enc, err := events.EncodingOf(e.Header(events.HeaderContentType))
 	if err != nil {
 		return ""
 	}
 	switch kind {
 	case events.KindPreStep:
-		if p, err := events.DecodePreStep(enc, e.Data); err == nil {
+		if p, err := events.DecodePreStepIn(l, enc, e.Data); err == nil {
 			return p.Step
 		}
 	case events.KindSkillCall:
-		if c, err := events.DecodeSkillCall(enc, e.Data); err == nil {
+		if c, err := events.DecodeSkillCallIn(l, enc, e.Data); err == nil {
 			return c.Call
 		}
 	case events.KindSkillSearch:
-		if c, err := events.DecodeSkillSearch(enc, e.Data); err == nil {
+		if c, err := events.DecodeSkillSearchIn(l, enc, e.Data); err == nil {
 			return c.Call
 		}
 	case events.KindCatalog:
-		if c, err := events.DecodeCatalog(enc, e.Data); err == nil {
+		if c, err := events.DecodeCatalogIn(l, enc, e.Data); err == nil {
 			return c.Step
 		}
 	case events.KindToolResult:
-		if t, err := events.DecodeToolResult(enc, e.Data); err == nil {
+		if t, err := events.DecodeToolResultIn(l, enc, e.Data); err == nil {
 			return t.Call
 		}
 	case events.KindInvocation:
-		if inv, err := events.DecodeSkillInvocation(enc, e.Data); err == nil {
+		if inv, err := events.DecodeSkillInvocationIn(l, enc, e.Data); err == nil {
 			return inv.Step
 		}
 	}
@@ -737,10 +742,10 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 	if p.kind != events.KindPreStep {
 		return sh // a call's own result is already the newest of its name
 	}
-	c, ok := decodeCatalog(p.output)
+	c, ok := decodeCatalog(r.layout, p.output)
 	if !ok && h.Newest != nil {
 		var err error
-		c, err = h.Newest.Decode()
+		c, err = h.Newest.DecodeIn(r.layout)
 		ok = err == nil
 	}
 	if ok && c.Source.Update == events.UpdateChanges {

@@ -25,7 +25,7 @@ func (r *Replayer) replaySearch(ctx context.Context, p *pending, s *Step) error 
 	enc, err := events.EncodingOf(p.event.Header(events.HeaderContentType))
 	var ss events.SkillSearch
 	if err == nil {
-		ss, err = events.DecodeSkillSearch(enc, p.event.Data)
+		ss, err = events.DecodeSkillSearchIn(r.layout, enc, p.event.Data)
 	}
 	if err == nil && ss.Session != r.sid {
 		err = fmt.Errorf("payload session %q differs from the subject's %q", ss.Session, r.sid)
@@ -76,7 +76,7 @@ func (r *Replayer) replaySearch(ctx context.Context, p *pending, s *Step) error 
 func (r *Replayer) searcherFor(p *pending, q catalog.Query) (catalog.Searcher, error) {
 	switch {
 	case r.opts.AsRecorded:
-		if out, ok := decodeResult(p.output); ok && (out.Search != nil || isProviderError(out)) {
+		if out, ok := decodeResult(r.layout, p.output); ok && (out.Search != nil || isProviderError(out)) {
 			return recordedPage{out}, nil
 		}
 		if r.recorded[q.Cwd] == nil {
@@ -188,10 +188,10 @@ func (p recordedPage) Search(context.Context, string, int, int) (catalog.Matches
 // (recordedResult), except that an error of the tool's argument checks is
 // the tool's answer to the model, compared by its text, and not a
 // malformed trigger.
-func recordedSearch(out *Event) Outcome {
-	o := recordedResult(out)
+func recordedSearch(l events.Layout, out *Event) Outcome {
+	o := recordedResult(l, out)
 	if o.Outcome == OutcomeRejected {
-		if res, ok := decodeResult(out); ok && res.Error != nil && strings.HasPrefix(res.Error.Message, searchArgsPrefix) {
+		if res, ok := decodeResult(l, out); ok && res.Error != nil && strings.HasPrefix(res.Error.Message, searchArgsPrefix) {
 			o.Outcome = OutcomeError
 		}
 	}
@@ -200,8 +200,8 @@ func recordedSearch(out *Event) Outcome {
 
 // searchValue is the value of a recorded search's result, nil when it
 // has none.
-func searchValue(out *Event) *events.SearchValue {
-	if res, ok := decodeResult(out); ok {
+func searchValue(l events.Layout, out *Event) *events.SearchValue {
+	if res, ok := decodeResult(l, out); ok {
 		return res.Search
 	}
 	return nil

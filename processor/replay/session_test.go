@@ -230,7 +230,7 @@ func recordingCwd(t testing.TB, rec []byte) string {
 			t.Fatalf("no pre-step in the recording: %v", err)
 		}
 		if it.Event != nil && strings.HasSuffix(it.Event.Subject, "."+string(events.KindPreStep)) {
-			if cwd, ok := triggerCwd(r.Header().Prefix, *it.Event); ok {
+			if cwd, ok := triggerCwd(r.Header().Layout, r.Header().Prefix, *it.Event); ok {
 				return cwd
 			}
 		}

@@ -127,10 +127,16 @@ func untruncated(shown string, t events.Truncated, maxBytes int) string {
 }
 
 // decodeResult decodes a recorded tool result.
-func decodeResult(e *Event) (events.ToolResult, bool) { return decode(e, events.DecodeToolResult) }
+func decodeResult(l events.Layout, e *Event) (events.ToolResult, bool) {
+	return decode(e, func(enc events.Encoding, b []byte) (events.ToolResult, error) {
+		return events.DecodeToolResultIn(l, enc, b)
+	})
+}
 
 // decodeCatalog decodes a recorded catalog.
-func decodeCatalog(e *Event) (events.Catalog, bool) { return decode(e, events.DecodeCatalog) }
+func decodeCatalog(l events.Layout, e *Event) (events.Catalog, bool) {
+	return decode(e, func(enc events.Encoding, b []byte) (events.Catalog, error) { return events.DecodeCatalogIn(l, enc, b) })
+}
 
 // decode decodes a recorded event (nil: nothing) in its declared encoding.
 func decode[T any](e *Event, dec func(events.Encoding, []byte) (T, error)) (T, bool) {

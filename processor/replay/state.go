@@ -50,9 +50,9 @@ type judgement struct {
 	ok bool
 }
 
-func newState(prefix, sid, owner string) *state {
+func newState(l events.Layout, prefix, sid, owner string) *state {
 	s := &state{bySubject: map[string][]history.Record{}, judged: map[uint64]judgement{}, views: map[uint64]CatalogView{}}
-	s.rule = history.Session{Prefix: prefix, ID: sid, Owner: owner, Recognise: s.recognise}
+	s.rule = history.Session{Prefix: prefix, ID: sid, Layout: l, Owner: owner, Recognise: s.recognise}
 	return s
 }
 
@@ -76,7 +76,7 @@ func record(e Event) history.Record {
 func (s *state) recognise(r history.Record) (history.Catalog, bool) {
 	j, ok := s.judged[r.Seq]
 	if !ok {
-		j.c, j.ok = history.Recognise(s.rule.ID, s.rule.Owner, r)
+		j.c, j.ok = history.RecogniseIn(s.rule.Layout, s.rule.ID, s.rule.Owner, r)
 		s.judged[r.Seq] = j
 	}
 	return j.c, j.ok
@@ -102,7 +102,7 @@ func (s *state) at(ctx context.Context, m mark) (history.State, *CatalogView, *h
 	}
 	v, ok := s.views[st.Seen.Seq]
 	if !ok {
-		if v, ok = viewOf(*st.Seen); !ok {
+		if v, ok = viewOf(s.rule.Layout, *st.Seen); !ok {
 			return st, nil, comp, nil
 		}
 		if st.Seen.Changes {
@@ -118,8 +118,8 @@ func (s *state) at(ctx context.Context, m mark) (history.State, *CatalogView, *h
 }
 
 // viewOf decodes a recognised catalog for showing.
-func viewOf(c history.Catalog) (CatalogView, bool) {
-	d, err := c.Decode()
+func viewOf(l events.Layout, c history.Catalog) (CatalogView, bool) {
+	d, err := c.DecodeIn(l)
 	if err != nil {
 		return CatalogView{}, false
 	}

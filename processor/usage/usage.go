@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -89,6 +90,9 @@ var ErrNotSessionStream = errors.New("not a skillstream session stream")
 // Options select what to read.
 type Options struct {
 	Stream, Prefix string
+	// Layout is the stream's session layout: in the owner layout session
+	// ids (Session, and those the report names) are "<owner>.<sid>".
+	Layout events.Layout
 	// Since starts the window; zero reads from the stream's first record.
 	Since time.Time
 	// Session, when set, reads that session only.
@@ -266,7 +270,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 		return nil, err
 	}
 	if opts.Session != "" {
-		if err := events.CheckSession(opts.Session); err != nil {
+		if err := events.CheckSessionIn(opts.Layout, opts.Session); err != nil {
 			return nil, err
 		}
 	}
@@ -281,7 +285,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 	if !slices.Contains(st.CachedInfo().Config.Subjects, want) {
 		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", opts.Stream, st.CachedInfo().Config.Subjects, want, ErrNotSessionStream)
 	}
-	sid := "*"
+	sid := strings.Repeat("*.", opts.Layout.SessionTokens()-1) + "*" // every session: one wildcard per session token
 	if opts.Session != "" {
 		sid = opts.Session
 	}
@@ -369,7 +373,7 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 
 // record counts one record.
 func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata) {
-	sid, kind, err := events.ParseSubject(r.opts.Prefix, msg.Subject())
+	sid, kind, err := events.ParseSubjectIn(r.opts.Layout, r.opts.Prefix, msg.Subject())
 	if err != nil {
 		r.rep.Records++
 		r.rep.Unreadable++
@@ -399,7 +403,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	at := md.Timestamp.UTC()
 	switch kind {
 	case events.KindCatalog:
-		c, err := events.DecodeCatalog(enc, msg.Data())
+		c, err := events.DecodeCatalogIn(r.opts.Layout, enc, msg.Data())
 		if err != nil || c.Session != sid {
 			r.rep.Unreadable++
 			return
@@ -422,7 +426,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 			}
 		}
 	case events.KindToolResult:
-		res, err := events.DecodeToolResult(enc, msg.Data())
+		res, err := events.DecodeToolResultIn(r.opts.Layout, enc, msg.Data())
 		if err != nil || (res.Session != sid && res.Session != "") { // a bad_request result may lack its session
 			r.rep.Unreadable++
 			return
@@ -486,16 +490,16 @@ func (r *reader) trigger(ctx context.Context, sid string, seq uint64) (name stri
 	if m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
 		return UnknownSkill, false
 	}
-	return callName(m), false
+	return callName(r.opts.Layout, m), false
 }
 
 // callName reads the skill name of a skill call.
-func callName(m *jetstream.RawStreamMsg) string {
+func callName(l events.Layout, m *jetstream.RawStreamMsg) string {
 	enc, err := events.EncodingOf(m.Header.Get(events.HeaderContentType))
 	if err != nil {
 		return UnknownSkill
 	}
-	call, err := events.DecodeSkillCall(enc, m.Data)
+	call, err := events.DecodeSkillCallIn(l, enc, m.Data)
 	if err != nil {
 		// A call with an unusable name is still answered; say what it named.
 		return UnknownSkill
