@@ -33,6 +33,7 @@ type Client struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	ownsConn bool
+	layout   events.Layout // the session layout (WithLayout)
 
 	prefix         string
 	inboxPrefix    string // the connection's inbox prefix this client was asked to use; "" = any
@@ -81,6 +82,22 @@ func WithPrefix(prefix string) Option {
 			return err
 		}
 		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithLayout sets the session layout of the stream (default
+// events.LayoutFlat). In events.LayoutOwner a session id is
+// "<owner>.<sid>" (two tokens joined by a dot) in every payload and call
+// of the client, and its events go to <prefix>.<owner>.<sid>.<kind>; the
+// answers' session ids are checked in the same layout. The processors
+// must use the same layout (serve --session-layout).
+func WithLayout(l events.Layout) Option {
+	return func(c *Client) error {
+		if !l.Valid() {
+			return fmt.Errorf("client: unknown session layout %v", l)
+		}
+		c.layout = l
 		return nil
 	}
 }
@@ -401,6 +418,9 @@ func (c *Client) DroppedAnswers() uint64 { return c.dropped.Load() }
 // Prefix returns the subject prefix of the session stream.
 func (c *Client) Prefix() string { return c.prefix }
 
+// Layout returns the session layout the client uses.
+func (c *Client) Layout() events.Layout { return c.layout }
+
 // Conn returns the client's NATS connection.
 func (c *Client) Conn() *nats.Conn { return c.nc }
 
@@ -464,10 +484,10 @@ func (c *Client) PreStep(ctx context.Context, ps events.PreStep, opts ...CallOpt
 	}
 	ps.DeadlineMs = deadlineOf(ctx, ps.DeadlineMs)
 	ps.MinStoreEpoch, ps.MinStoreRevision = c.storeDemand(ps.MinStoreEpoch, ps.MinStoreRevision)
-	if err := ps.Validate(); err != nil {
+	if err := ps.ValidateIn(c.layout); err != nil {
 		return events.Decision{}, fmt.Errorf("client: pre-step: %w", err)
 	}
-	d, err := request(ctx, c, events.KindPreStep, ps.Session, ps.Step, ps, opts, events.DecodeDecision,
+	d, err := request(ctx, c, events.KindPreStep, ps.Session, ps.Step, ps, opts, c.decodeDecision,
 		func(d events.Decision) answerID {
 			return answerID{session: d.Session, id: d.Step, seq: d.TriggerSeq, unread: d.Outcome == events.OutcomeRejected}
 		})
@@ -495,10 +515,10 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 	}
 	sc.DeadlineMs = deadlineOf(ctx, sc.DeadlineMs)
 	sc.MinStoreEpoch, sc.MinStoreRevision = c.storeDemand(sc.MinStoreEpoch, sc.MinStoreRevision)
-	if err := sc.Validate(); err != nil {
+	if err := sc.ValidateIn(c.layout); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill call: %w", err)
 	}
-	r, err := request(ctx, c, events.KindSkillCall, sc.Session, sc.Call, sc, opts, events.DecodeToolResult, resultID)
+	r, err := request(ctx, c, events.KindSkillCall, sc.Session, sc.Call, sc, opts, c.decodeToolResult, resultID)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
@@ -509,6 +529,16 @@ func (c *Client) CallSkill(ctx context.Context, sc events.SkillCall, opts ...Cal
 		return r, err
 	}
 	return r, nil
+}
+
+// decodeDecision and decodeToolResult decode answers with their session
+// ids checked in the client's layout.
+func (c *Client) decodeDecision(enc events.Encoding, b []byte) (events.Decision, error) {
+	return events.DecodeDecisionIn(c.layout, enc, b)
+}
+
+func (c *Client) decodeToolResult(enc events.Encoding, b []byte) (events.ToolResult, error) {
+	return events.DecodeToolResultIn(c.layout, enc, b)
 }
 
 // resultID identifies a ToolResult answering a skill call or search.
@@ -538,10 +568,10 @@ func (c *Client) SearchSkills(ctx context.Context, ss events.SkillSearch, opts .
 	}
 	ss.DeadlineMs = deadlineOf(ctx, ss.DeadlineMs)
 	ss.MinStoreEpoch, ss.MinStoreRevision = c.storeDemand(ss.MinStoreEpoch, ss.MinStoreRevision)
-	if err := ss.Validate(); err != nil {
+	if err := ss.ValidateIn(c.layout); err != nil {
 		return events.ToolResult{}, fmt.Errorf("client: skill search: %w", err)
 	}
-	r, err := request(ctx, c, events.KindSkillSearch, ss.Session, ss.Call, ss, opts, events.DecodeToolResult, resultID)
+	r, err := request(ctx, c, events.KindSkillSearch, ss.Session, ss.Call, ss, opts, c.decodeToolResult, resultID)
 	if err != nil {
 		return events.ToolResult{}, err
 	}
@@ -617,7 +647,7 @@ func (c *Client) Compact(ctx context.Context, cp events.Compaction, opts ...Call
 	if cp.V == 0 {
 		cp.V = events.Version
 	}
-	if err := cp.Validate(); err != nil {
+	if err := cp.ValidateIn(c.layout); err != nil {
 		return 0, fmt.Errorf("client: compaction: %w", err)
 	}
 	return c.Append(ctx, cp.Session, events.KindCompaction, cp, opts...)
@@ -629,7 +659,7 @@ func (c *Client) Compact(ctx context.Context, cp events.Compaction, opts ...Call
 // processor ignores kinds it does not know. Appending a trigger kind this
 // way gets no answer.
 func (c *Client) Append(ctx context.Context, sid string, kind events.Kind, v any, opts ...CallOption) (uint64, error) {
-	if err := events.CheckSession(sid); err != nil {
+	if err := events.CheckSessionIn(c.layout, sid); err != nil {
 		return 0, fmt.Errorf("client: %w", err)
 	}
 	if !kind.Valid() {

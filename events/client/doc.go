@@ -84,6 +84,16 @@
 // connection it opens (nats.CustomInboxPrefix); New wants a connection
 // opened with it.
 //
+// With the owner session layout (serve --session-layout owner,
+// WithLayout(events.LayoutOwner)) a session id names its owner too:
+// "<owner>.<sid>", say "worker-a.7f3a...", as the Session of every payload
+// and the sid of Append, and the client publishes on
+// <prefix>.<owner>.<sid>.<kind>. The server can then allow each worker its
+// own sessions only (publish permissions on <prefix>.<owner>.*.<trigger
+// kind>; cmd/skillstream/deploy/owner-layout.conf). A client without
+// WithLayout refuses such ids, and one with it refuses one-token ids, before
+// anything is sent.
+//
 // Compact appends a context.compact event; it has no answer, the JetStream
 // acknowledgement confirms it. A Decision's CatalogSeq names the catalog
 // the model sees: keep it in the compaction (Keep) and the next pre-step
