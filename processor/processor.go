@@ -253,7 +253,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.onReady()
 	}
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
-		"prefix", p.cfg.Prefix, "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
+		"prefix", p.cfg.Prefix, "session_layout", p.cfg.Layout.String(), "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
 	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
 		p.log.Warn("a size limit is off: outputs over the message limit are answered with a too_large error",
 			"catalog_max_length", p.cfg.Catalog.MaxLength, "max_skill_bytes", p.cfg.Catalog.MaxSkillBytes, "message_limit", p.limit.max)

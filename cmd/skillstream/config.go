@@ -61,6 +61,7 @@ type Config struct {
 	// Stream and consumer group.
 	Stream          string
 	Prefix          string
+	SessionLayout   string // flat or owner (--session-layout)
 	Consumer        string
 	Instance        string
 	Replicas        int
@@ -358,6 +359,9 @@ func (c *Config) validateServe() error {
 		}
 	}
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateLayout(); err != nil {
 		return err
 	}
 	if c.Instance != "" && !events.ValidInstance(c.Instance) {

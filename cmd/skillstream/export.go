@@ -51,7 +51,7 @@ the member and both digests where they differ).`[1:], `
 		if len(args) > 0 {
 			return usagef("export takes no arguments, got %q", args[0])
 		}
-		if err := checkSession(sid); err != nil {
+		if err := c.checkSession(sid); err != nil {
 			return err
 		}
 		if capture {
@@ -64,7 +64,7 @@ the member and both digests where they differ).`[1:], `
 			return err
 		}
 		defer closeJS()
-		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Session: sid}
+		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Session: sid}
 		var captured *capturing
 		if capture {
 			reg, err := c.registry(nil, false)

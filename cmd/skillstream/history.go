@@ -52,7 +52,7 @@ processor's: only its catalogs count.`[1:], `
 		case sid == "" && len(args) != 1:
 			return usagef("history needs --session SID or one recording file, got %d arguments", len(args))
 		case sid != "":
-			if err := checkSession(sid); err != nil {
+			if err := c.checkSession(sid); err != nil {
 				return err
 			}
 		}

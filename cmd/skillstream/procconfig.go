@@ -16,6 +16,7 @@ func (c *Config) processorConfig() processor.Config {
 	return processor.Config{
 		Stream:          c.Stream,
 		Prefix:          c.Prefix,
+		Layout:          c.layout(),
 		Consumer:        c.Consumer,
 		Instance:        c.Instance,
 		ToolOwner:       c.ToolOwner,

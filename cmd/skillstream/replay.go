@@ -106,7 +106,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		case live && len(args) > 0:
 			return usagef("replay --live reads the stream: give --session, not a file")
 		case live:
-			if err := checkSession(sid); err != nil {
+			if err := c.checkSession(sid); err != nil {
 				return err
 			}
 			if recorded {
@@ -205,12 +205,14 @@ func recordingError(path string, err error) error {
 	return err
 }
 
-// replaySession replays session sid from the stream when sid is set, else
-// the recording file args[0].
+// replaySession replays session sid from the stream (in --session-layout)
+// when sid is set, else the recording file args[0] (in the layout its
+// header says).
 func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []string, opts replay.Options) (replay.Summary, error) {
 	if sid == "" {
 		return replayFile(ctx, args[0], opts)
 	}
+	opts.Layout = c.layout()
 	js, closeJS, err := a.openSessions(c)
 	if err != nil {
 		return replay.Summary{}, err

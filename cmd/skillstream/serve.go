@@ -67,6 +67,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.storeFlags(cmd)
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
+	c.layoutFlag(cmd)
 	c.securityFlags(cmd)
 	c.mcpFlags(cmd)
 	c.opsFlags(cmd, true)

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/embedded"
 )
 
@@ -33,6 +32,7 @@ func (c *Config) readerFlags(cmd *command) {
 	cmd.fs.Lookup("data").Usage = "JetStream store `directory` to read (serve's --data) when no --nats-url is given"
 	cmd.group("Stream")
 	cmd.pick(c.streamFlags, "stream", "prefix")
+	c.layoutFlag(cmd)
 	c.opsFlags(cmd, false)
 }
 
@@ -124,8 +124,11 @@ func (c *Config) validateNATS() error {
 	return nil
 }
 
-// validateStream checks --stream and --prefix as given.
+// validateStream checks --stream, --prefix and --session-layout as given.
 func (c *Config) validateStream() error {
+	if err := c.validateLayout(); err != nil {
+		return err
+	}
 	p := processorDefaults()
 	p.Stream, p.Prefix = c.Stream, c.Prefix
 	if err := p.Validate(); err != nil {
@@ -203,15 +206,4 @@ func serving(addr string) bool {
 	}
 	conn.Close()
 	return true
-}
-
-// checkSession validates --session.
-func checkSession(sid string) error {
-	if sid == "" {
-		return usagef("--session is required")
-	}
-	if err := events.CheckSession(sid); err != nil {
-		return usagef("--session: %v", err)
-	}
-	return nil
 }

@@ -72,7 +72,7 @@ answering on --listen, else from the --data store. Nothing is published.`[1:], `
 			return err
 		}
 		if sid != "" {
-			if err := checkSession(sid); err != nil {
+			if err := c.checkSession(sid); err != nil {
 				return err
 			}
 		}
@@ -83,7 +83,7 @@ answering on --listen, else from the --data store. Nothing is published.`[1:], `
 		defer closeJS()
 		prog := newProgress(a.stderr, "read")
 		rep, err := usage.Read(ctx, js, usage.Options{
-			Stream: c.Stream, Prefix: c.Prefix, Since: start, Session: sid, Project: project,
+			Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Since: start, Session: sid, Project: project,
 			Progress: prog.update,
 		})
 		prog.done()
