@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -147,6 +148,12 @@ type Config struct {
 	// MiB with 32 and 72 MiB with 256 workers for 50 skills, 121 and 378
 	// MiB for 1,000 skills), which InflightBytes bounds.
 	Workers int
+	// MaxTriggerRate bounds the triggers this instance starts per second
+	// (0, the default: no bound). Serving several tenants, each tenant's
+	// processor has its own: a tenant flooding triggers is held to it, its
+	// excess waiting in its own stream, and cannot take the CPU the other
+	// tenants need.
+	MaxTriggerRate float64
 	// InflightBytes bounds the memory the pre-steps in flight hold, as
 	// estimated from the size of their catalogs (default 16 MiB). With
 	// small catalogs Workers is the bound (50 skills: about 40 KiB a
@@ -319,6 +326,8 @@ func (c Config) Validate() error {
 		return bad("max trigger bytes %d: want %d to %d", c.MaxTriggerBytes, MinTriggerBytes, events.MaxPayloadSize)
 	case c.Workers < 1:
 		return bad("workers %d: want at least 1", c.Workers)
+	case c.MaxTriggerRate < 0 || math.IsNaN(c.MaxTriggerRate) || math.IsInf(c.MaxTriggerRate, 0):
+		return bad("max trigger rate %v: want a number of triggers per second, or 0 for no bound", c.MaxTriggerRate)
 	case c.SkillLabelLimit < 1:
 		return bad("skill label limit %d: want at least 1", c.SkillLabelLimit)
 	case c.InflightBytes < 1:

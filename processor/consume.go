@@ -29,6 +29,11 @@ func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots cha
 		}
 		n := 1 + cap(slots) - len(slots)
 		<-slots
+		// No more than the trigger rate allows (Config.MaxTriggerRate).
+		n, err := p.rate.wait(ctx, n)
+		if err != nil {
+			return
+		}
 		// No idle heartbeat: a fetch that gave up on missed heartbeats
 		// would withdraw its inbox while the server may still deliver to
 		// it. A lost pull request costs at most pullExpiry.
@@ -51,6 +56,7 @@ func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots cha
 			}
 			select {
 			case slots <- struct{}{}:
+				p.rate.take()
 				start(msg)
 			case <-ctx.Done():
 				p.handBack(msg)

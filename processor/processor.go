@@ -44,6 +44,7 @@ type Processor struct {
 	headMin      int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
 	kinds        map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight     *budget                     // Config.InflightBytes
+	rate         *triggerRate                // Config.MaxTriggerRate
 	limit        messageLimit                // the largest output; the stream's part is known once provisioned
 	streamLimits StreamLimits                // the stream's, once provisioned (provision.go)
 	prepared     jetstream.Consumer          // the consumer, once Prepare succeeded
@@ -117,6 +118,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		chains:     newChains(),
 		headMin:    catalogHeadMin,
 		inflight:   newBudget(cfg.InflightBytes),
+		rate:       newTriggerRate(cfg.MaxTriggerRate),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
 		cwds:       newCwdRoots(cfg.CwdRoots),
 
