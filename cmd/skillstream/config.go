@@ -70,6 +70,7 @@ type Config struct {
 	MaxMsgSize      limit[int64]         // 0: none
 	DuplicateWindow time.Duration
 	Workers         int
+	MaxTriggerRate  int // triggers per second; 0: no bound
 	AckWait         time.Duration
 	MaxDeliver      int
 	CatchUpWait     time.Duration
@@ -103,6 +104,7 @@ type Config struct {
 	// tenantAuth, set by useTenant, replaces the --nats-* credentials;
 	// serveTenants marks serve, which serves every tenant of the file.
 	tenantAuth   *tenantAuth
+	libraryAuth  *tenantAuth // the file's library, when acting for a tenant
 	serveTenants bool
 	// library, when set, is the shared library's store: the registry
 	// offers it below the tenant's own store (serve with --tenants).
@@ -234,6 +236,7 @@ func (c *Config) streamFlags(cmd *command) {
 		"largest message the session stream takes, as a `size`, headers included; 0 for none; applied to an existing stream when given, else only to a stream serve creates")
 	cmd.cfgDuration(&c.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "stream duplicate window, at least 2m; a shorter one is raised when serve provisions the stream")
 	cmd.cfgInt(&c.Workers, "workers", d.Workers, "triggers processed concurrently by this instance (pre-steps of large catalogs are further bounded by the memory they hold)")
+	cmd.cfgInt(&c.MaxTriggerRate, "max-trigger-rate", 0, "triggers this instance starts per second at most, the excess waiting in the stream (0: no bound; with --tenants, per tenant)")
 	cmd.cfgDuration(&c.AckWait, "ack-wait", d.AckWait, "redeliver a trigger not acknowledged within this time")
 	cmd.cfgInt(&c.MaxDeliver, "max-deliver", d.MaxDeliver, "give up on a trigger after this many deliveries")
 	cmd.cfgDuration(&c.CatchUpWait, "catch-up-wait", d.CatchUpWait, "wait at most this long for the skill store revision a trigger names (minStoreRevision) or a session's catalog reflects, within the trigger's deadline, before answering incomplete / unavailable / behind")

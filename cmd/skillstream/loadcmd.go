@@ -216,6 +216,16 @@ func (p *preview) open(ctx context.Context, a *app, name string) (*previewRegist
 	if err != nil {
 		return nil, "", err
 	}
+	if js != nil {
+		// Acting for a tenant: its sessions also see the shared library.
+		closeLib, err := p.c.dialLibrary(a.stderr)
+		if err != nil {
+			closeNC()
+			return nil, "", err
+		}
+		closeStore := closeNC
+		closeNC = func() { closeLib(); closeStore() }
+	}
 	reg, fs, err := p.c.skillSources(ctx, nil, p.watch, js)
 	if err != nil {
 		closeNC()

@@ -28,6 +28,7 @@ func (c *Config) processorConfig() processor.Config {
 		MaxTriggerBytes: int(c.MaxTriggerBytes),
 		DuplicateWindow: c.DuplicateWindow,
 		Workers:         c.Workers,
+		MaxTriggerRate:  float64(c.MaxTriggerRate),
 		AckWait:         c.AckWait,
 		MaxDeliver:      c.MaxDeliver,
 		CatchUpWait:     c.CatchUpWait,

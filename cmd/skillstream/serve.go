@@ -409,6 +409,9 @@ func (a *app) prepareUnit(ctx context.Context, c *Config, log *slog.Logger, t te
 	if t.workers > 0 {
 		u.pcfg.Workers = t.workers
 	}
+	if t.rate > 0 {
+		u.pcfg.MaxTriggerRate = float64(t.rate)
+	}
 	popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
 		processor.WithVersion(thisBuild().version),
 		processor.WithOnReady(func() { ready(u) })}

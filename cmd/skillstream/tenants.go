@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skillstream/skillstream/processor"
 )
 
 // Tenants. One serve (and every member of its group) serves several
@@ -72,8 +75,12 @@ type tenantEntry struct {
 	MaxBytes string `yaml:"max_bytes"`
 	// Workers is how many triggers of the tenant are handled at once
 	// (default serve's --workers): each tenant has workers of its own.
-	Workers  int `yaml:"workers"`
-	maxBytes int64
+	Workers int `yaml:"workers"`
+	// MaxTriggerRate bounds the tenant's triggers started per second by
+	// each member (default serve's --max-trigger-rate): a tenant flooding
+	// its sessions waits on its own stream, not on the others' CPU.
+	MaxTriggerRate int `yaml:"max_trigger_rate"`
+	maxBytes       int64
 }
 
 // libraryTenant is the name --tenant takes for the library's credentials
@@ -126,6 +133,9 @@ func loadTenants(path string) (*tenantsFile, error) {
 				return nil, usagef("--tenants %s: tenant %q: max_bytes %q: want a size such as 2GiB", path, t.Name, t.MaxBytes)
 			}
 			f.Tenants[i].maxBytes = n
+		}
+		if t.MaxTriggerRate < 0 {
+			return nil, usagef("--tenants %s: tenant %q: max_trigger_rate %d: want triggers per second (or none for serve's --max-trigger-rate)", path, t.Name, t.MaxTriggerRate)
 		}
 		if t.Workers < 0 {
 			return nil, usagef("--tenants %s: tenant %q: workers %d: want at least 1 (or none for serve's --workers)", path, t.Name, t.Workers)
@@ -248,10 +258,39 @@ func (c *Config) useTenant() error {
 		return usagef("--tenant %s: not in %s (tenants: %v)", c.Tenant, c.Tenants, f.names())
 	}
 	c.tenantAuth = &auth
+	// A tenant's processor user and the library's reader may subscribe to
+	// skillstream's own inboxes only (see deploy/tenants.conf): the
+	// command's requests take their answers there.
+	if c.InboxPrefix == "" {
+		c.InboxPrefix = processor.DefaultInboxPrefix
+	}
 	if c.Tenant == libraryTenant {
 		c.SkillStoreBucket, c.SkillStoreObjects = auth.Bucket, auth.Objects
+	} else if f.Library != nil {
+		lib := *f.Library
+		c.libraryAuth = &lib
 	}
 	return nil
+}
+
+// dialLibrary connects to the shared library when c acts for a tenant of
+// a file that has one (useTenant), and has the registry offer it below the
+// tenant's store, as serve does; otherwise it does nothing.
+func (c *Config) dialLibrary(stderr io.Writer) (func(), error) {
+	if c.libraryAuth == nil {
+		return func() {}, nil
+	}
+	nc, err := c.connectTenant(c.newLogger(stderr), libraryTenant, *c.libraryAuth)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("library: jetstream context: %w", err)
+	}
+	c.library = &libraryStore{js: js, bucket: c.libraryAuth.Bucket, objects: c.libraryAuth.Objects}
+	return nc.Close, nil
 }
 
 // connectTenant connects to the cluster with a's credentials and the
@@ -306,6 +345,7 @@ type tenantConn struct {
 	mcpToken string
 	maxBytes int64 // 0: serve's
 	workers  int   // 0: serve's
+	rate     int   // 0: serve's
 }
 
 // connectTenants connects to every tenant of f and to the library, and
@@ -370,7 +410,7 @@ func (c *Config) connectTenants(ctx context.Context, log *slog.Logger, f *tenant
 		if e.MCPTokenEnv != "" {
 			t.mcpToken = os.Getenv(e.MCPTokenEnv)
 		}
-		t.maxBytes, t.workers = e.maxBytes, e.Workers
+		t.maxBytes, t.workers, t.rate = e.maxBytes, e.Workers, e.MaxTriggerRate
 		tenants = append(tenants, t)
 	}
 	return tenants, library, nil

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +49,7 @@ var tenantUsers = map[string]string{
 
 // confServer starts a real NATS server from the configuration file conf,
 // with only its store folder and port replaced.
-func confServer(t *testing.T, conf string) string {
+func confServer(t testing.TB, conf string) string {
 	t.Helper()
 	opts, err := server.ProcessConfigFile(conf)
 	if err != nil {
@@ -68,7 +72,7 @@ func confServer(t *testing.T, conf string) string {
 
 // tenantServer sets every user's password in the environment and starts
 // tenantsConf; it returns the URL and the passwords.
-func tenantServer(t *testing.T) (string, map[string]string) {
+func tenantServer(t testing.TB) (string, map[string]string) {
 	t.Helper()
 	pw := map[string]string{}
 	for user, env := range tenantUsers {
@@ -82,7 +86,7 @@ func tenantServer(t *testing.T) (string, map[string]string) {
 
 // pushAs publishes the skill dir (a folder with SKILL.md) as user into
 // the store buckets named bucket (index and objects).
-func pushAs(t *testing.T, ctx context.Context, natsURL, user, password, bucket, dir string) {
+func pushAs(t testing.TB, ctx context.Context, natsURL, user, password, bucket, dir string) {
 	t.Helper()
 	nc, err := nats.Connect(userURL(t, natsURL, user, password))
 	if err != nil {
@@ -109,7 +113,7 @@ func pushAs(t *testing.T, ctx context.Context, natsURL, user, password, bucket, 
 
 // skillDir writes a skill called name with description desc and one
 // script, and returns its folder.
-func skillDir(t *testing.T, name, desc string) string {
+func skillDir(t testing.TB, name, desc string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	writeFile(t, dir, "SKILL.md", skillMD("Run scripts/run.sh.", "name: "+name, "description: "+desc))
@@ -119,7 +123,7 @@ func skillDir(t *testing.T, name, desc string) string {
 
 // startTenantServe runs serve with the shipped tenants file against
 // natsURL until the test ends, and waits until it serves.
-func startTenantServe(t *testing.T, natsURL string, extra ...string) *syncBuffer {
+func startTenantServe(t testing.TB, natsURL string, extra ...string) *syncBuffer {
 	t.Helper()
 	yaml, err := filepath.Abs(tenantsYAML)
 	if err != nil {
@@ -216,6 +220,32 @@ func TestTenantsIsolated(t *testing.T) {
 	if d, err := globex.PreStep(ctx, events.PreStep{Session: "acme-s1", Step: "1", Tools: tools}); err != nil ||
 		d.Outcome != events.OutcomeAppended || slices.Contains(names(d), "acme-deploy") {
 		t.Errorf("globex's session acme-s1: %+v %v", d, err)
+	}
+
+	// The operator's preview for a tenant shows the same: its skills and
+	// the library's, named as such.
+	yaml, _ := filepath.Abs(tenantsYAML)
+	code, out, stderr := runMain(t, "catalog", "--json", "--nats-url", natsURL, "--tenants", yaml, "--tenant", "acme",
+		"--no-bundled", "--user-skills-dir=")
+	if code != exitOK || !strings.Contains(out, `"acme-deploy"`) || !strings.Contains(out, `"library"`) || strings.Contains(out, "globex-billing") {
+		t.Errorf("catalog --json for acme: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// Each tenant's processor metrics carry its name.
+	m := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no metrics address in the serving line:\n%s", logs)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, tenant := range []string{"acme", "globex"} {
+		if !strings.Contains(string(body), `skillstream_triggers_total{kind="pre-step",outcome="appended",tenant="`+tenant+`"}`) {
+			t.Errorf("metrics lack tenant %s's pre-steps:\n%.2000s", tenant, body)
+		}
 	}
 
 	// A library skill, loaded with its files by acme's worker.
@@ -366,5 +396,91 @@ accounts {
 		if code, _, stderr := runMain(t, args...); code != exitUsage || !strings.Contains(stderr, "tenant") {
 			t.Errorf("%q: exit %d\n%s", args, code, stderr)
 		}
+	}
+}
+
+// BenchmarkTenantFairness measures tenant globex's pre-step latency alone
+// and while tenant acme floods its own sessions with pre-steps from many
+// workers at once, with one serve for both and the shipped configuration
+// (each tenant has workers of its own). It reports globex's p50 and p99
+// both ways and the p99 ratio:
+//
+//	go test ./cmd/skillstream -run '^$' -bench TenantFairness -benchtime 1x
+func BenchmarkTenantFairness(b *testing.B) {
+	natsURL, pw := tenantServer(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for i := range 20 {
+		pushAs(b, ctx, natsURL, "acme-admin", pw["acme-admin"], "SKILLS", skillDir(b, fmt.Sprintf("acme-%02d", i), "An Acme skill."))
+		pushAs(b, ctx, natsURL, "globex-admin", pw["globex-admin"], "SKILLS", skillDir(b, fmt.Sprintf("globex-%02d", i), "A Globex skill."))
+	}
+	pushAs(b, ctx, natsURL, "curator", pw["curator"], "LIBRARY", skillDir(b, "shared-style", "Apply the house writing style."))
+	startTenantServe(b, natsURL)
+	connect := func(user string) *client.Client {
+		c, err := client.Connect(userURL(b, natsURL, user, pw[user]), client.WithInboxPrefix("_INBOX."+user),
+			client.WithRetryInterval(2*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		return c
+	}
+	tools := []events.Tool{client.SkillTool("skillstream")}
+	globex := connect("globex-worker-1")
+	const steps = 1000
+	measure := func(sid string) []time.Duration {
+		out := make([]time.Duration, 0, steps)
+		for i := range steps {
+			start := time.Now()
+			if _, err := globex.PreStep(ctx, events.PreStep{Session: sid, Step: fmt.Sprint(i), Tools: tools}); err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, time.Since(start))
+		}
+		slices.Sort(out)
+		return out
+	}
+	pct := func(d []time.Duration, p float64) float64 {
+		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
+	}
+	for range b.N {
+		alone := measure(fmt.Sprintf("alone-%d", time.Now().UnixNano()))
+		// acme floods: 128 sessions stepping as fast as their answers come.
+		fctx, fcancel := context.WithCancel(ctx)
+		var flooded atomic.Int64
+		var floodErr atomic.Value
+		var wg sync.WaitGroup
+		for w := range 2 {
+			c := connect(fmt.Sprintf("acme-worker-%d", w+1))
+			for s := range 64 {
+				wg.Go(func() {
+					sid := fmt.Sprintf("flood-%d-%d-%d", w, s, time.Now().UnixNano())
+					for i := 0; fctx.Err() == nil; i++ {
+						d, err := c.PreStep(fctx, events.PreStep{Session: sid, Step: fmt.Sprint(i), Tools: tools})
+						switch {
+						case err == nil && (d.Outcome == events.OutcomeAppended || d.Outcome == events.OutcomeUnchanged):
+							flooded.Add(1)
+						case fctx.Err() == nil:
+							floodErr.Store(fmt.Sprintf("%s %v", d.Outcome, err))
+						}
+					}
+				})
+			}
+		}
+		time.Sleep(2 * time.Second) // the flood at full rate
+		start, before := time.Now(), flooded.Load()
+		during := measure(fmt.Sprintf("during-%d", time.Now().UnixNano()))
+		rate := float64(flooded.Load()-before) / time.Since(start).Seconds()
+		fcancel()
+		wg.Wait()
+		if e := floodErr.Load(); e != nil {
+			b.Logf("a flood pre-step failed: %v", e)
+		}
+		b.ReportMetric(pct(alone, 0.5), "alone-p50-ms")
+		b.ReportMetric(pct(alone, 0.99), "alone-p99-ms")
+		b.ReportMetric(pct(during, 0.5), "flood-p50-ms")
+		b.ReportMetric(pct(during, 0.99), "flood-p99-ms")
+		b.ReportMetric(pct(during, 0.99)/pct(alone, 0.99), "p99-ratio")
+		b.ReportMetric(rate, "acme-pre-steps/s")
 	}
 }
