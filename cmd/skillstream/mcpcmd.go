@@ -77,6 +77,9 @@ func (c *Config) validateMCP() (token string, err error) {
 		return "", err
 	}
 	if m.TokenFile != "" {
+		if c.Tenants != "" {
+			return "", usagef("--mcp-token-file is not used with --tenants: each tenant's hosts send the token its mcp_token_env names")
+		}
 		if token, err = readToken(m.TokenFile); err != nil {
 			return "", err
 		}
@@ -141,7 +144,7 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 		return c.startMCP(units[0].reg, units[0].index, token, log, metrics, version)
 	}
 	if token != "" {
-		return nil, usagef("--mcp-token is not used with --tenants: each tenant's hosts use the token its mcp_token_env names")
+		return nil, usagef("--mcp-token-file is not used with --tenants: each tenant's hosts use the token its mcp_token_env names")
 	}
 	var tenants []mcpserver.Tenant
 	for _, u := range units {
