@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -231,28 +232,21 @@ func TestOwnerLayoutBadInput(t *testing.T) {
 
 // TestLayoutSwitchRefiltersConsumer: a processor started in the owner
 // layout on a stream whose consumer a flat one created changes the
-// consumer's filters and serves owner sessions; with provisioning off, a
-// consumer of the other layout is refused, naming the filters it lacks.
+// consumer's filters, warning that every member must use the same layout,
+// and serves owner sessions; with provisioning off, a consumer of the
+// other layout is refused, naming the filters it lacks.
 func TestLayoutSwitchRefiltersConsumer(t *testing.T) {
 	e := newEnv(t)
 	e.writeSkill("a-skill", "A skill.")
 	e.waitSkills("a-skill")
-	// A flat processor provisions the stream and consumer, then stops.
-	flat, err := New(e.srv.Connect(), e.registry, e.cfg, WithLogger(quietLogger()))
+	const warning = "the consumer was filtered for the other session layout"
+	// A flat processor provisions the stream and consumer.
+	_, logs, err := e.prepare(e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fctx, fcancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- flat.Run(fctx) }()
-	select {
-	case <-flat.Ready():
-	case err := <-done:
-		t.Fatalf("flat Run: %v", err)
-	}
-	fcancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if n := len(logs.matching(slog.LevelWarn, warning)); n != 0 {
+		t.Fatalf("a new consumer warned of a layout switch")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -269,20 +263,23 @@ func TestLayoutSwitchRefiltersConsumer(t *testing.T) {
 
 	cfg := e.cfg
 	cfg.Layout, cfg.NoProvision = events.LayoutOwner, true
-	checking, err := New(e.srv.Connect(), e.registry, cfg, WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = checking.Run(ctx)
+	_, _, err = e.prepare(cfg)
 	if !errors.Is(err, ErrNotProvisioned) || !strings.Contains(err.Error(), `"ev.*.*.agent.pre-step"`) {
 		t.Fatalf("owner layout on a flat consumer, provisioning off: %v", err)
 	}
 
-	e.cfg.Layout = events.LayoutOwner
-	e.start()
+	cfg.NoProvision = false
+	if _, logs, err = e.prepare(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if w := logs.matching(slog.LevelWarn, warning); len(w) != 1 {
+		t.Fatalf("%d warnings of the layout switch, want 1", len(w))
+	}
 	if got := filters(); !reflect.DeepEqual(got, events.TriggerFiltersIn(events.LayoutOwner, "ev")) {
 		t.Fatalf("owner filters %q", got)
 	}
+	e.cfg.Layout = events.LayoutOwner
+	e.start()
 	w := e.worker()
 	e.expect(w.preStep(events.PreStep{Session: "a1.s1", Step: "1", Cwd: e.cwd, Tools: ourTool()}), events.OutcomeAppended, 1)
 

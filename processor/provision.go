@@ -211,6 +211,7 @@ func (p *Processor) provision(ctx context.Context) (jetstream.Consumer, error) {
 			return nil, err
 		}
 	}
+	p.warnLayoutSwitch(ctx)
 	cons, err := p.js.CreateOrUpdateConsumer(ctx, p.cfg.Stream, p.cfg.consumerConfig())
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s on stream %s: %w", p.cfg.Consumer, p.cfg.Stream, err)
@@ -331,4 +332,23 @@ func (p *Processor) checkProvisioned(ctx context.Context) (jetstream.Consumer, e
 		return nil, fmt.Errorf("%w: consumer %s on stream %s lacks %s", ErrNotProvisioned, c.Consumer, c.Stream, strings.Join(missing, ", "))
 	}
 	return cons, nil
+}
+
+// warnLayoutSwitch warns when the shared consumer is filtered for the
+// other session layout: provisioning re-filters it to this member's, and
+// members still running the other layout would be handed triggers they
+// cannot read.
+func (p *Processor) warnLayoutSwitch(ctx context.Context) {
+	cons, err := p.js.Consumer(ctx, p.cfg.Stream, p.cfg.Consumer)
+	if err != nil {
+		return // none yet, or unreadable: provisioning says what is wrong
+	}
+	other := events.LayoutOwner
+	if p.cfg.Layout == events.LayoutOwner {
+		other = events.LayoutFlat
+	}
+	if slices.Contains(cons.CachedInfo().Config.FilterSubjects, events.TriggerFilterIn(other, p.cfg.Prefix, events.KindPreStep)) {
+		p.log.Warn("the consumer was filtered for the other session layout: it is re-filtered to this member's; every member of the group must use the same layout",
+			"consumer", p.cfg.Consumer, "was", other.String(), "now", p.cfg.Layout.String())
+	}
 }
