@@ -230,7 +230,8 @@ func TestSchemasRefuse(t *testing.T) {
 	bad := []struct{ schema, doc string }{
 		{"prestep", `{"v":1,"session":"s","step":"1"}`},                  // no tools
 		{"prestep", `{"v":2,"session":"s","step":"1","tools":[]}`},       // version
-		{"prestep", `{"v":1,"session":"a.b","step":"1","tools":[]}`},     // session token
+		{"prestep", `{"v":1,"session":"a.b.c","step":"1","tools":[]}`},   // session id: three tokens
+		{"prestep", `{"v":1,"session":".b","step":"1","tools":[]}`},      // session id: empty owner
 		{"prestep", `{"v":1,"session":"s","step":"a\u0001","tools":[]}`}, // control character
 		{"skillcall", `{"v":1,"session":"s","call":"c","args":{}}`},      // no args.name
 		{"prestep", `{"v":1,"session":"s","step":"1","tools":[],"cwd":"/` + strings.Repeat("b", 4100) + `"}`},
@@ -343,5 +344,31 @@ func TestProtocolExamples(t *testing.T) {
 	}
 	if n < 7 {
 		t.Errorf("%d JSON examples checked, want one per payload (7)", n)
+	}
+}
+
+// TestSchemasAdmitBothLayouts: the schemas take a session id of either
+// layout (which one a processor accepts is its configuration's), and no
+// other form.
+func TestSchemasAdmitBothLayouts(t *testing.T) {
+	schemas := compileSchemas(t)
+	for _, tc := range []struct {
+		sid string
+		ok  bool
+	}{{"s7", true}, {"a1.s7", true}, {"a1.s7.x", false}, {".s7", false}, {"a1.", false}, {"a1.*", false}, {"a b", false}} {
+		for name, doc := range map[string]string{
+			"prestep":   `{"v":1,"session":"` + tc.sid + `","step":"1","tools":[]}`,
+			"skillcall": `{"v":1,"session":"` + tc.sid + `","call":"c","args":{"name":"x"}}`,
+			"catalog": `{"v":1,"session":"` + tc.sid + `","step":"1","id":"x","role":"user","text":"","source":{"kind":"skill-catalog","producer":"p","update":"initial","entries":[],"digest":"` +
+				strings.Repeat("0", 64) + `"}}`,
+		} {
+			v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schemas[name].Validate(v); (err == nil) != tc.ok {
+				t.Errorf("%s, session %q: %v, want ok %v", name, tc.sid, err, tc.ok)
+			}
+		}
 	}
 }

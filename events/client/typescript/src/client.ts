@@ -82,12 +82,27 @@ export const SKILL_SEARCH_TOOL = "skill_search";
 /** The provider name of skills served by the skill store. */
 export const STORE_PROVIDER = "store";
 
+/**
+ * How session subjects are laid out (serve --session-layout). "flat", the
+ * default: a session id is one token and its events live on
+ * <prefix>.<session>.<kind>. "owner": a session id is two tokens joined by
+ * a dot, "<owner>.<sid>", and its events live on
+ * <prefix>.<owner>.<sid>.<kind>, so that NATS permissions can bind
+ * sessions to their owners.
+ */
+export type Layout = "flat" | "owner";
+
 /** Options of a client. Every other key is a NATS connection option, passed through. */
 export interface ClientOptions extends NodeConnectionOptions {
   /** Use this open connection instead of opening one; close() leaves it open. */
   connection?: NatsConnection;
   /** The session stream's subject prefix (default "ev"). */
   prefix?: string;
+  /**
+   * The session layout (default "flat"); "owner" for processors run with
+   * --session-layout owner: session ids are then "<owner>.<sid>".
+   */
+  layout?: Layout;
   /** Payload encoding of triggers and answers (default msgpack). */
   encoding?: Encoding;
   /** How long a request waits for its answer before it publishes its trigger again (default 2000). */
@@ -208,6 +223,22 @@ function checkTokensOrThrow(what: string, s: string): void {
 }
 
 const SESSION = /^[A-Za-z0-9_-]{1,128}$/;
+const OWNER_SESSION = /^[A-Za-z0-9_-]{1,128}\.[A-Za-z0-9_-]{1,128}$/;
+
+/** What is wrong with sid as a session id of layout, or null. */
+function sessionProblem(layout: Layout, sid: unknown): string | null {
+  if (typeof sid !== "string") return "not a string";
+  if (layout === "owner") {
+    if (OWNER_SESSION.test(sid)) return null;
+    if (SESSION.test(sid)) return "a one-token (flat layout) id: the owner layout wants <owner>.<session>";
+    return "invalid session id (want <owner>.<session>: two tokens of 1 to 128 of A-Z a-z 0-9 _ - joined by a dot)";
+  }
+  if (SESSION.test(sid)) return null;
+  if (OWNER_SESSION.test(sid)) {
+    return "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -; an <owner>.<session> id needs the layout option \"owner\")";
+  }
+  return "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)";
+}
 
 /** Checks what the schema cannot say: ids in bytes, resourceDir clean and absolute. */
 function extraChecks(p: Record<string, unknown>, idField: "step" | "call" | null): Problem | null {
@@ -253,6 +284,7 @@ function isTransient(err: unknown): boolean {
  */
 export class Client {
   readonly prefix: string;
+  readonly layout: Layout;
   readonly encoding: Encoding;
   readonly retryIntervalMs: number;
   readonly maxAttempts: number;
@@ -289,6 +321,10 @@ export class Client {
   constructor(nc: NatsConnection, opts: ClientOptions = {}, ownsConn = false) {
     this.prefix = opts.prefix ?? DEFAULT_PREFIX;
     checkTokensOrThrow("prefix", this.prefix);
+    this.layout = opts.layout ?? "flat";
+    if (this.layout !== "flat" && this.layout !== "owner") {
+      throw new BadPayloadError("layout", `unknown session layout ${JSON.stringify(this.layout)}: want "flat" or "owner"`, "invalid option");
+    }
     this.encoding = opts.encoding ?? "msgpack";
     if (this.encoding !== "msgpack" && this.encoding !== "json") {
       throw new BadPayloadError("encoding", `unknown encoding ${JSON.stringify(this.encoding)}`, "invalid option");
@@ -501,7 +537,7 @@ export class Client {
    */
   async compact(cp: CompactionInput, opts: Pick<CallOptions, "headers" | "timeoutMs"> = {}): Promise<number> {
     const payload = { ...cp, v: cp.v ?? 1 } as Record<string, unknown>;
-    const p = checkPayload("compaction.json", payload, "strict");
+    const p = this.#sessionCheck(payload) ?? checkPayload("compaction.json", payload, "strict");
     if (p) throw new BadPayloadError(p.field, p.problem, "compaction");
     return this.append(String(payload.session), "context.compact", payload, opts);
   }
@@ -514,9 +550,8 @@ export class Client {
    * way gets no answer.
    */
   async append(sid: string, kind: string, value: unknown, opts: Pick<CallOptions, "headers" | "timeoutMs"> = {}): Promise<number> {
-    if (typeof sid !== "string" || !SESSION.test(sid)) {
-      throw new BadPayloadError("session", "invalid session token (want 1 to 128 of A-Z a-z 0-9 _ -)", "append");
-    }
+    const why = sessionProblem(this.layout, sid);
+    if (why) throw new BadPayloadError("session", why, "append");
     checkTokensOrThrow("kind", kind);
     if (this.#closed) throw new ClosedError();
     const data = this.#encodeChecked(value);
@@ -591,9 +626,20 @@ export class Client {
     if (payload.deadlineMs === undefined && opts.timeoutMs !== undefined) {
       payload.deadlineMs = Math.ceil(Date.now() + opts.timeoutMs);
     }
-    const p = checkPayload(schema, payload, "strict") ?? extraChecks(payload, idField);
+    const p = this.#sessionCheck(payload) ?? checkPayload(schema, payload, "strict") ?? extraChecks(payload, idField);
     if (p) throw new BadPayloadError(p.field, p.problem, what);
     return payload as Record<string, unknown> & { session: string };
+  }
+
+  /**
+   * The session of a payload checked in the client's layout (the schema
+   * admits either layout's ids); one that is not a string is the schema's
+   * to report.
+   */
+  #sessionCheck(payload: Record<string, unknown>): Problem | null {
+    if (typeof payload.session !== "string" || payload.session === "") return null;
+    const why = sessionProblem(this.layout, payload.session);
+    return why ? { field: "session", problem: why } : null;
   }
 
   /**

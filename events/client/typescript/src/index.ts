@@ -23,6 +23,7 @@ export {
   type ClientOptions,
   type ClientStats,
   type CompactionInput,
+  type Layout,
   type Materializer,
   type PreStepInput,
   type SearchValue,
