@@ -103,8 +103,11 @@ type Config struct {
 	Tenant  string
 	// tenantAuth, set by useTenant, replaces the --nats-* credentials;
 	// serveTenants marks serve, which serves every tenant of the file.
-	tenantAuth   *tenantAuth
-	libraryAuth  *tenantAuth // the file's library, when acting for a tenant
+	tenantAuth  *tenantAuth
+	libraryAuth *tenantAuth // the file's library, when acting for a tenant
+	// onAsyncError, when set, also hears the connection's asynchronous
+	// errors (skills: the server's refusals).
+	onAsyncError func(error)
 	serveTenants bool
 	// library, when set, is the shared library's store: the registry
 	// offers it below the tenant's own store (serve with --tenants).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,6 +58,18 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 		if opts, err = c.connectOptions(c.newLogger(a.stderr)); err != nil {
 			return nil, noop, err
 		}
+	}
+	if c.onAsyncError != nil {
+		log := c.newLogger(a.stderr)
+		note := c.onAsyncError
+		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			note(err)
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Warn("NATS asynchronous error", "subject", subject, "err", err)
+		}))
 	}
 	nc, err := nats.Connect(url, append(opts, nats.MaxReconnects(0))...)
 	if err != nil {
@@ -378,17 +391,49 @@ A scope is "global" (every session; the default) or "project/<id>"
 		default:
 			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback or gc", action)
 		}
+		refused := &refusals{}
+		c.onAsyncError = refused.note
 		js, closeNC, err := a.dialStore(&c, "skills", true)
 		if err != nil {
 			return err
 		}
 		defer closeNC()
 		pb, err := store.NewPublisher(ctx, js, c.storeConfig())
-		if err != nil {
-			return err
+		if err == nil {
+			err = run(ctx, pb) // a missing skill, revision or scope: exit 1, like every command
 		}
-		return run(ctx, pb) // a missing skill, revision or scope: exit 1, like every command
+		return refused.explain(err)
 	}
+}
+
+// refusals remembers the first permissions violation the server reported
+// on a connection. A publish the server refuses is not answered, so the
+// operation that made it fails later with a timeout; the refusal is what
+// the operator needs to read.
+type refusals struct {
+	mu    sync.Mutex
+	first error
+}
+
+func (r *refusals) note(err error) {
+	if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
+		return
+	}
+	r.mu.Lock()
+	if r.first == nil {
+		r.first = err
+	}
+	r.mu.Unlock()
+}
+
+// explain adds the refusal to err, when there was one.
+func (r *refusals) explain(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil || r.first == nil {
+		return err
+	}
+	return fmt.Errorf("%w: the NATS server refused it (%v): these credentials may not do this", err, r.first)
 }
 
 // collect runs skills gc: a line per object removed (or that would be),
