@@ -52,7 +52,11 @@
 //     less.
 //   - the durable pull consumer (default skillstream), filtered to
 //     <prefix>.*.agent.pre-step, <prefix>.*.tool.call.skill and
-//     <prefix>.*.tool.call.skill_search, with explicit
+//     <prefix>.*.tool.call.skill_search (<prefix>.*.*.<kind> in the owner
+//     session layout, Config.Layout, whose session ids are
+//     "<owner>.<sid>": every member of the group must use the same
+//     layout, and one that finds the consumer filtered for the other
+//     re-filters it and warns), with explicit
 //     acks, Config.AckWait, Config.MaxDeliver and a back-off schedule
 //     (AckWait doubling) for deliveries whose processor vanished.
 //
