@@ -8,6 +8,13 @@
 //
 //	{"format":"skillstream-recording","version":1,"session":"s1","prefix":"ev","stream":"SESSIONS","created":"..."}
 //
+// A session of the owner layout (events.LayoutOwner) says so:
+// "session":"a1.s7","prefix":"ev","layout":"owner"; its events are on
+// ev.a1.s7.<kind>, and the recording is read and replayed in that layout
+// whatever the reader's configuration. A skillstream older than the
+// layouts refuses such a recording (its session id is not one it knows)
+// rather than misread it.
+//
 // Every later line is an object with a "type":
 //
 //	{"type":"event","seq":7,"subject":"ev.s1.agent.pre-step","time":"2025-01-02T03:04:05.123456789Z","headers":{"Content-Type":["application/json"]},"data":"<base64>"}
