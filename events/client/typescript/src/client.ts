@@ -81,6 +81,10 @@ export const TOOL_DEFINITIONS_SUBJECT = "skillstream.tool.definitions";
 export const SKILL_SEARCH_TOOL = "skill_search";
 /** The provider name of skills served by the skill store. */
 export const STORE_PROVIDER = "store";
+/** The provider name of a multi-tenant deployment's shared library skills. */
+export const LIBRARY_PROVIDER = "library";
+/** The shared library's object store unless libraryObjects names another. */
+export const DEFAULT_LIBRARY_OBJECTS = "LIBRARY";
 
 /**
  * How session subjects are laid out (serve --session-layout). "flat", the
@@ -113,6 +117,12 @@ export interface ClientOptions extends NodeConnectionOptions {
   maxPending?: number;
   /** The skill store's object store the default materializer reads, with direct gets on its stream OBJ_<name> only (default "SKILLS"). */
   skillObjects?: string;
+  /**
+   * The shared library's object store (a multi-tenant deployment), from
+   * which the default materializer reads a library skill's files (provider
+   * "library"; default "LIBRARY").
+   */
+  libraryObjects?: string;
   /** Replaces the default materializer (fetch by digest from the object store, verify, write atomically). */
   materialize?: Materializer;
   /**
@@ -195,13 +205,17 @@ export function isSearchArgsError(r: ToolResult): boolean {
   return r.isError && r.error?.code === "bad_request" && typeof r.error.message === "string" && r.error.message.startsWith(SEARCH_ARGS_PREFIX);
 }
 
-/** Whether r is a store skill whose files belong in a resource directory on this host. */
+/**
+ * Whether r is a store skill (of the skill store, or of a multi-tenant
+ * deployment's shared library) whose files belong in a resource directory
+ * on this host.
+ */
 export function isStoreSkill(r: ToolResult): boolean {
   const v = r.value;
   return (
     !r.isError &&
     v !== undefined &&
-    v.provider === STORE_PROVIDER &&
+    (v.provider === STORE_PROVIDER || v.provider === LIBRARY_PROVIDER) &&
     !!v.digest &&
     v.resourceBase?.kind === "directory" &&
     !!v.resourceBase.path
@@ -290,6 +304,7 @@ export class Client {
   readonly maxAttempts: number;
   readonly maxPending: number;
   readonly skillObjects: string;
+  readonly libraryObjects: string;
   readonly inboxPrefix: string;
 
   readonly #nc: NatsConnection;
@@ -341,6 +356,8 @@ export class Client {
     }
     this.skillObjects = opts.skillObjects ?? DEFAULT_SKILL_OBJECTS;
     if (!this.skillObjects) throw new BadPayloadError("skillObjects", "empty object store name", "invalid option");
+    this.libraryObjects = opts.libraryObjects ?? DEFAULT_LIBRARY_OBJECTS;
+    if (!this.libraryObjects) throw new BadPayloadError("libraryObjects", "empty object store name", "invalid option");
     this.inboxPrefix = opts.inboxPrefix ??
       (opts.connection as unknown as { options?: { inboxPrefix?: string } } | undefined)?.options?.inboxPrefix ??
       DEFAULT_INBOX_PREFIX;
@@ -866,7 +883,8 @@ export class Client {
   }
 
   #storeMaterializer(r: ToolResult, dir: string): Promise<void> {
-    return materializeFromStore(() => this.#directAPI(), this.skillObjects, r.value!.digest!, dir);
+    const bucket = r.value!.provider === LIBRARY_PROVIDER ? this.libraryObjects : this.skillObjects;
+    return materializeFromStore(() => this.#directAPI(), bucket, r.value!.digest!, dir);
   }
 
   async #materializeResult(resourceDir: string, r: ToolResult): Promise<void> {
@@ -936,6 +954,7 @@ export async function connect(opts: ClientOptions = {}): Promise<Client> {
     maxAttempts: _m,
     maxPending: _mp,
     skillObjects: _s,
+    libraryObjects: _lo,
     materialize: _mat,
     connection: _c,
     storeToken: _st,
