@@ -196,7 +196,9 @@ func TestTenantsIsolated(t *testing.T) {
 		return c, v
 	}
 	acme, acmeViol := worker("acme-worker-1")
+	acme2, acme2Viol := worker("acme-worker-2")
 	globex, _ := worker("globex-worker-1")
+	globex2, _ := worker("globex-worker-2")
 	tools := []events.Tool{client.SkillTool("skillstream")}
 	for _, w := range []struct {
 		c          *client.Client
@@ -216,6 +218,21 @@ func TestTenantsIsolated(t *testing.T) {
 		}
 		// Same session id in the other tenant: another session altogether.
 	}
+	// The second worker of each tenant: its own sessions, its tenant's
+	// skills, and not the other worker's answers.
+	for _, w := range []struct {
+		c         *client.Client
+		sid, want string
+	}{{acme2, "acme-s2", "acme-deploy"}, {globex2, "globex-s2", "globex-billing"}} {
+		if d, err := w.c.PreStep(ctx, events.PreStep{Session: w.sid, Step: "1", Tools: tools}); err != nil || !slices.Contains(names(d), w.want) {
+			t.Errorf("%s: %+v %v", w.sid, d, err)
+		}
+	}
+	if _, err := acme2.Conn().Subscribe("_INBOX.acme-worker-1.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	acme2Viol.wait(t, "acme-worker-2 subscribing to acme-worker-1's inbox", "_INBOX.acme-worker-1.>")
+
 	// The same session id in both tenants is two sessions.
 	if d, err := globex.PreStep(ctx, events.PreStep{Session: "acme-s1", Step: "1", Tools: tools}); err != nil ||
 		d.Outcome != events.OutcomeAppended || slices.Contains(names(d), "acme-deploy") {
@@ -322,6 +339,7 @@ func TestTenantsIsolated(t *testing.T) {
 		t.Error("acme's administrator finds the library's bucket in its account")
 	}
 	probes++
+	probes++ // acme-worker-2 on acme-worker-1's inbox, above
 	t.Logf("%d probes, all refused", probes)
 }
 
