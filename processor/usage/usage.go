@@ -124,6 +124,44 @@ type Report struct {
 	ListedNeverUsed []string `json:"listedNeverUsed"`
 	// Searches sums the skill searches answered in the window.
 	Searches SearchUsage `json:"searches"`
+	// Projection, present only in a report read from the usage
+	// projection (package projection) rather than from the stream, says
+	// what the projection covered and what it could not give.
+	Projection *ProjectionInfo `json:"projection,omitempty"`
+}
+
+// ProjectionInfo describes a report summed from the hour buckets of the
+// usage projection.
+type ProjectionInfo struct {
+	// Bucket is the key-value bucket read.
+	Bucket string `json:"bucket"`
+	// Since is the window's start as asked (Report.Since is the start of
+	// its hour: the projection counts by the hour, UTC); zero for the
+	// whole projection.
+	Since time.Time `json:"requestedSince,omitzero"`
+	// Hours is how many hour buckets the window spans, Read how many of
+	// them held records.
+	Hours int `json:"hours"`
+	Read  int `json:"hoursRead"`
+	// CountsFrom is where the projection starts: records before it (a
+	// projection rebuilt with --since) are in no bucket.
+	CountsFrom time.Time `json:"countsFrom,omitzero"`
+	// AppliedSeq is the stream sequence up to which every output record
+	// is counted, AppliedAt that record's time.
+	AppliedSeq uint64    `json:"appliedSeq"`
+	AppliedAt  time.Time `json:"appliedAt,omitzero"`
+	// LagRecords counts the output records of the stream after
+	// AppliedSeq (not counted yet), LagSeconds the time from AppliedAt to
+	// the newest of them.
+	LagRecords uint64  `json:"lagRecords"`
+	LagSeconds float64 `json:"lagSeconds"`
+	// NotKept names the report's fields the projection does not keep
+	// (they hold zero, or are empty).
+	NotKept []string `json:"notKept"`
+	// Partial names what is incomplete in this window: hour buckets that
+	// could not be read or were too large to keep whole, sets cut at
+	// their bound.
+	Partial []string `json:"partial"`
 }
 
 // SearchUsage sums the skill searches (skill_search calls) answered in
@@ -141,6 +179,9 @@ type SearchUsage struct {
 	// number of searches.
 	Sessions   int     `json:"sessions"`
 	PerSession float64 `json:"perSession"`
+	// SessionsEstimated says that Sessions, and so PerSession, are
+	// estimates (a report of the usage projection, past its exact range).
+	SessionsEstimated bool `json:"sessionsEstimated,omitempty"`
 	// FoundThenLoaded counts the skills a search of a session returned
 	// that the session's skill tool loaded afterwards, once per session
 	// and skill.
@@ -195,6 +236,9 @@ type SkillUsage struct {
 	// Errors counts error results by error code.
 	Errors   map[string]int `json:"errors"`
 	Sessions int            `json:"sessions"`
+	// SessionsEstimated says that Sessions is an estimate (a report of
+	// the usage projection, past its exact range).
+	SessionsEstimated bool `json:"sessionsEstimated,omitempty"`
 	// First and Last are the times of its first and last record.
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
@@ -400,97 +444,199 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	if r.opts.Project != "" && r.project[sid] != r.opts.Project {
 		return
 	}
-	at := md.Timestamp.UTC()
-	switch kind {
-	case events.KindCatalog:
-		c, err := events.DecodeCatalogIn(r.opts.Layout, enc, msg.Data())
-		if err != nil || c.Session != sid {
-			r.rep.Unreadable++
-			return
-		}
-		update := c.Source.Update
-		if update == "replacement" && len(c.Source.Entries) == 0 {
-			update = "tombstone"
-		}
-		r.rep.Catalogs.Appends[update]++
-		r.rep.Catalogs.TextBytes += int64(len(c.Text))
-		r.rep.Catalogs.BytesByKind[update] += int64(len(c.Text))
-		for _, e := range c.Source.Entries {
-			if len(r.listed) < MaxSkills && catalog.CheckName(e.Name) == nil {
-				r.listed[e.Name] = struct{}{}
+	out := readOutput(ctx, r.st.GetMsg, r.opts.Layout, r.opts.Prefix, sid, kind, enc, msg.Data())
+	r.count(out, md.Timestamp.UTC())
+}
+
+// count adds one output record read at time at to the report.
+func (r *reader) count(out Output, at time.Time) {
+	switch out.Kind {
+	case OutputCatalog:
+		r.rep.Catalogs.Appends[out.Update]++
+		r.rep.Catalogs.TextBytes += out.TextBytes
+		r.rep.Catalogs.BytesByKind[out.Update] += out.TextBytes
+		for _, name := range out.Listed {
+			if len(r.listed) < MaxSkills {
+				r.listed[name] = struct{}{}
 			}
 		}
-		for _, ch := range c.Source.Changes { // a change list lists what it adds or changes
-			if ch.Change != events.ChangeRemoved && len(r.listed) < MaxSkills && catalog.CheckName(ch.Name) == nil {
-				r.listed[ch.Name] = struct{}{}
-			}
+	case OutputSearch:
+		r.searched(out.Session, out.Search)
+	case OutputLoad:
+		a := r.skill(out.Skill)
+		a.row.Loads++
+		if out.Digest != "" {
+			a.digests[out.Digest] = struct{}{}
 		}
-	case events.KindToolResult:
-		res, err := events.DecodeToolResultIn(r.opts.Layout, enc, msg.Data())
-		if err != nil || (res.Session != sid && res.Session != "") { // a bad_request result may lack its session
-			r.rep.Unreadable++
-			return
+		if out.Revision != 0 {
+			a.revs[out.Revision] = struct{}{}
 		}
-		if !res.IsError && res.Search != nil {
-			r.searched(sid, res.Search)
-			return
-		}
-		if !res.IsError && res.Value != nil {
-			a := r.skill(res.Value.Name)
-			a.row.Loads++
-			if res.Value.Digest != "" {
-				a.digests[res.Value.Digest] = struct{}{}
-			}
-			if res.Value.Revision != 0 {
-				a.revs[res.Value.Revision] = struct{}{}
-			}
-			a.seen(sid, at)
-			r.loaded(sid, res.Value.Name)
-			return
-		}
-		code := "unknown_error"
-		if res.Error != nil && res.Error.Code != "" {
-			code = res.Error.Code
-		}
-		name, search := r.trigger(ctx, sid, res.TriggerSeq)
-		if search {
-			r.searchFailed(sid, code)
-			return
-		}
-		a := r.skill(name)
-		a.row.Errors[code]++
-		a.seen(sid, at)
-	case KindInvocation:
-		name, err := events.PeekString(enc, msg.Data(), "name")
-		if err != nil {
-			r.rep.Unreadable++
-			return
-		}
-		a := r.skill(name)
+		a.seen(out.Session, at)
+		r.loaded(out.Session, out.Skill)
+	case OutputSearchError:
+		r.searchFailed(out.Session, out.Code)
+	case OutputSkillError:
+		a := r.skill(out.Skill)
+		a.row.Errors[out.Code]++
+		a.seen(out.Session, at)
+	case OutputInvocation:
+		a := r.skill(out.Skill)
 		a.row.Invocations++
-		a.seen(sid, at)
+		a.seen(out.Session, at)
 	default:
 		r.rep.Unreadable++
 	}
 }
 
+// OutputKind is what one output record counts as in a report.
+type OutputKind uint8
+
+// The kinds of output records.
+const (
+	// OutputUnreadable is a record that is not what its subject says
+	// (written by something else): counted as unreadable, nowhere else.
+	OutputUnreadable OutputKind = iota
+	// OutputCatalog is a catalog appended.
+	OutputCatalog
+	// OutputLoad is a successful skill tool result: the model loaded a
+	// skill.
+	OutputLoad
+	// OutputSkillError is a skill call answered with an error.
+	OutputSkillError
+	// OutputSearch is a skill search answered.
+	OutputSearch
+	// OutputSearchError is a skill search answered with an error.
+	OutputSearchError
+	// OutputInvocation is a user's invocation of a skill.
+	OutputInvocation
+)
+
+// Output is what one output record tells a report. A reader that keeps
+// its own sums (the usage projection) reads records with ReadOutput and
+// so counts them exactly as Read does.
+type Output struct {
+	Kind OutputKind
+	// Session is the session of the record's subject.
+	Session string
+	// Skill names the skill of a load, skill error or invocation as the
+	// record (or, for an error, its trigger) names it; RowName gives the
+	// row it is counted in. UnknownSkill when the trigger of an error
+	// cannot be read any more.
+	Skill string
+	// Digest and Revision are what a load carried.
+	Digest   string
+	Revision uint64
+	// Code is the error code of an error result ("unknown_error" when it
+	// has none).
+	Code string
+	// Search is the value of an answered search.
+	Search *events.SearchValue
+	// Update is a catalog's kind: initial, replacement, tombstone (a
+	// replacement without entries) or changes; TextBytes the bytes of its
+	// text.
+	Update    string
+	TextBytes int64
+	// Listed are the skill names a catalog lists (its entries, and what a
+	// change list adds or changes), only the valid ones.
+	Listed []string
+}
+
+// MsgGetter reads the stream's message at seq: the trigger of an error
+// result (jetstream.Stream.GetMsg, for one).
+type MsgGetter func(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error)
+
+// ReadOutput reads one record of an output subject (catalog.append,
+// tool.result or skill.invocation) of layout l under prefix, as Read
+// counts it. The skill of an error result is read from its trigger with
+// get (one read per error). Anything else, and a record that is not what
+// its subject says, is OutputUnreadable.
+func ReadOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, subject, contentType string, data []byte) Output {
+	sid, kind, err := events.ParseSubjectIn(l, prefix, subject)
+	if err != nil {
+		return Output{}
+	}
+	enc, err := events.EncodingOf(contentType)
+	if err != nil {
+		return Output{Session: sid}
+	}
+	return readOutput(ctx, get, l, prefix, sid, kind, enc, data)
+}
+
+func readOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid string, kind events.Kind, enc events.Encoding, data []byte) Output {
+	out := Output{Session: sid}
+	switch kind {
+	case events.KindCatalog:
+		c, err := events.DecodeCatalogIn(l, enc, data)
+		if err != nil || c.Session != sid {
+			return out
+		}
+		out.Kind = OutputCatalog
+		out.Update = c.Source.Update
+		if out.Update == "replacement" && len(c.Source.Entries) == 0 {
+			out.Update = "tombstone"
+		}
+		out.TextBytes = int64(len(c.Text))
+		for _, e := range c.Source.Entries {
+			if catalog.CheckName(e.Name) == nil {
+				out.Listed = append(out.Listed, e.Name)
+			}
+		}
+		for _, ch := range c.Source.Changes { // a change list lists what it adds or changes
+			if ch.Change != events.ChangeRemoved && catalog.CheckName(ch.Name) == nil {
+				out.Listed = append(out.Listed, ch.Name)
+			}
+		}
+	case events.KindToolResult:
+		res, err := events.DecodeToolResultIn(l, enc, data)
+		if err != nil || (res.Session != sid && res.Session != "") { // a bad_request result may lack its session
+			return out
+		}
+		if !res.IsError && res.Search != nil {
+			out.Kind, out.Search = OutputSearch, res.Search
+			return out
+		}
+		if !res.IsError && res.Value != nil {
+			out.Kind, out.Skill = OutputLoad, res.Value.Name
+			out.Digest, out.Revision = res.Value.Digest, res.Value.Revision
+			return out
+		}
+		out.Code = "unknown_error"
+		if res.Error != nil && res.Error.Code != "" {
+			out.Code = res.Error.Code
+		}
+		name, search := trigger(ctx, get, l, prefix, sid, res.TriggerSeq)
+		if search {
+			out.Kind = OutputSearchError
+			return out
+		}
+		out.Kind, out.Skill = OutputSkillError, name
+	case KindInvocation:
+		name, err := events.PeekString(enc, data, "name")
+		if err != nil {
+			return out
+		}
+		out.Kind, out.Skill = OutputInvocation, name
+	}
+	return out
+}
+
 // trigger reads the trigger at seq of an error result: a skill search's
 // (search true), else the skill name of a skill call.
-func (r *reader) trigger(ctx context.Context, sid string, seq uint64) (name string, search bool) {
-	if seq == 0 {
+func trigger(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid string, seq uint64) (name string, search bool) {
+	if seq == 0 || get == nil {
 		return UnknownSkill, false
 	}
-	m, err := r.st.GetMsg(ctx, seq)
+	m, err := get(ctx, seq)
 	if err != nil {
 		return UnknownSkill, false
 	}
-	if m.Subject == events.Subject(r.opts.Prefix, sid, events.KindSkillSearch) {
+	if m.Subject == events.Subject(prefix, sid, events.KindSkillSearch) {
 		return "", true
 	}
-	if m.Subject != events.Subject(r.opts.Prefix, sid, events.KindSkillCall) {
+	if m.Subject != events.Subject(prefix, sid, events.KindSkillCall) {
 		return UnknownSkill, false
 	}
-	return callName(r.opts.Layout, m), false
+	return callName(l, m), false
 }
 
 // callName reads the skill name of a skill call.
@@ -606,10 +752,18 @@ func (r *reader) loaded(sid, name string) {
 	r.search.found[name].LoadedAfter++
 }
 
-func (r *reader) skill(name string) *skillAcc {
+// RowName is the row a skill name is counted in: the name itself, or
+// InvalidSkill for anything that is not a skill name (UnknownSkill stays
+// itself).
+func RowName(name string) string {
 	if name != UnknownSkill && catalog.CheckName(name) != nil {
-		name = InvalidSkill
+		return InvalidSkill
 	}
+	return name
+}
+
+func (r *reader) skill(name string) *skillAcc {
+	name = RowName(name)
 	if a, ok := r.skills[name]; ok {
 		return a
 	}

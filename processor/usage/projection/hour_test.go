@@ -1,0 +1,105 @@
+package projection
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/usage"
+)
+
+// TestHourBounds: an hour keeps at most HourSkills rows (the rest under
+// _other), HourListed names, HourCodes codes a row and HourQueries
+// queries, and stays under MaxHourBytes however hostile its records,
+// saying what it cut.
+func TestHourBounds(t *testing.T) {
+	at := time.Now()
+	h := newHour(1, at)
+	seq := uint64(0)
+	apply := func(out usage.Output) {
+		seq++
+		h.Apply(out, seq, at)
+	}
+	for i := range HourSkills + 50 {
+		apply(usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(i), Skill: "skill-" + strconv.Itoa(i),
+			Digest: strings.Repeat("d", 64) + strconv.Itoa(i%40), Revision: uint64(i)})
+	}
+	for i := range 40 {
+		apply(usage.Output{Kind: usage.OutputSkillError, Session: "s", Skill: "skill-1", Code: "code-" + strconv.Itoa(i)})
+		apply(usage.Output{Kind: usage.OutputLoad, Session: "s", Skill: "skill-2", Digest: "digest-" + strconv.Itoa(i), Revision: uint64(i + 1)})
+	}
+	names := make([]string, HourListed+10)
+	for i := range names {
+		names[i] = "listed-" + strconv.Itoa(i)
+	}
+	apply(usage.Output{Kind: usage.OutputCatalog, Session: "s", Update: "initial", TextBytes: 10, Listed: names})
+	for i := range HourQueries + 5 {
+		apply(usage.Output{Kind: usage.OutputSearch, Session: "s", Search: &events.SearchValue{Query: "q" + strconv.Itoa(i)}})
+	}
+	if len(h.Skills) != HourSkills+1 || h.Skills[usage.OtherSkill].Loads != 50 {
+		t.Errorf("%d rows, _other %+v; want %d rows, 50 loads under _other", len(h.Skills), h.Skills[usage.OtherSkill], HourSkills+1)
+	}
+	if r := h.Skills["skill-1"]; len(r.Errors) != HourCodes || r.Errors[otherCode] != 40-(HourCodes-1) {
+		t.Errorf("codes %v", r.Errors)
+	}
+	if r := h.Skills["skill-2"]; len(r.Digests) != HourDigests || len(r.Revisions) != HourRevisions || !r.SetsCut {
+		t.Errorf("skill-2 keeps %d digests, %d revisions, cut %v", len(r.Digests), len(r.Revisions), r.SetsCut)
+	}
+	if len(h.Catalogs.Listed) != HourListed || !h.Catalogs.ListedCut {
+		t.Errorf("%d names listed, cut %v", len(h.Catalogs.Listed), h.Catalogs.ListedCut)
+	}
+	if len(h.Search.NoMatchQueries) != HourQueries || h.Search.NoMatchOther != 5 || h.Search.NoMatch != HourQueries+5 {
+		t.Errorf("queries %d, other %d", len(h.Search.NoMatchQueries), h.Search.NoMatchOther)
+	}
+	b, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > MaxHourBytes {
+		t.Errorf("%d bytes encoded, more than %d", len(b), MaxHourBytes)
+	}
+	back, err := DecodeHour(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	for _, r := range back.Skills {
+		loads += r.Loads
+	}
+	if loads != HourSkills+50+40 || back.Seq != seq || back.Records != int(seq) {
+		t.Errorf("decoded: %d loads, seq %d, %d records; want %d, %d, %d", loads, back.Seq, back.Records, HourSkills+90, seq, seq)
+	}
+}
+
+// TestHourSheds: an hour that would encode larger than MaxHourBytes
+// drops its sets, then folds its least used rows into _other, keeping
+// every count.
+func TestHourSheds(t *testing.T) {
+	at := time.Now()
+	h := newHour(1, at)
+	seq := uint64(0)
+	for i := range HourSkills {
+		for j := range SparseMax + 1 { // every row dense: 512 bytes of registers
+			seq++
+			h.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(j), Skill: "skill-" + strconv.Itoa(i),
+				Digest: strings.Repeat("d", 60) + strconv.Itoa(j%HourDigests)}, seq, at)
+		}
+	}
+	b, err := h.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeHour(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	for _, r := range back.Skills {
+		loads += r.Loads
+	}
+	if len(b) > MaxHourBytes || !back.Shed || loads != HourSkills*(SparseMax+1) || len(back.Skills) > 101 {
+		t.Errorf("%d bytes, shed %v, %d loads in %d rows", len(b), back.Shed, loads, len(back.Skills))
+	}
+}

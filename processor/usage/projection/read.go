@@ -1,0 +1,469 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/usage"
+)
+
+// ErrNoProjection reports that there is no projection to read: no
+// bucket, no position yet, or a bucket that projects another stream.
+var ErrNoProjection = errors.New("no usage projection")
+
+// NotKept names the report's fields the projection does not keep: they
+// follow each session's searches and loads through time, which hour sums
+// cannot. usage --scan reports them.
+var NotKept = []string{"searches.foundThenLoaded", "searches.bySession", "searches.skills.sessions", "searches.skills.loadedAfter"}
+
+// getMax is the widest window read with one get per hour; a wider one is
+// read by one pass over every hour bucket.
+const getMax = 512
+
+// getWorkers is how many gets are in flight at once.
+const getWorkers = 16
+
+// Read sums the hour buckets of the window from since (zero: every hour
+// the projection holds) to now into a report of the keys usage.Read
+// gives, with Report.Projection saying what the projection covered, how
+// far it lags the stream and what it does not keep. The window starts at
+// the hour of since: the projection counts by the hour (UTC).
+func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.Time) (*usage.Report, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, o.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("stream %s does not exist", o.Stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+	}
+	if want := events.StreamSubjects(o.Prefix); !slices.Contains(st.CachedInfo().Config.Subjects, want) {
+		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", o.Stream, st.CachedInfo().Config.Subjects, want, usage.ErrNotSessionStream)
+	}
+	kv, err := js.KeyValue(ctx, o.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("%w: bucket %s does not exist", ErrNoProjection, o.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
+	}
+	e, err := kv.Get(ctx, posKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: bucket %s has no position yet", ErrNoProjection, o.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: position: %w", o.Bucket, err)
+	}
+	pos, err := decodePosition(e.Value())
+	if err != nil {
+		return nil, fmt.Errorf("%w: bucket %s: %w", ErrNoProjection, o.Bucket, err)
+	}
+	if err := (&Projector{opts: o}).matches(pos); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoProjection, err)
+	}
+
+	info := &usage.ProjectionInfo{Bucket: o.Bucket, Since: since, CountsFrom: pos.From, AppliedSeq: pos.Seq, AppliedAt: pos.Time,
+		NotKept: slices.Clone(NotKept), Partial: []string{}}
+	m := newMerger(pos.Gen)
+	now := time.Now().UTC()
+	var from, to time.Time
+	switch {
+	case !since.IsZero():
+		from = since.UTC().Truncate(time.Hour)
+	case !pos.First.IsZero():
+		from = pos.First.UTC().Truncate(time.Hour)
+	}
+	to = now.Truncate(time.Hour)
+	if pos.Time.After(now) { // the server's clock ahead of ours
+		to = pos.Time.UTC().Truncate(time.Hour)
+	}
+	if !from.IsZero() && !from.After(to) {
+		info.Hours = int(to.Sub(from)/time.Hour) + 1
+		if info.Hours <= getMax {
+			err = m.get(ctx, kv, from, info.Hours)
+		} else {
+			err = m.scan(ctx, kv, from, to)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
+		}
+	}
+	rep := m.report()
+	rep.Stream, rep.Prefix = o.Stream, o.Prefix
+	if !since.IsZero() {
+		rep.Since = from
+	}
+	info.Read = m.read
+	info.Partial = m.partial()
+	if info.LagRecords, info.LagSeconds, err = lag(ctx, st, o, pos); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+	}
+	rep.Projection = info
+	return rep, nil
+}
+
+// get reads n hours from from, one get each, getWorkers at a time.
+func (m *merger) get(ctx context.Context, kv jetstream.KeyValue, from time.Time, n int) error {
+	type got struct {
+		key string
+		val []byte
+		err error
+	}
+	res := make([]got, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(getWorkers, n) {
+		wg.Go(func() {
+			for i := range next {
+				key := HourKey(from.Add(time.Duration(i) * time.Hour))
+				e, err := kv.Get(ctx, key)
+				switch {
+				case errors.Is(err, jetstream.ErrKeyNotFound):
+				case err != nil:
+					res[i] = got{key: key, err: err}
+				default:
+					res[i] = got{key: key, val: e.Value()}
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, g := range res {
+		if g.err != nil {
+			return fmt.Errorf("read %s: %w", g.key, g.err)
+		}
+		if g.val != nil {
+			m.add(g.key, g.val)
+		}
+	}
+	return nil
+}
+
+// scan reads every hour bucket once (the newest value of each key) and
+// keeps those from from to to.
+func (m *merger) scan(ctx context.Context, kv jetstream.KeyValue, from, to time.Time) error {
+	w, err := kv.Watch(ctx, "h.*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("read the hours: the watch ended")
+			}
+			if e == nil { // every hour delivered
+				return nil
+			}
+			t, err := hourOfKey(e.Key())
+			if err != nil || t.Before(from) || t.After(to) {
+				continue
+			}
+			m.add(e.Key(), e.Value())
+		}
+	}
+}
+
+// lag counts the output records after the position and the time from
+// the position's record to the newest of them.
+func lag(ctx context.Context, st jetstream.Stream, o Options, pos Position) (records uint64, seconds float64, err error) {
+	fs := filters(o.Layout, o.Prefix)
+	var last *jetstream.RawStreamMsg
+	for _, f := range fs {
+		msg, err := st.GetLastMsgForSubject(ctx, f)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("newest output: %w", err)
+		}
+		if last == nil || msg.Sequence > last.Sequence {
+			last = msg
+		}
+	}
+	if last == nil || last.Sequence <= pos.Seq {
+		return 0, 0, nil
+	}
+	c, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		FilterSubjects: fs, AckPolicy: jetstream.AckNonePolicy,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: pos.Seq + 1,
+		InactiveThreshold: 10 * time.Second, MemoryStorage: true,
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the records not applied: %w", err)
+	}
+	records = c.CachedInfo().NumPending
+	_ = st.DeleteConsumer(ctx, c.CachedInfo().Name)
+	base := pos.Time
+	if base.IsZero() { // nothing applied yet: from the oldest record not applied
+		for _, f := range fs {
+			msg, err := st.GetMsg(ctx, pos.Seq+1, jetstream.WithGetMsgSubject(f))
+			if err == nil && (base.IsZero() || msg.Time.Before(base)) {
+				base = msg.Time
+			}
+		}
+	}
+	if !base.IsZero() {
+		seconds = max(0, last.Time.Sub(base).Seconds())
+	}
+	return records, seconds, nil
+}
+
+// merger sums hour buckets into a report.
+type merger struct {
+	gen        uint64
+	rep        usage.Report
+	skills     map[string]*skillAcc
+	listed     map[string]struct{}
+	found      map[string]int
+	noMatch    map[string]int
+	searchSess Sketch
+	read       int
+	// What is partial.
+	listedCut, setsCut bool
+	shed, damaged      []string
+	unreadable         []string
+	stale              int
+}
+
+type skillAcc struct {
+	row         usage.SkillUsage
+	sess        Sketch
+	first, last int64
+	digests     map[string]struct{}
+	revs        map[uint64]struct{}
+}
+
+func newMerger(gen uint64) *merger {
+	return &merger{gen: gen, skills: map[string]*skillAcc{}, listed: map[string]struct{}{}, found: map[string]int{}, noMatch: map[string]int{},
+		rep: usage.Report{Catalogs: usage.CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0},
+			BytesByKind: map[string]int64{"initial": 0, "replacement": 0, "tombstone": 0}}}}
+}
+
+// add sums one hour bucket's value.
+func (m *merger) add(key string, val []byte) {
+	h, err := DecodeHour(val)
+	if err != nil {
+		m.unreadable = append(m.unreadable, key+" ("+err.Error()+")")
+		return
+	}
+	if h.Gen != m.gen {
+		m.stale++
+		return
+	}
+	m.read++
+	if h.Shed {
+		m.shed = append(m.shed, key)
+	}
+	if h.Damaged {
+		m.damaged = append(m.damaged, key)
+	}
+	m.rep.Records += h.Records
+	m.rep.Unreadable += h.Unreadable
+	for name, r := range h.Skills {
+		a := m.skill(name)
+		a.row.Loads += r.Loads
+		a.row.Invocations += r.Invocations
+		for c, n := range r.Errors {
+			a.row.Errors[c] += n
+		}
+		a.sess.merge(&r.Sessions, mergeSparseMax)
+		if r.First != 0 && (a.first == 0 || r.First < a.first) {
+			a.first = r.First
+		}
+		a.last = max(a.last, r.Last)
+		for _, d := range r.Digests {
+			a.digests[d] = struct{}{}
+		}
+		for _, v := range r.Revisions {
+			a.revs[v] = struct{}{}
+		}
+		m.setsCut = m.setsCut || r.SetsCut
+	}
+	c := &m.rep.Catalogs
+	for k, n := range h.Catalogs.Appends {
+		c.Appends[k] += n
+	}
+	for k, n := range h.Catalogs.Bytes {
+		c.BytesByKind[k] += n
+		c.TextBytes += n
+	}
+	for _, name := range h.Catalogs.Listed {
+		if len(m.listed) < usage.MaxSkills {
+			m.listed[name] = struct{}{}
+		} else if _, ok := m.listed[name]; !ok {
+			m.listedCut = true
+		}
+	}
+	m.listedCut = m.listedCut || h.Catalogs.ListedCut
+	s, hs := &m.rep.Searches, &h.Search
+	s.Searches += hs.Searches
+	s.Found += hs.Found
+	s.NoMatch += hs.NoMatch
+	s.NoMatchOther += hs.NoMatchOther
+	for c, n := range hs.Errors {
+		if s.Errors == nil {
+			s.Errors = map[string]int{}
+		}
+		s.Errors[c] += n
+	}
+	m.searchSess.merge(&hs.Sessions, mergeSparseMax)
+	for name, n := range hs.Skills {
+		if _, ok := m.found[name]; !ok && len(m.found) >= usage.MaxSkills {
+			name = usage.OtherSkill
+		}
+		m.found[name] += n
+	}
+	for q, n := range hs.NoMatchQueries {
+		if _, ok := m.noMatch[q]; ok || len(m.noMatch) < usage.MaxQueries {
+			m.noMatch[q] += n
+		} else {
+			s.NoMatchOther += n
+		}
+	}
+}
+
+// skill returns the accumulator of a row, usage.OtherSkill past
+// usage.MaxSkills rows.
+func (m *merger) skill(name string) *skillAcc {
+	if a, ok := m.skills[name]; ok {
+		return a
+	}
+	if len(m.skills) >= usage.MaxSkills {
+		name = usage.OtherSkill
+		if a, ok := m.skills[name]; ok {
+			return a
+		}
+	}
+	a := &skillAcc{row: usage.SkillUsage{Name: name, Errors: map[string]int{}}, digests: map[string]struct{}{}, revs: map[uint64]struct{}{}}
+	m.skills[name] = a
+	return a
+}
+
+// report finishes the sums as usage.Read finishes its own.
+func (m *merger) report() *usage.Report {
+	rep := m.rep
+	rep.Skills = []usage.SkillUsage{}
+	for _, a := range m.skills {
+		row := a.row
+		n, exact := a.sess.Count()
+		row.Sessions, row.SessionsEstimated = n, !exact
+		if a.first != 0 {
+			row.First = time.Unix(0, a.first).UTC()
+		}
+		if a.last != 0 {
+			row.Last = time.Unix(0, a.last).UTC()
+		}
+		row.Digests = []string{}
+		for d := range a.digests {
+			row.Digests = append(row.Digests, d)
+		}
+		sort.Strings(row.Digests)
+		row.Revisions = []uint64{}
+		for v := range a.revs {
+			row.Revisions = append(row.Revisions, v)
+		}
+		slices.Sort(row.Revisions)
+		rep.Skills = append(rep.Skills, row)
+	}
+	sort.Slice(rep.Skills, func(i, j int) bool {
+		a, b := rep.Skills[i], rep.Skills[j]
+		if ua, ub := a.Loads+a.Invocations, b.Loads+b.Invocations; ua != ub {
+			return ua > ub
+		}
+		return a.Name < b.Name
+	})
+	rep.ListedNeverUsed = []string{}
+	for name := range m.listed {
+		if a, ok := m.skills[name]; ok && a.row.Loads+a.row.Invocations > 0 {
+			continue
+		}
+		rep.ListedNeverUsed = append(rep.ListedNeverUsed, name)
+	}
+	sort.Strings(rep.ListedNeverUsed)
+	rep.Catalogs.Listed = len(m.listed)
+	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + usage.TokenBytes - 1) / usage.TokenBytes
+
+	su := &rep.Searches
+	if su.Errors == nil {
+		su.Errors = map[string]int{}
+	}
+	n, exact := m.searchSess.Count()
+	su.Sessions, su.SessionsEstimated = n, !exact
+	if su.Sessions > 0 {
+		su.PerSession = float64(su.Searches) / float64(su.Sessions)
+	}
+	su.BySession = []usage.SessionSearches{}
+	su.Skills = []usage.FoundSkill{}
+	for name, n := range m.found {
+		su.Skills = append(su.Skills, usage.FoundSkill{Name: name, Found: n})
+	}
+	sort.Slice(su.Skills, func(i, j int) bool {
+		a, b := su.Skills[i], su.Skills[j]
+		if a.Found != b.Found {
+			return a.Found > b.Found
+		}
+		return a.Name < b.Name
+	})
+	su.NoMatchQueries = []usage.QueryCount{}
+	for q, n := range m.noMatch {
+		su.NoMatchQueries = append(su.NoMatchQueries, usage.QueryCount{Query: q, Count: n})
+	}
+	sort.Slice(su.NoMatchQueries, func(i, j int) bool {
+		a, b := su.NoMatchQueries[i], su.NoMatchQueries[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.Query < b.Query
+	})
+	return &rep
+}
+
+// partial says what of the window is incomplete.
+func (m *merger) partial() []string {
+	out := []string{}
+	list := func(keys []string) string {
+		if len(keys) > 5 {
+			return strings.Join(keys[:5], ", ") + fmt.Sprintf(" and %d more", len(keys)-5)
+		}
+		return strings.Join(keys, ", ")
+	}
+	if len(m.unreadable) > 0 {
+		out = append(out, "hour buckets that cannot be read, not counted: "+list(m.unreadable))
+	}
+	if len(m.damaged) > 0 {
+		out = append(out, "hour buckets that replaced an unreadable value, counting only what came after: "+list(m.damaged))
+	}
+	if len(m.shed) > 0 {
+		out = append(out, "hour buckets too large to keep whole (sets dropped, some rows under _other): "+list(m.shed))
+	}
+	if m.stale > 0 {
+		out = append(out, fmt.Sprintf("%d hour buckets of an older generation, not counted", m.stale))
+	}
+	if m.listedCut {
+		out = append(out, fmt.Sprintf("listed skills: more than %d in an hour (or %d in all); listedNeverUsed may miss some", HourListed, usage.MaxSkills))
+	}
+	if m.setsCut {
+		out = append(out, fmt.Sprintf("digests and revisions: at most %d and %d per skill and hour are kept", HourDigests, HourRevisions))
+	}
+	return out
+}
