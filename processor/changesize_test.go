@@ -39,7 +39,7 @@ func TestChangeListRecordBytes(t *testing.T) {
 				return append(append([]catalog.Summary(nil), s[:n/2]...), s[n/2+1:]...)
 			}},
 		} {
-			sizes := map[catalog.Updates]int{}
+			sizes, texts := map[catalog.Updates]int{}, map[catalog.Updates]int{}
 			for _, u := range []catalog.Updates{catalog.UpdatesFull, catalog.UpdatesChanges} {
 				opts := catalog.DefaultOptions()
 				opts.MaxLength, opts.Updates = 0, u
@@ -59,12 +59,14 @@ func TestChangeListRecordBytes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sizes[u] = len(b)
+				sizes[u], texts[u] = len(b), len(d.Text)
 				if u == catalog.UpdatesChanges && (d.Update != catalog.UpdateChanges || len(b) > 4<<10) {
 					t.Errorf("%d skills, one %s: %s of %d bytes, want a change list of at most 4 KiB", n, c.name, d.Update, len(b))
 				}
 			}
-			t.Logf("%5d skills, one %-6s: full %7d bytes, changes %5d bytes", n, c.name, sizes[catalog.UpdatesFull], sizes[catalog.UpdatesChanges])
+			t.Logf("%5d skills, one %-6s: full %7d bytes (text %6d, ~%6d tokens), changes %5d bytes (text %4d, ~%4d tokens)", n, c.name,
+				sizes[catalog.UpdatesFull], texts[catalog.UpdatesFull], (texts[catalog.UpdatesFull]+3)/4,
+				sizes[catalog.UpdatesChanges], texts[catalog.UpdatesChanges], (texts[catalog.UpdatesChanges]+3)/4)
 		}
 		// What every answer of a session with change lists carries: its
 		// whole list (currentList), under the default size limit.
