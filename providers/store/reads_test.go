@@ -204,6 +204,26 @@ func TestRecordsWithBadObjectsNotListed(t *testing.T) {
 			t.Fatalf("provider %d lists %v, %v", i, got, err)
 		}
 	}
+	// A fresh provider that checks objects after listing (LazyVerify)
+	// drops the three once checked, and says its answers changed.
+	var lazyLogs syncBuilder
+	lazy := open(t, srv.JS, store.Config{LazyVerify: true, Logger: newLogger(&lazyLogs)})
+	changed := lazy.Changes(catalog.Query{})
+	eventually(t, "the lazy provider's check", func() bool {
+		l, _ := lazy.List(ctx, catalog.Query{})
+		return len(l) == 2
+	})
+	select {
+	case <-changed:
+	default:
+		t.Error("the lazy provider dropped records without announcing a change")
+	}
+	if l, _ := lazy.List(ctx, catalog.Query{}); len(l) != 2 || l[0].Name != "a-skill" || l[1].Name != "b-skill" {
+		t.Errorf("the lazy provider lists %v", l)
+	}
+	if !strings.Contains(lazyLogs.String(), "no longer listed") {
+		t.Errorf("the lazy provider did not say why it dropped them:\n%s", lazyLogs.String())
+	}
 	for _, want := range []string{"global.missing-skill", "global.tampered-skill", "global.other-skill"} {
 		if !strings.Contains(logs.String(), "key="+want) {
 			t.Errorf("no warning about %s:\n%s", want, logs.String())

@@ -78,6 +78,15 @@ type Config struct {
 	// with its kind: "malformed_entry", "bad_object" or "watch". Serve
 	// counts them in a metric.
 	OnWarning func(kind string)
+	// LazyVerify lists the records of a fresh load at once and checks
+	// their objects afterwards, in the background (at most loadParallel at
+	// a time): a member starts answering in the time it takes to read the
+	// index, not every object (10,000 skills: seconds). A record whose
+	// object then fails the check is dropped as a removal would drop it,
+	// and the change announced; until then it is listed, and loading it
+	// fails as loading a damaged object always does. Changes that land
+	// after the load are checked before they are applied, as without it.
+	LazyVerify bool
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -691,6 +700,9 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 			if e == nil { // every current entry delivered
 				p.swap(p.load(ctx, pending), rev, id.epoch)
 				pending, loaded = nil, true
+				if p.cfg.LazyVerify {
+					go p.verifyLoaded(ctx)
+				}
 				continue
 			}
 			if !loaded {
@@ -822,6 +834,11 @@ func (p *Provider) countForeign(ctx context.Context, key, name string) foreignCo
 
 // check decodes e and, for a record, checks its object (see verify).
 func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry) change {
+	return p.checkAs(ctx, e, true)
+}
+
+// checkAs is check, reading the record's object only when verify is set.
+func (p *Provider) checkAs(ctx context.Context, e jetstream.KeyValueEntry, verify bool) change {
 	c := change{key: e.Key(), revision: e.Revision()}
 	sc, name, err := parseKey(e.Key())
 	if err != nil {
@@ -839,12 +856,74 @@ func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry) change 
 		c.foreign = p.countForeign(ctx, e.Key(), name)
 		return c
 	}
-	if err := p.verify(ctx, rec); err != nil {
-		c.remove, c.err = true, err
-		return c
+	if verify {
+		if err := p.verify(ctx, rec); err != nil {
+			c.remove, c.err = true, err
+			return c
+		}
 	}
 	c.rec = rec
 	return c
+}
+
+// indexKey is the index key of skill name in project ("" for global).
+func indexKey(project, name string) string {
+	sc := skillstore.Global
+	if project != "" {
+		if p, err := skillstore.Project(project); err == nil {
+			sc = p
+		}
+	}
+	return sc.Key(name)
+}
+
+// verifyLoaded checks the objects of the records a lazy load listed
+// (Config.LazyVerify), at most loadParallel at a time, and drops each
+// record whose object fails, unless a newer revision replaced it
+// meanwhile. It stops with ctx (the watch that loaded them).
+func (p *Provider) verifyLoaded(ctx context.Context) {
+	type listed struct {
+		project, name string
+		e             entry
+	}
+	p.mu.Lock()
+	var all []listed
+	for project, skills := range p.scopes {
+		for name, e := range skills {
+			all = append(all, listed{project, name, e})
+		}
+	}
+	p.mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(loadParallel)
+	for _, l := range all {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			err := p.verify(ctx, l.e.rec)
+			if err == nil || ctx.Err() != nil {
+				return nil
+			}
+			p.mu.Lock()
+			cur, ok := p.scopes[l.project][l.name]
+			dropped := ok && cur.revision == l.e.revision
+			if dropped {
+				delete(p.scopes[l.project], l.name)
+				p.closeScope(l.project)
+				close(p.advanced)
+				p.advanced = make(chan struct{})
+			}
+			p.mu.Unlock()
+			if dropped {
+				key := indexKey(l.project, l.name)
+				p.warn(warnObject, key, "skill index entry no longer listed: its object is not the skill it names",
+					"key", key, "revision", l.e.revision, "digest", l.e.rec.Digest, "err", err)
+			}
+			return nil
+		})
+	}
+	g.Wait()
 }
 
 // ErrWrongSkill reports an object whose files define another skill than
@@ -978,7 +1057,7 @@ func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) map[s
 	g.SetLimit(loadParallel)
 	for i, e := range es {
 		g.Go(func() error {
-			c := p.check(ctx, e)
+			c := p.checkAs(ctx, e, !p.cfg.LazyVerify)
 			if c.keep {
 				// Entries of a fresh watch come one per key: the last good
 				// revision is in the history.
