@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -501,4 +502,42 @@ func BenchmarkTenantFairness(b *testing.B) {
 		b.ReportMetric(pct(during, 0.99)/pct(alone, 0.99), "p99-ratio")
 		b.ReportMetric(rate, "acme-pre-steps/s")
 	}
+}
+
+// FuzzLoadTenants: whatever the tenants file holds, loading it either
+// fails with a usage error or gives tenants that are each named once,
+// validly, with one kind of credentials.
+func FuzzLoadTenants(f *testing.F) {
+	if b, err := os.ReadFile(tenantsYAML); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("tenants:\n  - name: a\n    token_env: PATH\n"))
+	f.Add([]byte("tenants: [{name: a, user: u, password_env: PATH}, {name: a}]\n"))
+	f.Add([]byte("library: {user: x}\ntenants: []\n"))
+	f.Add([]byte("tenants:\n  - name: a\n    user: u\n    password_env: PATH\n    max_bytes: 1KiB\n    workers: -1\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "tenants.yaml")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tf, err := loadTenants(path)
+		if err != nil {
+			var ue usageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("not a usage error: %T %v", err, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, tn := range tf.Tenants {
+			if !tenantNameRE.MatchString(tn.Name) || tn.Name == libraryTenant || seen[tn.Name] {
+				t.Fatalf("tenant %q accepted", tn.Name)
+			}
+			seen[tn.Name] = true
+			if err := tn.check(); err != nil || tn.Workers < 0 || tn.MaxTriggerRate < 0 {
+				t.Fatalf("tenant %q accepted with %v", tn.Name, err)
+			}
+		}
+	})
 }
