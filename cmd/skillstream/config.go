@@ -76,6 +76,10 @@ type Config struct {
 	CatchUpWait     time.Duration
 	NoProvision     bool
 
+	// Usage projection (usageproj.go): serve keeps it, usage reads it.
+	UsageBucket       string
+	NoUsageProjection bool
+
 	// What workers may make serve do.
 	MaxTriggerBytes int64
 	ReplyPrefixes   []string

@@ -71,6 +71,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.securityFlags(cmd)
 	c.mcpFlags(cmd)
 	c.opsFlags(cmd, true)
+	c.usageProjectionFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("serve takes no arguments, got %q", args[0])
@@ -251,6 +252,12 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 			return nil
 		}
 	}, func(error) { close(stop) })
+
+	// Usage projectors: their interrupts run before the processors', so
+	// they give their lease back while the connections are open.
+	if err := addUsageProjectors(&g, c, log, units, metrics); err != nil {
+		return err
+	}
 
 	// Processors. Each interrupt returns only once its processor has
 	// drained and its connection is closed, so nothing after it stops

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -12,7 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillstream/skillstream/processor/usage"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
 func (a *app) usageCommand() (*command, runFunc) {
@@ -22,47 +26,77 @@ func (a *app) usageCommand() (*command, runFunc) {
 		sid     string
 		project string
 		asJSON  bool
+		scan    bool
+		rebuild bool
 	)
-	cmd := newCommand("usage", "skillstream usage [--since DURATION|TIME] [--session SID] [--project ID] [--json] [flags]", `
-Report which skills were used, from the session stream: per skill, the
-model's loads (successful skill tool results), users' invocations
-(skill.invocation records), errors by code, distinct sessions, first and
-last use, and the digests and store revisions its loads carried; per
-catalog, appends by kind (initial, replacement, tombstone), the bytes of
-catalog text sent to models and an estimate in tokens (bytes / 4, rounded
-up); the skills catalogs listed in the window that were never loaded nor
-invoked - the pruning list; and, when the model searched for skills
-(skill_search), the searches per session, the skills searches found and
-how often a session then loaded them, and the queries that found nothing.
+	cmd := newCommand("usage", "skillstream usage [--since DURATION|TIME] [--session SID] [--project ID] [--scan] [--json] [flags]\n       skillstream usage --rebuild [--since DURATION|TIME] [flags]", `
+Report which skills were used: per skill, the model's loads (successful
+skill tool results), users' invocations (skill.invocation records), errors
+by code, distinct sessions, first and last use, and the digests and store
+revisions its loads carried; per catalog, appends by kind (initial,
+replacement, tombstone), the bytes of catalog text sent to models and an
+estimate in tokens (bytes / 4, rounded up); the skills catalogs listed in
+the window that were never loaded nor invoked - the pruning list; and,
+when the model searched for skills (skill_search), the searches, the
+skills searches found, and the queries that found nothing.
 
-Only the processor's output kinds are read (catalog.append, tool.result,
-skill.invocation), starting at --since, so a read costs what the window
-holds, not the stream's history. The skill of an error result is read from
+The report is read from the usage projection that serve keeps in the
+key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
+outputs are appended, so a report over any window reads one value per
+hour, whatever the stream's size. Its window starts at the hour of
+--since. It keeps distinct sessions exactly up to 32 per skill and hour
+and 8,192 in all, and estimates them beyond (shown ~N, within about 5%);
+it does not keep what follows one session's searches through time (the
+skills found then loaded, the sessions that searched most): --scan
+reports those. When the projection has not yet applied the newest
+outputs, the report says by how many records and seconds, and counts
+them, read from the stream, when they are at most 10,000 records.
+
+--scan reads the stream instead: only the processor's output kinds
+(catalog.append, tool.result, skill.invocation), from --since, so a read
+costs what the window holds; the skill of an error result is read from
 its trigger (one direct get per error), which also tells a failed search
-from a failed skill call. --project also reads the
+from a failed skill call. --session and --project always read the stream:
+a session's report reads that session's log, and --project also reads the
 window's triggers, which alone name a project, and counts a session's
-outputs under the project of its latest trigger in the window.
+outputs under the project of its latest trigger in the window. Without a
+projection (no serve has kept one yet) usage reads the stream too, and
+says so.
 
-Records inside the window that are not what their subject says (written by
-something else) are counted as unreadable, and names that are not skill
-names in one row, _invalid. On a terminal, progress is shown
-on stderr. --json prints one object with the keys stream, prefix, since,
-session, project, records, unreadable, skills (name, loads, invocations,
-errors, sessions, first, last, digests, revisions), catalogs (appends,
-textBytes, estimatedTokens, listed), listedNeverUsed and searches
-(searches, found, noMatch, errors, sessions, perSession, foundThenLoaded,
-bySession, skills, noMatchQueries, noMatchOther).
+--rebuild deletes the projection and replays the stream's outputs into
+it, from the start or from --since, then prints how many it applied; a
+serve keeping the projection stands by meanwhile and goes on after it.
+
+Records that are not what their subject says (written by something else)
+are counted as unreadable, and names that are not skill names in one row,
+_invalid. On a terminal, progress is shown on stderr. --json prints one
+object with the keys stream, prefix, since, session, project, records,
+unreadable, skills (name, loads, invocations, errors, sessions,
+sessionsEstimated when an estimate, first, last, digests, revisions),
+catalogs (appends, bytesByKind, textBytes, estimatedTokens, listed),
+listedNeverUsed, searches (searches, found, noMatch, errors, sessions,
+perSession, sessionsEstimated, foundThenLoaded, bySession, skills,
+noMatchQueries, noMatchOther) and, from the projection, projection
+(bucket, requestedSince, hours, hoursRead, countsFrom, appliedSeq,
+appliedAt, lagRecords, lagSeconds, lagCounted, notKept, partial).
 
 The stream is read from --nats-url when given, else through the server
-answering on --listen, else from the --data store. Nothing is published.`[1:], `
+answering on --listen, else from the --data store. Nothing is written,
+but the bucket by --rebuild.`[1:], `
   skillstream usage --since 24h
-  skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'`[1:])
+  skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'
+  skillstream usage --since 7d --scan
+  skillstream usage --rebuild`[1:])
 	cmd.group("Flags")
-	cmd.localString(&since, "since", "", "read from `DURATION` ago or from TIME (RFC 3339); default the stream's start")
-	cmd.localString(&sid, "session", "", "read session `id` only")
-	cmd.localString(&project, "project", "", "count only sessions of project `id`")
+	cmd.localString(&since, "since", "", "read from `DURATION` ago (24h, 7d) or from TIME (RFC 3339); default the stream's start")
+	cmd.localString(&sid, "session", "", "read session `id` only (from the stream)")
+	cmd.localString(&project, "project", "", "count only sessions of project `id` (from the stream: triggers name projects)")
+	cmd.localBool(&scan, "scan", false, "read the stream, not the usage projection")
+	cmd.localBool(&rebuild, "rebuild", false, "delete the usage projection and replay the stream into it (from --since when given), then print the count")
 	cmd.localBool(&asJSON, "json", false, "print the report as one JSON object")
 	c.readerFlags(cmd)
+	cmd.group("Usage projection")
+	c.usageBucketFlag(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("usage takes no arguments, got %q", args[0])
@@ -70,6 +104,9 @@ answering on --listen, else from the --data store. Nothing is published.`[1:], `
 		start, err := parseSince(since, time.Now())
 		if err != nil {
 			return err
+		}
+		if rebuild && (scan || sid != "" || project != "") {
+			return usagef("--rebuild rebuilds the whole projection: it takes no --scan, --session or --project")
 		}
 		if sid != "" {
 			if err := c.checkSession(sid); err != nil {
@@ -81,14 +118,30 @@ answering on --listen, else from the --data store. Nothing is published.`[1:], `
 			return err
 		}
 		defer closeJS()
-		prog := newProgress(a.stderr, "read")
-		rep, err := usage.Read(ctx, js, usage.Options{
-			Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Since: start, Session: sid, Project: project,
-			Progress: prog.update,
-		})
-		prog.done()
-		if err != nil {
-			return err
+		if rebuild {
+			return a.rebuildUsage(ctx, &c, js, start, asJSON)
+		}
+		var rep *usage.Report
+		if !scan && sid == "" && project == "" {
+			rep, err = projection.Read(ctx, js, c.usageOptions(), start)
+			if errors.Is(err, projection.ErrNoProjection) {
+				fmt.Fprintf(a.stderr, "%v: reading the stream instead (serve keeps the projection; usage --rebuild builds it now)\n", err)
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if rep == nil {
+			prog := newProgress(a.stderr, "read")
+			rep, err = usage.Read(ctx, js, usage.Options{
+				Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Since: start, Session: sid, Project: project,
+				Progress: prog.update,
+			})
+			prog.done()
+			if err != nil {
+				return err
+			}
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
 		if asJSON {
@@ -105,12 +158,45 @@ answering on --listen, else from the --data store. Nothing is published.`[1:], `
 	}
 }
 
+// rebuildUsage runs usage --rebuild and prints what it applied.
+func (a *app) rebuildUsage(ctx context.Context, c *Config, js jetstream.JetStream, since time.Time, asJSON bool) error {
+	prog := newProgress(a.stderr, "rebuild: read")
+	res, err := projection.Rebuild(ctx, js, c.usageOptions(), since, func(read, remaining uint64) { prog.update(int(read), remaining) })
+	prog.done()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Bucket     string    `json:"bucket"`
+			Records    uint64    `json:"records"`
+			Unreadable uint64    `json:"unreadable"`
+			FirstSeq   uint64    `json:"firstSeq"`
+			LastSeq    uint64    `json:"lastSeq"`
+			From       time.Time `json:"from,omitzero"`
+			Seconds    float64   `json:"seconds"`
+		}{res.Bucket, res.Records, res.Unreadable, res.FirstSeq, res.LastSeq, res.From, res.Elapsed.Seconds()})
+	}
+	from := "the stream's start"
+	if !res.From.IsZero() {
+		from = res.From.Format(time.RFC3339)
+	}
+	fmt.Fprintf(a.stdout, "rebuilt the usage projection %s from %s: %d output records applied (%d unreadable)", res.Bucket, from, res.Records, res.Unreadable)
+	if res.LastSeq > 0 {
+		fmt.Fprintf(a.stdout, ", stream sequences %d to %d", res.FirstSeq, res.LastSeq)
+	}
+	fmt.Fprintf(a.stdout, ", in %.1f s\n", res.Elapsed.Seconds())
+	return nil
+}
+
 // parseSince reads --since: a duration back from now, or an RFC 3339 time.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDays(s); err == nil {
 		if d <= 0 {
 			return time.Time{}, usagef("--since %q: a duration must be positive", s)
 		}
@@ -119,7 +205,29 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usagef("--since %q: want a duration (24h) or an RFC 3339 time (2026-11-01T00:00:00Z)", s)
+	return time.Time{}, usagef("--since %q: want a duration (24h, 7d) or an RFC 3339 time (2026-11-01T00:00:00Z)", s)
+}
+
+// parseDays is time.ParseDuration that also takes whole days first:
+// "7d", "1d12h".
+func parseDays(s string) (time.Duration, error) {
+	days, rest, ok := strings.Cut(s, "d")
+	if !ok {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || n < 0 || n > 100000 {
+		return 0, fmt.Errorf("bad number of days %q", days)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, err
+		}
+		d += r
+	}
+	return d, nil
 }
 
 // printUsage writes the report as tables.
@@ -128,6 +236,10 @@ func printUsage(w io.Writer, r *usage.Report) {
 	if !r.Since.IsZero() {
 		window = "since " + r.Since.UTC().Format(time.RFC3339)
 	}
+	p := r.Projection
+	if p != nil && !r.Since.IsZero() && !p.Since.Equal(r.Since) {
+		window += " (the start of the hour of --since " + p.Since.UTC().Format(time.RFC3339) + ": the projection counts by the hour)"
+	}
 	fmt.Fprintf(w, "stream %s (prefix %s), %s", r.Stream, r.Prefix, window)
 	if r.Session != "" {
 		fmt.Fprintf(w, ", session %s", r.Session)
@@ -135,12 +247,25 @@ func printUsage(w io.Writer, r *usage.Report) {
 	if r.Project != "" {
 		fmt.Fprintf(w, ", project %s", printable(r.Project))
 	}
-	fmt.Fprintf(w, ": %d records read, %d unreadable\n\n", r.Records, r.Unreadable)
+	if p != nil {
+		buckets := "hour buckets"
+		if p.Read == 1 {
+			buckets = "hour bucket"
+		}
+		fmt.Fprintf(w, ": %d records, %d unreadable (usage projection %s: %d %s, up to stream sequence %d)\n",
+			r.Records, r.Unreadable, p.Bucket, p.Read, buckets, p.AppliedSeq)
+		printProjectionLag(w, r)
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, ": %d records read, %d unreadable\n\n", r.Records, r.Unreadable)
+	}
+	estimated := false
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SKILL\tLOADS\tINVOKED\tERRORS\tSESSIONS\tFIRST\tLAST\tDIGESTS\tREVISIONS")
 	for _, s := range r.Skills {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", printable(s.Name), s.Loads, s.Invocations,
-			errorCodes(s.Errors), s.Sessions, s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
+		estimated = estimated || s.SessionsEstimated
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(s.Name), s.Loads, s.Invocations,
+			errorCodes(s.Errors), approx(s.Sessions, s.SessionsEstimated), s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
 			shortDigests(s.Digests), revisions(s.Revisions))
 	}
 	tw.Flush()
@@ -164,12 +289,55 @@ func printUsage(w io.Writer, r *usage.Report) {
 		list = "-"
 	}
 	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), list)
-	printSearches(w, r.Searches)
+	printSearches(w, r.Searches, p != nil)
+	if p == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	if estimated || r.Searches.SessionsEstimated {
+		fmt.Fprintf(w, "~: an estimate: distinct sessions past %d per skill and hour (%s in all) are counted by a HyperLogLog sketch, within about 5%%\n",
+			projection.SparseMax, "8,192")
+	}
+	for _, s := range p.Partial {
+		fmt.Fprintf(w, "partial: %s\n", s)
+	}
+	fmt.Fprintln(w, "from the usage projection; --scan reads the stream (and gives the searches per session and the skills found then loaded)")
+}
+
+// printProjectionLag says how far the projection is behind the stream,
+// and where it starts when it was rebuilt from a time.
+func printProjectionLag(w io.Writer, r *usage.Report) {
+	p := r.Projection
+	records := "output records"
+	if p.LagRecords == 1 {
+		records = "output record"
+	}
+	switch {
+	case p.LagRecords > 0 && p.LagCounted:
+		fmt.Fprintf(w, "the projection is %d %s (%.1f s) behind the stream: read from the stream, they are counted\n",
+			p.LagRecords, records, p.LagSeconds)
+	case p.LagRecords > 0:
+		fmt.Fprintf(w, "the projection is %d %s (%.1f s) behind the stream: they are not counted (a serve member applies them; --scan reads the stream)\n",
+			p.LagRecords, records, p.LagSeconds)
+	}
+	if !p.CountsFrom.IsZero() && (r.Since.IsZero() || r.Since.Before(p.CountsFrom)) {
+		fmt.Fprintf(w, "the projection counts from %s (rebuilt --since): records before it are not in it (--scan reads them)\n",
+			p.CountsFrom.UTC().Format(time.RFC3339))
+	}
+}
+
+// approx writes n, "~n" when it is an estimate.
+func approx(n int, estimated bool) string {
+	if estimated {
+		return "~" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
 }
 
 // printSearches writes the searches' part of the report, when the model
-// searched at all.
-func printSearches(w io.Writer, su usage.SearchUsage) {
+// searched at all. A report of the projection has no searches per
+// session: they are shown as not kept.
+func printSearches(w io.Writer, su usage.SearchUsage, projected bool) {
 	if su.Searches == 0 {
 		return
 	}
@@ -177,12 +345,24 @@ func printSearches(w io.Writer, su usage.SearchUsage) {
 	for _, n := range su.Errors {
 		failed += n
 	}
-	fmt.Fprintf(w, "\nsearches: %d in %d sessions (%.1f per session): %d found skills, %d found nothing, %d failed (%s); %d skills found then loaded\n",
-		su.Searches, su.Sessions, su.PerSession, su.Found, su.NoMatch, failed, errorCodes(su.Errors), su.FoundThenLoaded)
+	perSession := fmt.Sprintf("%.1f", su.PerSession)
+	if su.SessionsEstimated {
+		perSession = "~" + perSession
+	}
+	thenLoaded := fmt.Sprintf("%d skills found then loaded", su.FoundThenLoaded)
+	if projected {
+		thenLoaded = "skills found then loaded: not kept by the projection"
+	}
+	fmt.Fprintf(w, "\nsearches: %d in %s sessions (%s per session): %d found skills, %d found nothing, %d failed (%s); %s\n",
+		su.Searches, approx(su.Sessions, su.SessionsEstimated), perSession, su.Found, su.NoMatch, failed, errorCodes(su.Errors), thenLoaded)
 	if len(su.Skills) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "FOUND SKILL\tFOUND\tSESSIONS\tLOADED AFTER")
 		for _, s := range su.Skills {
+			if projected {
+				fmt.Fprintf(tw, "%s\t%d\t-\t-\n", printable(s.Name), s.Found)
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", printable(s.Name), s.Found, s.Sessions, s.LoadedAfter)
 		}
 		tw.Flush()

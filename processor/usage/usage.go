@@ -14,6 +14,10 @@
 // project filter, the triggers of the window (a project is named by
 // triggers only).
 //
+// ReadOutput reads one output record the way Read counts it; package
+// projection keeps the same sums per hour, current as outputs are
+// appended, so that a report over a window need not read the stream.
+//
 // # Searches
 //
 // A tool.result whose value is a search's (events.ToolResult.Search) is a
@@ -151,10 +155,12 @@ type ProjectionInfo struct {
 	AppliedSeq uint64    `json:"appliedSeq"`
 	AppliedAt  time.Time `json:"appliedAt,omitzero"`
 	// LagRecords counts the output records of the stream after
-	// AppliedSeq (not counted yet), LagSeconds the time from AppliedAt to
-	// the newest of them.
+	// AppliedSeq, LagSeconds the time from AppliedAt to the newest of
+	// them. LagCounted says that they were read from the stream and are
+	// counted (there were few enough); otherwise they are not.
 	LagRecords uint64  `json:"lagRecords"`
 	LagSeconds float64 `json:"lagSeconds"`
+	LagCounted bool    `json:"lagCounted"`
 	// NotKept names the report's fields the projection does not keep
 	// (they hold zero, or are empty).
 	NotKept []string `json:"notKept"`

@@ -530,7 +530,9 @@ func TestHourWriteCompareAndSet(t *testing.T) {
 
 // TestReadSaysLag: a projection that has not applied the newest output
 // records says how many (the triggers between them not counted) and how
-// long after its last record they were written.
+// long after its last record they were written; up to TailMax records
+// after it, the report reads them from the stream and counts them,
+// beyond it it does not.
 func TestReadSaysLag(t *testing.T) {
 	for _, layout := range []events.Layout{events.LayoutFlat, events.LayoutOwner} {
 		t.Run(layout.String(), func(t *testing.T) {
@@ -550,9 +552,56 @@ func TestReadSaysLag(t *testing.T) {
 				t.Fatal(err)
 			}
 			info := rep.Projection
-			if info.LagRecords != 3 || info.LagSeconds < 0.04 || info.LagSeconds > 30 || rep.Records != before.Records {
-				t.Errorf("lag %d records, %.3f s, %d records counted; want 3 records, about 0.05 s, %d counted", info.LagRecords, info.LagSeconds, rep.Records, before.Records)
+			if info.LagRecords != 3 || !info.LagCounted || info.LagSeconds < 0.04 || info.LagSeconds > 30 || rep.Records != before.Records+3 {
+				t.Errorf("lag %d records (counted %v), %.3f s, %d records counted; want 3 records counted, about 0.05 s, %d in all",
+					info.LagRecords, info.LagCounted, info.LagSeconds, rep.Records, before.Records+3)
+			}
+			sameCounts(t, l.scan(), rep)
+
+			tailMax = 2
+			defer func() { tailMax = TailMax }()
+			rep, err = Read(context.Background(), l.js, o, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info = rep.Projection
+			if info.LagRecords != 3 || info.LagCounted || info.LagSeconds < 0.04 || info.LagSeconds > 30 || rep.Records != before.Records {
+				t.Errorf("past TailMax: lag %d records (counted %v), %.3f s, %d records counted; want 3 records not counted, about 0.05 s, %d in all",
+					info.LagRecords, info.LagCounted, info.LagSeconds, rep.Records, before.Records)
 			}
 		})
 	}
+}
+
+// TestReadTailNotCountedTwice: records after the position that an hour
+// bucket holds already (written after its position was, by a projector
+// stopped before its position write) are counted once.
+func TestReadTailNotCountedTwice(t *testing.T) {
+	_, l := newSessionLog(t, events.LayoutFlat)
+	l.record(0, 5)
+	o := l.opts()
+	_, stop := run(t, l.js, o)
+	caughtUp(t, l.js, o)
+	stop()
+	l.record(5, 8)
+	p, err := New(l.js, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.afterHours = func() error { return errors.New("stopped before the position") }
+	kv, err := p.bucket(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.term(context.Background(), kv, termOptions{caughtUp: true}); err == nil || !strings.Contains(err.Error(), "stopped before the position") {
+		t.Fatalf("term: %v", err)
+	}
+	rep, err := Read(context.Background(), l.js, o, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Projection.LagCounted || rep.Projection.LagRecords == 0 {
+		t.Fatalf("the position should lag the buckets: %+v", rep.Projection)
+	}
+	sameCounts(t, l.scan(), rep)
 }

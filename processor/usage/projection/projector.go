@@ -213,18 +213,27 @@ func New(js jetstream.JetStream, opts Options) (*Projector, error) {
 // Run keeps the projection until ctx ends, then returns nil. One
 // projector of those sharing a bucket is active at a time (it holds the
 // lease); the others wait to take over. Failures (the server away, the
-// bucket refused) are logged and retried, never returned.
+// bucket refused) are logged, once while they repeat, and retried, never
+// returned.
 func (p *Projector) Run(ctx context.Context) error {
 	backoff := time.Second
+	var said string // the last failure logged: the same one again is not
+	var saidAt time.Time
 	for {
 		err := p.runOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err == nil || errors.Is(err, ErrStale) {
-			backoff = time.Second
-		} else {
-			p.log.Warn("usage projection: "+err.Error(), "bucket", p.opts.Bucket, "retry_in", backoff.String())
+		if err == nil || errors.Is(err, ErrStale) || errors.Is(err, errGap) {
+			// Expected: another writer, or a delivery lost to an expired
+			// fetch; a new term starts from the position.
+			if err != nil {
+				p.log.Info("usage projection: starting again from the position", "bucket", p.opts.Bucket, "reason", err.Error())
+			}
+			backoff, said = time.Second, ""
+		} else if msg := err.Error(); msg != said || time.Since(saidAt) > 10*time.Minute {
+			p.log.Warn("usage projection: "+msg, "bucket", p.opts.Bucket, "retry_in", backoff.String())
+			said, saidAt = msg, time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -778,6 +787,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "skillstream", Name: "usage_projection_active",
 			Help: "1 while this member holds the usage projection's lease and applies records."}),
 	}
+	defer func() { // every series exists from the start, at 0
+		for _, r := range []string{"applied", "unreadable", "skipped"} {
+			m.records.WithLabelValues(r)
+		}
+	}()
 	if reg == nil {
 		return m, nil
 	}

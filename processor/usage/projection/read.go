@@ -77,6 +77,10 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.
 	info := &usage.ProjectionInfo{Bucket: o.Bucket, Since: since, CountsFrom: pos.From, AppliedSeq: pos.Seq, AppliedAt: pos.Time,
 		NotKept: slices.Clone(NotKept), Partial: []string{}}
 	m := newMerger(pos.Gen)
+	tail, err := readTail(ctx, st, o, pos)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+	}
 	now := time.Now().UTC()
 	var from, to time.Time
 	switch {
@@ -89,6 +93,18 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.
 	if pos.Time.After(now) { // the server's clock ahead of ours
 		to = pos.Time.UTC().Truncate(time.Hour)
 	}
+	if tail != nil {
+		for h := range tail.byHour {
+			t := time.Unix(h, 0).UTC()
+			if since.IsZero() && (from.IsZero() || t.Before(from)) {
+				from = t
+			}
+			if t.After(to) {
+				to = t
+			}
+		}
+		m.tail = tail.byHour
+	}
 	if !from.IsZero() && !from.After(to) {
 		info.Hours = int(to.Sub(from)/time.Hour) + 1
 		if info.Hours <= getMax {
@@ -99,6 +115,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
 		}
+		m.addTail(from, to)
 	}
 	rep := m.report()
 	rep.Stream, rep.Prefix = o.Stream, o.Prefix
@@ -107,7 +124,15 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.
 	}
 	info.Read = m.read
 	info.Partial = m.partial()
-	if info.LagRecords, info.LagSeconds, err = lag(ctx, st, o, pos); err != nil {
+	if tail != nil {
+		info.LagRecords, info.LagCounted = tail.outputs, true
+		if base := pos.Time; tail.outputs > 0 {
+			if base.IsZero() {
+				base = tail.first
+			}
+			info.LagSeconds = max(0, tail.newest.Sub(base).Seconds())
+		}
+	} else if info.LagRecords, info.LagSeconds, err = lag(ctx, st, o, pos); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
 	}
 	rep.Projection = info
@@ -183,6 +208,80 @@ func (m *merger) scan(ctx context.Context, kv jetstream.KeyValue, from, to time.
 	}
 }
 
+// TailMax is the most records after the projection's position that Read
+// reads from the stream and counts (the projection a little behind: a
+// serve stopped, or busy); past it the report only says how far behind
+// the projection is.
+const TailMax = 10000
+
+var tailMax = TailMax // lowered by tests
+
+// tail is what the stream holds after the projection's position.
+type tail struct {
+	byHour        map[int64][]record
+	outputs       uint64
+	first, newest time.Time
+}
+
+// readTail reads the records after the position when there are at most
+// TailMax of them (nil when there are more), its output records by hour.
+func readTail(ctx context.Context, st jetstream.Stream, o Options, pos Position) (*tail, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{events.StreamSubjects(o.Prefix)}}
+	switch {
+	case pos.Seq > 0:
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, pos.Seq+1
+	case !pos.From.IsZero():
+		t := pos.From
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &t
+	default:
+		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
+	}
+	cons, err := st.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("read after the projection: %w", err)
+	}
+	ci, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read after the projection: %w", err)
+	}
+	tl := &tail{byHour: map[int64][]record{}}
+	if ci.NumPending > uint64(tailMax) {
+		return nil, nil
+	}
+	if ci.NumPending == 0 {
+		return tl, nil
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(512))
+	if err != nil {
+		return nil, fmt.Errorf("read after the projection: %w", err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextMaxWait(30 * time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("read after the projection: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return nil, fmt.Errorf("read after the projection: %w", err)
+		}
+		if isOutput(o.Layout, o.Prefix, msg.Subject()) {
+			out := usage.ReadOutput(ctx, st.GetMsg, o.Layout, o.Prefix, msg.Subject(), msg.Headers().Get(events.HeaderContentType), msg.Data())
+			at := md.Timestamp.UTC()
+			h := at.Truncate(time.Hour).Unix()
+			tl.byHour[h] = append(tl.byHour[h], record{seq: md.Sequence.Stream, at: at, out: out})
+			tl.outputs++
+			if tl.first.IsZero() {
+				tl.first = at
+			}
+			tl.newest = at
+		}
+		if md.NumPending == 0 {
+			return tl, nil
+		}
+	}
+}
+
 // lag counts the output records after the position and the time from
 // the position's record to the newest of them.
 func lag(ctx context.Context, st jetstream.Stream, o Options, pos Position) (records uint64, seconds float64, err error) {
@@ -231,6 +330,7 @@ func lag(ctx context.Context, st jetstream.Stream, o Options, pos Position) (rec
 // merger sums hour buckets into a report.
 type merger struct {
 	gen        uint64
+	tail       map[int64][]record // read after the position, by hour
 	rep        usage.Report
 	skills     map[string]*skillAcc
 	listed     map[string]struct{}
@@ -259,18 +359,54 @@ func newMerger(gen uint64) *merger {
 			BytesByKind: map[string]int64{"initial": 0, "replacement": 0, "tombstone": 0}}}}
 }
 
-// add sums one hour bucket's value.
+// add sums one hour bucket's value, and the records read after the
+// projection's position that the bucket does not hold yet (those above
+// its sequence: the bucket may have been written since the position was
+// read).
 func (m *merger) add(key string, val []byte) {
 	h, err := DecodeHour(val)
 	if err != nil {
 		m.unreadable = append(m.unreadable, key+" ("+err.Error()+")")
+		if t, err := hourOfKey(key); err == nil {
+			delete(m.tail, t.Unix()) // the hour is not counted
+		}
 		return
 	}
 	if h.Gen != m.gen {
 		m.stale++
-		return
+		return // its tail, if any, counts as an hour of its own
 	}
 	m.read++
+	if recs, ok := m.tail[h.Hour]; ok {
+		delete(m.tail, h.Hour)
+		for _, r := range recs {
+			if r.seq > h.Seq {
+				h.Apply(r.out, r.seq, r.at)
+			}
+		}
+	}
+	m.merge(key, h)
+}
+
+// addTail sums the hours of the window from..to that only the records
+// read after the position hold.
+func (m *merger) addTail(from, to time.Time) {
+	for hour, recs := range m.tail {
+		t := time.Unix(hour, 0)
+		if t.Before(from) || t.After(to) {
+			continue
+		}
+		h := newHour(m.gen, t)
+		for _, r := range recs {
+			h.Apply(r.out, r.seq, r.at)
+		}
+		m.merge(HourKey(t), h)
+	}
+	m.tail = nil
+}
+
+// merge sums one hour.
+func (m *merger) merge(key string, h *Hour) {
 	if h.Shed {
 		m.shed = append(m.shed, key)
 	}

@@ -29,7 +29,8 @@ type RebuildResult struct {
 // it has applied every one; progress, when set, is called after each
 // batch with the records read (the triggers, passed over, among them)
 // and those left in the stream. The bucket is created when
-// missing.
+// missing. It reads through a consumer of its own (opts.Consumer, by
+// default DefaultConsumer-rebuild), deleted when it is done.
 //
 // It takes the lease from whoever holds it (a serve member stands by at
 // its next renewal and takes over again once the rebuild is done), starts
@@ -40,6 +41,10 @@ type RebuildResult struct {
 func Rebuild(ctx context.Context, js jetstream.JetStream, opts Options, since time.Time, progress func(read uint64, remaining uint64)) (*RebuildResult, error) {
 	if opts.Instance == "" {
 		opts.Instance = "rebuild"
+	}
+	if opts.Consumer == "" {
+		// Its own: the members' consumer stays theirs.
+		opts.Consumer = DefaultConsumer + "-rebuild"
 	}
 	if opts.FlushWait <= 0 {
 		opts.FlushWait = 250 * time.Millisecond // nothing waits for records to come
@@ -85,6 +90,9 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, opts Options, since ti
 		return nil, err
 	}
 	res, err := p.term(tctx, kv, termOptions{caughtUp: true, progress: progress})
+	if st, serr := js.Stream(context.WithoutCancel(ctx), p.opts.Stream); serr == nil {
+		_ = st.DeleteConsumer(context.WithoutCancel(ctx), p.opts.Consumer) // done with it
+	}
 	if err != nil {
 		if cause := context.Cause(tctx); cause != nil && ctx.Err() == nil && errors.Is(cause, errLeaseLost) {
 			err = fmt.Errorf("%w (another rebuild?)", cause)

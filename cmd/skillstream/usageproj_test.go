@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/processor/usage"
+)
+
+// usageJSON runs usage with args and --json and decodes its report.
+func usageJSON(t *testing.T, args ...string) (*usage.Report, string) {
+	t.Helper()
+	code, stdout, stderr := runMain(t, append(append([]string{"usage"}, args...), "--json")...)
+	if code != exitOK {
+		t.Fatalf("usage %q: exit %d\n%s", args, code, stderr)
+	}
+	var rep usage.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("usage %q: %v\n%s", args, err, stdout)
+	}
+	return &rep, stderr
+}
+
+// sameUsage fails t where two reports differ in what the projection
+// keeps; distinct sessions marked estimated only within 15%.
+func sameUsage(t *testing.T, proj, scan *usage.Report) {
+	t.Helper()
+	if proj.Records != scan.Records || proj.Unreadable != scan.Unreadable || len(proj.Skills) != len(scan.Skills) {
+		t.Fatalf("projection %d records, %d unreadable, %d rows; scan %d, %d, %d", proj.Records, proj.Unreadable, len(proj.Skills),
+			scan.Records, scan.Unreadable, len(scan.Skills))
+	}
+	for i, p := range proj.Skills {
+		s := scan.Skills[i]
+		if p.Name != s.Name || p.Loads != s.Loads || p.Invocations != s.Invocations || fmt.Sprint(p.Errors) != fmt.Sprint(s.Errors) ||
+			!p.First.Equal(s.First) || !p.Last.Equal(s.Last) || fmt.Sprint(p.Digests) != fmt.Sprint(s.Digests) {
+			t.Errorf("row %d: projection %+v, scan %+v", i, p, s)
+		}
+		if d := p.Sessions - s.Sessions; (!p.SessionsEstimated && d != 0) || d*d > s.Sessions*s.Sessions/44 {
+			t.Errorf("%s: %d sessions (estimated %v), the scan %d", p.Name, p.Sessions, p.SessionsEstimated, s.Sessions)
+		}
+	}
+	if fmt.Sprint(proj.Catalogs) != fmt.Sprint(scan.Catalogs) || fmt.Sprint(proj.ListedNeverUsed) != fmt.Sprint(scan.ListedNeverUsed) {
+		t.Errorf("catalogs %+v %v, the scan %+v %v", proj.Catalogs, proj.ListedNeverUsed, scan.Catalogs, scan.ListedNeverUsed)
+	}
+	ps, ss := proj.Searches, scan.Searches
+	if ps.Searches != ss.Searches || ps.Found != ss.Found || ps.NoMatch != ss.NoMatch || fmt.Sprint(ps.Errors) != fmt.Sprint(ss.Errors) ||
+		fmt.Sprint(ps.NoMatchQueries) != fmt.Sprint(ss.NoMatchQueries) || ps.Sessions != ss.Sessions {
+		t.Errorf("searches %+v, the scan %+v", ps, ss)
+	}
+}
+
+// TestUsageProjectionThroughServe plays sessions through serve, whose
+// projector keeps the usage projection: usage reads it (the same counts
+// as --scan, the estimated sessions marked ~, what it does not keep
+// said), --since 7d reads a week of hours, --rebuild counts the stream
+// again, and the metrics show the projector at work.
+func TestUsageProjectionThroughServe(t *testing.T) {
+	root := searchRoot(t)
+	data := t.TempDir()
+	cwd := t.TempDir()
+	s := startServe(t, data, root, "--skill-search", "--catalog-listed-max", "3")
+	c, err := client.New(s.connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tools := []events.Tool{client.SkillTool("skillstream"), client.SkillSearchTool("skillstream")}
+	for i := range 40 {
+		sid := "p" + strconv.Itoa(i)
+		if _, err := c.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: cwd, Tools: tools}); err != nil {
+			t.Fatalf("%s: %v", sid, err)
+		}
+		if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "k8s-deploy"}}); err != nil {
+			t.Fatal(err)
+		}
+		if i%4 == 0 {
+			if _, err := c.SearchSkills(ctx, events.SkillSearch{Session: sid, Call: "s1", Cwd: cwd, Args: events.SearchArgs{Query: "deploy a service"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.SearchSkills(ctx, events.SkillSearch{Session: sid, Call: "s2", Cwd: cwd, Args: events.SearchArgs{Query: "quantum chromodynamics"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c2", Cwd: cwd, Args: events.SkillArgs{Name: "nope"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%10 == 0 {
+			if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c3", Cwd: cwd, Args: events.SkillArgs{Name: "git-review"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.Close()
+
+	var proj *usage.Report
+	eventually(t, 30*time.Second, "the projection caught up", func() error {
+		r, stderr := usageJSON(t, "--nats-url", s.url)
+		if r.Projection == nil {
+			return fmt.Errorf("no projection read: %s", stderr)
+		}
+		if r.Projection.LagRecords != 0 {
+			return fmt.Errorf("%d records behind", r.Projection.LagRecords)
+		}
+		proj = r
+		return nil
+	})
+	scan, _ := usageJSON(t, "--nats-url", s.url, "--scan")
+	if scan.Projection != nil || scan.Records < 100 {
+		t.Fatalf("--scan: %+v", scan)
+	}
+	sameUsage(t, proj, scan)
+	for _, r := range proj.Skills {
+		if want := r.Name == "k8s-deploy"; r.SessionsEstimated != want {
+			t.Errorf("%s: sessions estimated %v (%d sessions)", r.Name, r.SessionsEstimated, r.Sessions)
+		}
+	}
+	if p := proj.Projection; p.Bucket != "USAGE" || len(p.NotKept) == 0 || p.AppliedSeq == 0 || p.Read < 1 {
+		t.Errorf("projection %+v", p)
+	}
+
+	code, out, stderr := runMain(t, "usage", "--nats-url", s.url)
+	if code != exitOK {
+		t.Fatalf("usage: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"(usage projection USAGE: ",
+		"skills found then loaded: not kept by the projection",
+		"~: an estimate: distinct sessions past 32 per skill and hour",
+		"from the usage projection; --scan reads the stream",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !hasRow(out, []string{"k8s-deploy", "40", "0", "0", "~" + strconv.Itoa(proj.Skills[0].Sessions)}) || !hasRow(out, []string{"nope", "0", "0", "unknown=10", "10"}) {
+		t.Errorf("table rows:\n%s", out)
+	}
+
+	week, _ := usageJSON(t, "--nats-url", s.url, "--since", "7d")
+	if week.Projection == nil || week.Projection.Hours < 168 || week.Records != proj.Records || week.Since.Minute() != 0 {
+		t.Errorf("--since 7d: %d records over %+v, since %v", week.Records, week.Projection, week.Since)
+	}
+
+	code, out, stderr = runMain(t, "usage", "--nats-url", s.url, "--rebuild")
+	if want := fmt.Sprintf("rebuilt the usage projection USAGE from the stream's start: %d output records applied (0 unreadable)", scan.Records); code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("--rebuild: exit %d, want %q\n%s%s", code, want, out, stderr)
+	}
+	again, _ := usageJSON(t, "--nats-url", s.url)
+	sameUsage(t, again, scan)
+
+	_, metrics, err := s.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(metrics, `skillstream_usage_projection_records_total{result="applied"}`) || !strings.Contains(metrics, "skillstream_usage_projection_applied_seq") {
+		t.Errorf("metrics lack the projector's:\n%s", metrics)
+	}
+	if !strings.Contains(s.stderr.String(), "usage projection: active") {
+		t.Errorf("serve did not log the projector's start:\n%s", s.stderr)
+	}
+}
+
+// TestUsageProjectionFallbackAndRebuild: without a projection usage reads
+// the stream and says so; --rebuild builds one; records appended after it
+// (no projector running) are read from the stream and counted, the report
+// saying how far behind the projection is; bad combinations are refused.
+func TestUsageProjectionFallbackAndRebuild(t *testing.T) {
+	l, url := newUsageLog(t)
+	l.recordWorkload()
+
+	rep, stderr := usageJSON(t, "--nats-url", url)
+	if rep.Projection != nil || !strings.Contains(stderr, "no usage projection: bucket USAGE does not exist: reading the stream instead") {
+		t.Errorf("without a projection: %+v, stderr %q", rep.Projection, stderr)
+	}
+	scan := rep
+
+	code, out, stderr := runMain(t, "usage", "--nats-url", url, "--rebuild")
+	if code != exitOK || !strings.Contains(out, "rebuilt the usage projection USAGE from the stream's start: 15 output records applied (2 unreadable)") {
+		t.Fatalf("--rebuild: exit %d\n%s%s", code, out, stderr)
+	}
+	proj, _ := usageJSON(t, "--nats-url", url)
+	if proj.Projection == nil || proj.Projection.LagRecords != 0 {
+		t.Fatalf("after --rebuild: %+v", proj.Projection)
+	}
+	sameUsage(t, proj, scan)
+
+	l.load("s3", "c9", "a", "d1aaaaaaaaaaaaaaaa", 7)
+	code, out, stderr = runMain(t, "usage", "--nats-url", url)
+	if code != exitOK || !strings.Contains(out, "the projection is 1 output record (") || !strings.Contains(out, "read from the stream, they are counted") {
+		t.Errorf("a record after the projection: exit %d\n%s%s", code, out, stderr)
+	}
+	proj, _ = usageJSON(t, "--nats-url", url)
+	scan, _ = usageJSON(t, "--nats-url", url, "--scan")
+	sameUsage(t, proj, scan)
+	if !proj.Projection.LagCounted || proj.Projection.LagRecords != 1 {
+		t.Errorf("lag %+v", proj.Projection)
+	}
+
+	// --session and --project read the stream, without a word.
+	rep, stderr = usageJSON(t, "--nats-url", url, "--session", "s1")
+	if rep.Projection != nil || rep.Session != "s1" || strings.Contains(stderr, "projection") {
+		t.Errorf("--session: %+v, stderr %q", rep.Projection, stderr)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rebuild", "--scan"}, "--rebuild rebuilds the whole projection"},
+		{[]string{"--rebuild", "--session", "s1"}, "--rebuild rebuilds the whole projection"},
+		{[]string{"--since", "7x"}, `--since "7x": want a duration (24h, 7d)`},
+		{[]string{"--usage-bucket", "a.b"}, "bucket name"},
+	} {
+		code, _, stderr := runMain(t, append([]string{"usage", "--nats-url", url}, tt.args...)...)
+		if code == exitOK || !strings.Contains(stderr, tt.want) {
+			t.Errorf("usage %q: exit %d, stderr %q; want %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
+
+// TestUsageProjectionSinceDays: --since takes whole days before a
+// duration.
+func TestUsageProjectionSinceDays(t *testing.T) {
+	now := time.Date(2026, 11, 8, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"7d":    now.Add(-7 * 24 * time.Hour),
+		"1d12h": now.Add(-36 * time.Hour),
+		"90m":   now.Add(-90 * time.Minute),
+	} {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("--since %s: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"d", "-1d", "7d5", "0d", "1.5d"} {
+		if _, err := parseSince(in, now); err == nil {
+			t.Errorf("--since %s accepted", in)
+		}
+	}
+}
