@@ -246,3 +246,47 @@ func TestUsageProjectionSinceDays(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageProjectionOwnerLayout: serve --session-layout owner keeps the
+// projection of its owner sessions, and usage --session-layout owner
+// reads it, counting what --scan counts; read with the flat layout, the
+// bucket is refused as another stream's and the stream is read instead.
+func TestUsageProjectionOwnerLayout(t *testing.T) {
+	root := searchRoot(t)
+	s := startServe(t, t.TempDir(), root, "--session-layout", "owner")
+	c, err := client.New(s.connect(t), client.WithLayout(events.LayoutOwner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cwd := t.TempDir()
+	for _, sid := range []string{"a1.s1", "a1.s2", "a2.s1"} {
+		if _, err := c.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: cwd, Tools: []events.Tool{client.SkillTool("skillstream")}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "unit-tests"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	owner := []string{"--nats-url", s.url, "--session-layout", "owner"}
+	var proj *usage.Report
+	eventually(t, 30*time.Second, "the projection caught up", func() error {
+		r, stderr := usageJSON(t, owner...)
+		if r.Projection == nil || r.Projection.LagRecords != 0 {
+			return fmt.Errorf("not yet: %+v %s", r.Projection, stderr)
+		}
+		proj = r
+		return nil
+	})
+	scan, _ := usageJSON(t, append(owner, "--scan")...)
+	sameUsage(t, proj, scan)
+	if len(proj.Skills) != 1 || proj.Skills[0].Loads != 3 || proj.Skills[0].Sessions != 3 {
+		t.Errorf("owner sessions: %+v", proj.Skills)
+	}
+	flat, stderr := usageJSON(t, "--nats-url", s.url)
+	if flat.Projection != nil || !strings.Contains(stderr, "projects stream SESSIONS, prefix ev, owner layout") {
+		t.Errorf("the flat layout on an owner projection: %+v, stderr %q", flat.Projection, stderr)
+	}
+}

@@ -17,7 +17,8 @@ import (
 // position writes and ack. The stream holds b.N output records of the
 // usage benchmark's mix (per session a 2 KB catalog of 20 skills and four
 // 1 KB skill results, one error in ten sessions, with their triggers);
-// one op is one record applied.
+// one op is one record applied. It also reports what a report over the
+// last hour and the last week then takes.
 func BenchmarkProjection(b *testing.B) {
 	srv, l := newSessionLog(b, events.LayoutFlat)
 	js := srv.JS
@@ -79,6 +80,22 @@ func BenchmarkProjection(b *testing.B) {
 	}
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(outputs), "ns/record")
 	b.ReportMetric(float64(outputs)/elapsed.Seconds(), "records/s")
+
+	// And a report over the last hour and over a week, read back.
+	for _, w := range []struct {
+		unit string
+		d    time.Duration
+	}{{"ms/report-1h", time.Hour}, {"ms/report-7d", 7 * 24 * time.Hour}} {
+		start = time.Now()
+		rep, err := Read(ctx, js, l.opts(), time.Now().Add(-w.d))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, w.unit)
+		if rep.Records != outputs {
+			b.Fatalf("a report of %d records, want %d", rep.Records, outputs)
+		}
+	}
 }
 
 // BenchmarkHourApply measures applying one record to an hour in memory

@@ -51,8 +51,8 @@
 // the three output subjects (<prefix>.*.catalog.append, ...; in the owner
 // layout <prefix>.*.*.catalog.append, ...): for a consumer of several
 // wildcard filters the server walks the subject index of a stream block
-// at every delivery, which cost 220 µs per record in
-// BenchmarkProjection, against 13-17 µs for the one filter that is the
+// at every delivery, which cost 220-290 µs per record in
+// BenchmarkProjection, against 11-17 µs for the one filter that is the
 // stream's own subject, read in order.
 //
 // In-order delivery is what makes the highest sequence enough, and it is
