@@ -21,7 +21,7 @@ func (c *Config) usageProjectionFlags(cmd *command) {
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
 	cmd.cfgBool(&c.NoUsageProjection, "no-usage-projection", false,
-		"keep no usage projection: usage then reads the stream (a member of the group that keeps it is enough)")
+		"this member keeps no usage projection (one member of the group keeping it is enough; with none, usage reads the stream)")
 }
 
 // usageOptions are the projection's options for the stream of c.
