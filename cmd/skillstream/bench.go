@@ -35,6 +35,8 @@ type benchOptions struct {
 	timeout     time.Duration
 	mode        string
 	noBaseline  bool
+	// usageProjection runs the usage projector beside the processor.
+	usageProjection bool
 	json        bool
 	cpuprofile  string
 	child       bool // hidden: run as the processor child of a bench
@@ -90,6 +92,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.group("Measurement")
 	cmd.localString(&o.mode, "processor", bench.ModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
+	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
 	cmd.fs.BoolVar(&o.child, "processor-child", false, "") // internal: not in --help
@@ -163,6 +166,7 @@ func (o *benchOptions) validate(c *Config) error {
 	if o.searches > 0 {
 		c.SkillSearch = true // a search workload needs a processor that searches
 	}
+	c.NoUsageProjection = !o.usageProjection
 	if _, err := benchEncoding(o.encoding); err != nil {
 		return err
 	}

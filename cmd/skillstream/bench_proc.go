@@ -9,10 +9,12 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/bench"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers/search"
 )
 
@@ -43,7 +45,29 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		index = search.New(reg, search.Options{})
 		opts = append(opts, processor.WithSearcher(index))
 	}
+	stopProjector := func() {}
+	if !c.NoUsageProjection {
+		// The usage projector, as serve runs it beside the processor.
+		pcfg := c.processorConfig()
+		o := c.usageOptions()
+		o.Consumer, o.Logger = pcfg.Consumer+"-usage", log
+		js, err := jetstream.New(nc)
+		var proj *projection.Projector
+		if err == nil {
+			proj, err = projection.New(js, o)
+		}
+		if err != nil {
+			nc.Close()
+			reg.Close()
+			return nil, fmt.Errorf("usage projector: %w", err)
+		}
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = proj.Run(pctx) }()
+		stopProjector = func() { cancel(); <-done }
+	}
 	return bench.StartProcessor(ctx, nc, reg, c.processorConfig(), log, func() {
+		stopProjector()
 		nc.Close()
 		if index != nil {
 			index.Close()

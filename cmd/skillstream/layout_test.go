@@ -103,9 +103,10 @@ func TestOwnerLayoutCommands(t *testing.T) {
 	}
 
 	// usage, from the environment this time: the searching session by its
-	// dotted id, every owner's sessions counted.
+	// dotted id, every owner's sessions counted (a scan: the usage
+	// projection does not keep searches per session).
 	t.Setenv("SKILLSTREAM_SESSION_LAYOUT", "owner")
-	code, out, stderr := run([]string{"usage"}, store)
+	code, out, stderr := run([]string{"usage", "--scan"}, store)
 	if code != exitOK || !strings.Contains(out, "searches: 1 in 1 sessions") || !strings.Contains(out, "\na1.s7 ") {
 		t.Errorf("usage: exit %d\n%s%s", code, out, stderr)
 	}
