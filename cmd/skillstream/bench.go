@@ -37,9 +37,9 @@ type benchOptions struct {
 	noBaseline  bool
 	// usageProjection runs the usage projector beside the processor.
 	usageProjection bool
-	json        bool
-	cpuprofile  string
-	child       bool // hidden: run as the processor child of a bench
+	json            bool
+	cpuprofile      string
+	child           bool // hidden: run as the processor child of a bench
 }
 
 func (a *app) benchCommand() (*command, runFunc) {
