@@ -166,7 +166,7 @@ func (o *benchOptions) validate(c *Config) error {
 	if o.searches > 0 {
 		c.SkillSearch = true // a search workload needs a processor that searches
 	}
-	c.NoUsageProjection = !o.usageProjection
+	c.UsageProjection = o.usageProjection
 	if _, err := benchEncoding(o.encoding); err != nil {
 		return err
 	}

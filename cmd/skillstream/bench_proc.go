@@ -46,7 +46,7 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		opts = append(opts, processor.WithSearcher(index))
 	}
 	stopProjector := func() {}
-	if !c.NoUsageProjection {
+	if c.UsageProjection {
 		// The usage projector, as serve runs it beside the processor.
 		pcfg := c.processorConfig()
 		o := c.usageOptions()

@@ -78,7 +78,7 @@ type Config struct {
 
 	// Usage projection (usageproj.go): serve keeps it, usage reads it.
 	UsageBucket       string
-	NoUsageProjection bool
+	UsageProjection   bool
 
 	// What workers may make serve do.
 	MaxTriggerBytes int64

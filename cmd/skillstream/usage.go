@@ -40,8 +40,8 @@ the window that were never loaded nor invoked - the pruning list; and,
 when the model searched for skills (skill_search), the searches, the
 skills searches found, and the queries that found nothing.
 
-The report is read from the usage projection that serve keeps in the
-key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
+The report is read from the usage projection that a serve started with
+--usage-projection keeps in the key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
 outputs are appended, so a report over any window reads one value per
 hour, whatever the stream's size. Its window starts at the hour of
 --since. It keeps distinct sessions exactly up to 32 per skill and hour
@@ -60,8 +60,8 @@ from a failed skill call. --session and --project always read the stream:
 a session's report reads that session's log, and --project also reads the
 window's triggers, which alone name a project, and counts a session's
 outputs under the project of its latest trigger in the window. Without a
-projection (no serve has kept one yet) usage reads the stream too, and
-says so.
+projection (no serve --usage-projection has kept one yet) usage reads
+the stream too, and says so.
 
 --rebuild deletes the projection and replays the stream's outputs into
 it, from the start or from --since, then prints how many it applied; a

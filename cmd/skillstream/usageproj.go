@@ -20,8 +20,8 @@ func (c *Config) usageBucketFlag(cmd *command) {
 func (c *Config) usageProjectionFlags(cmd *command) {
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
-	cmd.cfgBool(&c.NoUsageProjection, "no-usage-projection", false,
-		"this member keeps no usage projection (one member of the group keeping it is enough; with none, usage reads the stream)")
+	cmd.cfgBool(&c.UsageProjection, "usage-projection", false,
+		"keep the usage projection that usage reads (one member of the group keeping it is enough; without, usage reads the stream); it costs CPU per trigger, see the manual")
 }
 
 // usageOptions are the projection's options for the stream of c.
@@ -34,7 +34,7 @@ func (c *Config) usageOptions() projection.Options {
 // Added before the processors, they stop before the processors close
 // the connections, giving their lease back.
 func addUsageProjectors(g *run.Group, c *Config, log *slog.Logger, units []*servedUnit, metrics *prometheus.Registry) error {
-	if c.NoUsageProjection {
+	if !c.UsageProjection {
 		return nil
 	}
 	for _, u := range units {

@@ -65,7 +65,7 @@ func TestUsageProjectionThroughServe(t *testing.T) {
 	root := searchRoot(t)
 	data := t.TempDir()
 	cwd := t.TempDir()
-	s := startServe(t, data, root, "--skill-search", "--catalog-listed-max", "3")
+	s := startServe(t, data, root, "--skill-search", "--catalog-listed-max", "3", "--usage-projection")
 	c, err := client.New(s.connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestUsageProjectionSinceDays(t *testing.T) {
 // bucket is refused as another stream's and the stream is read instead.
 func TestUsageProjectionOwnerLayout(t *testing.T) {
 	root := searchRoot(t)
-	s := startServe(t, t.TempDir(), root, "--session-layout", "owner")
+	s := startServe(t, t.TempDir(), root, "--session-layout", "owner", "--usage-projection")
 	c, err := client.New(s.connect(t), client.WithLayout(events.LayoutOwner))
 	if err != nil {
 		t.Fatal(err)

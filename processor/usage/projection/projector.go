@@ -317,7 +317,7 @@ func (p *Projector) hint(err error) error {
 		return err
 	}
 	if last := nc.LastError(); last != nil && strings.Contains(strings.ToLower(last.Error()), "permissions violation") && strings.Contains(last.Error(), "$KV."+p.opts.Bucket) {
-		return fmt.Errorf("%w (the server refused: %v; grant publish on $KV.%s.>, or serve --no-usage-projection)", err, last, p.opts.Bucket)
+		return fmt.Errorf("%w (the server refused: %v; grant publish on $KV.%s.>, or serve without --usage-projection)", err, last, p.opts.Bucket)
 	}
 	return err
 }
