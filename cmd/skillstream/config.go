@@ -77,8 +77,8 @@ type Config struct {
 	NoProvision     bool
 
 	// Usage projection (usageproj.go): serve keeps it, usage reads it.
-	UsageBucket       string
-	UsageProjection   bool
+	UsageBucket     string
+	UsageProjection bool
 
 	// What workers may make serve do.
 	MaxTriggerBytes int64
