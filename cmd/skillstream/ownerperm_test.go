@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -36,23 +35,7 @@ func ownerPermServer(t *testing.T) (string, map[string]string) {
 		pw[u.user] = randomToken(t)
 		t.Setenv(u.env, pw[u.user])
 	}
-	opts, err := server.ProcessConfigFile(ownerLayoutFile)
-	if err != nil {
-		t.Fatalf("%s: %v", ownerLayoutFile, err)
-	}
-	opts.StoreDir = t.TempDir()
-	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(30 * time.Second) {
-		t.Fatal("NATS server not ready")
-	}
-	return srv.ClientURL(), pw
+	return confServer(t, ownerLayoutFile), pw
 }
 
 // TestOwnerLayoutPermissions: with the shipped owner-layout permission file
