@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -546,5 +548,72 @@ func FuzzLoadTenants(f *testing.F) {
 				t.Fatalf("tenant %q accepted with %v", tn.Name, err)
 			}
 		}
+	})
+}
+
+// TestTenantMCPStdio: `skillstream mcp --tenants FILE --tenant acme`, as
+// acme's administrator's host would spawn it, serves acme's skills and the
+// library's, never globex's.
+func TestTenantMCPStdio(t *testing.T) {
+	natsURL, pw := tenantServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pushAs(t, ctx, natsURL, "curator", pw["curator"], "LIBRARY", skillDir(t, "shared-style", "Apply the house writing style."))
+	pushAs(t, ctx, natsURL, "acme-admin", pw["acme-admin"], "SKILLS", skillDir(t, "acme-deploy", "Deploy Acme's services."))
+	pushAs(t, ctx, natsURL, "globex-admin", pw["globex-admin"], "SKILLS", skillDir(t, "globex-billing", "Run Globex's billing."))
+	admin, err := filepath.Abs("deploy/tenants-admin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &syncBuffer{}
+	a := &app{stdin: inR, stdout: outW, stderr: stderr, lookupEnv: os.LookupEnv}
+	done := make(chan int, 1)
+	go func() {
+		done <- a.main(ctx, []string{"mcp", "--nats-url", natsURL, "--tenants", admin, "--tenant", "acme",
+			"--no-bundled", "--user-skills-dir=", "--cwd", t.TempDir()})
+		outW.Close()
+	}()
+	defer func() {
+		inW.Close()
+		if code := <-done; code != exitOK {
+			t.Errorf("mcp exit %d:\n%s", code, stderr)
+		}
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(make([]byte, 1<<20), 16<<20)
+	send := func(msg string) {
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func(id int) string {
+		for lines.Scan() {
+			var m struct {
+				ID *int `json:"id"`
+			}
+			if json.Unmarshal(lines.Bytes(), &m) == nil && m.ID != nil && *m.ID == id {
+				return lines.Text()
+			}
+		}
+		t.Fatalf("no response %d; stderr:\n%s", id, stderr)
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
+	recv(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	id := 2
+	eventually(t, 20*time.Second, "acme's and the library's skills listed", func() error {
+		id++
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"skills/list","params":{}}`, id))
+		got := recv(id)
+		if strings.Contains(got, "globex-billing") {
+			t.Fatalf("acme's host is offered globex's skill: %s", got)
+		}
+		if !strings.Contains(got, "skill://acme-deploy/SKILL.md") || !strings.Contains(got, "skill://shared-style/SKILL.md") {
+			return fmt.Errorf("listed %s", got)
+		}
+		return nil
 	})
 }
