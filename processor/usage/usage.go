@@ -31,6 +31,7 @@
 package usage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -799,40 +800,56 @@ func (a *skillAcc) seen(sid string, at time.Time) {
 	}
 }
 
+// SortedKeys are the keys of m in order; empty, not nil, when m is (the
+// report's JSON shows an empty list).
+func SortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SortByUse orders a report's skill rows most used first (loads and
+// invocations), ties by name.
+func SortByUse(rows []SkillUsage) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if ua, ub := a.Loads+a.Invocations, b.Loads+b.Invocations; ua != ub {
+			return ua > ub
+		}
+		return a.Name < b.Name
+	})
+}
+
+// NeverUsed are the names of listed that used says were neither loaded
+// nor invoked, in order: the pruning list.
+func NeverUsed[V any](listed map[string]V, used func(name string) bool) []string {
+	out := []string{}
+	for name := range listed {
+		if !used(name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (r *reader) finish() *Report {
 	rep := r.rep
 	rep.Skills = []SkillUsage{}
 	for _, a := range r.skills {
 		row := a.row
 		row.Sessions = len(a.sessions)
-		row.Digests = []string{}
-		for d := range a.digests {
-			row.Digests = append(row.Digests, d)
-		}
-		sort.Strings(row.Digests)
-		row.Revisions = []uint64{}
-		for v := range a.revs {
-			row.Revisions = append(row.Revisions, v)
-		}
-		slices.Sort(row.Revisions)
+		row.Digests, row.Revisions = SortedKeys(a.digests), SortedKeys(a.revs)
 		rep.Skills = append(rep.Skills, row)
 	}
-	// Most used first; ties by name.
-	sort.Slice(rep.Skills, func(i, j int) bool {
-		a, b := rep.Skills[i], rep.Skills[j]
-		if ua, ub := a.Loads+a.Invocations, b.Loads+b.Invocations; ua != ub {
-			return ua > ub
-		}
-		return a.Name < b.Name
+	SortByUse(rep.Skills)
+	rep.ListedNeverUsed = NeverUsed(r.listed, func(name string) bool {
+		a, ok := r.skills[name]
+		return ok && a.row.Loads+a.row.Invocations > 0
 	})
-	rep.ListedNeverUsed = []string{}
-	for name := range r.listed {
-		if a, ok := r.skills[name]; ok && a.row.Loads+a.row.Invocations > 0 {
-			continue
-		}
-		rep.ListedNeverUsed = append(rep.ListedNeverUsed, name)
-	}
-	sort.Strings(rep.ListedNeverUsed)
 	rep.Catalogs.Listed = len(r.listed)
 	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + TokenBytes - 1) / TokenBytes
 	rep.Searches = r.searchReport()

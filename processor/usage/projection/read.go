@@ -509,33 +509,14 @@ func (m *merger) report() *usage.Report {
 		if a.last != 0 {
 			row.Last = time.Unix(0, a.last).UTC()
 		}
-		row.Digests = []string{}
-		for d := range a.digests {
-			row.Digests = append(row.Digests, d)
-		}
-		sort.Strings(row.Digests)
-		row.Revisions = []uint64{}
-		for v := range a.revs {
-			row.Revisions = append(row.Revisions, v)
-		}
-		slices.Sort(row.Revisions)
+		row.Digests, row.Revisions = usage.SortedKeys(a.digests), usage.SortedKeys(a.revs)
 		rep.Skills = append(rep.Skills, row)
 	}
-	sort.Slice(rep.Skills, func(i, j int) bool {
-		a, b := rep.Skills[i], rep.Skills[j]
-		if ua, ub := a.Loads+a.Invocations, b.Loads+b.Invocations; ua != ub {
-			return ua > ub
-		}
-		return a.Name < b.Name
+	usage.SortByUse(rep.Skills)
+	rep.ListedNeverUsed = usage.NeverUsed(m.listed, func(name string) bool {
+		a, ok := m.skills[name]
+		return ok && a.row.Loads+a.row.Invocations > 0
 	})
-	rep.ListedNeverUsed = []string{}
-	for name := range m.listed {
-		if a, ok := m.skills[name]; ok && a.row.Loads+a.row.Invocations > 0 {
-			continue
-		}
-		rep.ListedNeverUsed = append(rep.ListedNeverUsed, name)
-	}
-	sort.Strings(rep.ListedNeverUsed)
 	rep.Catalogs.Listed = len(m.listed)
 	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + usage.TokenBytes - 1) / usage.TokenBytes
 
