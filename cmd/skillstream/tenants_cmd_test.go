@@ -39,37 +39,12 @@ func tenantsYAMLPath(t *testing.T) string {
 	return p
 }
 
-// tenantWorker connects user, a worker of the shipped configuration, with
-// its own inbox prefix (the only inboxes it may subscribe to).
-func tenantWorker(t *testing.T, natsURL, user, password string) *client.Client {
-	t.Helper()
-	c, err := client.Connect(userURL(t, natsURL, user, password), client.WithInboxPrefix("_INBOX."+user),
-		client.WithRetryInterval(time.Second))
-	if err != nil {
-		t.Fatalf("%s: %v", user, err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // storeHistory is the index history of skill name in the global scope of
 // the store buckets named bucket, read as user (none when it was never
 // published there).
 func storeHistory(t *testing.T, ctx context.Context, natsURL, user, password, bucket, name string) []store.Revision {
 	t.Helper()
-	nc, err := nats.Connect(userURL(t, natsURL, user, password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := store.NewPublisher(ctx, js, store.Config{Bucket: bucket, Objects: bucket})
-	if err != nil {
-		t.Fatalf("%s: publisher: %v", user, err)
-	}
+	pb := publisherAs(t, ctx, natsURL, user, password, bucket)
 	h, err := pb.History(ctx, skillstore.Global, name)
 	if errors.Is(err, catalog.ErrNotFound) {
 		return nil

@@ -87,31 +87,52 @@ func tenantServer(t testing.TB) (string, map[string]string) {
 	return confServer(t, tenantsConf), pw
 }
 
-// pushAs publishes the skill dir (a folder with SKILL.md) as user into
-// the store buckets named bucket (index and objects).
-func pushAs(t testing.TB, ctx context.Context, natsURL, user, password, bucket, dir string) {
+// publisherAs is a publisher of the store buckets named bucket (index and
+// objects), connected as user until the test ends.
+func publisherAs(t testing.TB, ctx context.Context, natsURL, user, password, bucket string) *store.Publisher {
 	t.Helper()
 	nc, err := nats.Connect(userURL(t, natsURL, user, password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := store.Config{Bucket: bucket, Objects: bucket}
-	pb, err := store.NewPublisher(ctx, js, cfg)
+	pb, err := store.NewPublisher(ctx, js, store.Config{Bucket: bucket, Objects: bucket})
 	if err != nil {
 		t.Fatalf("%s: publisher: %v", user, err)
 	}
-	local, err := store.ReadSkill(dir, cfg)
+	return pb
+}
+
+// pushAs publishes the skill dir (a folder with SKILL.md) as user into
+// the store buckets named bucket.
+func pushAs(t testing.TB, ctx context.Context, natsURL, user, password, bucket, dir string) {
+	t.Helper()
+	pb := publisherAs(t, ctx, natsURL, user, password, bucket)
+	local, err := store.ReadSkill(dir, store.Config{Bucket: bucket, Objects: bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pb.Push(ctx, skillstore.Global, []store.Local{local}, false); err != nil {
 		t.Fatalf("%s: push: %v", user, err)
 	}
+}
+
+// tenantWorker connects user, a worker of the shipped configuration, with
+// its own inbox prefix (the only inboxes it may subscribe to), until the
+// test ends.
+func tenantWorker(t testing.TB, natsURL, user, password string) *client.Client {
+	t.Helper()
+	c, err := client.Connect(userURL(t, natsURL, user, password), client.WithInboxPrefix("_INBOX."+user),
+		client.WithRetryInterval(time.Second))
+	if err != nil {
+		t.Fatalf("%s: %v", user, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // skillDir writes a skill called name with description desc and one
@@ -189,12 +210,7 @@ func TestTenantsIsolated(t *testing.T) {
 	worker := func(user string) (*client.Client, *violations) {
 		t.Helper()
 		v := &violations{}
-		c, err := client.Connect(userURL(t, natsURL, user, pw[user]), client.WithInboxPrefix("_INBOX."+user),
-			client.WithRetryInterval(time.Second))
-		if err != nil {
-			t.Fatalf("%s: %v", user, err)
-		}
-		t.Cleanup(func() { c.Close() })
+		c := tenantWorker(t, natsURL, user, pw[user])
 		c.Conn().SetErrorHandler(v.handler)
 		return c, v
 	}
@@ -439,15 +455,7 @@ func BenchmarkTenantFairness(b *testing.B) {
 	}
 	pushAs(b, ctx, natsURL, "curator", pw["curator"], "LIBRARY", skillDir(b, "shared-style", "Apply the house writing style."))
 	startTenantServe(b, natsURL)
-	connect := func(user string) *client.Client {
-		c, err := client.Connect(userURL(b, natsURL, user, pw[user]), client.WithInboxPrefix("_INBOX."+user),
-			client.WithRetryInterval(2*time.Second))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { c.Close() })
-		return c
-	}
+	connect := func(user string) *client.Client { return tenantWorker(b, natsURL, user, pw[user]) }
 	tools := []events.Tool{client.SkillTool("skillstream")}
 	globex := connect("globex-worker-1")
 	// globex steps at a steady pace well under its own rate limit (as a
