@@ -25,16 +25,12 @@ const ownerLayoutFile = "deploy/owner-layout.conf"
 // passwords.
 func ownerPermServer(t *testing.T) (string, map[string]string) {
 	t.Helper()
-	pw := map[string]string{}
-	for _, u := range []struct{ user, env string }{
-		{"processor", "SKILLSTREAM_PROCESSOR_PASSWORD"},
-		{"operator", "SKILLSTREAM_OPERATOR_PASSWORD"},
-		{"a1", "SKILLSTREAM_WORKER_A1_PASSWORD"},
-		{"a2", "SKILLSTREAM_WORKER_A2_PASSWORD"},
-	} {
-		pw[u.user] = randomToken(t)
-		t.Setenv(u.env, pw[u.user])
-	}
+	pw := setPasswords(t, map[string]string{
+		"processor": "SKILLSTREAM_PROCESSOR_PASSWORD",
+		"operator":  "SKILLSTREAM_OPERATOR_PASSWORD",
+		"a1":        "SKILLSTREAM_WORKER_A1_PASSWORD",
+		"a2":        "SKILLSTREAM_WORKER_A2_PASSWORD",
+	})
 	return confServer(t, ownerLayoutFile), pw
 }
 

@@ -34,17 +34,26 @@ const permissionsFile = "deploy/nats-server.conf"
 // passwords.
 func permServer(t *testing.T) (string, map[string]string) {
 	t.Helper()
-	pw := map[string]string{}
-	for _, u := range []struct{ user, env string }{
-		{"processor", "SKILLSTREAM_PROCESSOR_PASSWORD"},
-		{"operator", "SKILLSTREAM_OPERATOR_PASSWORD"},
-		{"worker-a", "SKILLSTREAM_WORKER_A_PASSWORD"},
-		{"worker-b", "SKILLSTREAM_WORKER_B_PASSWORD"},
-	} {
-		pw[u.user] = randomToken(t)
-		t.Setenv(u.env, pw[u.user])
-	}
+	pw := setPasswords(t, map[string]string{
+		"processor": "SKILLSTREAM_PROCESSOR_PASSWORD",
+		"operator":  "SKILLSTREAM_OPERATOR_PASSWORD",
+		"worker-a":  "SKILLSTREAM_WORKER_A_PASSWORD",
+		"worker-b":  "SKILLSTREAM_WORKER_B_PASSWORD",
+	})
 	return confServer(t, permissionsFile), pw
+}
+
+// setPasswords gives each user of envByUser a random password, set in the
+// environment variable the configuration file reads it from, and returns
+// them by user.
+func setPasswords(t testing.TB, envByUser map[string]string) map[string]string {
+	t.Helper()
+	pw := make(map[string]string, len(envByUser))
+	for user, env := range envByUser {
+		pw[user] = randomToken(t)
+		t.Setenv(env, pw[user])
+	}
+	return pw
 }
 
 func randomToken(t testing.TB) string {

@@ -77,11 +77,7 @@ func confServer(t testing.TB, conf string) string {
 // tenantsConf; it returns the URL and the passwords.
 func tenantServer(t testing.TB) (string, map[string]string) {
 	t.Helper()
-	pw := map[string]string{}
-	for user, env := range tenantUsers {
-		pw[user] = randomToken(t)
-		t.Setenv(env, pw[user])
-	}
+	pw := setPasswords(t, tenantUsers)
 	t.Setenv("ACME_MCP_TOKEN", randomToken(t))
 	t.Setenv("GLOBEX_MCP_TOKEN", randomToken(t))
 	return confServer(t, tenantsConf), pw
