@@ -296,6 +296,7 @@ type reader struct {
 	project map[string]string // session -> project of its latest trigger
 	rep     Report
 	search  searchAcc
+	outputs *OutputReader
 }
 
 // searchAcc accumulates the searches.
@@ -358,7 +359,8 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 		cfg.OptStartTime = &t
 	}
 	r := &reader{
-		opts: opts, st: st,
+		outputs: NewOutputReader(),
+		opts:    opts, st: st,
 		skills:  map[string]*skillAcc{},
 		listed:  map[string]struct{}{},
 		project: map[string]string{},
@@ -451,7 +453,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	if r.opts.Project != "" && r.project[sid] != r.opts.Project {
 		return
 	}
-	out := readOutput(ctx, r.st.GetMsg, r.opts.Layout, r.opts.Prefix, sid, kind, enc, msg.Data())
+	out := r.outputs.read(ctx, r.st.GetMsg, r.opts.Layout, r.opts.Prefix, sid, kind, enc, msg.Data())
 	r.count(out, md.Timestamp.UTC())
 }
 
@@ -544,8 +546,12 @@ type Output struct {
 	Update    string
 	TextBytes int64
 	// Listed are the skill names a catalog lists (its entries, and what a
-	// change list adds or changes), only the valid ones.
+	// change list adds or changes), only the valid ones. An OutputReader
+	// shares them between the records of one catalog body: read only.
 	Listed []string
+	// ListedKey, when set, names Listed: two outputs with the same key
+	// list the same names (an OutputReader's catalogs).
+	ListedKey string
 }
 
 // MsgGetter reads the stream's message at seq: the trigger of an error

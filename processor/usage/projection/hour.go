@@ -73,6 +73,9 @@ type Hour struct {
 	Damaged bool `json:"damaged,omitempty"`
 
 	listed map[string]struct{} // Catalogs.Listed as a set, while applying
+	// listedKeys are the lists (usage.Output.ListedKey) added to listed
+	// while applying: the same list again adds nothing.
+	listedKeys map[string]struct{}
 }
 
 // SkillHour is one skill's row in an hour.
@@ -148,7 +151,7 @@ func (h *Hour) Apply(out usage.Output, seq uint64, at time.Time) {
 			c.Bytes = map[string]int64{}
 		}
 		c.Bytes[out.Update] += out.TextBytes
-		h.list(out.Listed)
+		h.list(out.Listed, out.ListedKey)
 	case usage.OutputLoad:
 		r := h.row(out.Skill)
 		r.Loads++
@@ -235,10 +238,24 @@ func (h *Hour) row(name string) *SkillHour {
 	return r
 }
 
-// list adds the names a catalog listed.
-func (h *Hour) list(names []string) {
+// maxListedKeys bounds Hour.listedKeys; past it the memory starts again.
+const maxListedKeys = 1024
+
+// list adds the names a catalog listed; key, when set, names the list
+// (usage.Output.ListedKey), so that a list added already is not walked
+// again.
+func (h *Hour) list(names []string, key string) {
 	if len(names) == 0 {
 		return
+	}
+	if key != "" {
+		if _, ok := h.listedKeys[key]; ok {
+			return
+		}
+		if h.listedKeys == nil || len(h.listedKeys) >= maxListedKeys {
+			h.listedKeys = map[string]struct{}{}
+		}
+		h.listedKeys[key] = struct{}{}
 	}
 	c := &h.Catalogs
 	if h.listed == nil {
@@ -334,7 +351,7 @@ func (h *Hour) Encode() ([]byte, error) {
 // queries (counted in NoMatchOther).
 func (h *Hour) shedSets() {
 	h.Shed = true
-	h.Catalogs.Listed, h.listed, h.Catalogs.ListedCut = nil, nil, true
+	h.Catalogs.Listed, h.listed, h.listedKeys, h.Catalogs.ListedCut = nil, nil, nil, true
 	for _, r := range h.Skills {
 		r.Digests, r.Revisions, r.SetsCut = nil, nil, true
 	}

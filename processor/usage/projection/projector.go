@@ -195,6 +195,8 @@ type Projector struct {
 	// written and before the position and the ack; an error ends the term
 	// as a crash there would.
 	afterHours func() error
+	// outputs reads the output records, each catalog body decoded once.
+	outputs *usage.OutputReader
 }
 
 // New returns a projector of the stream opts name; Run runs it.
@@ -207,7 +209,7 @@ func New(js jetstream.JetStream, opts Options) (*Projector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Projector{js: js, opts: o, log: o.Logger, m: m}, nil
+	return &Projector{js: js, opts: o, log: o.Logger, m: m, outputs: usage.NewOutputReader()}, nil
 }
 
 // Run keeps the projection until ctx ends, then returns nil. One
@@ -357,6 +359,7 @@ type term struct {
 	applied uint64
 	hours   map[int64]*cached
 	res     termResult
+	acc     taken
 	// unreadable logging: at most once a minute.
 	lastWarn time.Time
 	unwarned int
@@ -412,24 +415,43 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		}
 		var pending uint64
 		if len(msgs) > 0 {
-			if pending, err = t.apply(ctx, msgs); err != nil {
+			if pending, err = t.take(ctx, msgs); err != nil {
 				return t.res, p.hint(err)
 			}
-			if o.progress != nil {
-				o.progress(t.res.Applied+t.res.Skipped+t.res.Passed, pending)
-			}
-		} else if o.caughtUp {
+		} else if o.caughtUp && t.acc.deliveries == 0 {
 			info, err := cons.Info(ctx)
 			if err != nil {
 				return t.res, fmt.Errorf("consumer %s: %w", p.opts.Consumer, err)
 			}
 			pending = info.NumPending + uint64(info.NumAckPending)
 		}
-		if o.caughtUp && pending == 0 {
+		// Hours are written at most once per FlushWait while records keep
+		// coming (an hour holding a thousand skills takes milliseconds to
+		// encode), at once when the stream has nothing more for now, and
+		// before the deliveries not acknowledged reach the consumer's
+		// bound.
+		if t.acc.deliveries > 0 && (len(msgs) == 0 || pending == 0 || t.acc.deliveries >= flushDeliveries(p.opts.Batch) ||
+			time.Since(t.acc.since) >= p.opts.FlushWait) {
+			if err := t.flush(ctx); err != nil {
+				return t.res, p.hint(err)
+			}
+		}
+		if o.progress != nil && len(msgs) > 0 {
+			o.progress(t.res.Applied+t.res.Skipped+t.res.Passed+uint64(t.acc.records), pending)
+		}
+		if o.caughtUp && pending == 0 && t.acc.deliveries == 0 {
 			return t.res, nil
 		}
 	}
 }
+
+// flushDeliveries is how many deliveries a term takes before it writes
+// what they hold, whatever the time: half the consumer's bound on
+// deliveries not acknowledged (maxAckPending).
+func flushDeliveries(batch int) int { return maxAckPending(batch) / 2 }
+
+// maxAckPending is the consumer's bound on deliveries not acknowledged.
+func maxAckPending(batch int) int { return 8 * batch }
 
 // position reads the projection's position, starting a generation when
 // there is none. A position of another stream, prefix or layout is an
@@ -506,7 +528,7 @@ func (p *Projector) consumer(ctx context.Context, st jetstream.Stream, pos Posit
 		FilterSubject: events.StreamSubjects(p.opts.Prefix),
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       2 * time.Minute,
-		MaxAckPending: 2 * p.opts.Batch,
+		MaxAckPending: maxAckPending(p.opts.Batch),
 		MaxDeliver:    -1,
 		// Left behind by a projector that stopped for good.
 		InactiveThreshold: time.Hour,
@@ -534,14 +556,31 @@ type record struct {
 	out usage.Output
 }
 
-// apply applies one batch: each hour's records to its bucket, each
-// bucket written once with the revision read, then the position, then
-// the ack. It returns how many records the consumer still holds.
-func (t *term) apply(ctx context.Context, msgs []jetstream.Msg) (pending uint64, err error) {
+// taken is what a term has read and not yet written: its records by
+// hour, in stream order, and the last delivery, whose acknowledgement
+// acknowledges all of them.
+type taken struct {
+	byHour     map[int64][]record
+	records    int // output records among them
+	deliveries int // deliveries not acknowledged
+	lastSeq    uint64
+	lastTime   time.Time
+	last       jetstream.Msg
+	since      time.Time // when the first of them was taken
+}
+
+// take reads one fetch's deliveries into the term's records (t.acc),
+// checking that they follow each other, and returns how many records the
+// consumer still holds. Nothing is written: flush does.
+func (t *term) take(ctx context.Context, msgs []jetstream.Msg) (pending uint64, err error) {
 	p := t.p
-	byHour := map[int64][]record{}
-	var lastSeq uint64
-	var lastTime time.Time
+	a := &t.acc
+	if a.byHour == nil {
+		a.byHour = map[int64][]record{}
+	}
+	if a.deliveries == 0 {
+		a.since = time.Now()
+	}
 	for _, m := range msgs {
 		md, err := m.Metadata()
 		if err != nil {
@@ -552,8 +591,10 @@ func (t *term) apply(ctx context.Context, msgs []jetstream.Msg) (pending uint64,
 		}
 		t.nextDelivery++
 		pending = md.NumPending
-		if md.Sequence.Stream <= t.applied {
-			t.res.Skipped++ // delivered again: applied already
+		a.deliveries++
+		a.last = m
+		if md.Sequence.Stream <= max(t.applied, a.lastSeq) {
+			t.res.Skipped++ // delivered again: applied or taken already
 			p.m.records.WithLabelValues("skipped").Inc()
 			continue
 		}
@@ -561,39 +602,50 @@ func (t *term) apply(ctx context.Context, msgs []jetstream.Msg) (pending uint64,
 			t.res.Passed++
 			continue
 		}
-		out := usage.ReadOutput(ctx, t.st.GetMsg, p.opts.Layout, p.opts.Prefix, m.Subject(), m.Headers().Get(events.HeaderContentType), m.Data())
+		out := p.outputs.Read(ctx, t.st.GetMsg, p.opts.Layout, p.opts.Prefix, m.Subject(), m.Headers().Get(events.HeaderContentType), m.Data())
 		if out.Kind == usage.OutputUnreadable {
 			t.unreadable(m.Subject(), md.Sequence.Stream)
 		}
 		at := md.Timestamp.UTC()
 		h := at.Truncate(time.Hour).Unix()
-		byHour[h] = append(byHour[h], record{seq: md.Sequence.Stream, at: at, out: out})
-		lastSeq, lastTime = md.Sequence.Stream, at
+		a.byHour[h] = append(a.byHour[h], record{seq: md.Sequence.Stream, at: at, out: out})
+		a.records++
+		a.lastSeq, a.lastTime = md.Sequence.Stream, at
 	}
-	hours := make([]int64, 0, len(byHour))
-	for h := range byHour {
+	return pending, nil
+}
+
+// flush writes what the term has taken: each hour's records to its
+// bucket, each bucket written once with the revision read, then the
+// position, then the acknowledgement of the last delivery.
+func (t *term) flush(ctx context.Context) error {
+	p := t.p
+	a := &t.acc
+	hours := make([]int64, 0, len(a.byHour))
+	for h := range a.byHour {
 		hours = append(hours, h)
 	}
 	slices.Sort(hours)
 	for _, h := range hours {
-		if err := t.writeHour(ctx, h, byHour[h]); err != nil {
-			return 0, err
+		if err := t.writeHour(ctx, h, a.byHour[h]); err != nil {
+			return err
 		}
 	}
 	if p.afterHours != nil {
 		if err := p.afterHours(); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if lastSeq > 0 {
-		if err := t.advance(ctx, lastSeq, lastTime, byHour); err != nil {
-			return 0, err
+	if a.lastSeq > 0 {
+		if err := t.advance(ctx, a.lastSeq, a.lastTime, a.byHour); err != nil {
+			return err
 		}
 	}
-	if err := msgs[len(msgs)-1].Ack(); err != nil { // acks the whole batch
-		return 0, fmt.Errorf("ack: %w", err)
+	if err := a.last.Ack(); err != nil { // acknowledges every delivery before it
+		return fmt.Errorf("ack: %w", err)
 	}
-	return pending, nil
+	*a = taken{}
+	return nil
 }
 
 // writeHour applies records (of one hour, in stream order) to the hour's
