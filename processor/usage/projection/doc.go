@@ -37,14 +37,24 @@
 // sequence is above it: a record delivered again, or applied already by
 // an earlier holder, is skipped. Records are applied in stream order, so
 // the bucket always holds exactly the hour's records up to its Seq.
-// Each bucket is written once per batch with the revision it was read at
-// (compare-and-set); a write refused because someone else wrote the
-// bucket meanwhile reads it again and applies only what is still above
-// its Seq. So two projectors reading the same records in order never
-// count one twice. The position is written after the hours of a batch,
-// and the batch acknowledged after the position: a projector that stops
-// anywhere in between leaves records that the next one reads again and
-// skips.
+// A projector takes records as they are delivered and writes what it
+// took at most once per FlushWait while they keep coming (an hour of a
+// thousand skills takes milliseconds to encode), at once when the stream
+// has nothing more for now, and before its deliveries not acknowledged
+// reach half the consumer's bound. Each bucket is written with the
+// revision it was read at (compare-and-set); a write refused because
+// someone else wrote the bucket meanwhile reads it again and applies only
+// what is still above its Seq. So two projectors reading the same records
+// in order never count one twice. The position is written after the
+// hours, and the deliveries acknowledged after the position: a projector
+// that stops anywhere in between leaves records that the next one reads
+// again and skips.
+//
+// Catalog records are most of the stream's bytes, and every session given
+// the same catalog carries the same text and source bytes: the projector
+// reads them with a usage.OutputReader, which decodes each catalog body
+// once and recognises it afterwards by a hash of its bytes, checking only
+// the record's own fields; so a projection counts what a scan counts.
 //
 // The durable consumer (DefaultConsumer) reads <prefix>.> and the
 // projector passes over the triggers itself, rather than filtering to
