@@ -56,7 +56,13 @@ func skillMD(name, desc, body string) string {
 type counting struct {
 	*providers.Registry
 	files atomic.Int64
+	loads atomic.Int64
 	gate  <-chan struct{}
+}
+
+func (c *counting) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
+	c.loads.Add(1)
+	return c.Registry.Load(ctx, name, q)
 }
 
 func (c *counting) Files(ctx context.Context, name string, q catalog.Query, maxFiles int, maxBytes int64) ([]providers.File, error) {
@@ -99,6 +105,12 @@ type fixtureOpts struct {
 	// search turns skill search on (over config.Options, the catalog's
 	// defaults when zero), with an index of the fixture's registry.
 	search bool
+	// noRun: the server is not kept current by Run; the fixture syncs it
+	// once, and the test syncs it when it wants.
+	noRun bool
+	// folder tunes the folder provider (its CustomDirs and NoUserDir are
+	// the fixture's).
+	folder agentskills.Config
 }
 
 // newFixture serves a registry of a custom skills folder (and, with
@@ -109,7 +121,9 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.setup != nil {
 		o.setup(t, f.root)
 	}
-	fs, err := agentskills.New(agentskills.Config{CustomDirs: []string{f.root}, NoUserDir: true})
+	fc := o.folder
+	fc.CustomDirs, fc.NoUserDir = []string{f.root}, true
+	fs, err := agentskills.New(fc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +173,14 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	if o.waiting != nil {
 		mcpserver.OnWaiting(f.srv, o.waiting)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	if o.noRun {
+		f.sync(t)
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- f.srv.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	if o.gate == nil {
 		<-f.srv.Ready()
 	}
