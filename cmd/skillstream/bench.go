@@ -40,6 +40,11 @@ type benchOptions struct {
 	json            bool
 	cpuprofile      string
 	child           bool // hidden: run as the processor child of a bench
+	// scale, when not 0, runs the scale check (benchscale.go) instead of
+	// the load phases, at scale skills against skillCount; memberFlags
+	// are the serve flags its members take from bench's configuration.
+	scale       int
+	memberFlags []string
 }
 
 func (a *app) benchCommand() (*command, runFunc) {
@@ -69,12 +74,29 @@ By default bench starts an embedded NATS server on loopback with its store in
 a temporary folder, and runs the processor in a child process so that its
 CPU and memory are its own. Every phase stops by itself after --duration.
 The skill flags configure the processor as they configure serve; bench adds
-a generated folder of --skill-count skills in front of them.`[1:], `
+a generated folder of --skill-count skills in front of them.
+
+--scale N checks a fleet's skill count instead of running the load phases.
+For N skills, then for --skill-count skills, each on an embedded server of
+its own: skills push publishes that many generated skills to the skill
+store (its own process: wall time and peak memory); a serve member starts
+on the store alone (no bundled or user skills, its own process, with its
+metrics and MCP listeners and an MCP token), and bench times its start until
+it serves and answers a first pre-step, waits until its background check of
+the store's objects is done (its CPU quiet), then times the first pre-step
+of 20 new sessions (the catalog appended), 200 unchanged pre-steps and 200
+skill calls of one session, one at a time, and an MCP host's resources/list
+of every skill through the official Go SDK; its peak memory is over its
+whole life. The report compares the two sizes, the unchanged pre-step with
+its goal of at most 1.25 times the small store's p50. The member takes
+bench's other serve settings (catalog limits, --skill-search, stream and
+consumer, --workers).`[1:], `
   skillstream bench --user-skills-dir= --no-bundled
   skillstream bench --sessions 1000 --steps 20 --calls 1 --changes 2
   skillstream bench --sessions 1000 --steps 10 --calls 1 --searches 1 --skill-count 500
   skillstream bench --sessions 100000 --steps 2 --concurrency 1000 --no-baseline
   skillstream bench --json > bench.json
+  skillstream bench --scale 10000
   skillstream bench --cpuprofile processor.pprof && go tool pprof -top processor.pprof`[1:])
 	cmd.group("Load")
 	cmd.localInt(&o.sessions, "sessions", 1000, "agent sessions to play")
@@ -83,7 +105,7 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.localInt(&o.searches, "searches", 0, "skill searches after each pre-step's calls, each for one area of the generated skills (one in ten matching nothing); turns --skill-search on")
 	cmd.localInt(&o.changes, "changes", 0, "catalog changes during the run (each session in flight sees every one)")
 	cmd.localInt(&o.concurrency, "concurrency", 0, "sessions in flight at once (default: min(sessions, 1000))")
-	cmd.localInt(&o.skillCount, "skill-count", 50, "skills in the generated skills folder")
+	cmd.localInt(&o.skillCount, "skill-count", 50, "skills in the generated skills folder (with --scale: in the reference store)")
 	cmd.localInt(&o.projects, "projects", 10, "project folders the sessions work in (0: sessions have no cwd)")
 	cmd.localInt(&o.gestures, "gestures", 0, "every `N`th pre-step carries a user's message invoking a skill by /name (0: none; invokes with --user-invocation), and the report compares it with a pre-step without")
 	cmd.localString(&o.encoding, "encoding", "msgpack", "trigger and answer `encoding`: msgpack or json")
@@ -95,6 +117,8 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
+	cmd.group("Fleet scale")
+	cmd.localInt(&o.scale, "scale", 0, "instead of the load phases, check a fleet's skill count: push `N` generated skills to a skill store, start a serve member on it, and time its start, a new session's catalog, unchanged pre-steps, skill calls and an MCP host's resources/list, and its memory, against --skill-count skills in the same run (0: off)")
 	cmd.fs.BoolVar(&o.child, "processor-child", false, "") // internal: not in --help
 	c.skillFlags(cmd)
 	c.natsFlags(cmd)
@@ -119,6 +143,15 @@ a generated folder of --skill-count skills in front of them.`[1:], `
 		}
 		if len(args) > 0 {
 			return usagef("bench takes no arguments, got %q", args[0])
+		}
+		if o.scale != 0 {
+			serve, _ := a.serveCommand()
+			if err := o.validateScale(&c, cmd, serve.fs); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.benchScale(ctx, &c, o)
 		}
 		if err := o.validate(&c); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -153,5 +154,116 @@ func TestBenchSearches(t *testing.T) {
 	code, _, stderr = runMain(t, "bench", "--searches", "-1")
 	if code != exitUsage || !strings.Contains(stderr, "--searches -1: must not be negative") {
 		t.Errorf("--searches -1: exit %d, %s", code, stderr)
+	}
+}
+
+// TestBenchScale runs the scale check end to end at a small size: skills
+// push and serve run as child processes (this test binary, running the
+// program: see TestMain), and every figure of the report is filled and
+// every count is right. Timings are not judged.
+func TestBenchScale(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv(benchExecMain, "1")
+	t.Setenv("SKILLSTREAM_NO_SKILL_STORE", "true") // the children are configured by their flags alone
+	code, stdout, stderr := runMain(t, "bench", "--scale", "200", "--skill-count", "20", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r bench.ScaleReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if len(r.Runs) != 2 || r.Runs[0].Skills != 200 || r.Runs[1].Skills != 20 {
+		t.Fatalf("runs: %+v", r.Runs)
+	}
+	if r.FreshSessions <= 0 || r.Samples <= 0 || r.Encoding != "msgpack" || r.Machine.CPUs <= 0 {
+		t.Errorf("report header: %d fresh sessions, %d samples, encoding %q, machine %+v", r.FreshSessions, r.Samples, r.Encoding, r.Machine)
+	}
+	linux := false
+	if _, err := os.Stat("/proc/self/status"); err == nil {
+		linux = true
+	}
+	for _, run := range r.Runs {
+		n := run.Skills
+		if len(run.Errors) > 0 {
+			t.Errorf("%d skills: errors %q", n, run.Errors)
+		}
+		if run.Push.Added != n || run.Push.Revision < uint64(n) || run.Push.Seconds <= 0 {
+			t.Errorf("%d skills: push %+v", n, run.Push)
+		}
+		m := run.Member
+		if m.ReadySeconds <= 0 || m.FirstAnswerSeconds < m.ReadySeconds || m.FirstCatalogUS <= 0 || !m.Readyz || m.CPUSeconds <= 0 {
+			t.Errorf("%d skills: member %+v", n, m)
+		}
+		if linux && (m.PeakRSSBytes <= 0 || run.Push.PeakRSSBytes <= 0 || m.SettledSeconds < m.FirstAnswerSeconds) {
+			t.Errorf("%d skills: memory or settling not measured: member %+v, push %+v", n, m, run.Push)
+		}
+		if c := run.Catalog; c.Listed+c.Omitted != n || c.Listed == 0 || c.TextBytes == 0 || c.Latency.N != r.FreshSessions {
+			t.Errorf("%d skills: catalog %+v", n, c)
+		}
+		for name, l := range map[string]bench.Latency{"unchanged": run.Unchanged, "skill call": run.SkillCall} {
+			if l.N != r.Samples || l.P50 <= 0 || l.Max < l.P50 {
+				t.Errorf("%d skills: %s latency %+v", n, name, l)
+			}
+		}
+		if run.MCP.Resources != n || run.MCP.Pages < 1 || run.MCP.ListUS <= 0 || run.MCP.ConnectUS <= 0 {
+			t.Errorf("%d skills: MCP %+v", n, run.MCP)
+		}
+	}
+	if r.Ratios["unchanged_p50"] <= 0 || r.Ratios["skill_call_p50"] <= 0 || r.GoalUnchanged != bench.ScaleGoalUnchanged {
+		t.Errorf("ratios %v, goal %v", r.Ratios, r.GoalUnchanged)
+	}
+	table := bench.FormatScale(&r)
+	for _, want := range []string{"200 skills", "20 skills", "push (skills push, wall)", "member start → first pre-step answered",
+		"unchanged pre-step p50", "skill call p50", "MCP resources/list, every page", "member peak RSS", "unchanged pre-step p50 at 200 skills: "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("bench --scale left %d entries in its temporary folder", len(left))
+	}
+}
+
+func TestBenchScaleUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--scale", "-5"}, "--scale -5: want at least 1 skill (0: off)"},
+		{[]string{"--scale", "many"}, `invalid value "many" for flag -scale`},
+		{[]string{"--scale", "100", "--sessions", "10", "--processor", "inprocess"}, "--processor, --sessions: not used with --scale"},
+		{[]string{"--scale", "100", "--nats-url", "nats://127.0.0.1:4222"}, "--nats-url: not used with --scale"},
+		{[]string{"--scale", "100", "--skills-dir", "/tmp"}, "--skills-dir: not used with --scale"},
+		{[]string{"--scale", "100", "--skill-count", "0"}, "--skill-count 0: want at least 1"},
+		{[]string{"--scale", "100", "--encoding", "xml"}, `--encoding "xml": want msgpack or json`},
+		{[]string{"--scale", "100", "--catalog-max-length", "5"}, "--catalog-max-length 5: must be 0 or at least"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := runMain(t, append([]string{"bench"}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tt.want) {
+			t.Errorf("bench %q: exit %d, stderr %q; want exit %d naming %q", tt.args, code, stderr, exitUsage, tt.want)
+		}
+	}
+}
+
+// The member takes bench's serve settings that are not their defaults,
+// and never those the scale check sets itself or has no use for.
+func TestBenchScaleMemberFlags(t *testing.T) {
+	a := &app{stdout: io.Discard, stderr: io.Discard, lookupEnv: envMap(map[string]string{"SKILLSTREAM_WORKERS": "7"})}
+	cmd, _ := a.benchCommand()
+	if _, err := cmd.parse([]string{"--scale", "10", "--skill-search", "--catalog-listed-max", "40",
+		"--log-level", "debug", "--user-skills-dir=/x", "--listen", "127.0.0.1:0"}, a.lookupEnv); err != nil {
+		t.Fatal(err)
+	}
+	serve, _ := a.serveCommand()
+	got := strings.Join(scaleMemberFlags(cmd, serve.fs), " ")
+	if want := "--skill-search=true --catalog-listed-max=40 --workers=7"; got != want {
+		t.Errorf("member flags %q, want %q", got, want)
 	}
 }
