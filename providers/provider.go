@@ -179,3 +179,31 @@ func (p Position) Reaches(q Position) bool {
 // ErrUnknownRevision reports a revision the provider's log never reached:
 // a revision of another log (one since replaced).
 var ErrUnknownRevision = errors.New("revision unknown to this log")
+
+// Version is what a provider can tell, from memory, of the version of one
+// of its skills: enough to recognise a skill unchanged without reading
+// its files. The zero Version means the provider cannot tell.
+type Version struct {
+	// Token changes whenever the provider sees the skill change in what
+	// it follows (the store's record, the identity of a skill file on
+	// disk); "" when the provider cannot tell.
+	Token string
+	// Digest, when not empty, is the digest of the skill's files
+	// (catalog.Skill.Digest), known to be current.
+	Digest string
+	// Stale reports a change to the skill's files seen since Digest was
+	// last kept, which Token may not show: the skill is to be read again.
+	Stale bool
+}
+
+// Versioner is implemented by providers that can tell what version of a
+// skill they would serve from memory, with nothing that could block (no
+// file read, no network request, no wait on a lock held across I/O). The
+// registry calls Version in the caller's goroutine, after it has asked
+// every provider's Changes(q) in the same operation, for the provider's
+// own winner called name. Two Versions of one skill with the same Token,
+// neither Stale, whose Digests (where both are set) agree, mean the
+// provider has seen no change to the skill's files between them.
+type Versioner interface {
+	Version(name string, q catalog.Query) Version
+}

@@ -432,3 +432,24 @@ func (r *Registry) CatchUp(ctx context.Context, rev uint64) error {
 	}
 	return nil
 }
+
+// SnapshotVersions returns q's snapshot, as Snapshot does, and for each of
+// its skills, from the same view, what the winner's provider can tell of
+// its version from memory (see Versioner; the zero Version where it
+// cannot). A holder of the skills' files compares the versions with the
+// ones it read them under, and reads again only the skills that changed.
+func (r *Registry) SnapshotVersions(ctx context.Context, q catalog.Query) (catalog.Snapshot, []Version, error) {
+	v, pos, err := r.viewAt(ctx, q)
+	if err != nil {
+		return catalog.Snapshot{}, nil, err
+	}
+	snap := catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: pos.Revision, Epoch: pos.Epoch,
+		Diagnostics: v.diags}
+	vs := make([]Version, len(v.skills))
+	for i, s := range v.skills {
+		if vr, ok := r.ps[v.owner[i]].(Versioner); ok {
+			vs[i] = vr.Version(s.Name, q)
+		}
+	}
+	return snap, vs, nil
+}

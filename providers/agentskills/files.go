@@ -1,6 +1,7 @@
 package agentskills
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -60,20 +61,27 @@ func (p *Provider) files(ctx context.Context, r *root, f found, maxFiles int, ma
 		}
 		return []providers.File{{Path: SkillFile, Data: data}}, nil
 	}
-	list, err := Files(filepath.Dir(f.path), Limits{MaxFiles: maxFiles, MaxBytes: maxBytes})
-	if err != nil {
-		return nil, err
+	var out []providers.File
+	read := func(list []File) (string, error) {
+		out = make([]providers.File, 0, len(list))
+		h := skillstore.NewHasher()
+		for _, lf := range list {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+			data, err := readExact(lf)
+			if err != nil {
+				return "", err
+			}
+			if err := h.Add(lf.Path, int64(len(data)), bytes.NewReader(data)); err != nil {
+				return "", err
+			}
+			out = append(out, providers.File{Path: lf.Path, Data: data})
+		}
+		return h.Sum(), nil
 	}
-	out := make([]providers.File, 0, len(list))
-	for _, lf := range list {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		data, err := readExact(lf)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, providers.File{Path: lf.Path, Data: data})
+	if err := p.loads.readFolder(filepath.Dir(f.path), Limits{MaxFiles: maxFiles, MaxBytes: maxBytes}, read); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

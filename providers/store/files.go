@@ -43,4 +43,18 @@ func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxF
 	return out, nil
 }
 
-var _ providers.Filer = (*Provider)(nil)
+// Version implements providers.Versioner: the digest of the winning
+// record called name for q, which names its files exactly (the object is
+// named by it), from the index kept in memory.
+func (p *Provider) Version(name string, q catalog.Query) providers.Version {
+	e, _, ok := p.find(name, q)
+	if !ok {
+		return providers.Version{}
+	}
+	return providers.Version{Token: "sha256:" + e.rec.Digest, Digest: e.rec.Digest}
+}
+
+var (
+	_ providers.Filer     = (*Provider)(nil)
+	_ providers.Versioner = (*Provider)(nil)
+)
