@@ -136,7 +136,7 @@ func changed(b *testing.B, chans []<-chan struct{}) {
 func benchResync(b *testing.B, n int) {
 	f := fixtureN(b, n)
 	b.ReportAllocs()
-	files, loads := f.reg.files.Load(), f.reg.loads.Load()
+	var files, loads int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()

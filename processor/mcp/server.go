@@ -114,8 +114,11 @@ type Server struct {
 	st     atomic.Pointer[state]
 	syncMu sync.Mutex      // one sync at a time
 	logged map[string]bool // skills refused, by name+reason, logged once (under syncMu)
-	ready  chan struct{}   // closed after the first sync
-	once   sync.Once
+	// known holds, by name, the version each served skill's files were
+	// read under, as its provider told it (under syncMu).
+	known map[string]providers.Version
+	ready chan struct{} // closed after the first sync
+	once  sync.Once
 	// described is set once the tool's description was made from a
 	// complete snapshot (under syncMu).
 	described bool

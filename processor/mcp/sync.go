@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
@@ -74,32 +75,53 @@ func sameChans(a, b []<-chan struct{}) bool {
 // frontmatter that is not a JSON object) is left out and logged once per
 // reason. It returns an error when the registry's snapshot was incomplete
 // or a skill could not be read (the others are served).
+//
+// Only the skills that changed are read: the registry tells, with its
+// snapshot, what each skill's provider knows of its version from memory
+// (providers.Versioner), and a served skill whose version is the one its
+// files were read under is kept as it is. A skill whose provider cannot
+// tell is loaded, and read again when its digest changed.
 func (s *Server) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	defer s.once.Do(func() { close(s.ready) })
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	snap, err := s.reg.Snapshot(ctx, s.cfg.Query)
+	snap, vers, err := s.snapshot(ctx)
 	if err != nil {
 		return err
 	}
 	old := s.st.Load()
 	next := &state{byName: make(map[string]*entry, len(snap.Skills))}
+	known := make(map[string]providers.Version, len(snap.Skills))
 	var errs []error
 	if !snap.Complete {
 		errs = append(errs, errors.New("the registry's snapshot is incomplete"))
 	}
-	for _, sum := range snap.Skills {
-		e, err := s.entryFor(ctx, old.find(sum.Name), sum.Name)
-		if err != nil {
-			errs = append(errs, err)
+	for i, sum := range snap.Skills {
+		var v providers.Version
+		if vers != nil {
+			v = vers[i]
+		}
+		prev := old.find(sum.Name)
+		var e *entry
+		if prev != nil && unchanged(s.known[sum.Name], v, prev) {
+			e = prev
+		} else {
+			if e, err = s.entryFor(ctx, prev, sum.Name, v); err != nil {
+				errs = append(errs, err)
+				v = providers.Version{} // kept as it was: look again next time
+			}
 		}
 		if e != nil {
 			next.skills = append(next.skills, e)
 			next.byName[e.name] = e
+			if v.Token != "" {
+				known[e.name] = v
+			}
 		}
 	}
+	s.known = known
 	next.res = resourcesKey(next.skills)
 	// The tool's description follows complete snapshots only (an
 	// incomplete one keeps what the model was last shown), except that
@@ -123,12 +145,38 @@ func (s *Server) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// entryFor returns the entry of skill name: old when the skill's digest
-// is unchanged, else one built from its current files; nil (and no
-// error) when the skill is not to be served; old and the error when its
-// files could not be read this time.
-func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry, error) {
-	if old != nil {
+// versioned is a registry that tells, with its snapshot, what each
+// skill's provider knows of its version (*providers.Registry).
+type versioned interface {
+	SnapshotVersions(ctx context.Context, q catalog.Query) (catalog.Snapshot, []providers.Version, error)
+}
+
+// snapshot returns the registry's snapshot and, when it can tell them,
+// the skills' versions (nil otherwise).
+func (s *Server) snapshot(ctx context.Context) (catalog.Snapshot, []providers.Version, error) {
+	if vr, ok := s.reg.(versioned); ok {
+		return vr.SnapshotVersions(ctx, s.cfg.Query)
+	}
+	snap, err := s.reg.Snapshot(ctx, s.cfg.Query)
+	return snap, nil, err
+}
+
+// unchanged reports whether the served entry e, whose files were read
+// under version was, is still current by version now: the provider could
+// tell both, saw no change (the same token, nothing stale), and the
+// digest it knows now, if any, is e's.
+func unchanged(was, now providers.Version, e *entry) bool {
+	return now.Token != "" && !now.Stale && now.Token == was.Token && (now.Digest == "" || now.Digest == e.digest)
+}
+
+// entryFor returns the entry of skill name, whose version is now v: old
+// when the skill's files are unchanged, else one built from its current
+// files; nil (and no error) when the skill is not to be served; old and
+// the error when its files could not be read this time. A skill whose
+// provider cannot tell its version is loaded first, and read only when
+// its digest changed.
+func (s *Server) entryFor(ctx context.Context, old *entry, name string, v providers.Version) (*entry, error) {
+	if old != nil && v.Token == "" {
 		sk, err := s.reg.Load(ctx, name, s.cfg.Query)
 		if err == nil && sk.Digest != "" && sk.Digest == old.digest {
 			return old, nil
@@ -141,6 +189,9 @@ func (s *Server) entryFor(ctx context.Context, old *entry, name string) (*entry,
 	if err == nil {
 		var e *entry
 		if e, err = newEntry(name, files); err == nil {
+			if old != nil && e.digest == old.digest {
+				return old, nil // read again, the same files
+			}
 			return e, nil
 		}
 	} else if old != nil && !permanent(err) {
