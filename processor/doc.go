@@ -24,7 +24,12 @@
 // answered a request of the processor's own on each of its endpoints, sent
 // through the server. A worker told then that the processor serves (serve
 // logs "skillstream serving" and its /readyz says ready at that moment,
-// not before) never gets "no responders" for the tool definition.
+// not before) never gets "no responders" for the tool definition. Before
+// that, the processor also lists the skills and prepares the catalog of a
+// session without a working directory (for two seconds at most), so
+// that the first sessions after a start do not wait for a scan of every
+// skill folder: at a thousand skills that scan and preparation take tens
+// of milliseconds, which every session arriving meanwhile would wait for.
 //
 // Run as many instances as you like, on as many machines: they share one
 // durable pull consumer, so every trigger is delivered to one of them at a

@@ -48,6 +48,7 @@ type flaky struct {
 	offer      atomic.Bool
 	listBroken atomic.Bool
 	loadBroken atomic.Bool
+	lists      atomic.Int64 // List calls
 }
 
 const flakyMessage = "disk on fire"
@@ -55,6 +56,7 @@ const flakyMessage = "disk on fire"
 func (f *flaky) Name() string { return "flaky" }
 
 func (f *flaky) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
+	f.lists.Add(1)
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -11,7 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/history"
 )
 
 // Processor consumes session triggers and appends and returns their answers.
@@ -250,6 +252,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		<-recheckDone
 		p.divergences.clear()
 	}()
+	p.warm(ctx)
 	close(p.ready)
 	if p.onReady != nil {
 		p.onReady()
@@ -268,3 +271,40 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.log.Info("processor stopped")
 	return nil
 }
+
+// warm lists the skills and prepares the catalog of a session without a
+// working directory before the processor says it serves, so that the
+// first sessions after a start do not wait for a scan of every skill
+// folder and the preparation of every entry (tens of milliseconds at a
+// thousand skills), and sessions in project folders share the scan. It
+// waits warmMax (or RequestTimeout) at most, even for a provider that ignores its
+// context, and survives a provider's panic: the first pre-step then does
+// the work, and answers for it.
+func (p *Processor) warm(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, min(p.cfg.RequestTimeout, warmMax))
+	defer cancel()
+	done := make(chan struct{})
+	start := p.now()
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				p.log.Error("prepare the catalog before serving: a provider panicked", "panic", fmt.Sprint(r))
+			}
+		}()
+		v, err := history.Prepare(wctx, p.skills, catalog.Query{}, p.offered(nil))
+		if err != nil {
+			p.log.Debug("prepare the catalog before serving", "err", err)
+			return
+		}
+		p.log.Debug("catalog prepared before serving", "skills", len(v.Entries), "took", p.now().Sub(start))
+	}()
+	select {
+	case <-done:
+	case <-wctx.Done():
+		p.log.Debug("prepare the catalog before serving: not done in time; serving meanwhile", "waited", p.now().Sub(start))
+	}
+}
+
+// warmMax bounds how long a start waits for the skills to be listed.
+const warmMax = 2 * time.Second
