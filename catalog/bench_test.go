@@ -85,3 +85,16 @@ func BenchmarkExecuteText(b *testing.B) {
 		_ = catalog.Execute(ctx, l, "a-skill", catalog.DefaultOptions()).Text()
 	}
 }
+
+// BenchmarkPrepare1000 is what a new working directory's view costs: its
+// 1,000 skills made entries, shortened to the size limit and digested, then
+// its initial catalog rendered.
+func BenchmarkPrepare1000(b *testing.B) {
+	snap := catalog.Snapshot{Skills: thousandSkills(), Complete: true}
+	opts := catalog.Options{MaxLength: catalog.DefaultMaxLength, DescriptionMaxLength: catalog.DefaultDescriptionMaxLength}
+	b.ReportAllocs()
+	for b.Loop() {
+		v := catalog.Prepare(snap, opts)
+		_ = catalog.Render(catalog.UpdateInitial, v.Entries)
+	}
+}
