@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -261,6 +262,9 @@ type CatalogBody struct {
 	text   string
 	source CatalogSource
 	raw    []byte // "text", text, "source", source: two map pairs
+	// key is CatalogBodyKey(raw), made once (UsageSummary).
+	keyOnce sync.Once
+	key     string
 }
 
 // NewCatalogBody encodes the shared part of a catalog record.

@@ -43,6 +43,10 @@ const (
 	// HeaderCatalogHead, on a catalog.append, is the stream sequence of
 	// the catalog's head (KindCatalogHead).
 	HeaderCatalogHead = "Catalog-Head-Seq"
+	// HeaderUsageSummary, on a catalog.append or a tool.result a processor
+	// appends, says in a few bytes what a usage report counts of it
+	// (UsageSummary), so that a reader of headers only can count it.
+	HeaderUsageSummary = "Usage-Summary"
 )
 
 // Content types a payload may be encoded in. An absent Content-Type means

@@ -255,6 +255,22 @@ type headed interface {
 	head() events.CatalogHead
 }
 
+// usageSummary is the Usage-Summary header of output v, "" for none: a
+// catalog's (shared by every record of its body) and a loaded skill's.
+// Errors and searches are read from their payload.
+func usageSummary(v any) string {
+	switch o := v.(type) {
+	case catalogOutput:
+		return o.body.UsageSummary().Header()
+	case events.ToolResult:
+		if o.IsError || o.Search != nil || o.Value == nil {
+			return ""
+		}
+		return events.UsageSummary{Kind: events.UsageLoad, Skill: o.Value.Name, Digest: o.Value.Digest, Revision: o.Value.Revision}.Header()
+	}
+	return ""
+}
+
 // appendOutput appends an output of kind k to session sid, answering the
 // trigger t, provided the session's newest event is still expectLast.
 // It returns errConflict when the session moved on.
@@ -282,6 +298,9 @@ func (p *Processor) appendOutput(ctx context.Context, t *trigger, k events.Kind,
 			events.HeaderExpectedLastSubjSeqSubject: []string{events.SessionWildcard(p.cfg.Prefix, t.sid)},
 		},
 		Data: data,
+	}
+	if u := usageSummary(v); u != "" {
+		m.Header[events.HeaderUsageSummary] = []string{u}
 	}
 	h, withHead := v.(headed)
 	withHead = withHead && p.headMin > 0 && len(data) >= p.headMin

@@ -584,10 +584,7 @@ func readOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid
 			return out
 		}
 		out.Kind = OutputCatalog
-		out.Update = c.Source.Update
-		if out.Update == "replacement" && len(c.Source.Entries) == 0 {
-			out.Update = "tombstone"
-		}
+		out.Update = events.ReportedUpdate(c.Source)
 		out.TextBytes = int64(len(c.Text))
 		for _, e := range c.Source.Entries {
 			if catalog.CheckName(e.Name) == nil {

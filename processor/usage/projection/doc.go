@@ -38,10 +38,10 @@
 // an earlier holder, is skipped. Records are applied in stream order, so
 // the bucket always holds exactly the hour's records up to its Seq.
 // A projector takes records as they are delivered and writes what it
-// took at most once per FlushWait while they keep coming (an hour of a
-// thousand skills takes milliseconds to encode), at once when the stream
-// has nothing more for now, and before its deliveries not acknowledged
-// reach half the consumer's bound. Each bucket is written with the
+// took at most once per WriteEvery while they keep coming (an hour of a
+// thousand skills takes milliseconds to encode), at once when a fetch
+// waited FlushWait for nothing, and before its deliveries not
+// acknowledged reach half the consumer's bound. Each bucket is written with the
 // revision it was read at (compare-and-set); a write refused because
 // someone else wrote the bucket meanwhile reads it again and applies only
 // what is still above its Seq. So two projectors reading the same records
@@ -50,11 +50,20 @@
 // that stops anywhere in between leaves records that the next one reads
 // again and skips.
 //
-// Catalog records are most of the stream's bytes, and every session given
-// the same catalog carries the same text and source bytes: the projector
-// reads them with a usage.OutputReader, which decodes each catalog body
-// once and recognises it afterwards by a hash of its bytes, checking only
-// the record's own fields; so a projection counts what a scan counts.
+// The consumer delivers headers only: catalogs are most of the stream's
+// bytes, and the projection needs none of them. A processor writes on
+// each catalog and each skill load it appends a Usage-Summary header
+// (events.UsageSummary): a load's skill, digest and revision; a catalog's
+// update kind, text bytes and the key of its body (its text and source,
+// the same bytes in every session given that catalog). The names a
+// catalog lists are read once per body: the first record of a body is
+// read by sequence (one Direct Get), decoded, and its names remembered
+// under the key once the key is shown to be its body's. Every other
+// output (errors, searches, invocations, records of other writers, and
+// every record without a summary) is read by sequence and counted from
+// its payload with a usage.OutputReader, as a scan counts it. The summary
+// is trusted as the record is: only processors may write outputs (see the
+// shipped permissions).
 //
 // The durable consumer (DefaultConsumer) reads <prefix>.> and the
 // projector passes over the triggers itself, rather than filtering to

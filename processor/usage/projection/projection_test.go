@@ -27,11 +27,18 @@ func TestProjectionEqualsScan(t *testing.T) {
 			l.record(0, 20)
 			o := l.opts()
 			o.Batch = 37 // many batches, and hours written again and again
-			run(t, l.js, o)
+			p, _ := run(t, l.js, o)
 			l.record(20, 70)
 			proj := caughtUp(t, l.js, o)
 			scan := l.scan()
 			sameCounts(t, scan, proj)
+			// Catalogs and loads in msgpack were counted from their
+			// headers (a catalog body once from its payload), the rest
+			// from their payloads.
+			header, payload := testutilCount(p.m.summaries, "header"), testutilCount(p.m.summaries, "payload")
+			if header < 100 || payload < 20 || payload > header {
+				t.Errorf("counted %v records from their header and %v from their payload", header, payload)
+			}
 			if scan.Records < 250 || len(scan.Skills) < 4 || scan.Searches.Searches == 0 || scan.Unreadable == 0 {
 				t.Fatalf("the workload is too thin to compare: %+v", scan)
 			}
@@ -604,4 +611,8 @@ func TestReadTailNotCountedTwice(t *testing.T) {
 		t.Fatalf("the position should lag the buckets: %+v", rep.Projection)
 	}
 	sameCounts(t, l.scan(), rep)
+}
+
+func testutilCount(c *prometheus.CounterVec, label string) float64 {
+	return testutil.ToFloat64(c.WithLabelValues(label))
 }

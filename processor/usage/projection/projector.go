@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,13 +23,17 @@ import (
 	"github.com/skillstream/skillstream/processor/usage"
 )
 
+// bodyKeys bounds the catalog bodies whose names a projector remembers.
+const bodyKeys = 512
+
 // Defaults of Options.
 const (
-	DefaultBucket    = "USAGE"
-	DefaultConsumer  = "skillstream-usage"
-	DefaultBatch     = 1000
-	DefaultFlushWait = time.Second
-	DefaultLeaseTTL  = 15 * time.Second
+	DefaultBucket     = "USAGE"
+	DefaultConsumer   = "skillstream-usage"
+	DefaultBatch      = 1000
+	DefaultFlushWait  = time.Second
+	DefaultWriteEvery = 2 * time.Second
+	DefaultLeaseTTL   = 15 * time.Second
 )
 
 // The bucket's keys besides the hours.
@@ -71,6 +77,10 @@ type Options struct {
 	// FlushWait.
 	Batch     int
 	FlushWait time.Duration
+	// WriteEvery is how often a projector writes while records keep
+	// coming (DefaultWriteEvery): the projection lags the stream by about
+	// that much under load.
+	WriteEvery time.Duration
 	// LeaseTTL is how long a lease holder that stopped renewing keeps the
 	// lease (DefaultLeaseTTL): another member takes over after it.
 	LeaseTTL time.Duration
@@ -117,6 +127,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.FlushWait <= 0 {
 		o.FlushWait = DefaultFlushWait
+	}
+	if o.WriteEvery <= 0 {
+		o.WriteEvery = DefaultWriteEvery
 	}
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = DefaultLeaseTTL
@@ -195,8 +208,11 @@ type Projector struct {
 	// written and before the position and the ack; an error ends the term
 	// as a crash there would.
 	afterHours func() error
-	// outputs reads the output records, each catalog body decoded once.
+	// outputs reads the output records read by sequence, each catalog
+	// body decoded once; bodies keeps the names each catalog body lists,
+	// by its key.
 	outputs *usage.OutputReader
+	bodies  *lru.Cache[string, []string]
 }
 
 // New returns a projector of the stream opts name; Run runs it.
@@ -209,7 +225,8 @@ func New(js jetstream.JetStream, opts Options) (*Projector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Projector{js: js, opts: o, log: o.Logger, m: m, outputs: usage.NewOutputReader()}, nil
+	bodies, _ := lru.New[string, []string](bodyKeys)
+	return &Projector{js: js, opts: o, log: o.Logger, m: m, outputs: usage.NewOutputReader(), bodies: bodies}, nil
 }
 
 // Run keeps the projection until ctx ends, then returns nil. One
@@ -425,13 +442,13 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 			}
 			pending = info.NumPending + uint64(info.NumAckPending)
 		}
-		// Hours are written at most once per FlushWait while records keep
+		// Hours are written at most once per WriteEvery while records keep
 		// coming (an hour holding a thousand skills takes milliseconds to
-		// encode), at once when the stream has nothing more for now, and
-		// before the deliveries not acknowledged reach the consumer's
-		// bound.
-		if t.acc.deliveries > 0 && (len(msgs) == 0 || pending == 0 || t.acc.deliveries >= flushDeliveries(p.opts.Batch) ||
-			time.Since(t.acc.since) >= p.opts.FlushWait) {
+		// encode), at once when a fetch waited FlushWait for nothing (or,
+		// rebuilding, when the stream has nothing more), and before the
+		// deliveries not acknowledged reach the consumer's bound.
+		if t.acc.deliveries > 0 && (len(msgs) == 0 || (o.caughtUp && pending == 0) || t.acc.deliveries >= flushDeliveries(p.opts.Batch) ||
+			time.Since(t.acc.since) >= p.opts.WriteEvery) {
 			if err := t.flush(ctx); err != nil {
 				return t.res, p.hint(err)
 			}
@@ -526,6 +543,10 @@ func (p *Projector) consumer(ctx context.Context, st jetstream.Stream, pos Posit
 		// order for one filter that is the stream's own subject. The
 		// triggers are passed over here instead (isOutput).
 		FilterSubject: events.StreamSubjects(p.opts.Prefix),
+		// Headers only: what the projection counts of a processor's output
+		// is in its Usage-Summary header; the payload of any other output
+		// is read by sequence (read).
+		HeadersOnly:   true,
 		AckPolicy:     jetstream.AckAllPolicy,
 		AckWait:       2 * time.Minute,
 		MaxAckPending: maxAckPending(p.opts.Batch),
@@ -602,7 +623,7 @@ func (t *term) take(ctx context.Context, msgs []jetstream.Msg) (pending uint64, 
 			t.res.Passed++
 			continue
 		}
-		out := p.outputs.Read(ctx, t.st.GetMsg, p.opts.Layout, p.opts.Prefix, m.Subject(), m.Headers().Get(events.HeaderContentType), m.Data())
+		out := t.read(ctx, m.Subject(), md.Sequence.Stream, m.Headers())
 		if out.Kind == usage.OutputUnreadable {
 			t.unreadable(m.Subject(), md.Sequence.Stream)
 		}
@@ -613,6 +634,47 @@ func (t *term) take(ctx context.Context, msgs []jetstream.Msg) (pending uint64, 
 		a.lastSeq, a.lastTime = md.Sequence.Stream, at
 	}
 	return pending, nil
+}
+
+// read returns what output record seq (delivered without its payload)
+// counts for: its Usage-Summary header when it has one, the names a
+// catalog listed remembered by its body's key; else, and for a catalog
+// body not seen yet, its payload read by sequence (one Direct Get).
+func (t *term) read(ctx context.Context, subject string, seq uint64, h nats.Header) usage.Output {
+	p := t.p
+	sid, _, err := events.ParseSubjectIn(p.opts.Layout, p.opts.Prefix, subject)
+	if err != nil {
+		return usage.Output{}
+	}
+	sum, err := events.ParseUsageSummary(h.Get(events.HeaderUsageSummary))
+	if err == nil {
+		switch sum.Kind {
+		case events.UsageLoad:
+			p.m.summaries.WithLabelValues("header").Inc()
+			return usage.Output{Kind: usage.OutputLoad, Session: sid, Skill: sum.Skill, Digest: sum.Digest, Revision: sum.Revision}
+		case events.UsageCatalog:
+			if listed, ok := p.bodies.Get(sum.Body); ok {
+				p.m.summaries.WithLabelValues("header").Inc()
+				return usage.Output{Kind: usage.OutputCatalog, Session: sid, Update: sum.Update, TextBytes: sum.TextBytes, Listed: listed, ListedKey: sum.Body}
+			}
+		}
+	}
+	p.m.summaries.WithLabelValues("payload").Inc()
+	rec, err := t.st.GetMsg(ctx, seq)
+	if err != nil {
+		// Gone (removed by hand, or past the stream's limits) or
+		// unreachable: counted as what the subject says, unreadable.
+		return usage.Output{Session: sid}
+	}
+	out := p.outputs.Read(ctx, t.st.GetMsg, p.opts.Layout, p.opts.Prefix, rec.Subject, rec.Header.Get(events.HeaderContentType), rec.Data)
+	if out.Kind == usage.OutputCatalog && sum.Kind == events.UsageCatalog {
+		// Remember the names under the body's key, once the key is shown
+		// to be the key of this record's body.
+		if parts, ok := events.SplitCatalog(rec.Data); ok && events.CatalogBodyKey(parts.Body) == sum.Body {
+			p.bodies.Add(sum.Body, out.Listed)
+		}
+	}
+	return out
 }
 
 // flush writes what the term has taken: each hour's records to its
@@ -825,6 +887,8 @@ type metrics struct {
 	records *prometheus.CounterVec
 	seq     prometheus.Gauge
 	active  prometheus.Gauge
+	// summaries counts output records by how they were read.
+	summaries *prometheus.CounterVec
 }
 
 var metricsMu sync.Mutex
@@ -838,10 +902,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "The stream sequence up to which the usage projection applied every output record (this member, while it holds the lease)."}),
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "skillstream", Name: "usage_projection_active",
 			Help: "1 while this member holds the usage projection's lease and applies records."}),
+		summaries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "usage_projection_reads_total",
+			Help: "Output records the usage projection counted, by how: header (from its Usage-Summary header, delivered without its payload), payload (its payload read by sequence)."},
+			[]string{"from"}),
 	}
 	defer func() { // every series exists from the start, at 0
 		for _, r := range []string{"applied", "unreadable", "skipped"} {
 			m.records.WithLabelValues(r)
+		}
+		for _, f := range []string{"header", "payload"} {
+			m.summaries.WithLabelValues(f)
 		}
 	}()
 	if reg == nil {
@@ -856,6 +926,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if err := register(reg, &m.active); err != nil {
+		return nil, err
+	}
+	if err := register(reg, &m.summaries); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -54,14 +54,40 @@ func (l *sessionLog) pub(sid string, kind events.Kind, enc events.Encoding, v an
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	return l.raw(events.Subject("ev", sid, kind), enc.ContentType(), b)
+	return l.raw(events.Subject("ev", sid, kind), enc.ContentType(), b, summary(enc, b, v))
 }
 
-func (l *sessionLog) raw(subject, contentType string, b []byte) uint64 {
+// summary is the Usage-Summary header a processor writes on output v
+// encoded as b ("" for none): catalogs and loads in msgpack, as a
+// processor appends them; JSON ones are read from their payload.
+func summary(enc events.Encoding, b []byte, v any) string {
+	if enc != events.Msgpack {
+		return ""
+	}
+	switch o := v.(type) {
+	case events.Catalog:
+		parts, ok := events.SplitCatalog(b)
+		if !ok {
+			return ""
+		}
+		return events.UsageSummary{Kind: events.UsageCatalog, Update: events.ReportedUpdate(o.Source), TextBytes: int64(len(o.Text)), Body: events.CatalogBodyKey(parts.Body)}.Header()
+	case events.ToolResult:
+		if o.IsError || o.Search != nil || o.Value == nil {
+			return ""
+		}
+		return events.UsageSummary{Kind: events.UsageLoad, Skill: o.Value.Name, Digest: o.Value.Digest, Revision: o.Value.Revision}.Header()
+	}
+	return ""
+}
+
+func (l *sessionLog) raw(subject, contentType string, b []byte, usageSummary ...string) uint64 {
 	l.t.Helper()
 	m := nats.NewMsg(subject)
 	m.Data = b
 	m.Header.Set(events.HeaderContentType, contentType)
+	if len(usageSummary) > 0 && usageSummary[0] != "" {
+		m.Header.Set(events.HeaderUsageSummary, usageSummary[0])
+	}
 	ack, err := l.js.PublishMsg(context.Background(), m)
 	if err != nil {
 		l.t.Fatal(err)
