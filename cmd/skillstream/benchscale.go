@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -462,15 +463,16 @@ func watchPeakRSS(pid int) func() int64 {
 
 // scaleMember is a `serve` child reading the store of the run's server.
 type scaleMember struct {
-	cmd     *exec.Cmd
-	start   time.Time
-	token   string // its MCP bearer token
-	serving chan scaleServing
-	logDone chan struct{} // its stderr ended
-	stopped bool
-	rss     int64
-	cpu     float64
-	err     error
+	cmd      *exec.Cmd
+	start    time.Time
+	token    string // its MCP bearer token
+	serving  chan scaleServing
+	logDone  chan struct{} // its stderr ended
+	stopped  bool
+	stopping atomic.Bool // stop began: its log is no longer forwarded
+	rss      int64
+	cpu      float64
+	err      error
 
 	mu   sync.Mutex
 	tail []string // its last log lines, for errors
@@ -539,7 +541,9 @@ func (m *scaleMember) readLog(r io.Reader, w io.Writer, level slog.Level) {
 			m.serving <- scaleServing{at: time.Now(), metrics: rec.Metrics, mcp: rec.MCP}
 		}
 		var l slog.Level
-		if l.UnmarshalText([]byte(rec.Level)) == nil && l >= level {
+		// Once stopped, what the member says of its own stopping (a
+		// store read cut short) is not news.
+		if l.UnmarshalText([]byte(rec.Level)) == nil && l >= level && !m.stopping.Load() {
 			fmt.Fprintln(w, "member: "+line)
 		}
 	}
@@ -631,6 +635,7 @@ func (m *scaleMember) stop() (peakRSS int64, cpu float64, err error) {
 		return m.rss, m.cpu, m.err
 	}
 	m.stopped = true
+	m.stopping.Store(true)
 	if u, ok := bench.PIDUsage(m.cmd.Process.Pid); ok {
 		m.rss = u.HWM
 	}
