@@ -4,13 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor/usage"
 )
 
@@ -288,5 +294,131 @@ func TestUsageProjectionOwnerLayout(t *testing.T) {
 	flat, stderr := usageJSON(t, "--nats-url", s.url)
 	if flat.Projection != nil || !strings.Contains(stderr, "projects stream SESSIONS, prefix ev, owner layout") {
 		t.Errorf("the flat layout on an owner projection: %+v, stderr %q", flat.Projection, stderr)
+	}
+}
+
+// TestUsageProjectionProcessorKilled: a serve member keeping the
+// projection is killed (SIGKILL: no cleanup, its lease left to expire)
+// while sessions run; a second member takes the triggers in flight and
+// the lease over, and the projection then counts what a scan of the
+// stream counts, outputs read from their Usage-Summary headers included.
+func TestUsageProjectionProcessorKilled(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	root := searchRoot(t)
+	cwd := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", "--nats-url", srv.ClientURL(), "--no-bundled", "--user-skills-dir=", "--skills-dir", root,
+		"--usage-projection", "--ack-wait", "2s", "--log-format", "json"}
+	victim := exec.Command(exe, args...)
+	victim.Env = append(os.Environ(), benchExecMain+"=1")
+	var victimLog syncBuffer
+	victim.Stderr = &victimLog
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = victim.Process.Kill(); _ = victim.Wait() })
+	eventually(t, 30*time.Second, "the first member projects", func() error {
+		if !strings.Contains(victimLog.String(), "usage projection: active") {
+			return fmt.Errorf("not yet:\n%s", victimLog.String())
+		}
+		return nil
+	})
+
+	c, err := client.New(srv.Connect(), client.WithRetryInterval(time.Second), client.WithMaxAttempts(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tools := []events.Tool{client.SkillTool("skillstream")}
+	session := func(i int) error {
+		sid := "k" + strconv.Itoa(i)
+		if _, err := c.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: cwd, Tools: tools}); err != nil {
+			return fmt.Errorf("%s: %w", sid, err)
+		}
+		if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "k8s-deploy"}}); err != nil {
+			return err
+		}
+		if i%5 == 0 {
+			if _, err := c.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c2", Cwd: cwd, Args: events.SkillArgs{Name: "nope"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range 20 {
+		if err := session(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sessions in flight when the member dies.
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := 20; i < 60; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := session(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := victim.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = victim.Wait()
+	mport := freePort(t)
+	heir := runServe(t, 0, mport, "the second member serves", func(ctx context.Context, stderr io.Writer) int {
+		return Main(ctx, append(args, "--metrics-listen", "127.0.0.1:"+strconv.Itoa(mport)), io.Discard, stderr)
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// The victim's lease expires; the heir takes it and catches up.
+	var proj *usage.Report
+	eventually(t, 60*time.Second, "the heir's projection caught up", func() error {
+		r, stderr := usageJSON(t, "--nats-url", srv.ClientURL())
+		if r.Projection == nil {
+			return fmt.Errorf("no projection read: %s", stderr)
+		}
+		if r.Projection.LagRecords != 0 {
+			return fmt.Errorf("%d records behind", r.Projection.LagRecords)
+		}
+		proj = r
+		return nil
+	})
+	scan, _ := usageJSON(t, "--nats-url", srv.ClientURL(), "--scan")
+	if scan.Records < 60*2+12 {
+		t.Fatalf("--scan: %d records", scan.Records)
+	}
+	sameUsage(t, proj, scan)
+	_, metrics, err := heir.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`skillstream_usage_projection_reads_total\{from="header"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("the heir counted nothing from a Usage-Summary header:\n%s", metrics)
+	}
+	if !strings.Contains(heir.stderr.String(), "usage projection: active") {
+		t.Errorf("the heir never took the projection over:\n%s", heir.stderr)
+	}
+	// The reports above (tens of them while the heir caught up) left no
+	// consumer behind: a server keeps 1,000 per stream at most.
+	st, err := srv.JS.Stream(ctx, "SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range st.ConsumerNames(ctx).Name() {
+		if name != "skillstream" && name != "skillstream-usage" {
+			t.Errorf("a usage report left consumer %s behind", name)
+		}
 	}
 }

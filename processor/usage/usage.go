@@ -377,11 +377,33 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 
 const readBatch = 512
 
+// ReaderInactive is how long the server keeps a reader's consumer that
+// nobody pulls from: a report that ends without removing its own (killed,
+// say) leaves it that long at most, not the client's default of minutes
+// (a server holds a bounded number of consumers per stream: 1,000 by
+// default).
+const ReaderInactive = 30 * time.Second
+
+// DeleteReader removes a report's ordered consumer when the report is
+// done, so that reports run often (a dashboard, say) leave no consumers
+// behind.
+func DeleteReader(ctx context.Context, st jetstream.Stream, cons jetstream.Consumer) {
+	ci := cons.CachedInfo()
+	if ci == nil || ci.Name == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = st.DeleteConsumer(dctx, ci.Name)
+}
+
 func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.OrderedConsumerConfig) error {
+	cfg.InactiveThreshold = ReaderInactive
 	cons, err := st.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
 	}
+	defer DeleteReader(ctx, st, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)

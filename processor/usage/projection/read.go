@@ -236,10 +236,12 @@ func readTail(ctx context.Context, st jetstream.Stream, o Options, pos Position)
 	default:
 		cfg.DeliverPolicy = jetstream.DeliverAllPolicy
 	}
+	cfg.InactiveThreshold = usage.ReaderInactive
 	cons, err := st.OrderedConsumer(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("read after the projection: %w", err)
 	}
+	defer usage.DeleteReader(ctx, st, cons)
 	ci, err := cons.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read after the projection: %w", err)
