@@ -21,12 +21,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
 	"github.com/skillstream/skillstream/processor/bench"
 	"github.com/skillstream/skillstream/processor/embedded"
+	mcpserver "github.com/skillstream/skillstream/processor/mcp"
 )
 
 // What `bench --scale` samples of each store size.
@@ -661,51 +660,17 @@ func (m *scaleMember) stop() (peakRSS int64, cpu float64, err error) {
 	return m.rss, m.cpu, m.err
 }
 
-// scaleBearer sends every request with a bearer token, as an MCP host
-// configured with one does.
-type scaleBearer struct{ token string }
-
-func (b scaleBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 // scaleMCP connects an MCP host to endpoint and lists every skill's
 // SKILL.md resource, every page.
 func scaleMCP(ctx context.Context, endpoint, token string) (bench.ScaleMCP, error) {
-	var r bench.ScaleMCP
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	host := sdk.NewClient(&sdk.Implementation{Name: "skillstream-bench", Version: "1"}, nil)
-	start := time.Now()
-	cs, err := host.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: scaleBearer{token}, Timeout: time.Minute}}, nil)
-	if err != nil {
-		return r, fmt.Errorf("connect: %w", err)
-	}
-	defer cs.Close()
-	r.ConnectUS = float64(time.Since(start)) / float64(time.Microsecond)
-	start = time.Now()
-	params := &sdk.ListResourcesParams{}
-	for {
-		res, err := cs.ListResources(ctx, params)
-		if err != nil {
-			return r, fmt.Errorf("resources/list: %w", err)
-		}
-		r.Pages++
-		for _, res := range res.Resources {
-			if strings.HasPrefix(res.URI, "skill://") && strings.HasSuffix(res.URI, "/SKILL.md") {
-				r.Resources++
-			}
-		}
-		if res.NextCursor == "" {
-			break
-		}
-		params = &sdk.ListResourcesParams{Cursor: res.NextCursor}
-	}
-	r.ListUS = float64(time.Since(start)) / float64(time.Microsecond)
-	return r, nil
+	l, err := mcpserver.ListAsHost(ctx, endpoint, token)
+	return bench.ScaleMCP{
+		ConnectUS: float64(l.Connect) / float64(time.Microsecond),
+		ListUS:    float64(l.List) / float64(time.Microsecond),
+		Pages:     l.Pages, Resources: l.Skills,
+	}, err
 }
 
 // levelOf is --log-level as a slog level (validated already).
