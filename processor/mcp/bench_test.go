@@ -135,15 +135,26 @@ func changed(b *testing.B, chans []<-chan struct{}) {
 // loads it asked of the registry (loads/op).
 func benchResync(b *testing.B, n int) {
 	f := fixtureN(b, n)
+	timeResyncs(b, f, "skill-", n, func(name, md string) {
+		replaceFile(b, filepath.Join(f.root, name, "SKILL.md"), md)
+	})
+}
+
+// timeResyncs times b.N syncs, each after one of skills prefix0..n-1 was
+// given a new description by edit (untimed, the provider's announcement
+// awaited), checking that the change is served, and reports the skills
+// whose files each sync read (reads/op) and the loads it asked of the
+// registry (loads/op).
+func timeResyncs(b *testing.B, f *fixture, prefix string, n int, edit func(name, md string)) {
 	b.ReportAllocs()
 	var files, loads int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		name := "skill-" + strconv.Itoa((i*7919)%n)
+		name := prefix + strconv.Itoa((i*7919)%n)
 		desc := "Revision " + strconv.Itoa(i) + " of " + name + "."
 		chans, _ := f.reg.Changes(catalog.Query{})
-		replaceFile(b, filepath.Join(f.root, name, "SKILL.md"), skillMD(name, desc, "Body."))
+		edit(name, skillMD(name, desc, "Body."))
 		changed(b, chans)
 		files0, loads0 := f.reg.files.Load(), f.reg.loads.Load()
 		b.StartTimer()
@@ -204,32 +215,10 @@ func BenchmarkResync1000Store(b *testing.B) {
 		}
 		return nil
 	})
-	b.ReportAllocs()
-	var files, loads int64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		name := "stored-" + strconv.Itoa((i*7919)%n)
-		desc := "Revision " + strconv.Itoa(i) + " of " + name + "."
-		chans, _ := f.reg.Changes(catalog.Query{})
-		writeSkill(b, src, name, map[string]string{"SKILL.md": skillMD(name, desc, "Body.")})
+	timeResyncs(b, f, "stored-", n, func(name, md string) {
+		writeSkill(b, src, name, map[string]string{"SKILL.md": md})
 		f.push(b, filepath.Join(src, name))
-		changed(b, chans)
-		files0, loads0 := f.reg.files.Load(), f.reg.loads.Load()
-		b.StartTimer()
-		f.sync(b)
-		b.StopTimer()
-		files += f.reg.files.Load() - files0
-		loads += f.reg.loads.Load() - loads0
-		res, rerr := f.rpc(b, "resources/read", map[string]any{"uri": "skill://" + name + "/SKILL.md"})
-		if rerr != nil || !strings.Contains(string(res), desc) {
-			b.Fatalf("%s not served after the sync: %s %+v", name, res, rerr)
-		}
-		b.StartTimer()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(files)/float64(b.N), "reads/op")
-	b.ReportMetric(float64(loads)/float64(b.N), "loads/op")
+	})
 }
 
 // BenchmarkResourcesList10000: a host's resources/list of all 10,000
