@@ -321,18 +321,47 @@ func (c *loadCache) walkedDigest(key string, files []File) string {
 	return digest
 }
 
-// watchFolder watches the folder w walked, then walks it again and reads
-// its files: what changes once the watches are in place is reported, what
-// changed before is read. done is false when the folder cannot be watched
-// (it is then walked on every Load); a folder that changed in between is
-// digested as read, but not kept.
-func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done bool) {
+// folderPaths are what the watches of the folder w walked cover: the
+// folder, its folders and its files.
+func folderPaths(w *walker) []string {
 	paths := make([]string, 0, 1+len(w.dirs)+len(w.files))
 	paths = append(paths, w.root)
 	paths = append(paths, w.dirs...)
 	for _, f := range w.files {
 		paths = append(paths, f.Source)
 	}
+	return paths
+}
+
+// addWatchesUnlock makes room for watches on paths, dropping the oldest
+// kept digests, and adds them. c.mu must be held with c.tw set; it is
+// unlocked on return.
+func (c *loadCache) addWatchesUnlock(paths []string) (*watchedTree, error) {
+	for c.tw.held()+len(paths) > c.maxWatches && c.digests.Len() > 0 {
+		c.digests.RemoveOldest()
+	}
+	tree, err := c.tw.add(paths)
+	c.mu.Unlock()
+	return tree, err
+}
+
+// releaseTree releases the watches of tree, unless the cache was closed
+// meanwhile.
+func (c *loadCache) releaseTree(tree *watchedTree) {
+	c.mu.Lock()
+	if c.tw != nil {
+		c.tw.release(tree)
+	}
+	c.mu.Unlock()
+}
+
+// watchFolder watches the folder w walked, then walks it again and reads
+// its files: what changes once the watches are in place is reported, what
+// changed before is read. done is false when the folder cannot be watched
+// (it is then walked on every Load); a folder that changed in between is
+// digested as read, but not kept.
+func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done bool) {
+	paths := folderPaths(w)
 	if len(paths) > c.maxWatches {
 		return "", false
 	}
@@ -341,22 +370,14 @@ func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done
 		c.mu.Unlock()
 		return "", false
 	}
-	for c.tw.held()+len(paths) > c.maxWatches && c.digests.Len() > 0 {
-		c.digests.RemoveOldest()
-	}
-	tree, err := c.tw.add(paths)
-	c.mu.Unlock()
+	tree, err := c.addWatchesUnlock(paths)
 	if err != nil {
 		return "", false
 	}
 	kept := false
 	defer func() {
 		if !kept {
-			c.mu.Lock()
-			if c.tw != nil {
-				c.tw.release(tree)
-			}
-			c.mu.Unlock()
+			c.releaseTree(tree)
 		}
 	}()
 

@@ -136,12 +136,7 @@ func (c *loadCache) readFolder(dir string, lim Limits, read func([]File) (string
 		_, err := read(w.files)
 		return err
 	}
-	paths := make([]string, 0, 1+len(w.dirs)+len(w.files))
-	paths = append(paths, w.root)
-	paths = append(paths, w.dirs...)
-	for _, f := range w.files {
-		paths = append(paths, f.Source)
-	}
+	paths := folderPaths(w)
 	c.mu.Lock()
 	if c.tw == nil && c.watch.Load() {
 		if c.tw, err = newTreeWatch(); err != nil {
@@ -157,11 +152,7 @@ func (c *loadCache) readFolder(dir string, lim Limits, read func([]File) (string
 	// event): a queue left to overflow would make every kept digest
 	// stale.
 	c.drainTree(c.treeReads.Load())
-	for c.tw.held()+len(paths) > c.maxWatches && c.digests.Len() > 0 {
-		c.digests.RemoveOldest()
-	}
-	tree, err := c.tw.add(paths)
-	c.mu.Unlock()
+	tree, err := c.addWatchesUnlock(paths)
 	if err != nil {
 		_, err := read(w.files)
 		return err
@@ -169,11 +160,7 @@ func (c *loadCache) readFolder(dir string, lim Limits, read func([]File) (string
 	kept := false
 	defer func() {
 		if !kept {
-			c.mu.Lock()
-			if c.tw != nil {
-				c.tw.release(tree)
-			}
-			c.mu.Unlock()
+			c.releaseTree(tree)
 		}
 	}()
 	root, err := os.Stat(w.root)
