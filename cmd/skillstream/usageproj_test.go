@@ -34,6 +34,25 @@ func usageJSON(t *testing.T, args ...string) (*usage.Report, string) {
 	return &rep, stderr
 }
 
+// caughtUpUsage waits until usage reads a projection that lags nothing
+// from the server at url, and returns that report.
+func caughtUpUsage(t *testing.T, timeout time.Duration, url string) *usage.Report {
+	t.Helper()
+	var proj *usage.Report
+	eventually(t, timeout, "the projection caught up", func() error {
+		r, stderr := usageJSON(t, "--nats-url", url)
+		if r.Projection == nil {
+			return fmt.Errorf("no projection read: %s", stderr)
+		}
+		if r.Projection.LagRecords != 0 {
+			return fmt.Errorf("%d records behind", r.Projection.LagRecords)
+		}
+		proj = r
+		return nil
+	})
+	return proj
+}
+
 // sameUsage fails t where two reports differ in what the projection
 // keeps; distinct sessions marked estimated only within 15%.
 func sameUsage(t *testing.T, proj, scan *usage.Report) {
@@ -106,18 +125,7 @@ func TestUsageProjectionThroughServe(t *testing.T) {
 	}
 	c.Close()
 
-	var proj *usage.Report
-	eventually(t, 30*time.Second, "the projection caught up", func() error {
-		r, stderr := usageJSON(t, "--nats-url", s.url)
-		if r.Projection == nil {
-			return fmt.Errorf("no projection read: %s", stderr)
-		}
-		if r.Projection.LagRecords != 0 {
-			return fmt.Errorf("%d records behind", r.Projection.LagRecords)
-		}
-		proj = r
-		return nil
-	})
+	proj := caughtUpUsage(t, 30*time.Second, s.url)
 	scan, _ := usageJSON(t, "--nats-url", s.url, "--scan")
 	if scan.Projection != nil || scan.Records < 100 {
 		t.Fatalf("--scan: %+v", scan)
@@ -383,18 +391,7 @@ func TestUsageProjectionProcessorKilled(t *testing.T) {
 	}
 
 	// The victim's lease expires; the heir takes it and catches up.
-	var proj *usage.Report
-	eventually(t, 60*time.Second, "the heir's projection caught up", func() error {
-		r, stderr := usageJSON(t, "--nats-url", srv.ClientURL())
-		if r.Projection == nil {
-			return fmt.Errorf("no projection read: %s", stderr)
-		}
-		if r.Projection.LagRecords != 0 {
-			return fmt.Errorf("%d records behind", r.Projection.LagRecords)
-		}
-		proj = r
-		return nil
-	})
+	proj := caughtUpUsage(t, 60*time.Second, srv.ClientURL())
 	scan, _ := usageJSON(t, "--nats-url", srv.ClientURL(), "--scan")
 	if scan.Records < 60*2+12 {
 		t.Fatalf("--scan: %d records", scan.Records)

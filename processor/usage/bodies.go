@@ -56,7 +56,8 @@ func NewOutputReader() *OutputReader {
 	}
 }
 
-// Read is ReadOutput, with catalogs' bodies remembered.
+// Read is ReadOutput, with catalogs' bodies remembered (none by a nil
+// OutputReader).
 func (r *OutputReader) Read(ctx context.Context, get MsgGetter, l events.Layout, prefix, subject, contentType string, data []byte) Output {
 	sid, kind, err := events.ParseSubjectIn(l, prefix, subject)
 	if err != nil {

@@ -586,15 +586,8 @@ type MsgGetter func(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt
 // get (one read per error). Anything else, and a record that is not what
 // its subject says, is OutputUnreadable.
 func ReadOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, subject, contentType string, data []byte) Output {
-	sid, kind, err := events.ParseSubjectIn(l, prefix, subject)
-	if err != nil {
-		return Output{}
-	}
-	enc, err := events.EncodingOf(contentType)
-	if err != nil {
-		return Output{Session: sid}
-	}
-	return readOutput(ctx, get, l, prefix, sid, kind, enc, data)
+	var none *OutputReader // remembers nothing: every record decoded
+	return none.Read(ctx, get, l, prefix, subject, contentType, data)
 }
 
 func readOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid string, kind events.Kind, enc events.Encoding, data []byte) Output {
