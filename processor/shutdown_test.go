@@ -20,6 +20,11 @@ type stuck struct {
 }
 
 func (s stuck) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {
+	if q.Cwd == "" {
+		// The processor's own preparation at start (no working
+		// directory): not a trigger, not stuck.
+		return s.Skills.Snapshot(ctx, q)
+	}
 	if s.entered != nil {
 		select {
 		case s.entered <- struct{}{}:
