@@ -1,6 +1,6 @@
 package catalog
 
-import "sync/atomic"
+import "sync"
 
 // Tool is one entry of the agent's tool view as a pre-step reports it: the
 // tool's name and the id of whoever serves it.
@@ -139,7 +139,15 @@ type View struct {
 // renderedTexts holds a View's rendered lists, each made once when first
 // needed.
 type renderedTexts struct {
-	initial, replacement atomic.Pointer[string]
+	initial, replacement renderedText
+}
+
+// renderedText is one kind of update's text, rendered once: the sessions
+// arriving together at a new view wait for the first one's rendering
+// instead of each rendering it (milliseconds at a thousand skills).
+type renderedText struct {
+	once sync.Once
+	text string
 }
 
 // Text returns the exact text of the catalog message listing the View
@@ -158,12 +166,8 @@ func (v View) render(u Update) string {
 	if u == UpdateInitial {
 		slot = &v.texts.initial
 	}
-	if s := slot.Load(); s != nil {
-		return *s
-	}
-	s := render(u, v.Entries, v.Omitted, v.UserInvocation, v.Search)
-	slot.Store(&s)
-	return s
+	slot.once.Do(func() { slot.text = render(u, v.Entries, v.Omitted, v.UserInvocation, v.Search) })
+	return slot.text
 }
 
 // Prepare builds the View of snap under opts: the work of Decide that does

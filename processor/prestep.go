@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -425,7 +426,16 @@ func (o catalogOutput) head() events.CatalogHead {
 // source, so one encoding serves them all, and appending the catalog to a
 // session costs the encoding of its few own fields.
 type catalogBodies struct {
-	cache *lru.Cache[catalogBodyKey, *events.CatalogBody]
+	cache *lru.Cache[catalogBodyKey, *catalogBodyEntry]
+}
+
+// catalogBodyEntry is a body encoded once: the sessions arriving together
+// with a new catalog wait for the first one's encoding instead of each
+// encoding it.
+type catalogBodyEntry struct {
+	once sync.Once
+	body *events.CatalogBody
+	err  error
 }
 
 // catalogBodyKey names a catalog's shared part: the digest covers the
@@ -444,30 +454,36 @@ type catalogBodyKey struct {
 const catalogBodiesSize = 32
 
 func newCatalogBodies() *catalogBodies {
-	c, _ := lru.New[catalogBodyKey, *events.CatalogBody](catalogBodiesSize)
+	c, _ := lru.New[catalogBodyKey, *catalogBodyEntry](catalogBodiesSize)
 	return &catalogBodies{cache: c}
 }
 
 // get returns the shared part of the catalog decided by d.
 func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string) (*events.CatalogBody, error) {
 	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
-	if b, ok := c.cache.Get(k); ok {
-		return b, nil
+	e, ok := c.cache.Get(k)
+	if !ok {
+		e = &catalogBodyEntry{}
+		if prev, found, _ := c.cache.PeekOrAdd(k, e); found {
+			e = prev // another session's, added meanwhile
+		}
 	}
-	b, err := events.NewCatalogBody(d.Text, events.CatalogSource{
-		Kind:     events.SourceKindCatalog,
-		Producer: producer,
-		Update:   string(d.Update),
-		Entries:  wireEntries(d.Entries),
-		Digest:   d.Digest,
-		Omitted:  d.Omitted,
-		View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
+	e.once.Do(func() {
+		e.body, e.err = events.NewCatalogBody(d.Text, events.CatalogSource{
+			Kind:     events.SourceKindCatalog,
+			Producer: producer,
+			Update:   string(d.Update),
+			Entries:  wireEntries(d.Entries),
+			Digest:   d.Digest,
+			Omitted:  d.Omitted,
+			View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
+		})
 	})
-	if err != nil {
-		return nil, err
+	if e.err != nil {
+		c.cache.Remove(k) // not kept: the next one tries again
+		return nil, e.err
 	}
-	c.cache.Add(k, b)
-	return b, nil
+	return e.body, nil
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {
