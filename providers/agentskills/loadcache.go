@@ -345,6 +345,18 @@ func (c *loadCache) addWatchesUnlock(paths []string) (*watchedTree, error) {
 	return tree, err
 }
 
+// keptDigest is the digest of a folder read again (again) under the
+// watches of tree, with its root's identity and its skill file's.
+func keptDigest(digest string, tree *watchedTree, root fs.FileInfo, plain bool, again *walker) *cachedDigest {
+	d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root), plain: plain}
+	for _, f := range again.files {
+		if f.Path == SkillFile {
+			d.skill = f.id
+		}
+	}
+	return d
+}
+
 // releaseTree releases the watches of tree, unless the cache was closed
 // meanwhile.
 func (c *loadCache) releaseTree(tree *watchedTree) {
@@ -403,13 +415,7 @@ func (c *loadCache) watchFolder(key, dir string, w *walker) (digest string, done
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tw != nil && !tree.stale {
-		d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root), plain: w.root == dir}
-		for _, f := range again.files {
-			if f.Path == SkillFile {
-				d.skill = f.id
-			}
-		}
-		c.putLocked(key, d)
+		c.putLocked(key, keptDigest(digest, tree, root, w.root == dir, again))
 		kept = true
 	}
 	return digest, true

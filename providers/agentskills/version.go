@@ -192,13 +192,7 @@ func (c *loadCache) readFolder(dir string, lim Limits, read func([]File) (string
 		c.tw.release(tree)
 		c.putLocked(key, &cachedDigest{tree: tree})
 	default:
-		d := &cachedDigest{digest: digest, tree: tree, inode: inodeOf(root), plain: w.root == dir}
-		for _, f := range again.files {
-			if f.Path == SkillFile {
-				d.skill = f.id
-			}
-		}
-		c.putLocked(key, d)
+		c.putLocked(key, keptDigest(digest, tree, root, w.root == dir, again))
 	}
 	kept = true
 	return nil
