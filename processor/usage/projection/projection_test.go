@@ -384,6 +384,31 @@ func TestProjectionBadInput(t *testing.T) {
 		t.Errorf("foreign record not logged:\n%s", logs.String())
 	}
 
+	// Usage-Summary headers that do not parse, and a catalog whose body
+	// key is not its body's (twice: not remembered), are counted from
+	// their payload, as the scan counts them.
+	cat := events.Catalog{V: 1, Session: "s2", Step: "9", ID: "c", Role: "user", Text: "t",
+		Source: events.CatalogSource{Kind: events.SourceKindCatalog, Update: "initial", Entries: []events.Entry{{Name: "real-skill", Description: "x"}}, Digest: "d"}}
+	catData, err := events.Encode(events.Msgpack, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lying := events.UsageSummary{Kind: events.UsageCatalog, Update: "replacement", TextBytes: 999, Body: "00112233445566778899aabbccddeeff"}.Header()
+	l.raw("ev.s2.catalog.append", events.ContentTypeMsgpack, catData, lying)
+	l.raw("ev.s2.catalog.append", events.ContentTypeMsgpack, catData, lying)
+	l.raw("ev.s2.catalog.append", events.ContentTypeMsgpack, catData, `{"k":"catalog",`)
+	res, err := events.Encode(events.Msgpack, events.ToolResult{V: 1, Session: "s2", Call: "c9", Text: "t", Value: &events.SkillValue{Name: "b-skill", Provider: "store"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.raw("ev.s2.tool.result", events.ContentTypeMsgpack, res, `{"k":"load"}`)
+	rep = caughtUp(t, l.js, o)
+	scan := l.scan()
+	sameCounts(t, scan, rep)
+	if rep.Catalogs.Appends["initial"] != 3 || rep.Catalogs.Appends["replacement"] != 0 || len(rep.Skills) != 2 {
+		t.Fatalf("bad summaries trusted: %+v, %+v", rep.Catalogs, rep.Skills)
+	}
+
 	// The current hour's bucket overwritten with garbage.
 	kv, err := srv.JS.KeyValue(context.Background(), DefaultBucket)
 	if err != nil {
