@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/bench"
 	"github.com/skillstream/skillstream/processor/embedded"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
 // benchOptions are the bench command's own flags.
@@ -35,8 +37,10 @@ type benchOptions struct {
 	timeout     time.Duration
 	mode        string
 	noBaseline  bool
-	// usageProjection runs the usage projector beside the processor.
+	// usageProjection runs the usage projector beside the processor;
+	// projectionCost plays the processor phase without it, then with it.
 	usageProjection bool
+	projectionCost  bool
 	json            bool
 	cpuprofile      string
 	child           bool // hidden: run as the processor child of a bench
@@ -115,6 +119,7 @@ consumer, --workers).`[1:], `
 	cmd.localString(&o.mode, "processor", bench.ModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
 	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
+	cmd.localBool(&o.projectionCost, "usage-projection-cost", false, "measure the usage projector's cost in one run: the processor phase without it, then the same load with it (starting at that phase's records), side by side with their ratio, instead of the baseline")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
 	cmd.group("Fleet scale")
@@ -200,6 +205,15 @@ func (o *benchOptions) validate(c *Config) error {
 		c.SkillSearch = true // a search workload needs a processor that searches
 	}
 	c.UsageProjection = o.usageProjection
+	if o.projectionCost {
+		switch {
+		case o.usageProjection:
+			return usagef("--usage-projection-cost runs the projector in its second phase: drop --usage-projection")
+		case o.mode == bench.ModeExternal:
+			return usagef("--usage-projection-cost needs a processor bench runs (--processor child or inprocess)")
+		}
+		o.noBaseline = true
+	}
 	if _, err := benchEncoding(o.encoding); err != nil {
 		return err
 	}
@@ -315,6 +329,25 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 
 	p := plan
 	p.Prefix = pcfg.Prefix
+	if o.projectionCost {
+		// The same load without the projector first, in the baseline's
+		// column; the projector then starts at the second phase's records.
+		p.RunID = plan.RunID + "n"
+		ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
+			nc, p, o, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
+		if err != nil {
+			return err
+		}
+		report.Baseline, report.Compared = ph, bench.ComparedProjection
+		if ctx.Err() != nil {
+			return a.printBenchReport(&report, o)
+		}
+		if err := startProjectionNow(ctx, nc, c); err != nil {
+			return err
+		}
+		c.UsageProjection = true
+		p.RunID = plan.RunID + "u"
+	}
 	ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
 		nc, p, o, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
 	if err != nil {
@@ -329,6 +362,20 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	if n := ph.Errors; n > 0 {
 		fmt.Fprintf(a.stderr, "skillstream bench: %d triggers failed; see the report\n", n)
 		return errReported
+	}
+	return nil
+}
+
+// startProjectionNow starts the usage projection of c's stream at the
+// present (a new generation with nothing counted), so that a projector
+// started next counts only the records appended after it.
+func startProjectionNow(ctx context.Context, nc *nats.Conn, c *Config) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if _, err := projection.Rebuild(ctx, js, c.usageOptions(), time.Now(), nil); err != nil {
+		return fmt.Errorf("start the usage projection: %w", err)
 	}
 	return nil
 }

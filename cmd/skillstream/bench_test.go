@@ -267,3 +267,41 @@ func TestBenchScaleMemberFlags(t *testing.T) {
 		t.Errorf("member flags %q, want %q", got, want)
 	}
 }
+
+// TestBenchUsageProjectionCost plays the same load without and then with
+// the usage projector in one run and sets them side by side.
+func TestBenchUsageProjectionCost(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	args := []string{"bench", "--processor", "inprocess", "--sessions", "3", "--steps", "2", "--calls", "1",
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost"}
+	code, stdout, stderr := runMain(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r bench.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if r.Compared != bench.ComparedProjection || r.Baseline == nil || r.Processor == nil {
+		t.Fatalf("not a comparison of the projector: compared %q\n%s", r.Compared, stdout)
+	}
+	for name, ph := range map[string]*bench.PhaseReport{"with": r.Processor, "without": r.Baseline} {
+		if !ph.Complete || ph.PreSteps != 6 || ph.SkillCalls != 6 || ph.Errors != 0 {
+			t.Errorf("%s the projector: complete %v, %d pre-steps, %d calls, %d errors (%v)", name, ph.Complete, ph.PreSteps, ph.SkillCalls, ph.Errors, ph.ErrorSamples)
+		}
+	}
+	if r.Ratios["pre_steps_per_second"] <= 0 {
+		t.Errorf("ratios missing: %v", r.Ratios)
+	}
+	code, stdout, _ = runMain(t, args...)
+	if code != exitOK || !strings.Contains(stdout, "with projector") || !strings.Contains(stdout, "with/without") ||
+		!strings.Contains(stdout, "CPU per trigger with the usage projector ≤ 1.05× without") {
+		t.Errorf("exit %d, table:\n%s", code, stdout)
+	}
+	for _, bad := range [][]string{{"--usage-projection"}, {"--processor", "external", "--nats-url", "nats://127.0.0.1:1"}} {
+		code, _, stderr := runMain(t, append(append([]string{}, args...), bad...)...)
+		if code != exitUsage || !strings.Contains(stderr, "--usage-projection-cost") {
+			t.Errorf("%v: exit %d, %s", bad, code, stderr)
+		}
+	}
+}

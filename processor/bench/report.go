@@ -31,9 +31,16 @@ func FormatReport(r *Report) string {
 
 	phases := []*PhaseReport{r.Processor}
 	head := "\tprocessor"
+	if r.Compared == ComparedProjection {
+		head = "\twith projector"
+	}
 	if r.Baseline != nil {
 		phases = append(phases, r.Baseline)
-		head += "\tbaseline\tprocessor/baseline"
+		if r.Compared == ComparedProjection {
+			head += "\twithout\twith/without"
+		} else {
+			head += "\tbaseline\tprocessor/baseline"
+		}
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, head+"\t")
@@ -128,11 +135,7 @@ func FormatReport(r *Report) string {
 		fmt.Fprintf(&b, "processor catalog text appended: %s\n", benchCatalogs(r.Processor.Catalogs))
 	}
 	for _, ph := range phases {
-		name := "processor"
-		if ph == r.Baseline {
-			name = "baseline"
-		}
-		fmt.Fprintf(&b, "%s CPU: %s", name, ph.CPUScope)
+		fmt.Fprintf(&b, "%s CPU: %s", r.phaseName(ph), ph.CPUScope)
 		if ph.BenchCPUSeconds > 0 {
 			fmt.Fprintf(&b, "; this process (load generator, embedded NATS server) used %.1fs meanwhile", ph.BenchCPUSeconds)
 		}
@@ -154,12 +157,8 @@ func FormatReport(r *Report) string {
 		fmt.Fprintln(&b)
 	}
 	for _, ph := range phases {
-		name := "processor"
-		if ph == r.Baseline {
-			name = "baseline"
-		}
 		for _, e := range ph.ErrorSamples {
-			fmt.Fprintf(&b, "%s error: %s\n", name, e)
+			fmt.Fprintf(&b, "%s error: %s\n", r.phaseName(ph), e)
 		}
 	}
 	b.WriteString(invocationCost(r))
@@ -195,6 +194,19 @@ func searchCost(r *Report) string {
 }
 
 // benchTargets states where the run lands against issue 7's targets.
+// phaseName names phase ph of r in the report's lines.
+func (r *Report) phaseName(ph *PhaseReport) string {
+	switch {
+	case ph == r.Baseline && r.Compared == ComparedProjection:
+		return "without projector"
+	case ph == r.Baseline:
+		return "baseline"
+	case r.Compared == ComparedProjection:
+		return "with projector"
+	}
+	return "processor"
+}
+
 func benchTargets(r *Report) string {
 	var b strings.Builder
 	b.WriteString("\ntargets:\n")
@@ -204,11 +216,17 @@ func benchTargets(r *Report) string {
 		}
 		return "MISSED"
 	}
-	if v, ok := r.Ratios["pre-step_unchanged_p50"]; ok {
-		fmt.Fprintf(&b, "  unchanged pre-step p50 ≤ 1.5× baseline: %.2f× %s\n", v, mark(v <= 1.5))
-	}
-	if v, ok := r.Ratios["pre-step_unchanged_p99"]; ok {
-		fmt.Fprintf(&b, "  unchanged pre-step p99 ≤ 2× baseline: %.2f× %s\n", v, mark(v <= 2))
+	if r.Compared == ComparedProjection {
+		if v, ok := r.Ratios["cpu_per_trigger"]; ok {
+			fmt.Fprintf(&b, "  CPU per trigger with the usage projector ≤ 1.05× without: %.2f× %s\n", v, mark(v <= 1.05))
+		}
+	} else {
+		if v, ok := r.Ratios["pre-step_unchanged_p50"]; ok {
+			fmt.Fprintf(&b, "  unchanged pre-step p50 ≤ 1.5× baseline: %.2f× %s\n", v, mark(v <= 1.5))
+		}
+		if v, ok := r.Ratios["pre-step_unchanged_p99"]; ok {
+			fmt.Fprintf(&b, "  unchanged pre-step p99 ≤ 2× baseline: %.2f× %s\n", v, mark(v <= 2))
+		}
 	}
 	p := r.Processor
 	if r.Workload.Concurrency >= 1000 && r.Workload.Calls == 0 {
@@ -316,12 +334,21 @@ func WriteProjects(work string, n int) ([]string, error) {
 
 // Report is the whole result; --json prints it as is.
 type Report struct {
-	Machine   Machine            `json:"machine"`
-	Workload  Workload           `json:"workload"`
+	Machine  Machine  `json:"machine"`
+	Workload Workload `json:"workload"`
+	// Baseline is the phase Processor is compared with: the baseline
+	// consumer, or what Compared says.
 	Baseline  *PhaseReport       `json:"baseline,omitempty"`
 	Processor *PhaseReport       `json:"processor"`
 	Ratios    map[string]float64 `json:"ratios,omitempty"` // processor / baseline
+	// Compared, when set, says that Baseline is not the baseline consumer
+	// (ComparedProjection: the processor without the usage projector,
+	// Processor the processor with it).
+	Compared string `json:"compared,omitempty"`
 }
+
+// ComparedProjection is Report.Compared of bench --usage-projection-cost.
+const ComparedProjection = "usage-projection"
 
 type Machine struct {
 	CPUs        int    `json:"cpus"`
