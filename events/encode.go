@@ -262,9 +262,10 @@ type CatalogBody struct {
 	text   string
 	source CatalogSource
 	raw    []byte // "text", text, "source", source: two map pairs
-	// key is CatalogBodyKey(raw), made once (UsageSummary).
-	keyOnce sync.Once
-	key     string
+	// summary and header are its UsageSummary, made once.
+	summaryOnce sync.Once
+	summary     UsageSummary
+	header      string
 }
 
 // NewCatalogBody encodes the shared part of a catalog record.

@@ -98,8 +98,19 @@ func ReportedUpdate(src CatalogSource) string {
 
 // UsageSummary is the summary of every record of this body.
 func (b *CatalogBody) UsageSummary() UsageSummary {
-	b.keyOnce.Do(func() {
-		b.key = CatalogBodyKey(b.raw)
+	b.summarise()
+	return b.summary
+}
+
+// UsageHeader is UsageSummary as its header value, made once.
+func (b *CatalogBody) UsageHeader() string {
+	b.summarise()
+	return b.header
+}
+
+func (b *CatalogBody) summarise() {
+	b.summaryOnce.Do(func() {
+		b.summary = UsageSummary{Kind: UsageCatalog, Update: ReportedUpdate(b.source), TextBytes: int64(len(b.text)), Body: CatalogBodyKey(b.raw)}
+		b.header = b.summary.Header()
 	})
-	return UsageSummary{Kind: UsageCatalog, Update: ReportedUpdate(b.source), TextBytes: int64(len(b.text)), Body: b.key}
 }

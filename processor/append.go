@@ -261,7 +261,7 @@ type headed interface {
 func usageSummary(v any) string {
 	switch o := v.(type) {
 	case catalogOutput:
-		return o.body.UsageSummary().Header()
+		return o.body.UsageHeader()
 	case events.ToolResult:
 		if o.IsError || o.Search != nil || o.Value == nil {
 			return ""
