@@ -158,6 +158,28 @@ func TestServeMCPFlags(t *testing.T) {
 	}
 }
 
+// mcpPost posts one JSON-RPC body to an MCP endpoint as a host does,
+// with token as its bearer token when set and the header pairs given, and
+// returns the status and body.
+func mcpPost(url, token, body string, header ...string) (int, string) {
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := plainHTTP.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // TestServeMCPEndToEnd: serve --mcp-listen with a token serves the folder
 // skills over HTTP, refuses requests without the token, and counts
 // requests on the metrics endpoint.
@@ -168,20 +190,7 @@ func TestServeMCPEndToEnd(t *testing.T) {
 	s := startServe(t, t.TempDir(), root, "--mcp-listen", "127.0.0.1:"+strconv.Itoa(port), "--mcp-token-file", tokenFile)
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
 	post := func(token string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := plainHTTP.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return mcpPost(url, token, `{"jsonrpc":"2.0","id":1,"method":"skills/list","params":{}}`, "MCP-Protocol-Version", "2025-11-25")
 	}
 	if code, _ := post(""); code != http.StatusUnauthorized {
 		t.Errorf("without token: HTTP %d", code)

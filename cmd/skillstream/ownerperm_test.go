@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -49,29 +48,9 @@ func TestOwnerLayoutPermissions(t *testing.T) {
 
 	root := spec4Skills(t)
 	t.Chdir(t.TempDir())
-	logs := &syncBuffer{}
-	sctx, scancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(sctx, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
-			"--session-layout", "owner", "--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--no-skill-store",
-			"--workers", "2", "--skill-search"}, io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		scancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("serve exit %d:\n%s", code, logs)
-		}
-		if strings.Contains(logs.String(), "ermissions") {
-			t.Errorf("serve was refused something by the permission file:\n%s", logs)
-		}
-	})
-	eventually(t, 30*time.Second, "serve consuming", func() error {
-		if !strings.Contains(logs.String(), "processor started") {
-			return errors.New("not started:\n" + logs.String())
-		}
-		return nil
-	})
+	logs := runPermittedServe(t, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
+		"--session-layout", "owner", "--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--no-skill-store",
+		"--workers", "2", "--skill-search"}, "processor started")
 	if !strings.Contains(logs.String(), "session_layout=owner") {
 		t.Errorf("serve does not say it runs the owner layout:\n%s", logs)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -144,28 +143,8 @@ func TestPermissionsIsolateWorkers(t *testing.T) {
 	// serve as the processor user.
 	root := spec4Skills(t)
 	t.Chdir(t.TempDir())
-	logs := &syncBuffer{}
-	sctx, scancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(sctx, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
-			"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--workers", "2", "--skill-search"}, io.Discard, logs)
-	}()
-	t.Cleanup(func() {
-		scancel()
-		if code := <-done; code != exitOK {
-			t.Errorf("serve exit %d:\n%s", code, logs)
-		}
-		if strings.Contains(logs.String(), "ermissions") {
-			t.Errorf("serve was refused something by the permission file:\n%s", logs)
-		}
-	})
-	eventually(t, 30*time.Second, "serve consuming", func() error {
-		if !strings.Contains(logs.String(), "processor started") {
-			return fmt.Errorf("not started:\n%s", logs)
-		}
-		return nil
-	})
+	runPermittedServe(t, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
+		"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--workers", "2", "--skill-search"}, "processor started")
 
 	// Worker A, an honest one.
 	a, err := client.Connect(userURL(t, natsURL, "worker-a", pw["worker-a"]), client.WithInboxPrefix("_INBOX.worker-a"),

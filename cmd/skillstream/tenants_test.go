@@ -149,11 +149,19 @@ func startTenantServe(t testing.TB, natsURL string, extra ...string) *syncBuffer
 	if err != nil {
 		t.Fatal(err)
 	}
+	args := append([]string{"serve", "--nats-url", natsURL, "--tenants", yaml,
+		"--no-bundled", "--user-skills-dir=", "--workers", "4", "--metrics-listen", quietAddr(t)}, extra...)
+	return runPermittedServe(t, args, "skillstream serving")
+}
+
+// runPermittedServe runs Main(args), a serve under a permission file,
+// until the test ends, and waits until its log holds ready. At the end it
+// must exit cleanly, the server having refused it nothing.
+func runPermittedServe(t testing.TB, args []string, ready string) *syncBuffer {
+	t.Helper()
 	logs := &syncBuffer{}
 	sctx, scancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	args := append([]string{"serve", "--nats-url", natsURL, "--tenants", yaml,
-		"--no-bundled", "--user-skills-dir=", "--workers", "4", "--metrics-listen", quietAddr(t)}, extra...)
 	go func() { done <- Main(sctx, args, io.Discard, logs) }()
 	t.Cleanup(func() {
 		scancel()
@@ -161,12 +169,12 @@ func startTenantServe(t testing.TB, natsURL string, extra ...string) *syncBuffer
 			t.Errorf("serve exit %d:\n%s", code, logs)
 		}
 		if strings.Contains(logs.String(), "ermissions") {
-			t.Errorf("serve was refused something by the tenants configuration:\n%s", logs)
+			t.Errorf("serve was refused something by the permission file:\n%s", logs)
 		}
 	})
-	eventually(t, 30*time.Second, "serve serving", func() error {
-		if !strings.Contains(logs.String(), "skillstream serving") {
-			return fmt.Errorf("not serving:\n%s", logs)
+	eventually(t, 30*time.Second, "serve "+ready, func() error {
+		if !strings.Contains(logs.String(), ready) {
+			return fmt.Errorf("not yet %q:\n%s", ready, logs)
 		}
 		return nil
 	})
