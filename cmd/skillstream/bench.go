@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,9 +39,11 @@ type benchOptions struct {
 	mode        string
 	noBaseline  bool
 	// usageProjection runs the usage projector beside the processor;
-	// projectionCost plays the processor phase without it, then with it.
+	// projectionCost plays the processor phase without it and with it,
+	// rounds times each, alternating which goes first.
 	usageProjection bool
 	projectionCost  bool
+	rounds          int
 	json            bool
 	cpuprofile      string
 	child           bool // hidden: run as the processor child of a bench
@@ -119,7 +122,8 @@ consumer, --workers).`[1:], `
 	cmd.localString(&o.mode, "processor", bench.ModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
 	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
-	cmd.localBool(&o.projectionCost, "usage-projection-cost", false, "measure the usage projector's cost in one run: the processor phase without it, then the same load with it (starting at that phase's records), side by side with their ratio, instead of the baseline")
+	cmd.localBool(&o.projectionCost, "usage-projection-cost", false, "measure the usage projector's cost in one run: the processor phase without it and the same load with it (starting at that phase's records), --rounds times each, side by side with their ratio, instead of the baseline")
+	cmd.localInt(&o.rounds, "rounds", 4, "with --usage-projection-cost: play the pair of phases `N` times, alternating which goes first, and compare their sums (a later phase runs on a longer stream: one pair alone measures the order as much as the projector)")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
 	cmd.group("Fleet scale")
@@ -211,6 +215,9 @@ func (o *benchOptions) validate(c *Config) error {
 			return usagef("--usage-projection-cost runs the projector in its second phase: drop --usage-projection")
 		case o.mode == bench.ModeExternal:
 			return usagef("--usage-projection-cost needs a processor bench runs (--processor child or inprocess)")
+		}
+		if o.rounds < 1 {
+			return usagef("--rounds %d: want at least 1", o.rounds)
 		}
 		o.noBaseline = true
 	}
@@ -329,31 +336,22 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 
 	p := plan
 	p.Prefix = pcfg.Prefix
+	var ph *bench.PhaseReport
 	if o.projectionCost {
-		// The same load without the projector first, in the baseline's
-		// column; the projector then starts at the second phase's records.
-		p.RunID = plan.RunID + "n"
-		ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
+		if ph, err = a.benchProjectionCost(ctx, &report, nc, c, url, p, o, total, skillsDir, log); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return a.printBenchReport(&report, o)
+		}
+	} else {
+		ph, err = a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
 			nc, p, o, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
 		if err != nil {
 			return err
 		}
-		report.Baseline, report.Compared = ph, bench.ComparedProjection
-		if ctx.Err() != nil {
-			return a.printBenchReport(&report, o)
-		}
-		if err := startProjectionNow(ctx, nc, c); err != nil {
-			return err
-		}
-		c.UsageProjection = true
-		p.RunID = plan.RunID + "u"
+		report.Processor = ph
 	}
-	ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: *c, URL: url},
-		nc, p, o, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
-	if err != nil {
-		return err
-	}
-	report.Processor = ph
 	report.Machine.LoadAfter = bench.LoadAverage()
 	report.ComputeRatios()
 	if err := a.printBenchReport(&report, o); err != nil {
@@ -362,6 +360,112 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 	if n := ph.Errors; n > 0 {
 		fmt.Fprintf(a.stderr, "skillstream bench: %d triggers failed; see the report\n", n)
 		return errReported
+	}
+	return nil
+}
+
+// benchProjectionCost plays the processor phase o.rounds times without
+// the usage projector and as many times with it, the order alternating
+// from one round to the next (without first, then with first, ...): a
+// later phase runs on a longer stream and a warmer server, which alone
+// makes a second phase cost some percent more than the first. Each phase
+// with the projector starts it at that phase's records. The report's
+// columns sum the rounds, and each round is listed; the merged phase
+// with the projector is returned.
+func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc *nats.Conn, c *Config, url string, p bench.Plan,
+	o benchOptions, total int64, skillsDir string, log *slog.Logger) (*bench.PhaseReport, error) {
+	report.Compared = bench.ComparedProjection
+	var without, with []*bench.PhaseReport
+	for i := 0; i < o.rounds && ctx.Err() == nil; i++ {
+		withoutFirst := i%2 == 0
+		var pair [2]*bench.PhaseReport // without, with
+		for _, on := range []bool{!withoutFirst, withoutFirst} {
+			if without != nil || with != nil || pair[0] != nil || pair[1] != nil {
+				if err := benchResetStream(ctx, nc, c.Stream); err != nil {
+					return nil, err
+				}
+			}
+			cfg := *c
+			cfg.UsageProjection = on
+			pr := p
+			pr.RunID = fmt.Sprintf("%s%s%d", p.RunID, map[bool]string{false: "n", true: "u"}[on], i)
+			if on {
+				if err := startProjectionNow(ctx, nc, c); err != nil {
+					return nil, err
+				}
+			}
+			po := o
+			if o.cpuprofile != "" { // a profile per phase: file.without1, file.with1, ...
+				po.cpuprofile = fmt.Sprintf("%s.%s%d", o.cpuprofile, map[bool]string{false: "without", true: "with"}[on], i+1)
+			}
+			ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: cfg, URL: url},
+				nc, pr, po, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
+			if err != nil {
+				return nil, err
+			}
+			if on {
+				pair[1] = ph
+			} else {
+				pair[0] = ph
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if pair[0] != nil {
+			without = append(without, pair[0])
+		}
+		if pair[1] != nil {
+			with = append(with, pair[1])
+		}
+		if pair[0] != nil && pair[1] != nil {
+			report.Rounds = append(report.Rounds, bench.NewRound(withoutFirst, pair[0], pair[1]))
+		}
+	}
+	report.Baseline, report.Processor = bench.MergePhases(without), bench.MergePhases(with)
+	if len(report.Rounds) < 2 {
+		report.Rounds = nil
+	}
+	if report.Processor == nil { // interrupted before a phase with the projector
+		report.Processor, report.Baseline, report.Compared = report.Baseline, nil, ""
+	}
+	if report.Processor == nil {
+		return nil, ctx.Err()
+	}
+	return report.Processor, nil
+}
+
+// benchResetStream empties stream name between two phases and deletes
+// its consumers (each phase's processor creates its own again), so that
+// every phase starts where the first did: on an empty stream, with no
+// consumer of an earlier phase left for the server to keep up to date.
+func benchResetStream(ctx context.Context, nc *nats.Conn, name string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	st, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", name, err)
+	}
+	names := st.ConsumerNames(ctx)
+	var cons []string
+	for n := range names.Name() {
+		cons = append(cons, n)
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("stream %s: list consumers: %w", name, err)
+	}
+	for _, n := range cons {
+		if err := st.DeleteConsumer(ctx, n); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("stream %s: delete consumer %s: %w", name, n, err)
+		}
+	}
+	if err := st.Purge(ctx); err != nil {
+		return fmt.Errorf("stream %s: purge: %w", name, err)
 	}
 	return nil
 }

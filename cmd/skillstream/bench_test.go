@@ -273,7 +273,7 @@ func TestBenchScaleMemberFlags(t *testing.T) {
 func TestBenchUsageProjectionCost(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	args := []string{"bench", "--processor", "inprocess", "--sessions", "3", "--steps", "2", "--calls", "1",
-		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost"}
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost", "--rounds", "2"}
 	code, stdout, stderr := runMain(t, append(args, "--json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -286,21 +286,27 @@ func TestBenchUsageProjectionCost(t *testing.T) {
 		t.Fatalf("not a comparison of the projector: compared %q\n%s", r.Compared, stdout)
 	}
 	for name, ph := range map[string]*bench.PhaseReport{"with": r.Processor, "without": r.Baseline} {
-		if !ph.Complete || ph.PreSteps != 6 || ph.SkillCalls != 6 || ph.Errors != 0 {
+		if !ph.Complete || ph.PreSteps != 12 || ph.SkillCalls != 12 || ph.Errors != 0 { // two rounds of 6
 			t.Errorf("%s the projector: complete %v, %d pre-steps, %d calls, %d errors (%v)", name, ph.Complete, ph.PreSteps, ph.SkillCalls, ph.Errors, ph.ErrorSamples)
 		}
 	}
 	if r.Ratios["pre_steps_per_second"] <= 0 {
 		t.Errorf("ratios missing: %v", r.Ratios)
 	}
+	// The rounds alternate which phase goes first.
+	if len(r.Rounds) != 2 || r.Rounds[0].First != "without" || r.Rounds[1].First != "with" ||
+		r.Rounds[0].CPUPerTrigger <= 0 || r.Rounds[1].PreStepsPerSec <= 0 {
+		t.Errorf("rounds %+v", r.Rounds)
+	}
 	code, stdout, _ = runMain(t, args...)
 	if code != exitOK || !strings.Contains(stdout, "with projector") || !strings.Contains(stdout, "with/without") ||
-		!strings.Contains(stdout, "CPU per trigger with the usage projector ≤ 1.05× without") {
+		!strings.Contains(stdout, "2 rounds, the order alternating") ||
+		!strings.Contains(stdout, "CPU per trigger with the usage projector ≤ 1.05× without (2 rounds summed)") {
 		t.Errorf("exit %d, table:\n%s", code, stdout)
 	}
-	for _, bad := range [][]string{{"--usage-projection"}, {"--processor", "external", "--nats-url", "nats://127.0.0.1:1"}} {
+	for _, bad := range [][]string{{"--usage-projection"}, {"--processor", "external", "--nats-url", "nats://127.0.0.1:1"}, {"--rounds", "0"}} {
 		code, _, stderr := runMain(t, append(append([]string{}, args...), bad...)...)
-		if code != exitUsage || !strings.Contains(stderr, "--usage-projection-cost") {
+		if code != exitUsage || !strings.Contains(stderr, bad[0]) {
 			t.Errorf("%v: exit %d, %s", bad, code, stderr)
 		}
 	}
