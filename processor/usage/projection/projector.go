@@ -50,6 +50,10 @@ const positionVersion = 1
 // by someone else).
 var ErrStale = errors.New("usage projection changed under this projector")
 
+// errCaughtUp ends a term that read the whole stream (it started far
+// behind) once it has caught up: the next term reads outputs only.
+var errCaughtUp = errors.New("usage projection: caught up")
+
 // errGap ends a term: a delivery of the consumer went to someone else, or
 // was lost, so the next one may not follow the last applied in order.
 var errGap = errors.New("usage projection: a delivery is missing (another reader of the consumer, or a lost message)")
@@ -277,7 +281,14 @@ func (p *Projector) runOnce(ctx context.Context) error {
 	kept := make(chan struct{})
 	go func() { defer close(kept); l.keep(tctx, cancel) }()
 	p.m.active.Set(1)
-	_, err = p.term(tctx, kv, termOptions{})
+	for {
+		// A term that started far behind reads the whole stream and ends
+		// once caught up (errCaughtUp); the next reads outputs only.
+		_, err = p.term(tctx, kv, termOptions{})
+		if !errors.Is(err, errCaughtUp) {
+			break
+		}
+	}
 	p.m.active.Set(0)
 	cancel(nil)
 	<-kept
@@ -380,6 +391,34 @@ type term struct {
 	// unreadable logging: at most once a minute.
 	lastWarn time.Time
 	unwarned int
+	// summaries are the Usage-Summary headers parsed in this term, by
+	// value: many records carry the same one (every load of one skill
+	// revision, every record of one catalog body). Emptied when it holds
+	// maxSummaries.
+	summaries map[string]parsedSummary
+}
+
+// parsedSummary is a Usage-Summary header as parsed: ok false when it
+// did not parse.
+type parsedSummary struct {
+	sum events.UsageSummary
+	ok  bool
+}
+
+// maxSummaries bounds the headers a term remembers parsed.
+const maxSummaries = 4096
+
+// summary parses a Usage-Summary header value, once per distinct value.
+func (t *term) summary(v string) (events.UsageSummary, bool) {
+	if ps, ok := t.summaries[v]; ok {
+		return ps.sum, ps.ok
+	}
+	sum, err := events.ParseUsageSummary(v)
+	if t.summaries == nil || len(t.summaries) >= maxSummaries {
+		t.summaries = make(map[string]parsedSummary)
+	}
+	t.summaries[v] = parsedSummary{sum: sum, ok: err == nil}
+	return sum, err == nil
 }
 
 // cached is an hour bucket as last read or written, with its revision
@@ -402,11 +441,13 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		return termResult{}, err
 	}
 	t := &term{p: p, kv: kv, st: st, pos: pos, posRev: rev, nextDelivery: 1, applied: pos.Seq, hours: map[int64]*cached{}}
-	cons, err := p.consumer(ctx, st, pos)
+	live := st.CachedInfo().State.LastSeq <= pos.Seq+liveLag
+	cons, err := p.consumer(ctx, st, pos, live)
 	if err != nil {
 		return termResult{}, p.hint(err)
 	}
-	p.log.Info("usage projection: active", "bucket", p.opts.Bucket, "consumer", p.opts.Consumer, "instance", p.opts.Instance, "from_seq", pos.Seq+1)
+	p.log.Info("usage projection: active", "bucket", p.opts.Bucket, "consumer", p.opts.Consumer, "instance", p.opts.Instance,
+		"from_seq", pos.Seq+1, "reads", map[bool]string{true: "outputs", false: "every record until caught up"}[live])
 	for {
 		if err := ctx.Err(); err != nil {
 			return t.res, err
@@ -458,6 +499,9 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		}
 		if o.caughtUp && pending == 0 && t.acc.deliveries == 0 {
 			return t.res, nil
+		}
+		if !live && !o.caughtUp && pending == 0 && t.acc.deliveries == 0 {
+			return t.res, errCaughtUp
 		}
 	}
 }
@@ -527,21 +571,32 @@ func decodePosition(b []byte) (Position, error) {
 	return pos, nil
 }
 
+// liveLag is how far behind the stream a term may start and still read
+// outputs only (a consumer filtered on the output subjects); further
+// behind, it reads every record until it has caught up.
+//
+// Why two ways: live, a consumer of the outputs spares the server and
+// the projector every trigger's delivery (about half the records), and
+// the server finds the next output by looking at the few records after
+// the last. Far behind, the server finds each next output of several
+// filters by intersecting them with the subjects of a whole message
+// block (thousands of sessions' subjects) at every delivery, which is
+// slower than delivering every record and passing triggers over.
+var liveLag uint64 = 10_000 // a variable for the tests
+
 // consumer creates the durable consumer afresh, starting after the
 // position: whatever an earlier holder left unacknowledged is delivered
-// again, in order, instead of after newer records.
-func (p *Projector) consumer(ctx context.Context, st jetstream.Stream, pos Position) (jetstream.Consumer, error) {
+// again, in order, instead of after newer records. A live consumer reads
+// the output subjects; another reads every record (see liveLag).
+func (p *Projector) consumer(ctx context.Context, st jetstream.Stream, pos Position, live bool) (jetstream.Consumer, error) {
 	if err := st.DeleteConsumer(ctx, p.opts.Consumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("delete consumer %s: %w", p.opts.Consumer, err)
 	}
 	cfg := jetstream.ConsumerConfig{
 		Durable:     p.opts.Consumer,
 		Description: "skillstream usage projection into bucket " + p.opts.Bucket,
-		// All of the prefix, not the three output subjects: the server
-		// walks a stream block's whole subject index at every delivery of
-		// a consumer with several wildcard filters, but scans the block in
-		// order for one filter that is the stream's own subject. The
-		// triggers are passed over here instead (isOutput).
+		// All of the prefix, or the output subjects (see liveLag); the
+		// triggers are passed over in either case (isOutput).
 		FilterSubject: events.StreamSubjects(p.opts.Prefix),
 		// Headers only: what the projection counts of a processor's output
 		// is in its Usage-Summary header; the payload of any other output
@@ -553,6 +608,9 @@ func (p *Projector) consumer(ctx context.Context, st jetstream.Stream, pos Posit
 		MaxDeliver:    -1,
 		// Left behind by a projector that stopped for good.
 		InactiveThreshold: time.Hour,
+	}
+	if live {
+		cfg.FilterSubject, cfg.FilterSubjects = "", filters(p.opts.Layout, p.opts.Prefix)
 	}
 	switch {
 	case pos.Seq > 0:
@@ -616,11 +674,12 @@ func (t *term) take(ctx context.Context, msgs []jetstream.Msg) (pending uint64, 
 		a.last = m
 		if md.Sequence.Stream <= max(t.applied, a.lastSeq) {
 			t.res.Skipped++ // delivered again: applied or taken already
-			p.m.records.WithLabelValues("skipped").Inc()
+			p.m.skipped.Inc()
 			continue
 		}
 		if !isOutput(p.opts.Layout, p.opts.Prefix, m.Subject()) {
 			t.res.Passed++
+			p.m.passed.Inc()
 			continue
 		}
 		out := t.read(ctx, m.Subject(), md.Sequence.Stream, m.Headers())
@@ -646,20 +705,20 @@ func (t *term) read(ctx context.Context, subject string, seq uint64, h nats.Head
 	if err != nil {
 		return usage.Output{}
 	}
-	sum, err := events.ParseUsageSummary(h.Get(events.HeaderUsageSummary))
-	if err == nil {
+	sum, ok := t.summary(h.Get(events.HeaderUsageSummary))
+	if ok {
 		switch sum.Kind {
 		case events.UsageLoad:
-			p.m.summaries.WithLabelValues("header").Inc()
+			p.m.fromHeader.Inc()
 			return usage.Output{Kind: usage.OutputLoad, Session: sid, Skill: sum.Skill, Digest: sum.Digest, Revision: sum.Revision}
 		case events.UsageCatalog:
 			if listed, ok := p.bodies.Get(sum.Body); ok {
-				p.m.summaries.WithLabelValues("header").Inc()
+				p.m.fromHeader.Inc()
 				return usage.Output{Kind: usage.OutputCatalog, Session: sid, Update: sum.Update, TextBytes: sum.TextBytes, Listed: listed, ListedKey: sum.Body}
 			}
 		}
 	}
-	p.m.summaries.WithLabelValues("payload").Inc()
+	p.m.fromPayload.Inc()
 	rec, err := t.st.GetMsg(ctx, seq)
 	if err != nil {
 		// Gone (removed by hand, or past the stream's limits) or
@@ -889,6 +948,8 @@ type metrics struct {
 	active  prometheus.Gauge
 	// summaries counts output records by how they were read.
 	summaries *prometheus.CounterVec
+	// The series counted at every record, resolved once.
+	skipped, passed, fromHeader, fromPayload prometheus.Counter
 }
 
 var metricsMu sync.Mutex
@@ -896,7 +957,7 @@ var metricsMu sync.Mutex
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "usage_projection_records_total",
-			Help: "Output records the usage projection read, by result: applied, unreadable (applied, counted as unreadable), skipped (delivered again, applied already)."},
+			Help: "Output records the usage projection read, by result: applied, unreadable (applied, counted as unreadable), skipped (delivered again, applied already), passed (a trigger, read while catching up)."},
 			[]string{"result"}),
 		seq: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "skillstream", Name: "usage_projection_applied_seq",
 			Help: "The stream sequence up to which the usage projection applied every output record (this member, while it holds the lease)."}),
@@ -907,12 +968,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			[]string{"from"}),
 	}
 	defer func() { // every series exists from the start, at 0
-		for _, r := range []string{"applied", "unreadable", "skipped"} {
+		for _, r := range []string{"applied", "unreadable", "skipped", "passed"} {
 			m.records.WithLabelValues(r)
 		}
 		for _, f := range []string{"header", "payload"} {
 			m.summaries.WithLabelValues(f)
 		}
+		// Resolved after registration, which may hand back the vectors
+		// another projector registered.
+		m.skipped, m.passed = m.records.WithLabelValues("skipped"), m.records.WithLabelValues("passed")
+		m.fromHeader, m.fromPayload = m.summaries.WithLabelValues("header"), m.summaries.WithLabelValues("payload")
 	}()
 	if reg == nil {
 		return m, nil
