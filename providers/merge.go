@@ -1,8 +1,9 @@
 package providers
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -16,12 +17,16 @@ type listResult struct {
 	err   error
 }
 
+// ranked is one valid candidate: results[p].cands[k], of rank rank.
 type ranked struct {
-	c    Candidate
-	p, k int
+	p, k int32
+	rank int
 }
 
-// merge applies the ranking rules to the providers' answers.
+// merge applies the ranking rules to the providers' answers. Candidates
+// are referred to by their place in results, not copied, until the
+// winners are: a view of a thousand skills is merged for each new working
+// directory.
 func (r *Registry) merge(results []listResult) *view {
 	v := &view{complete: true}
 	n := 0
@@ -36,38 +41,55 @@ func (r *Registry) merge(results []listResult) *view {
 			v.complete = false
 			v.errs = append(v.errs, ProviderError{Provider: r.names[i], Err: res.err})
 		}
-		for k, c := range res.cands {
-			if c.Provider == "" {
-				c.Provider = r.names[i]
-			}
-			if err := checkCandidate(r.names[i], c); err != nil {
-				v.rejected = append(v.rejected, Rejected{Candidate: c, Err: err})
+		for k := range res.cands {
+			c := &res.cands[k] // the provider's: read, never written
+			if err := checkCandidate(r.names[i], *c); err != nil {
+				v.rejected = append(v.rejected, Rejected{Candidate: r.named(i, c), Err: err})
 				continue
 			}
-			all = append(all, ranked{c: c, p: i, k: k})
+			all = append(all, ranked{p: int32(i), k: int32(k), rank: c.Rank})
 		}
 	}
+	cand := func(rc ranked) *Candidate { return &results[rc.p].cands[rc.k] }
+	copyOf := func(rc ranked) Candidate { return r.named(int(rc.p), cand(rc)) }
 	// all is in (provider, local) order already; a stable sort by rank
 	// gives the full order.
-	sort.SliceStable(all, func(a, b int) bool { return all[a].c.Rank < all[b].c.Rank })
+	byRank := func(a, b ranked) int { return cmp.Compare(a.rank, b.rank) }
+	if !slices.IsSortedFunc(all, byRank) {
+		slices.SortStableFunc(all, byRank)
+	}
 	winners := make(map[string]int, len(all))
-	var win []ranked
+	win := make([]ranked, 0, len(all))
 	for _, rc := range all {
-		if w, ok := winners[rc.c.Name]; ok {
-			v.shadowed = append(v.shadowed, Shadowed{Candidate: rc.c, By: win[w].c})
+		c := cand(rc)
+		if w, ok := winners[c.Name]; ok {
+			v.shadowed = append(v.shadowed, Shadowed{Candidate: copyOf(rc), By: copyOf(win[w])})
 			continue
 		}
-		winners[rc.c.Name] = len(win)
+		winners[c.Name] = len(win)
 		win = append(win, rc)
 	}
-	sort.Slice(win, func(a, b int) bool { return win[a].c.Name < win[b].c.Name })
+	byName := func(a, b ranked) int { return strings.Compare(cand(a).Name, cand(b).Name) }
+	if !slices.IsSortedFunc(win, byName) {
+		slices.SortFunc(win, byName)
+	}
 	v.skills = make([]catalog.Summary, len(win))
 	v.owner = make([]int, len(win))
 	for i, w := range win {
-		v.skills[i] = w.c.Summary
-		v.owner[i] = w.p
+		v.skills[i] = copyOf(w).Summary
+		v.owner[i] = int(w.p)
 	}
 	return v
+}
+
+// named is a copy of provider i's candidate c, named after the provider
+// when it does not name one.
+func (r *Registry) named(i int, c *Candidate) Candidate {
+	out := *c
+	if out.Provider == "" {
+		out.Provider = r.names[i]
+	}
+	return out
 }
 
 func checkCandidate(provider string, c Candidate) error {
