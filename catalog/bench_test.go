@@ -98,3 +98,22 @@ func BenchmarkPrepare1000(b *testing.B) {
 		_ = catalog.Render(catalog.UpdateInitial, v.Entries)
 	}
 }
+
+// BenchmarkPrepare1000Clean is BenchmarkPrepare1000 with the descriptions
+// most skills have: one line of printable ASCII, the skills in name order
+// (as a registry's snapshot gives them).
+func BenchmarkPrepare1000Clean(b *testing.B) {
+	skills := make([]catalog.Summary, 1000)
+	for i := range skills {
+		skills[i] = catalog.Summary{Name: fmt.Sprintf("skill-%04d", i),
+			Description: fmt.Sprintf("Use when the task involves area %d of the benchmark project: builds, tests, reviews and releases of that area.", i),
+			Invocation:  catalog.Invocation{ModelInvocable: true, UserInvocable: true}, Provider: "agentskills"}
+	}
+	snap := catalog.Snapshot{Skills: skills, Complete: true}
+	opts := catalog.Options{MaxLength: catalog.DefaultMaxLength, DescriptionMaxLength: catalog.DefaultDescriptionMaxLength}
+	b.ReportAllocs()
+	for b.Loop() {
+		v := catalog.Prepare(snap, opts)
+		_ = catalog.Render(catalog.UpdateInitial, v.Entries)
+	}
+}

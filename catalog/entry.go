@@ -95,6 +95,9 @@ func clean(s string, maxLen int) bool {
 	if len(s) > maxLen {
 		return false
 	}
+	if printableASCII(s) { // no white space but spaces: single inner ones?
+		return s == "" || s[0] != ' ' && s[len(s)-1] != ' ' && !strings.Contains(s, "  ")
+	}
 	prevSpace := true // a leading space is as bad as a double one
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -158,7 +161,10 @@ func Entries(skills []Summary, maxLen int) []Entry {
 		}
 		out = append(out, Entry{Name: s.Name, Description: s.Description})
 	}
-	slices.SortStableFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	byName := func(a, b Entry) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(out, byName) { // a registry's snapshot is sorted already
+		slices.SortStableFunc(out, byName)
+	}
 	out = slices.CompactFunc(out, func(a, b Entry) bool { return a.Name == b.Name })
 	for i := range out {
 		out[i].Description = Normalize(out[i].Description, maxLen)

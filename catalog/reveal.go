@@ -124,6 +124,9 @@ func bidi(r rune) bool {
 // first one and how many s holds; i is -1 when there is none.
 func FindControl(s string, oneLine bool) (i int, r rune, n int) {
 	i = -1
+	if printableASCII(s) {
+		return i, 0, 0
+	}
 	for j := 0; j < len(s); {
 		if b := s[j]; b >= 0x20 && b < 0x7f {
 			j++

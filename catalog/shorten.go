@@ -127,20 +127,18 @@ func lineLen(e Entry) listLen {
 	if e.Bare {
 		return l
 	}
-	l = l.add(textLen(e.Description)).plus(len(": "))
-	for i := 0; i < len(e.Description); i++ {
-		switch e.Description[i] {
-		case '&':
-			l = l.plus(len("&amp;") - 1)
-		case '<', '>':
-			l = l.plus(len("&lt;") - 1)
-		}
-	}
-	return l
+	d := e.Description
+	l = l.add(textLen(d)).plus(len(": "))
+	// Escapes lengthen the line: & becomes &amp;, < and > &lt; and &gt;.
+	// (strings.Count looks at many bytes at a time.)
+	return l.plus(strings.Count(d, "&")*(len("&amp;")-1) + (strings.Count(d, "<")+strings.Count(d, ">"))*(len("&lt;")-1))
 }
 
 // textLen is the length of s in code points and in UTF-16 code units.
 func textLen(s string) listLen {
+	if isASCII(s) {
+		return listLen{len(s), len(s)}
+	}
 	var l listLen
 	for i := 0; i < len(s); {
 		if s[i] < utf8.RuneSelf {
