@@ -103,3 +103,21 @@ func BenchmarkLargeCatalog(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkNewCatalogBody1000 encodes the body of a catalog listing 1,000
+// skills: once per view of a working directory.
+func BenchmarkNewCatalogBody1000(b *testing.B) {
+	entries := make([]Entry, 1000)
+	var text strings.Builder
+	for i := range entries {
+		entries[i] = Entry{Name: fmt.Sprintf("skill-%04d", i), Description: fmt.Sprintf("Use when the task involves area %d of the benchmark project.", i)}
+		fmt.Fprintf(&text, "- `%s`: %s\n", entries[i].Name, entries[i].Description)
+	}
+	src := CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: "initial", Entries: entries, Digest: "d"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewCatalogBody(text.String(), src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
