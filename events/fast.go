@@ -33,6 +33,8 @@ type fastWire interface {
 type plain struct {
 	b []byte
 	i int
+	// shared: entry lists may be given from knownLists (a Decision's).
+	shared bool
 }
 
 func (r *plain) n(size int) (uint64, bool) {
@@ -363,7 +365,7 @@ func (w *skillSearchWire) fastMsgpack(b []byte) bool {
 
 func (w *decisionWire) fastMsgpack(b []byte) bool {
 	var x decisionWire
-	r := plain{b: b}
+	r := plain{b: b, shared: true}
 	ok := r.fields(func(key string) (uint, bool) {
 		var ok bool
 		switch key {
@@ -445,16 +447,7 @@ func (r *plain) currentList(l *CurrentList) bool {
 		var ok bool
 		switch key {
 		case "entries":
-			start := r.i
-			if cached, end, hit := knownLists.get(r.b, start); hit {
-				l.Entries, r.i = cached, end
-				return 1 << 0, true
-			}
-			if !r.entries(&l.Entries) {
-				return 1 << 0, false
-			}
-			knownLists.put(r.b[start:r.i], l.Entries)
-			return 1 << 0, true
+			return 1 << 0, r.knownEntries(&l.Entries)
 		case "digest":
 			l.Digest, ok = r.str()
 			return 1 << 1, ok
@@ -529,6 +522,9 @@ func (r *plain) source(s *CatalogSource) bool {
 			s.Update, ok = r.str()
 			return 1 << 2, ok
 		case "entries":
+			if r.shared {
+				return 1 << 3, r.knownEntries(&s.Entries)
+			}
 			return 1 << 3, r.entries(&s.Entries)
 		case "digest":
 			s.Digest, ok = r.str()
@@ -609,6 +605,23 @@ func (r *plain) changes(dst *[]Change) bool {
 // and the names and descriptions are not a string each: they are cut out
 // of one copy of the bytes from the list on (the list is the catalog's
 // last large part; what follows it is a few short fields).
+// knownEntries is entries for the lists a worker is sent again and again:
+// the entries of the few lists read last are kept, by their bytes, and
+// given again (shared: they must not be modified) when the same bytes
+// come again.
+func (r *plain) knownEntries(dst *[]Entry) bool {
+	start := r.i
+	if cached, end, hit := knownLists.get(r.b, start); hit {
+		*dst, r.i = cached, end
+		return true
+	}
+	if !r.entries(dst) {
+		return false
+	}
+	knownLists.put(r.b[start:r.i], *dst)
+	return true
+}
+
 func (r *plain) entries(dst *[]Entry) bool {
 	n, ok := r.container(true)
 	if !ok || n == 0 {

@@ -195,6 +195,11 @@ type Decision struct {
 	CatalogSeqs []uint64 `msgpack:"catalogSeqs,omitempty" json:"catalogSeqs,omitempty"`
 	// CurrentList is then that whole list, so that a worker need not
 	// read the records back itself. Absent otherwise.
+	//
+	// Decoded from msgpack, the entries of CurrentList and of Catalog's
+	// source may be shared with other Decisions carrying the same bytes
+	// (a worker is sent one list for many sessions): read them, never
+	// modify them.
 	CurrentList *CurrentList `msgpack:"currentList,omitempty" json:"currentList,omitempty"`
 	// Invocations are the skills the user invoked in this step's userText,
 	// as appended (skill.invocation), in order; a retry of the step gets
