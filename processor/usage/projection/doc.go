@@ -65,14 +65,22 @@
 // is trusted as the record is: only processors may write outputs (see the
 // shipped permissions).
 //
-// The durable consumer (DefaultConsumer) reads <prefix>.> and the
-// projector passes over the triggers itself, rather than filtering to
-// the three output subjects (<prefix>.*.catalog.append, ...; in the owner
-// layout <prefix>.*.*.catalog.append, ...): for a consumer of several
-// wildcard filters the server walks the subject index of a stream block
-// at every delivery, which cost 220-290 µs per record in
-// BenchmarkProjection, against 11-17 µs for the one filter that is the
-// stream's own subject, read in order.
+// The durable consumer (DefaultConsumer) reads one of two ways. Live
+// (the projection at most 10,000 records behind the stream when a term
+// starts), it is filtered on the three output subjects
+// (<prefix>.*.catalog.append, ...; in the owner layout
+// <prefix>.*.*.catalog.append, ...): the triggers, about half of the
+// records, are never delivered, and near the stream's end the server
+// finds the next output by looking at the few records after the last.
+// Far behind (a rebuild, a projector back after a long stop), it reads
+// <prefix>.> and the projector passes over the triggers itself: there,
+// for a consumer of several wildcard filters the server intersects them
+// with the subjects of a whole message block at every delivery, which
+// cost 220-290 µs per record in BenchmarkProjection, against 11-17 µs for
+// the one filter that is the stream's own subject, read in order. A term
+// reading every record ends once it has caught up, and the next reads
+// the outputs (skillstream_usage_projection_records_total{result="passed"}
+// counts the triggers passed over).
 //
 // In-order delivery is what makes the highest sequence enough, and it is
 // checked, not assumed. The projector that holds the lease creates the
