@@ -441,10 +441,18 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		return termResult{}, err
 	}
 	t := &term{p: p, kv: kv, st: st, pos: pos, posRev: rev, nextDelivery: 1, applied: pos.Seq, hours: map[int64]*cached{}}
-	live := st.CachedInfo().State.LastSeq <= pos.Seq+liveLag
+	// Behind by the records after the position; a position by time only
+	// (a rebuild --since) is asked of a consumer reading every record.
+	live := pos.Seq > 0 && st.CachedInfo().State.LastSeq <= pos.Seq+liveLag
 	cons, err := p.consumer(ctx, st, pos, live)
 	if err != nil {
 		return termResult{}, p.hint(err)
+	}
+	if !live && cons.CachedInfo().NumPending <= liveLag {
+		live = true
+		if cons, err = p.consumer(ctx, st, pos, live); err != nil {
+			return termResult{}, p.hint(err)
+		}
 	}
 	p.log.Info("usage projection: active", "bucket", p.opts.Bucket, "consumer", p.opts.Consumer, "instance", p.opts.Instance,
 		"from_seq", pos.Seq+1, "reads", map[bool]string{true: "outputs", false: "every record until caught up"}[live])
@@ -500,7 +508,9 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		if o.caughtUp && pending == 0 && t.acc.deliveries == 0 {
 			return t.res, nil
 		}
-		if !live && !o.caughtUp && pending == 0 && t.acc.deliveries == 0 {
+		// Caught up, or near enough that the outputs are found quickly:
+		// everything taken is written, the next term reads outputs only.
+		if !live && !o.caughtUp && pending <= liveLag && t.acc.deliveries == 0 {
 			return t.res, errCaughtUp
 		}
 	}
