@@ -449,9 +449,11 @@ type catalogBodyKey struct {
 	epoch    string
 }
 
-// catalogBodiesSize bounds the kept bodies: a processor appends few
-// distinct catalogs at a time (one per skill view and update kind).
-const catalogBodiesSize = 32
+// catalogBodiesSize bounds the kept bodies: a processor appends one
+// distinct catalog per skill view (working directory) and update kind at
+// a time, and an organisation's members serve many projects at once. A
+// body of a thousand skills is about 130 KB.
+const catalogBodiesSize = 128
 
 func newCatalogBodies() *catalogBodies {
 	c, _ := lru.New[catalogBodyKey, *catalogBodyEntry](catalogBodiesSize)

@@ -23,7 +23,7 @@ import (
 const (
 	DefaultName        = "agentskills"
 	DefaultUserDir     = "~/.agents/skills"
-	DefaultMaxProjects = 64
+	DefaultMaxProjects = 256
 	DefaultDebounce    = 20 * time.Millisecond
 	// DefaultMaxWatchesPerFolder bounds the file watches one skills folder
 	// takes for its skill folders and linked files.
