@@ -44,6 +44,7 @@ type view struct {
 	mu       sync.Mutex
 	prepared map[catalog.Options]*preparedView // see Prepared
 	derived  map[any]*derivedValue             // see Derive
+	sumState                                   // see contentSum
 }
 
 // preparedView is a view's snapshot prepared under one catalog.Options,
@@ -58,8 +59,9 @@ type preparedView struct {
 const maxPrepared = 8
 
 // prepare returns the view's snapshot prepared under opts, building it at
-// the first call.
-func (v *view) prepare(opts catalog.Options) catalog.View {
+// the first call, or taking it from shared when a view of the same skills
+// was prepared under opts before (shared may be nil).
+func (v *view) prepare(opts catalog.Options, shared *sharedViews) catalog.View {
 	v.mu.Lock()
 	pv, ok := v.prepared[opts]
 	if !ok {
@@ -71,8 +73,16 @@ func (v *view) prepare(opts catalog.Options) catalog.View {
 	}
 	v.mu.Unlock()
 	pv.once.Do(func() {
-		pv.v = catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch,
-			Diagnostics: v.diags}, opts)
+		prepare := func() catalog.View {
+			return catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch,
+				Diagnostics: v.diags}, opts)
+		}
+		if shared == nil || !v.complete {
+			pv.v = prepare()
+			return
+		}
+		pv.v = shared.get(v.contentSum(), opts, prepare)
+		pv.v.Diagnostics = v.diags // the view's own, as its position (Prepared)
 	})
 	return pv.v
 }

@@ -106,12 +106,13 @@ type Registry struct {
 	wg      sync.WaitGroup
 	running atomic.Int64
 
-	mu      sync.Mutex
-	closed  bool
-	cache   *simplelru.LRU[catalog.Query, *cacheEntry] // nil when cacheSize is 0
-	stuck   []int
-	logged  map[string]struct{}
-	flights map[catalog.Query]*flight // collections in progress, by q
+	mu        sync.Mutex
+	closed    bool
+	cache     *simplelru.LRU[catalog.Query, *cacheEntry] // nil when cacheSize is 0
+	stuck     []int
+	logged    map[string]struct{}
+	flights   map[catalog.Query]*flight // collections in progress, by q
+	sameViews *sharedViews              // prepared views by content (sharedviews.go)
 }
 
 // NewRegistry composes ps in order. The registry takes ownership of the
@@ -126,6 +127,7 @@ func NewRegistry(ps []Provider, opts ...RegistryOption) *Registry {
 		stuck:        make([]int, len(ps)),
 		logged:       make(map[string]struct{}),
 		flights:      make(map[catalog.Query]*flight),
+		sameViews:    newSharedViews(),
 	}
 	for _, p := range r.ps {
 		r.names = append(r.names, p.Name())
@@ -173,7 +175,7 @@ func (r *Registry) Prepared(ctx context.Context, q catalog.Query, opts catalog.O
 	if err != nil {
 		return catalog.View{}, err
 	}
-	pv := v.prepare(opts)
+	pv := v.prepare(opts, r.sameViews)
 	pv.Revision, pv.Epoch = pos.Revision, pos.Epoch
 	return pv, nil
 }
