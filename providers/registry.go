@@ -30,6 +30,11 @@ var (
 	// ErrInvalidCandidate reports a candidate that breaks the skill rules
 	// (bad name, empty description).
 	ErrInvalidCandidate = errors.New("invalid candidate")
+	// ErrStopping is wrapped by a provider's error when the process is
+	// stopping (its connection closed on purpose): the snapshot is
+	// incomplete, as with any failure, but there is nothing to warn an
+	// operator about.
+	ErrStopping = errors.New("stopping")
 )
 
 // Defaults of the registry options.

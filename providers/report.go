@@ -175,6 +175,9 @@ func (r *Registry) logView(q catalog.Query, v *view) {
 		}
 	}
 	for _, pe := range v.errs {
+		if errors.Is(pe.Err, ErrStopping) {
+			continue
+		}
 		if r.once(fmt.Sprintf("error\x00%s\x00%v\x00%s", pe.Provider, q, pe.Err)) {
 			r.log.Warn("skill snapshot incomplete", append(queryAttrs(q), "provider", pe.Provider, "err", pe.Err)...)
 		}

@@ -542,7 +542,7 @@ func (p *Provider) Close() error {
 	<-p.done
 	p.mu.Lock()
 	p.healthy = false
-	p.why = ErrClosed
+	p.why = fmt.Errorf("%w (%w)", ErrClosed, providers.ErrStopping)
 	p.closeAll()
 	p.mu.Unlock()
 	return nil
@@ -602,6 +602,9 @@ func (p *Provider) broken(err error) {
 	}
 	p.healthy = false
 	p.why = fmt.Errorf("%w: %v", ErrUnavailable, err)
+	if p.nc.IsClosed() {
+		p.why = fmt.Errorf("%w: %w: NATS connection closed", ErrUnavailable, providers.ErrStopping)
+	}
 	p.closeAll()
 	close(p.advanced)
 	p.advanced = make(chan struct{})
