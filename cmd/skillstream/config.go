@@ -29,6 +29,7 @@ type Config struct {
 	NoBundled            bool
 	NoFollowSymlinks     bool
 	MaxWatchesPerDir     int // file watches one skills folder may take (--max-watches-per-skills-dir)
+	WatchedProjects      int // project roots watched at once (--watched-projects)
 	DescriptionMaxLength int
 	CatalogMaxLength     int    // code points between the catalog's tags; 0 = none
 	MaxSkillBytes        int    // bytes of instructions in a tool result; 0 = none
@@ -146,6 +147,8 @@ func (c *Config) skillFlags(cmd *command) {
 	cmd.cfgBool(&c.NoFollowSymlinks, "no-follow-symlinks", false, "skip symbolic links inside skills folders, and skills folders that are links, instead of following them")
 	cmd.cfgInt(&c.MaxWatchesPerDir, "max-watches-per-skills-dir", agentskills.DefaultMaxWatchesPerFolder,
 		"file watches one skills folder may take for its skill folders; a larger folder is re-checked every 5s instead")
+	cmd.cfgInt(&c.WatchedProjects, "watched-projects", agentskills.DefaultMaxProjects,
+		"project roots watched at once, the least recently used dropped past it; a member serving more projects at once than this prepares their catalogs again at every step: set it above the projects your workers use")
 	cmd.cfgInt(&c.DescriptionMaxLength, "catalog-description-max-length", catalog.DefaultDescriptionMaxLength,
 		"cap on each catalog description, in code points; at least 3")
 	cmd.cfgInt(&c.CatalogMaxLength, "catalog-max-length", catalog.DefaultMaxLength,
@@ -312,6 +315,9 @@ func (c *Config) validateSkills() error {
 	}
 	if c.MaxWatchesPerDir < 1 {
 		return usagef("--max-watches-per-skills-dir %d: must be at least 1", c.MaxWatchesPerDir)
+	}
+	if c.WatchedProjects < 1 {
+		return usagef("--watched-projects %d: must be at least 1", c.WatchedProjects)
 	}
 	for _, d := range c.SkillsDirs {
 		if d == "" {

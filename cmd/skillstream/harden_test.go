@@ -265,3 +265,36 @@ func TestPushRefusesRootLinkOut(t *testing.T) {
 		t.Fatalf("with --follow-links-out: %d skills, %v", len(locals), err)
 	}
 }
+
+// TestWatchedProjectsBound: --watched-projects bounds the project roots
+// the folder provider tracks at once (the least recently used dropped),
+// and 0 is refused.
+func TestWatchedProjectsBound(t *testing.T) {
+	var cwds []string
+	for i := range 3 {
+		root := t.TempDir()
+		writeFile(t, root, ".git/HEAD", "ref: refs/heads/main\n")
+		writeFile(t, root, fmt.Sprintf(".agents/skills/p%d/SKILL.md", i), skillMD("ok", fmt.Sprintf("name: p%d", i), "description: Project skill."))
+		cwds = append(cwds, root)
+	}
+	for _, bound := range []int{2, 3} {
+		c := &Config{NoBundled: true, NoSkillStore: true, MaxWatchesPerDir: 4096, WatchedProjects: bound}
+		reg, fs, err := c.skillSources(context.Background(), nil, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cwd := range cwds {
+			if s, err := reg.Snapshot(context.Background(), catalog.At(cwd)); err != nil || len(s.Skills) != 1 {
+				t.Fatalf("snapshot of %s: %+v, %v", cwd, s, err)
+			}
+		}
+		if n := fs.Stats().Projects; n != bound {
+			t.Errorf("--watched-projects %d: %d project roots tracked", bound, n)
+		}
+		reg.Close()
+	}
+	code, _, stderr := runMain(t, "catalog", "--cwd", cwds[0], "--no-bundled", "--user-skills-dir=", "--watched-projects", "0")
+	if code != exitUsage || !strings.Contains(stderr, "--watched-projects 0: must be at least 1") {
+		t.Errorf("bound 0: exit %d, stderr %s", code, stderr)
+	}
+}

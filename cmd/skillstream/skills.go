@@ -51,6 +51,7 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 		ConfineProjects:     c.CwdRoots,
 		NoWatch:             !watch,
 		MaxWatchesPerFolder: c.MaxWatchesPerDir,
+		MaxProjects:         c.WatchedProjects,
 		Logger:              fsLog,
 	})
 	if err != nil {
@@ -114,7 +115,9 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 		}
 		ps = append(ps, b)
 	}
-	var opts []providers.RegistryOption
+	// A view per watched project at least: the registry keeps views only
+	// while their projects are watched.
+	opts := []providers.RegistryOption{providers.WithCacheSize(max(providers.DefaultCacheSize, c.WatchedProjects))}
 	if log != nil {
 		opts = append(opts, providers.WithLogger(log.With("component", "skills")))
 	}
