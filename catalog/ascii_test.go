@@ -45,30 +45,8 @@ func FuzzASCIIFastPaths(f *testing.F) {
 	})
 }
 
-// slowClean is clean a byte at a time, as it was before its fast path.
-func slowClean(s string, maxLen int) bool {
-	if len(s) > maxLen {
-		return false
-	}
-	prevSpace := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= utf8.RuneSelf:
-			return false
-		case c == ' ':
-			if prevSpace {
-				return false
-			}
-			prevSpace = true
-		case asciiSpace[c]:
-			return false
-		default:
-			prevSpace = false
-		}
-	}
-	return !prevSpace || len(s) == 0
-}
+// slowClean is clean without its fast path.
+func slowClean(s string, maxLen int) bool { return len(s) <= maxLen && cleanBytes(s) }
 
 // slowTextLen counts code points and UTF-16 code units one rune at a time.
 func slowTextLen(s string) listLen {

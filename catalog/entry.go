@@ -98,6 +98,11 @@ func clean(s string, maxLen int) bool {
 	if printableASCII(s) { // no white space but spaces: single inner ones?
 		return s == "" || s[0] != ' ' && s[len(s)-1] != ' ' && !strings.Contains(s, "  ")
 	}
+	return cleanBytes(s)
+}
+
+// cleanBytes is clean's check a byte at a time, for any s.
+func cleanBytes(s string) bool {
 	prevSpace := true // a leading space is as bad as a double one
 	for i := 0; i < len(s); i++ {
 		c := s[i]
