@@ -376,11 +376,16 @@ func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc 
 	o benchOptions, total int64, skillsDir string, log *slog.Logger) (*bench.PhaseReport, error) {
 	report.Compared = bench.ComparedProjection
 	var without, with []*bench.PhaseReport
+	played := 0
 	for i := 0; i < o.rounds && ctx.Err() == nil; i++ {
 		withoutFirst := i%2 == 0
 		var pair [2]*bench.PhaseReport // without, with
 		for _, on := range []bool{!withoutFirst, withoutFirst} {
-			if without != nil || with != nil || pair[0] != nil || pair[1] != nil {
+			side, name := 0, "without"
+			if on {
+				side, name = 1, "with"
+			}
+			if played > 0 {
 				if err := benchResetStream(ctx, nc, c.Stream); err != nil {
 					return nil, err
 				}
@@ -388,7 +393,7 @@ func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc 
 			cfg := *c
 			cfg.UsageProjection = on
 			pr := p
-			pr.RunID = fmt.Sprintf("%s%s%d", p.RunID, map[bool]string{false: "n", true: "u"}[on], i)
+			pr.RunID = fmt.Sprintf("%s%s%d", p.RunID, name, i)
 			if on {
 				if err := startProjectionNow(ctx, nc, c); err != nil {
 					return nil, err
@@ -396,18 +401,15 @@ func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc 
 			}
 			po := o
 			if o.cpuprofile != "" { // a profile per phase: file.without1, file.with1, ...
-				po.cpuprofile = fmt.Sprintf("%s.%s%d", o.cpuprofile, map[bool]string{false: "without", true: "with"}[on], i+1)
+				po.cpuprofile = fmt.Sprintf("%s.%s%d", o.cpuprofile, name, i+1)
 			}
 			ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: cfg, URL: url},
 				nc, pr, po, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
 			if err != nil {
 				return nil, err
 			}
-			if on {
-				pair[1] = ph
-			} else {
-				pair[0] = ph
-			}
+			pair[side] = ph
+			played++
 			if ctx.Err() != nil {
 				break
 			}
