@@ -198,7 +198,8 @@ type Decision struct {
 	//
 	// Decoded from msgpack, the entries of CurrentList and of Catalog's
 	// source may be shared with other Decisions carrying the same bytes
-	// (a worker is sent one list for many sessions): read them, never
+	// (a worker is sent one list for many sessions; the package keeps the
+	// lists it decoded last, 8 MiB of them at most): read them, never
 	// modify them.
 	CurrentList *CurrentList `msgpack:"currentList,omitempty" json:"currentList,omitempty"`
 	// Invocations are the skills the user invoked in this step's userText,
