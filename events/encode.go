@@ -99,7 +99,73 @@ func (s CatalogSource) EncodeMsgpack(e *msgpack.Encoder) error {
 	if s.Entries == nil {
 		s.Entries = []Entry{}
 	}
+	if s.Base == 0 && len(s.Changes) == 0 && s.Count == 0 {
+		return s.encodeFull(e)
+	}
 	return e.Encode(plain(s))
+}
+
+// encodeFull writes a full catalog's source (no Base, Changes or Count)
+// field by field, as the library writes the struct: a map of its fields
+// in order, omitted and view left out when empty. A catalog of thousands
+// of entries is written once per view, and the library's reflection cost
+// milliseconds of it (FuzzCatalogSourceEncoding holds the two equal).
+func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
+	n := 5
+	if s.Omitted != 0 {
+		n++
+	}
+	if s.View != nil {
+		n++
+	}
+	err := e.EncodeMapLen(n)
+	for _, kv := range [...][2]string{{"kind", s.Kind}, {"producer", s.Producer}, {"update", s.Update}} {
+		if err == nil {
+			err = e.EncodeString(kv[0])
+		}
+		if err == nil {
+			err = e.EncodeString(kv[1])
+		}
+	}
+	if err == nil {
+		err = e.EncodeString("entries")
+	}
+	if err == nil {
+		err = e.EncodeArrayLen(len(s.Entries))
+	}
+	for i := 0; err == nil && i < len(s.Entries); i++ {
+		en := &s.Entries[i]
+		err = e.EncodeMapLen(2)
+		if err == nil {
+			err = e.EncodeString("name")
+		}
+		if err == nil {
+			err = e.EncodeString(en.Name)
+		}
+		if err == nil {
+			err = e.EncodeString("description")
+		}
+		if err == nil {
+			err = e.EncodeString(en.Description)
+		}
+	}
+	if err == nil {
+		err = e.EncodeString("digest")
+	}
+	if err == nil {
+		err = e.EncodeString(s.Digest)
+	}
+	if err == nil && s.Omitted != 0 {
+		if err = e.EncodeString("omitted"); err == nil {
+			err = e.EncodeInt(int64(s.Omitted))
+		}
+	}
+	if err == nil && s.View != nil {
+		if err = e.EncodeString("view"); err == nil {
+			err = e.Encode(s.View)
+		}
+	}
+	return err
 }
 
 // MarshalJSON implements json.Marshaler.
