@@ -119,41 +119,19 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 		n++
 	}
 	err := e.EncodeMapLen(n)
-	for _, kv := range [...][2]string{{"kind", s.Kind}, {"producer", s.Producer}, {"update", s.Update}} {
-		if err == nil {
-			err = e.EncodeString(kv[0])
-		}
-		if err == nil {
-			err = e.EncodeString(kv[1])
-		}
-	}
 	if err == nil {
-		err = e.EncodeString("entries")
+		err = encodeStrings(e, "kind", s.Kind, "producer", s.Producer, "update", s.Update, "entries")
 	}
 	if err == nil {
 		err = e.EncodeArrayLen(len(s.Entries))
 	}
 	for i := 0; err == nil && i < len(s.Entries); i++ {
-		en := &s.Entries[i]
-		err = e.EncodeMapLen(2)
-		if err == nil {
-			err = e.EncodeString("name")
-		}
-		if err == nil {
-			err = e.EncodeString(en.Name)
-		}
-		if err == nil {
-			err = e.EncodeString("description")
-		}
-		if err == nil {
-			err = e.EncodeString(en.Description)
+		if err = e.EncodeMapLen(2); err == nil {
+			err = encodeStrings(e, "name", s.Entries[i].Name, "description", s.Entries[i].Description)
 		}
 	}
 	if err == nil {
-		err = e.EncodeString("digest")
-	}
-	if err == nil {
-		err = e.EncodeString(s.Digest)
+		err = encodeStrings(e, "digest", s.Digest)
 	}
 	if err == nil && s.Omitted != 0 {
 		if err = e.EncodeString("omitted"); err == nil {
@@ -166,6 +144,16 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 		}
 	}
 	return err
+}
+
+// encodeStrings writes each of ss as a msgpack string.
+func encodeStrings(e *msgpack.Encoder, ss ...string) error {
+	for _, s := range ss {
+		if err := e.EncodeString(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MarshalJSON implements json.Marshaler.
