@@ -439,9 +439,9 @@ func (r *plain) uints(dst *[]uint64) bool {
 
 // currentList reads a Decision's currentList. A worker is sent the same
 // list with every step of every session that has it, a thousand entries
-// perhaps: the entries of the few lists read last are kept, by their
-// bytes, and given again (shared: they must not be modified) when the
-// same bytes come again.
+// perhaps: the entries of the lists read last are kept, by their bytes,
+// and given again (shared: they must not be modified) when the same bytes
+// come again (knownEntries).
 func (r *plain) currentList(l *CurrentList) bool {
 	return r.fields(func(key string) (uint, bool) {
 		var ok bool
@@ -599,16 +599,10 @@ func (r *plain) changes(dst *[]Change) bool {
 	return true
 }
 
-// entries reads a catalog's entries: maps of name and description. An
-// empty list is left to the library, which alone says what it reads it as.
-// There may be thousands, so keys are compared in place, not made strings,
-// and the names and descriptions are not a string each: they are cut out
-// of one copy of the bytes from the list on (the list is the catalog's
-// last large part; what follows it is a few short fields).
 // knownEntries is entries for the lists a worker is sent again and again:
-// the entries of the few lists read last are kept, by their bytes, and
-// given again (shared: they must not be modified) when the same bytes
-// come again.
+// the entries of the lists read last are kept, by their bytes, and given
+// again (shared: they must not be modified) when the same bytes come
+// again (knownLists: the least recently used given up past 8 MiB).
 func (r *plain) knownEntries(dst *[]Entry) bool {
 	start := r.i
 	if cached, end, hit := knownLists.get(r.b, start); hit {
@@ -622,13 +616,23 @@ func (r *plain) knownEntries(dst *[]Entry) bool {
 	return true
 }
 
+// entries reads a catalog's entries: maps of name and description. An
+// empty list is left to the library, which alone says what it reads it as.
+// There may be thousands, so keys are compared in place, not made strings,
+// and the names and descriptions are not a string each: they are cut out
+// of one copy of the list's bytes (its end found first, reading headers
+// only), which the entries keep alive.
 func (r *plain) entries(dst *[]Entry) bool {
+	end, ok := entriesEnd(r.b, r.i)
+	if !ok {
+		return false
+	}
 	n, ok := r.container(true)
 	if !ok || n == 0 {
 		return false
 	}
 	start := r.i
-	back := string(r.b[start:])
+	back := string(r.b[start:end])
 	out := make([]Entry, n)
 	for i := range out {
 		if !r.entry(&out[i], back, start) {
