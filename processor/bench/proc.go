@@ -144,9 +144,11 @@ type inProcess struct {
 }
 
 // StartProcessor runs a processor over skills on nc in this process, with
-// opts (the search index, say), and waits until it serves; Stop ends it,
-// then calls closeFn (which closes what the caller opened for it, nc
-// included).
+// opts (the search index, say), and waits until it serves and is ready (its
+// skills listed and the catalog without a project prepared, as /readyz
+// reports: a load started before measures the member's start-up as well,
+// tens of milliseconds at a thousand skills); Stop ends it, then calls
+// closeFn (which closes what the caller opened for it, nc included).
 func StartProcessor(ctx context.Context, nc *nats.Conn, skills processor.Skills, cfg processor.Config, log *slog.Logger, closeFn func(), opts ...processor.Option) (Proc, error) {
 	metrics := prometheus.NewRegistry()
 	p, err := processor.New(nc, skills, cfg, append([]processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics)}, opts...)...)
@@ -160,6 +162,19 @@ func StartProcessor(ctx context.Context, nc *nats.Conn, skills processor.Skills,
 	if err := WaitProcessor(ctx, nc, time.Minute); err != nil {
 		_, _ = b.Stop()
 		return nil, err
+	}
+	select {
+	case <-p.Ready():
+	case err := <-b.done: // stopped before it was ready
+		b.done <- err
+		_, _ = b.Stop()
+		if err == nil {
+			err = errors.New("processor stopped before it was ready")
+		}
+		return nil, err
+	case <-ctx.Done():
+		_, _ = b.Stop()
+		return nil, ctx.Err()
 	}
 	return b, nil
 }
