@@ -11,8 +11,6 @@ import (
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor"
-	"github.com/skillstream/skillstream/providers"
-	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
 // Measure runs a phase against the real processor in this process: every
@@ -20,16 +18,8 @@ import (
 // consumer's statistics and where its CPU was measured.
 func TestMeasureInProcess(t *testing.T) {
 	srv := natstest.Start(t)
-	skillsDir, names, _, _, err := WriteSkills(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := agentskills.New(agentskills.Config{CustomDirs: []string{skillsDir}, NoUserDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := providers.NewRegistry([]providers.Provider{fs})
-	defer reg.Close()
+	g := generateSkills(t, 3)
+	reg, names := g.reg, g.names
 	cfg := processor.Config{}.WithDefaults()
 	ctx := context.Background()
 	started := 0

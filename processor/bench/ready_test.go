@@ -12,7 +12,6 @@ import (
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/providers"
-	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
 // gatedSkills holds the listing of the skills without a project (what a
@@ -58,17 +57,7 @@ func (g *gatedSkills) Prepared(ctx context.Context, q catalog.Query, opts catalo
 // member listing its skills at start-up as well.
 func TestStartProcessorWaitsUntilReady(t *testing.T) {
 	srv := natstest.Start(t)
-	skillsDir, _, _, _, err := WriteSkills(t.TempDir(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := agentskills.New(agentskills.Config{CustomDirs: []string{skillsDir}, NoUserDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := providers.NewRegistry([]providers.Provider{fs})
-	defer reg.Close()
-	skills := &gatedSkills{Registry: reg, entered: make(chan struct{}, 1), open: make(chan struct{})}
+	skills := &gatedSkills{Registry: generateSkills(t, 3).reg, entered: make(chan struct{}, 1), open: make(chan struct{})}
 	ctx := context.Background()
 	type started struct {
 		p   Proc

@@ -12,8 +12,6 @@ import (
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor"
-	"github.com/skillstream/skillstream/providers"
-	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/search"
 )
 
@@ -23,16 +21,8 @@ import (
 // report compares a search's round trip with a skill call's.
 func TestMeasureSearches(t *testing.T) {
 	srv := natstest.Start(t)
-	skillsDir, names, sums, body, err := WriteSkills(t.TempDir(), 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := agentskills.New(agentskills.Config{CustomDirs: []string{skillsDir}, NoUserDir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := providers.NewRegistry([]providers.Provider{fs})
-	defer reg.Close()
+	g := generateSkills(t, 12)
+	reg, names, sums, body := g.reg, g.names, g.summary, g.body
 	ix := search.New(reg, search.Options{})
 	defer ix.Close()
 	cfg := processor.Config{}.WithDefaults()
