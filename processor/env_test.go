@@ -49,6 +49,9 @@ type flaky struct {
 	listBroken atomic.Bool
 	loadBroken atomic.Bool
 	lists      atomic.Int64 // List calls
+	// hold, when set before the processor starts, keeps every List
+	// waiting until it is closed.
+	hold chan struct{}
 }
 
 const flakyMessage = "disk on fire"
@@ -57,6 +60,13 @@ func (f *flaky) Name() string { return "flaky" }
 
 func (f *flaky) List(ctx context.Context, q catalog.Query) ([]providers.Candidate, error) {
 	f.lists.Add(1)
+	if f.hold != nil {
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	if d := time.Duration(f.delay.Load()); d > 0 {
 		t := time.NewTimer(d)
 		defer t.Stop()

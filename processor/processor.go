@@ -166,11 +166,13 @@ func (p *Processor) Prepare(ctx context.Context) error {
 // returns nil. Errors are returned only for a failed start; a start
 // interrupted by ctx returns nil. Run may be called once.
 //
-// Ready is closed once the processor serves: its consumer's first pull
-// request has reached the server, and the micro service, registered only
-// then, has answered a request of the processor's own on each endpoint,
-// sent through the server. A worker told at that moment that the processor
-// serves finds a responder on every endpoint.
+// Ready is closed once the processor serves: its skills were listed and
+// the catalog without a project prepared (warm, before the first pull),
+// its consumer's first pull request has reached the server, and the micro
+// service, registered only then, has answered a request of the
+// processor's own on each endpoint, sent through the server. A worker told
+// at that moment that the processor serves finds a responder on every
+// endpoint.
 func (p *Processor) Run(ctx context.Context) error {
 	if p.prepared == nil {
 		if err := p.Prepare(ctx); err != nil {
@@ -182,6 +184,13 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	cons := p.prepared
 	defer p.rd.close()
+	// The skills are listed before the first pull: triggers that come
+	// meanwhile stay with the members that are ready (or in the stream),
+	// instead of waiting here for the listing.
+	p.warm(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
 
 	// In-flight triggers finish even when ctx ends: they run on a context
 	// that is never cancelled, bounded by their own deadlines.
@@ -252,7 +261,6 @@ func (p *Processor) Run(ctx context.Context) error {
 		<-recheckDone
 		p.divergences.clear()
 	}()
-	p.warm(ctx)
 	close(p.ready)
 	if p.onReady != nil {
 		p.onReady()
@@ -273,10 +281,12 @@ func (p *Processor) Run(ctx context.Context) error {
 }
 
 // warm lists the skills and prepares the catalog of a session without a
-// working directory before the processor says it serves, so that the
-// first sessions after a start do not wait for a scan of every skill
-// folder and the preparation of every entry (tens of milliseconds at a
-// thousand skills), and sessions in project folders share the scan. It
+// working directory before the processor pulls its first trigger, so that
+// no session waits on a starting member for a scan of every skill folder
+// and the preparation of every entry (tens of milliseconds at a thousand
+// skills, hundreds at ten thousand): triggers sent meanwhile go to the
+// members that are ready, or wait in the stream. Sessions in project
+// folders then share the scan. It
 // waits warmMax (or RequestTimeout) at most, even for a provider that ignores its
 // context, and survives a provider's panic: the first pre-step then does
 // the work, and answers for it.
