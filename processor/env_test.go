@@ -183,15 +183,7 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 	if o.headMin != 0 {
 		p.headMin = max(o.headMin, 0)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("Run: %v", err)
-		}
-	})
+	done := runUntilCleanup(e.t, p)
 	select {
 	case <-p.Ready():
 	case err := <-done:
@@ -201,6 +193,22 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 		e.t.Fatal("processor not ready")
 	}
 	return p
+}
+
+// runUntilCleanup runs p until the test ends, reporting an error of Run's
+// then; Run's result comes on the channel returned (put it back when
+// taken early, for the cleanup).
+func runUntilCleanup(t testing.TB, p *Processor) chan error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return done
 }
 
 // poll calls f every 10ms until it returns nil, failing the test with f's

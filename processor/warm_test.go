@@ -36,15 +36,8 @@ func TestNoPullWhileListingSkills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	runUntilCleanup(t, p)
+	ctx := context.Background()
 	poll(t, func() error {
 		if e.flaky.lists.Load() < 1 {
 			return errors.New("the skills are not being listed yet")
