@@ -33,7 +33,7 @@ type knownList struct {
 	entries []Entry
 }
 
-// cost is what a list of raw bytes keeps in memory: its key, and the one
+// listCost is what a list of raw bytes keeps in memory: its key, and the one
 // copy its entries' strings are cut from.
 func listCost(raw int) int { return 2 * raw }
 

@@ -286,10 +286,10 @@ func (p *Processor) Run(ctx context.Context) error {
 // and the preparation of every entry (tens of milliseconds at a thousand
 // skills, hundreds at ten thousand): triggers sent meanwhile go to the
 // members that are ready, or wait in the stream. Sessions in project
-// folders then share the scan. It
-// waits warmMax (or RequestTimeout) at most, even for a provider that ignores its
-// context, and survives a provider's panic: the first pre-step then does
-// the work, and answers for it.
+// folders then share the scan. It waits warmMax (or RequestTimeout) at
+// most, even for a provider that ignores its context, and survives a
+// provider's panic: the first pre-step then does the work, and answers
+// for it.
 func (p *Processor) warm(ctx context.Context) {
 	wctx, cancel := context.WithTimeout(ctx, min(p.cfg.RequestTimeout, warmMax))
 	defer cancel()
