@@ -114,3 +114,28 @@ func BenchmarkHourApply(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkHourEncode measures writing out an hour of a thousand skills,
+// each loaded by 20 of 1,000 sessions (what a projector encodes at each
+// write while the bench's mixed workload runs).
+func BenchmarkHourEncode(b *testing.B) {
+	h := newHour(1, time.Now())
+	at := time.Now()
+	seq := uint64(0)
+	for s := range 1000 {
+		for c := range 20 {
+			seq++
+			h.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(s), Skill: "skill-" + strconv.Itoa((s*7+c*13)%1000), Digest: "sha256:0123456789abcdef", Revision: 3}, seq, at)
+		}
+	}
+	enc, err := h.Encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := h.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(enc)), "bytes")
+}

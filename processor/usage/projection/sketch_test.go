@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -64,6 +65,40 @@ func TestSketchRefusesBadJSON(t *testing.T) {
 		var s Sketch
 		if err := json.Unmarshal([]byte(in), &s); err == nil {
 			t.Errorf("%s read as a sketch", in)
+		}
+	}
+}
+
+// TestSketchJSON: a sketch is one JSON string, the base64 (no padding) of
+// its tag and its hashes or registers, as hours already stored hold it.
+func TestSketchJSON(t *testing.T) {
+	var empty, sparse, dense Sketch
+	sparse.Add(1)
+	sparse.Add(2)
+	for i := range SparseMax + 1 {
+		dense.Add(HashSession("s" + strconv.Itoa(i)))
+	}
+	if dense.dense == nil {
+		t.Fatal("not dense past SparseMax")
+	}
+	want := map[string]string{
+		"empty":  `""`,
+		"sparse": `"` + base64.RawStdEncoding.EncodeToString([]byte{'s', 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}) + `"`,
+		"dense":  `"` + base64.RawStdEncoding.EncodeToString(append([]byte{'d'}, dense.dense...)) + `"`,
+	}
+	for name, s := range map[string]Sketch{"empty": empty, "sparse": sparse, "dense": dense} {
+		b, err := json.Marshal(struct{ S Sketch }{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(b); got != `{"S":`+want[name]+`}` {
+			t.Errorf("%s: %s, want %s", name, got, want[name])
+		}
+		var back struct{ S Sketch }
+		n, _ := s.Count()
+		err = json.Unmarshal(b, &back)
+		if got, _ := back.S.Count(); err != nil || got != n {
+			t.Errorf("%s: read back %v, count %d of %d", name, err, got, n)
 		}
 	}
 }
