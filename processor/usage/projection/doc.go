@@ -37,11 +37,14 @@
 // sequence is above it: a record delivered again, or applied already by
 // an earlier holder, is skipped. Records are applied in stream order, so
 // the bucket always holds exactly the hour's records up to its Seq.
-// A projector takes records as they are delivered and writes what it
-// took at most once per WriteEvery while they keep coming (an hour of a
-// thousand skills takes milliseconds to encode), at once when a fetch
-// waited FlushWait for nothing, and before its deliveries not
-// acknowledged reach half the consumer's bound. Each bucket is written with the
+// A projector that is live (near the stream's end) fetches what has come
+// since its last fetch without waiting, and waits FlushWait after a fetch
+// that left nothing behind, so that records arrive in bursts rather than
+// one delivery per record appended; catching up, it fetches batch after
+// batch. It writes what it took at most once per WriteEvery while
+// records keep coming (an hour of a thousand skills takes milliseconds to
+// encode), at once when a fetch found nothing, and before its deliveries
+// not acknowledged reach half the consumer's bound. Each bucket is written with the
 // revision it was read at (compare-and-set); a write refused because
 // someone else wrote the bucket meanwhile reads it again and applies only
 // what is still above its Seq. So two projectors reading the same records

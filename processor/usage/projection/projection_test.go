@@ -28,7 +28,7 @@ func TestProjectionEqualsScan(t *testing.T) {
 			_, l := newSessionLog(t, layout)
 			l.record(0, 20)
 			o := l.opts()
-			o.Batch = 37 // many batches, and hours written again and again
+			o.Batch, o.WriteEvery = 37, time.Nanosecond // many batches, each written: hours written again and again
 			p, _ := run(t, l.js, o)
 			l.record(20, 70)
 			proj := caughtUp(t, l.js, o)
@@ -74,7 +74,7 @@ func TestProjectionFarBehindThenOutputsOnly(t *testing.T) {
 			_, l := newSessionLog(t, layout)
 			l.record(0, 30) // hundreds of records: far behind
 			o := l.opts()
-			o.Batch = 37
+			o.Batch, o.WriteEvery = 37, time.Nanosecond
 			p, _ := run(t, l.js, o)
 			sameCounts(t, l.scan(), caughtUp(t, l.js, o))
 			if n := testutilCount(p.m.records, "passed"); n < 100 {
@@ -114,7 +114,7 @@ func TestProjectionKilledAndRestarted(t *testing.T) {
 	srv, l := newSessionLog(t, events.LayoutFlat)
 	l.record(0, 40)
 	o := l.opts()
-	o.Batch = 10 // a write every 40 outputs: several before the kill
+	o.Batch, o.WriteEvery = 10, time.Nanosecond // a write every fetch of 10 outputs: several before the kill
 
 	ncA := srv.Connect()
 	jsA, _ := jetstream.New(ncA)
@@ -185,7 +185,7 @@ func TestProjectionTwoWritersNeverDoubleCount(t *testing.T) {
 	_, l := newSessionLog(t, events.LayoutFlat)
 	l.record(0, 60)
 	o := l.opts()
-	o.Batch = 10
+	o.Batch, o.WriteEvery = 10, time.Nanosecond // a write every fetch
 	ctx := context.Background()
 	errs := make(chan error, 2)
 	var conflicts, stale atomic.Int32
@@ -685,4 +685,43 @@ func TestReadTailNotCountedTwice(t *testing.T) {
 
 func testutilCount(c *prometheus.CounterVec, label string) float64 {
 	return testutil.ToFloat64(c.WithLabelValues(label))
+}
+
+// TestLiveProjectorPolls: a live projector asks for what has come without
+// waiting and then pauses FlushWait, rather than keeping a pull request
+// waiting at the server (which would hand it each record as it is
+// appended): sampled between its fetches, its consumer has no request
+// waiting. Records appended meanwhile are read at its next fetch.
+func TestLiveProjectorPolls(t *testing.T) {
+	_, l := newSessionLog(t, events.LayoutFlat)
+	l.record(0, 10)
+	o := l.opts()
+	o.FlushWait = 400 * time.Millisecond
+	run(t, l.js, o)
+	caughtUp(t, l.js, o)
+	ctx := context.Background()
+	st, err := l.js.Stream(ctx, "SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := st.Consumer(ctx, DefaultConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting, samples := 0, 20
+	for range samples {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumWaiting > 0 {
+			waiting++
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	if waiting > samples/4 {
+		t.Errorf("a pull request was waiting at %d of %d samples: the live projector waits at the server", waiting, samples)
+	}
+	l.record(10, 20)
+	sameCounts(t, l.scan(), caughtUp(t, l.js, o))
 }

@@ -75,10 +75,12 @@ type Options struct {
 	Replicas int
 	// NoProvision: use the bucket only if it exists; never create it.
 	NoProvision bool
-	// Batch is how many records one write applies at most
-	// (DefaultBatch); FlushWait how long a fetch waits for them
-	// (DefaultFlushWait): an idle projector writes at most once per
-	// FlushWait.
+	// Batch is how many records one fetch takes at most (DefaultBatch);
+	// FlushWait (DefaultFlushWait) how long a fetch waits for them while
+	// the projector catches up, and how long a live projector waits
+	// after a fetch that took everything there was: it reads the records
+	// appended meanwhile in one burst, and lags the stream by up to
+	// FlushWait more.
 	Batch     int
 	FlushWait time.Duration
 	// WriteEvery is how often a projector writes while records keep
@@ -460,8 +462,22 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		if err := ctx.Err(); err != nil {
 			return t.res, err
 		}
-		fctx, cancel := context.WithTimeout(ctx, p.opts.FlushWait)
-		batch, err := cons.Fetch(p.opts.Batch, jetstream.FetchContext(fctx))
+		// Live, a fetch takes at once what has come since the one before
+		// (no wait), and one that left nothing behind waits FlushWait
+		// before the next (below): the records come in bursts, hundreds
+		// to a read of the connection, not one delivery and its wake-ups
+		// for each record as it is appended. Catching up, a fetch waits
+		// up to FlushWait for its batch.
+		poll := live && !o.caughtUp
+		var batch jetstream.MessageBatch
+		cancel := func() {}
+		if poll {
+			batch, err = cons.FetchNoWait(p.opts.Batch)
+		} else {
+			var fctx context.Context
+			fctx, cancel = context.WithTimeout(ctx, p.opts.FlushWait)
+			batch, err = cons.Fetch(p.opts.Batch, jetstream.FetchContext(fctx))
+		}
 		if err != nil {
 			cancel()
 			return t.res, fmt.Errorf("fetch: %w", err)
@@ -513,6 +529,13 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 		if !live && !o.caughtUp && pending <= liveLag && t.acc.deliveries == 0 {
 			return t.res, errCaughtUp
 		}
+		if poll && len(msgs) < p.opts.Batch {
+			select {
+			case <-ctx.Done():
+				return t.res, ctx.Err()
+			case <-time.After(p.opts.FlushWait):
+			}
+		}
 	}
 }
 
@@ -521,8 +544,11 @@ func (p *Projector) term(ctx context.Context, kv jetstream.KeyValue, o termOptio
 // deliveries not acknowledged (maxAckPending).
 func flushDeliveries(batch int) int { return maxAckPending(batch) / 2 }
 
-// maxAckPending is the consumer's bound on deliveries not acknowledged.
-func maxAckPending(batch int) int { return 8 * batch }
+// maxAckPending is the consumer's bound on deliveries not acknowledged:
+// high enough that, at thousands of records a second, WriteEvery rather
+// than this bound says when a term writes (each write encodes and puts
+// whole hours: milliseconds for an hour of a thousand skills).
+func maxAckPending(batch int) int { return 32 * batch }
 
 // position reads the projection's position, starting a generation when
 // there is none. A position of another stream, prefix or layout is an
@@ -656,6 +682,25 @@ type taken struct {
 	lastTime   time.Time
 	last       jetstream.Msg
 	since      time.Time // when the first of them was taken
+	// spare are record slices of hours written, emptied, kept for the
+	// next hours taken: thousands of records a write, not grown again.
+	spare [][]record
+}
+
+// maxSpare bounds the record slices a term keeps for reuse.
+const maxSpare = 4
+
+// reset forgets what was taken (written now), keeping its record slices
+// for reuse.
+func (a *taken) reset() {
+	spare := a.spare
+	for _, recs := range a.byHour {
+		if len(spare) < maxSpare {
+			clear(recs) // drops what the records point to
+			spare = append(spare, recs[:0])
+		}
+	}
+	*a = taken{spare: spare}
 }
 
 // take reads one fetch's deliveries into the term's records (t.acc),
@@ -698,7 +743,11 @@ func (t *term) take(ctx context.Context, msgs []jetstream.Msg) (pending uint64, 
 		}
 		at := md.Timestamp.UTC()
 		h := at.Truncate(time.Hour).Unix()
-		a.byHour[h] = append(a.byHour[h], record{seq: md.Sequence.Stream, at: at, out: out})
+		recs, ok := a.byHour[h]
+		if !ok && len(a.spare) > 0 {
+			recs, a.spare = a.spare[len(a.spare)-1], a.spare[:len(a.spare)-1]
+		}
+		a.byHour[h] = append(recs, record{seq: md.Sequence.Stream, at: at, out: out})
 		a.records++
 		a.lastSeq, a.lastTime = md.Sequence.Stream, at
 	}
@@ -775,7 +824,7 @@ func (t *term) flush(ctx context.Context) error {
 	if err := a.last.Ack(); err != nil { // acknowledges every delivery before it
 		return fmt.Errorf("ack: %w", err)
 	}
-	*a = taken{}
+	a.reset()
 	return nil
 }
 
