@@ -44,9 +44,12 @@ type benchOptions struct {
 	usageProjection bool
 	projectionCost  bool
 	rounds          int
-	json            bool
-	cpuprofile      string
-	child           bool // hidden: run as the processor child of a bench
+	// projectorApart runs the projector of the phases with it in a child
+	// of its own, its CPU measured apart from the processor's.
+	projectorApart bool
+	json           bool
+	cpuprofile     string
+	child          bool // hidden: run as the processor child of a bench
 	// scale, when not 0, runs the scale check (benchscale.go) instead of
 	// the load phases, at scale skills against skillCount; memberFlags
 	// are the serve flags its members take from bench's configuration.
@@ -123,6 +126,7 @@ consumer, --workers).`[1:], `
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
 	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
 	cmd.localBool(&o.projectionCost, "usage-projection-cost", false, "measure the usage projector's cost in one run: the processor phase without it and the same load with it (starting at that phase's records), --rounds times each, side by side with their ratio, instead of the baseline")
+	cmd.localBool(&o.projectorApart, "projector-apart", false, "with --usage-projection-cost: run the projector of the phases with it in a process of its own beside the processor (which then runs without it), and measure its CPU there, from the load's start until it has applied the load's records: the processor's CPU per trigger varies more from phase to phase than the projector costs")
 	cmd.localInt(&o.rounds, "rounds", 4, "with --usage-projection-cost: play the pair of phases `N` times, alternating which goes first, and compare their sums (a later phase runs on a longer stream: one pair alone measures the order as much as the projector)")
 	cmd.localBool(&o.json, "json", false, "print the report as JSON")
 	cmd.localString(&o.cpuprofile, "cpuprofile", "", "write the processor's CPU profile to `file` (this process's to file.bench)")
@@ -219,7 +223,12 @@ func (o *benchOptions) validate(c *Config) error {
 		if o.rounds < 1 {
 			return usagef("--rounds %d: want at least 1", o.rounds)
 		}
+		if o.projectorApart && o.mode != bench.ModeChild {
+			return usagef("--projector-apart measures processes: it needs --processor child")
+		}
 		o.noBaseline = true
+	} else if o.projectorApart {
+		return usagef("--projector-apart goes with --usage-projection-cost")
 	}
 	if _, err := benchEncoding(o.encoding); err != nil {
 		return err
@@ -392,6 +401,11 @@ func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc 
 			}
 			cfg := *c
 			cfg.UsageProjection = on
+			var apart *benchChildSpec
+			if on && o.projectorApart { // the processor without it, the projector beside it
+				apart = &benchChildSpec{Role: bench.RoleProjector, Config: cfg, URL: url}
+				cfg.UsageProjection = false
+			}
 			pr := p
 			pr.RunID = fmt.Sprintf("%s%s%d", p.RunID, name, i)
 			if on {
@@ -403,7 +417,7 @@ func (a *app) benchProjectionCost(ctx context.Context, report *bench.Report, nc 
 			if o.cpuprofile != "" { // a profile per phase: file.without1, file.with1, ...
 				po.cpuprofile = fmt.Sprintf("%s.%s%d", o.cpuprofile, name, i+1)
 			}
-			ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: cfg, URL: url},
+			ph, err := a.benchConsumerPhase(ctx, benchChildSpec{Role: bench.RoleProcessor, Config: cfg, URL: url, Projector: apart},
 				nc, pr, po, bench.NewChanges(o.changes, total, bench.ToggleSkill(skillsDir)), log)
 			if err != nil {
 				return nil, err
@@ -487,7 +501,8 @@ func startProjectionNow(ctx context.Context, nc *nats.Conn, c *Config) error {
 }
 
 // benchConsumerPhase runs one phase with its consumer (spec.Role) where
-// --processor says.
+// --processor says, and the usage projector apart when spec.Projector
+// says so.
 func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, nc *nats.Conn, p bench.Plan, o benchOptions, changes *bench.Changes, log *slog.Logger) (*bench.PhaseReport, error) {
 	c := bench.Consumer{Role: spec.Role, Mode: o.mode, CPUProfile: o.cpuprofile}
 	if c.CPUProfile != "" {
@@ -510,6 +525,16 @@ func (a *app) benchConsumerPhase(ctx context.Context, spec benchChildSpec, nc *n
 			return startBenchInProcess(ctx, &spec.Config, spec.URL, log)
 		}
 		return startBenchBaseline(ctx, &spec.Config, spec.URL, spec.Baseline, log)
+	}
+	if apart := spec.Projector; apart != nil {
+		c.Projector = func() (bench.Proc, error) {
+			spec := *apart
+			if c.CPUProfile != "" {
+				spec.CPUProfile = c.CPUProfile + ".projector"
+			}
+			return bench.StartChild(spec, bench.RoleProjector, a.stderr)
+		}
+		c.Settle = func(ctx context.Context) error { return settleProjection(ctx, nc, &apart.Config) }
 	}
 	return a.benchPhase(ctx, nc, c, p, o, changes)
 }

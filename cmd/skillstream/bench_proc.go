@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,9 @@ type benchChildSpec struct {
 	URL        string              `json:"url"`
 	CPUProfile string              `json:"cpuprofile,omitempty"`
 	Baseline   *bench.BaselineSpec `json:"baseline,omitempty"`
+	// Projector, on a processor's spec (never sent to a child), is the
+	// usage projector's own child beside it (--projector-apart).
+	Projector *benchChildSpec `json:"-"`
 }
 
 // startBenchInProcess runs the configured processor in this process, on
@@ -48,9 +52,7 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 	stopProjector := func() {}
 	if c.UsageProjection {
 		// The usage projector, as serve runs it beside the processor.
-		pcfg := c.processorConfig()
-		o := c.usageOptions()
-		o.Consumer, o.Logger = pcfg.Consumer+"-usage", log
+		o := benchProjectorOptions(c, log)
 		js, err := jetstream.New(nc)
 		var proj *projection.Projector
 		if err == nil {
@@ -74,6 +76,63 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		}
 		reg.Close()
 	}, opts...)
+}
+
+// benchProjectorOptions are the usage projector's options as a bench
+// processor of c runs it: its consumer named after the processor's.
+func benchProjectorOptions(c *Config, log *slog.Logger) projection.Options {
+	o := c.usageOptions()
+	o.Consumer, o.Logger = c.processorConfig().Consumer+"-usage", log
+	return o
+}
+
+// startBenchProjector runs the usage projector alone in this process (the
+// projector child of --projector-apart), on its own connection to url.
+func startBenchProjector(ctx context.Context, c *Config, url string, log *slog.Logger) (bench.Proc, error) {
+	nc, err := benchConnect(c, url, "skillstream bench usage projector", log)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	var proj *projection.Projector
+	if err == nil {
+		proj, err = projection.New(js, benchProjectorOptions(c, log))
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("usage projector: %w", err)
+	}
+	return bench.StartRunner(ctx, proj.Run, nc.Close), nil
+}
+
+// settleProjection waits until the usage projection of c's stream has
+// applied every output record in it (at most a minute).
+func settleProjection(ctx context.Context, nc *nats.Conn, c *Config) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		rep, err := projection.Read(ctx, js, c.usageOptions(), time.Now())
+		switch {
+		case err != nil:
+			last = err
+		case rep.Projection != nil && rep.Projection.LagRecords == 0:
+			return nil
+		case rep.Projection != nil:
+			last = fmt.Errorf("%d output records not applied", rep.Projection.LagRecords)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not caught up within a minute: %w", last)
+		case <-tick.C:
+		}
+	}
 }
 
 // startBenchBaseline runs the baseline consumer in this process, on its
@@ -112,6 +171,10 @@ func (a *app) runBenchChild(ctx context.Context, stdin io.Reader) error {
 		_, stopGC := gcpolicy.Start() // the processor child runs as serve does
 		defer stopGC()
 		p, err = startBenchInProcess(ctx, &c, spec.URL, log)
+	case bench.RoleProjector:
+		_, stopGC := gcpolicy.Start() // as serve runs
+		defer stopGC()
+		p, err = startBenchProjector(ctx, &c, spec.URL, log)
 	case bench.RoleBaseline:
 		if spec.Baseline == nil {
 			return errors.New("bench child: baseline role without its spec")

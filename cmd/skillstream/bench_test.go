@@ -311,3 +311,73 @@ func TestBenchUsageProjectionCost(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchUsageProjectorApart: with --projector-apart the phases with the
+// projector run it as a process of its own beside the processor child,
+// whose CPU is measured apart; the report gives it per trigger and the
+// ratio of the same phases' CPU with it and without it. The flag needs
+// --usage-projection-cost and processes to measure.
+func TestBenchUsageProjectorApart(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv(benchExecMain, "1") // the children are this test binary running the program
+	args := []string{"bench", "--processor", "child", "--sessions", "40", "--steps", "3", "--calls", "1",
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost", "--rounds", "2", "--projector-apart"}
+	code, stdout, stderr := runMain(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r bench.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if r.Compared != bench.ComparedProjection || r.Baseline == nil || r.Processor == nil || len(r.Rounds) != 2 {
+		t.Fatalf("not a comparison of the projector in two rounds:\n%s", stdout)
+	}
+	for name, ph := range map[string]*bench.PhaseReport{"with": r.Processor, "without": r.Baseline} {
+		if !ph.Complete || ph.PreSteps != 240 || ph.Errors != 0 || len(ph.ErrorSamples) > 0 {
+			t.Errorf("%s the projector: complete %v, %d pre-steps, %d errors %v", name, ph.Complete, ph.PreSteps, ph.Errors, ph.ErrorSamples)
+		}
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc: processes' CPU not measured here")
+	}
+	// The projector process did the work of the load (it caught up before
+	// it was measured), so its CPU is there; the processor's is its own.
+	p := r.Processor
+	if p.ProjectorCPUSeconds <= 0 || p.ProjectorCPUPerTriggerUS <= 0 || p.CPUSeconds <= 0 {
+		t.Fatalf("projector CPU %vs (%vµs a trigger), processor %vs", p.ProjectorCPUSeconds, p.ProjectorCPUPerTriggerUS, p.CPUSeconds)
+	}
+	if r.Baseline.ProjectorCPUSeconds != 0 {
+		t.Errorf("the phases without the projector ran one: %vs", r.Baseline.ProjectorCPUSeconds)
+	}
+	want := (p.CPUSeconds + p.ProjectorCPUSeconds) / p.CPUSeconds
+	if got := r.Ratios["cpu_with_projector_apart"]; got != want {
+		t.Errorf("ratio with the projector apart %v, want %v", got, want)
+	}
+	code, stdout, _ = runMain(t, args...)
+	for _, s := range []string{"projector apart, per trigger", "usage projector apart: its own process",
+		"CPU per trigger with the usage projector (apart, the same phases' processor and projector) ≤ 1.05× without (2 rounds summed)",
+		"(processor+projector)/processor"} {
+		if code != exitOK || !strings.Contains(stdout, s) {
+			t.Errorf("exit %d, no %q in:\n%s", code, s, stdout)
+		}
+	}
+	for _, bad := range []struct{ drop, add, want string }{
+		{"--usage-projection-cost", "", "--projector-apart goes with --usage-projection-cost"},
+		{"", "--processor=inprocess", "--projector-apart measures processes"},
+	} {
+		var a []string
+		for _, s := range args {
+			if s != bad.drop {
+				a = append(a, s)
+			}
+		}
+		if bad.add != "" {
+			a = append(a, bad.add)
+		}
+		code, _, stderr := runMain(t, a...)
+		if code != exitUsage || !strings.Contains(stderr, bad.want) {
+			t.Errorf("%v: exit %d, %s", a, code, stderr)
+		}
+	}
+}

@@ -27,6 +27,14 @@ type Consumer struct {
 	// already serve on the phase's connection.
 	Child     func() (Proc, error)
 	InProcess func() (Proc, error)
+	// Projector, when set, starts the usage projector in a process of its
+	// own beside the consumer (bench --usage-projection-cost
+	// --projector-apart): its CPU from the load's start until Settle
+	// returns is the phase's ProjectorCPUSeconds, measured apart from the
+	// processor's. Settle waits until it has applied what the load
+	// appended.
+	Projector func() (Proc, error)
+	Settle    func(ctx context.Context) error
 }
 
 // Measure starts the phase's consumer where c says, plays the load of p
@@ -48,6 +56,23 @@ func Measure(ctx context.Context, nc *nats.Conn, c Consumer, p Plan, duration ti
 	if err != nil {
 		return nil, err
 	}
+	var proj Proc
+	if c.Projector != nil {
+		if proj, err = c.Projector(); err != nil {
+			if proc != nil {
+				_, _ = proc.Stop()
+			}
+			return nil, fmt.Errorf("usage projector process: %w", err)
+		}
+	}
+	stopAll := func() {
+		if proj != nil {
+			_, _ = proj.Stop()
+		}
+		if proc != nil {
+			_, _ = proc.Stop()
+		}
+	}
 	stopProfile := func() {}
 	if c.CPUProfile != "" && (c.Mode == ModeChild || c.Mode == ModeInProcess) {
 		path := c.CPUProfile
@@ -55,23 +80,24 @@ func Measure(ctx context.Context, nc *nats.Conn, c Consumer, p Plan, duration ti
 			path += ".bench" // this process's share: NATS server and load generator
 		}
 		if stopProfile, err = StartCPUProfile(path); err != nil {
-			_, _ = proc.Stop()
+			stopAll()
 			return nil, err
 		}
 	}
 
 	self0 := SelfUsage()
-	var pu0 Usage
-	measured := false
+	var pu0, ju0 Usage
+	measured, projMeasured := false, false
 	if proc != nil {
 		pu0, measured = proc.Measure()
+	}
+	if proj != nil {
+		ju0, projMeasured = proj.Measure()
 	}
 	ph, err := RunPhase(ctx, nc, p, duration, changes, tick)
 	if err != nil {
 		stopProfile()
-		if proc != nil {
-			_, _ = proc.Stop()
-		}
+		stopAll()
 		return nil, err
 	}
 	var pu1 Usage
@@ -83,6 +109,29 @@ func Measure(ctx context.Context, nc *nats.Conn, c Consumer, p Plan, duration ti
 	if measured {
 		ph.SetCPU(pu1.CPU - pu0.CPU)
 		ph.RSSBytes, ph.PeakRSSBytes = pu1.RSS, pu1.HWM
+	}
+	if proj != nil {
+		// The projector's work on this load ends once it has applied the
+		// load's records (it writes them every few seconds): measured then.
+		if c.Settle != nil {
+			if err := c.Settle(ctx); err != nil {
+				ph.ErrorSamples = append(ph.ErrorSamples, "usage projector: "+err.Error())
+			}
+		}
+		var ju1 Usage
+		if projMeasured {
+			ju1, projMeasured = proj.Measure()
+		}
+		if projMeasured {
+			ph.SetProjectorCPU(ju1.CPU - ju0.CPU)
+		}
+		st, err := proj.Stop()
+		if err != nil {
+			ph.ErrorSamples = append(ph.ErrorSamples, "usage projector: "+err.Error())
+		}
+		if st.FirstError != "" {
+			ph.ErrorSamples = append(ph.ErrorSamples, "usage projector: "+st.FirstError)
+		}
 	}
 	switch c.Mode {
 	case ModeChild:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -195,7 +196,36 @@ func (b *inProcess) Stop() (ProcStats, error) {
 const (
 	RoleProcessor = "processor"
 	RoleBaseline  = "baseline"
+	// RoleProjector is the usage projector alone, beside a processor
+	// (bench --projector-apart).
+	RoleProjector = "projector"
 )
+
+// runner runs one component (the usage projector apart) in this process.
+type runner struct {
+	cancel context.CancelFunc
+	done   chan error
+	close  func()
+}
+
+// StartRunner runs run in this process until Stop, which ends its
+// context, waits for it to return and then calls closeFn.
+func StartRunner(ctx context.Context, run func(context.Context) error, closeFn func()) Proc {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &runner{cancel: cancel, done: make(chan error, 1), close: closeFn}
+	go func() { r.done <- run(rctx) }()
+	return r
+}
+
+func (r *runner) Measure() (Usage, bool) { return SelfUsage(), true }
+
+func (r *runner) Stop() (ProcStats, error) {
+	r.cancel()
+	err := <-r.done
+	r.close()
+	u := SelfUsage()
+	return ProcStats{PeakRSS: u.HWM, CPU: u.CPU.Seconds()}, err
+}
 
 // BaselineSpec describes the baseline consumer.
 type BaselineSpec struct {
@@ -266,6 +296,11 @@ func StartChild(spec any, role string, stderr io.Writer) (Proc, error) {
 	}
 	cmd := exec.Command(exe, "bench", "--processor-child")
 	cmd.Stderr = stderr
+	if _, ok := stderr.(*os.File); !ok && stderr != nil {
+		// Copied in by a goroutine of each child: two children at once
+		// (the processor and the usage projector apart) take turns.
+		cmd.Stderr = lockedWriter{stderr}
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -304,6 +339,19 @@ func StartChild(spec any, role string, stderr io.Writer) (Proc, error) {
 		return nil, fmt.Errorf("%s process not ready within a minute", role)
 	}
 	return b, nil
+}
+
+// childStderr serialises the children's copies into a shared stderr
+// that is not a file.
+var childStderr sync.Mutex
+
+// lockedWriter writes to w under childStderr.
+type lockedWriter struct{ w io.Writer }
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	childStderr.Lock()
+	defer childStderr.Unlock()
+	return l.w.Write(p)
 }
 
 // Ready is a consumer child's first line.

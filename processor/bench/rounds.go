@@ -22,12 +22,15 @@ type Round struct {
 	WithoutPerSec  float64 `json:"without_pre_steps_per_second"`
 	WithPerSec     float64 `json:"with_pre_steps_per_second"`
 	PreStepsPerSec float64 `json:"pre_steps_per_second_ratio"` // with / without
+	// ProjectorCPUUS is the projector's CPU per trigger when it ran apart
+	// (--projector-apart); WithCPUUS is then the processor's alone.
+	ProjectorCPUUS float64 `json:"projector_cpu_per_trigger_us,omitempty"`
 }
 
 // NewRound compares the two phases of one round.
 func NewRound(withoutFirst bool, without, with *PhaseReport) Round {
 	r := Round{First: "with", WithoutCPUUS: without.CPUPerTriggerUS, WithCPUUS: with.CPUPerTriggerUS,
-		WithoutPerSec: without.PreStepsPerSec, WithPerSec: with.PreStepsPerSec}
+		WithoutPerSec: without.PreStepsPerSec, WithPerSec: with.PreStepsPerSec, ProjectorCPUUS: with.ProjectorCPUPerTriggerUS}
 	if withoutFirst {
 		r.First = "without"
 	}
@@ -54,7 +57,7 @@ func MergePhases(phs []*PhaseReport) *PhaseReport {
 		return phs[0]
 	}
 	m := &PhaseReport{Complete: true, Outcomes: map[string]int64{}, Latency: map[string]Latency{}, CPUScope: phs[0].CPUScope}
-	var cpu float64
+	var cpu, projCPU float64
 	lat := map[string][]Latency{}
 	for _, ph := range phs {
 		m.Seconds += ph.Seconds
@@ -79,6 +82,7 @@ func MergePhases(phs []*PhaseReport) *PhaseReport {
 			lat[s] = append(lat[s], l)
 		}
 		cpu += ph.CPUSeconds
+		projCPU += ph.ProjectorCPUSeconds
 		m.BenchCPUSeconds += ph.BenchCPUSeconds
 		m.RSSBytes = max(m.RSSBytes, ph.RSSBytes)
 		m.PeakRSSBytes = max(m.PeakRSSBytes, ph.PeakRSSBytes)
@@ -96,6 +100,9 @@ func MergePhases(phs []*PhaseReport) *PhaseReport {
 		m.AppendsPerSec = float64(m.Appends) / m.Seconds
 	}
 	m.SetCPU(time.Duration(cpu * float64(time.Second)))
+	if projCPU > 0 {
+		m.SetProjectorCPU(time.Duration(projCPU * float64(time.Second)))
+	}
 	for _, s := range slices.Sorted(maps.Keys(lat)) {
 		m.Latency[s] = mergeLatency(lat[s])
 	}

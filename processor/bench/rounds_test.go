@@ -33,6 +33,16 @@ func TestMergePhases(t *testing.T) {
 	if l.N != 500 || l.P50 != 200 || l.P99 != 600 || l.Max != 1200 || l.Mean != (100*100+300*300+100*200)/500.0 {
 		t.Errorf("latency %+v", l)
 	}
+	// The projector's CPU, when it ran apart, adds up the same way.
+	a.SetProjectorCPU(10 * time.Millisecond)
+	b.SetProjectorCPU(30 * time.Millisecond)
+	mp := MergePhases([]*PhaseReport{a, b})
+	if got := mp.ProjectorCPUPerTriggerUS; mp.ProjectorCPUSeconds < 0.0399 || mp.ProjectorCPUSeconds > 0.0401 || got < 49.9 || got > 50.1 {
+		t.Errorf("projector apart: %vs, %vµs a trigger; want 0.04s over 800 triggers, 50µs", mp.ProjectorCPUSeconds, got)
+	}
+	if rd := NewRound(true, c, b); rd.ProjectorCPUUS != b.ProjectorCPUPerTriggerUS {
+		t.Errorf("round's projector %vµs, want %v", rd.ProjectorCPUUS, b.ProjectorCPUPerTriggerUS)
+	}
 	c.Complete = false
 	if MergePhases([]*PhaseReport{a, c}).Complete {
 		t.Error("a merge with an incomplete phase is complete")
