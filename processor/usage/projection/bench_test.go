@@ -7,14 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/usage"
 )
 
 // BenchmarkProjection measures what one output record costs the
-// projection, end to end: delivery through the durable consumer, reading
-// the record, applying it, and its share of the batch's bucket and
-// position writes and ack. The stream holds b.N output records of the
+// projection catching up, end to end: delivery (headers only) through the
+// durable consumer, reading the record (its Usage-Summary; an error's
+// payload and a catalog body's first record by sequence), applying it,
+// and its share of the batch's bucket and position writes and ack. The stream holds b.N output records of the
 // usage benchmark's mix (per session a 2 KB catalog of 20 skills and four
 // 1 KB skill results, one error in ten sessions, with their triggers);
 // one op is one record applied. It also reports what a report over the
@@ -28,12 +31,20 @@ func BenchmarkProjection(b *testing.B) {
 		entries[i] = events.Entry{Name: "skill-" + strconv.Itoa(i), Description: strings.Repeat("d", 80)}
 	}
 	text, body := strings.Repeat("c", 2000), strings.Repeat("b", 1000)
+	// Each record as a processor appends it: its content type and, on a
+	// catalog or a load, its Usage-Summary.
 	pub := func(sid string, k events.Kind, v any) {
 		data, err := events.Encode(events.Msgpack, v)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := js.PublishAsync(events.Subject("ev", sid, k), data); err != nil {
+		m := nats.NewMsg(events.Subject("ev", sid, k))
+		m.Data = data
+		m.Header.Set(events.HeaderContentType, events.ContentTypeMsgpack)
+		if u := summary(events.Msgpack, data, v); u != "" {
+			m.Header.Set(events.HeaderUsageSummary, u)
+		}
+		if _, err := js.PublishMsgAsync(m); err != nil {
 			b.Fatal(err)
 		}
 	}
