@@ -268,12 +268,10 @@ func TestBenchScaleMemberFlags(t *testing.T) {
 	}
 }
 
-// TestBenchUsageProjectionCost plays the same load without and then with
-// the usage projector in one run and sets them side by side.
-func TestBenchUsageProjectionCost(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	args := []string{"bench", "--processor", "inprocess", "--sessions", "3", "--steps", "2", "--calls", "1",
-		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost", "--rounds", "2"}
+// benchReport runs bench with args and --json, and returns its report
+// and what it printed.
+func benchReport(t *testing.T, args []string) (bench.Report, string) {
+	t.Helper()
 	code, stdout, stderr := runMain(t, append(args, "--json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -282,6 +280,16 @@ func TestBenchUsageProjectionCost(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
 	}
+	return r, stdout
+}
+
+// TestBenchUsageProjectionCost plays the same load without and then with
+// the usage projector in one run and sets them side by side.
+func TestBenchUsageProjectionCost(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	args := []string{"bench", "--processor", "inprocess", "--sessions", "3", "--steps", "2", "--calls", "1",
+		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost", "--rounds", "2"}
+	r, stdout := benchReport(t, args)
 	if r.Compared != bench.ComparedProjection || r.Baseline == nil || r.Processor == nil {
 		t.Fatalf("not a comparison of the projector: compared %q\n%s", r.Compared, stdout)
 	}
@@ -298,7 +306,7 @@ func TestBenchUsageProjectionCost(t *testing.T) {
 		r.Rounds[0].CPUPerTrigger <= 0 || r.Rounds[1].PreStepsPerSec <= 0 {
 		t.Errorf("rounds %+v", r.Rounds)
 	}
-	code, stdout, _ = runMain(t, args...)
+	code, stdout, _ := runMain(t, args...)
 	if code != exitOK || !strings.Contains(stdout, "with projector") || !strings.Contains(stdout, "with/without") ||
 		!strings.Contains(stdout, "2 rounds, the order alternating") ||
 		!strings.Contains(stdout, "CPU per trigger with the usage projector ≤ 1.05× without (2 rounds summed)") {
@@ -322,14 +330,7 @@ func TestBenchUsageProjectorApart(t *testing.T) {
 	t.Setenv(benchExecMain, "1") // the children are this test binary running the program
 	args := []string{"bench", "--processor", "child", "--sessions", "40", "--steps", "3", "--calls", "1",
 		"--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir=", "--usage-projection-cost", "--rounds", "2", "--projector-apart"}
-	code, stdout, stderr := runMain(t, append(args, "--json")...)
-	if code != exitOK {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	var r bench.Report
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
-	}
+	r, stdout := benchReport(t, args)
 	if r.Compared != bench.ComparedProjection || r.Baseline == nil || r.Processor == nil || len(r.Rounds) != 2 {
 		t.Fatalf("not a comparison of the projector in two rounds:\n%s", stdout)
 	}
@@ -354,7 +355,7 @@ func TestBenchUsageProjectorApart(t *testing.T) {
 	if got := r.Ratios["cpu_with_projector_apart"]; got != want {
 		t.Errorf("ratio with the projector apart %v, want %v", got, want)
 	}
-	code, stdout, _ = runMain(t, args...)
+	code, stdout, _ := runMain(t, args...)
 	for _, s := range []string{"projector apart, per trigger", "usage projector apart: its own process",
 		"CPU per trigger with the usage projector (apart, the same phases' processor and projector) ≤ 1.05× without (2 rounds summed)",
 		"(processor+projector)/processor"} {
