@@ -158,14 +158,8 @@ func TestToolDefinitionService(t *testing.T) {
 	}
 
 	// Discoverable as a micro service (what `nats micro ls` asks).
-	ping, err := nc.Request("$SRV.INFO."+ServiceName, nil, waitTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var info micro.Info
-	if err := json.Unmarshal(ping.Data, &info); err != nil {
-		t.Fatal(err)
-	}
+	requestJSON(t, nc, "$SRV.INFO."+ServiceName, &info)
 	// Three endpoints: the tool definition and every tool's definitions
 	// (shared by every member), and this member's view (view.go).
 	if info.Name != ServiceName || len(info.Endpoints) != 3 || info.Endpoints[0].Subject != events.ToolDefinitionSubject ||
@@ -181,14 +175,8 @@ func TestToolDefinitionService(t *testing.T) {
 	var got [3]int
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		stats, err := nc.Request("$SRV.STATS."+ServiceName, nil, waitTimeout)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var st micro.Stats
-		if err := json.Unmarshal(stats.Data, &st); err != nil {
-			t.Fatal(err)
-		}
+		requestJSON(t, nc, "$SRV.STATS."+ServiceName, &st)
 		if len(st.Endpoints) != 3 {
 			t.Fatalf("stats list %d endpoints, want 3", len(st.Endpoints))
 		}
@@ -208,5 +196,18 @@ func TestToolDefinitionService(t *testing.T) {
 	}
 	if n := counter(t, p.m.definitionReq); n != 2 {
 		t.Errorf("tool definition requests counted: %v, want 2", n)
+	}
+}
+
+// requestJSON sends an empty request to subject and decodes the JSON
+// answer into v.
+func requestJSON(t *testing.T, nc *nats.Conn, subject string, v any) {
+	t.Helper()
+	m, err := nc.Request(subject, nil, waitTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(m.Data, v); err != nil {
+		t.Fatalf("answer on %s: %v", subject, err)
 	}
 }
