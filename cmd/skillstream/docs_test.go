@@ -701,3 +701,12 @@ func TestDocsTypeScriptREADME(t *testing.T) {
 		t.Error("the TypeScript README does not show how to run examples/worker.ts")
 	}
 }
+
+// TestDocsREADMEIsAFrontDoor: the README stays short (what it is, a quick
+// start, the tests, the structure); details belong in the manual.
+func TestDocsREADMEIsAFrontDoor(t *testing.T) {
+	const most = 249
+	if n := strings.Count(readDoc(t, "README.md"), "\n"); n > most {
+		t.Errorf("the README has %d lines; keep it to %d and move details into cmd/skillstream/MANUAL.md", n, most)
+	}
+}
