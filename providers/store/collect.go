@@ -202,7 +202,7 @@ func (pb *Publisher) walkIndex(ctx context.Context, f func(key string, rev uint6
 			_, name, err := parseKey(e.Key())
 			var rec Record
 			if err == nil {
-				rec, err = decodeRecord(name, e.Value())
+				rec, err = decodeShape(name, e.Value())
 			}
 			f(e.Key(), e.Revision(), rec, err)
 		}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
 // parseKey splits an index key into scope and skill name: the store's
@@ -39,15 +41,62 @@ type Record struct {
 	Published   int64              `json:"published"` // unix milliseconds
 }
 
-// maxRecordBytes bounds an index value: a record carries a description of
-// at most 1024 code points and a few short fields.
+// maxRecordBytes bounds an index value: a record carries a description and
+// a whenToUse of at most 1024 characters each and a few short fields.
 const maxRecordBytes = 64 << 10
+
+// The bounds of a record's free text, in characters: what a push
+// publishes (the description's is the Agent Skills specification's, which
+// push enforces; the whenToUse's push enforces as well), and what a read
+// accepts.
+const (
+	MaxDescriptionLength = agentskills.MaxDescriptionLength
+	MaxWhenToUseLength   = 1024
+)
 
 // ErrBadRecord reports an index value that is not a valid record.
 var ErrBadRecord = errors.New("malformed skill index entry")
 
-// decodeRecord decodes and checks the value of key name.
+// ErrRecordBounds reports a record whose description or whenToUse is
+// longer than a push publishes. It wraps ErrBadRecord: such a record is
+// treated as any malformed value (its key's last good revision stays).
+var ErrRecordBounds = fmt.Errorf("%w: over the bounds of a record", ErrBadRecord)
+
+// checkText refuses a description or whenToUse longer than a push
+// publishes.
+func checkText(description, whenToUse string) error {
+	if n := utf8.RuneCountInString(description); n > MaxDescriptionLength {
+		return fmt.Errorf("%w: description of %d characters, over %d", ErrRecordBounds, n, MaxDescriptionLength)
+	}
+	if n := utf8.RuneCountInString(whenToUse); n > MaxWhenToUseLength {
+		return fmt.Errorf("%w: whenToUse of %d characters, over %d", ErrRecordBounds, n, MaxWhenToUseLength)
+	}
+	return nil
+}
+
+// summaryBytes is what a record's summary costs the store's view: the
+// bytes of its name, description and whenToUse.
+func (r Record) summaryBytes() int64 {
+	return int64(len(r.Name) + len(r.Description) + len(r.WhenToUse))
+}
+
+// decodeRecord decodes and checks the value of key name: its shape
+// (decodeShape) and the bounds of its text (checkText).
 func decodeRecord(name string, data []byte) (Record, error) {
+	r, err := decodeShape(name, data)
+	if err != nil {
+		return r, err
+	}
+	if err := checkText(r.Description, r.WhenToUse); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// decodeShape decodes the value of key name and checks what tells where
+// its files are, not the bounds of its text: gc keeps the object of a
+// record over those bounds, which a read refuses.
+func decodeShape(name string, data []byte) (Record, error) {
 	if len(data) > maxRecordBytes {
 		return Record{}, fmt.Errorf("%w: %d bytes, over %d", ErrBadRecord, len(data), maxRecordBytes)
 	}

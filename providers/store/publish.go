@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -61,7 +62,8 @@ func ReadSkill(path string, cfg Config) (Local, error) {
 // specification refuses as validate does (agentskills.Document.Check,
 // agentskills.CheckFileName: a name other than its folder's or file's, a
 // description or compatibility too long, a skill file named Skill.md or
-// skill.md), a symbolic link leaving the
+// skill.md), a whenToUse over MaxWhenToUseLength characters (a store read
+// refuses it), a symbolic link leaving the
 // folder, a special file, a file name with control characters, more files
 // or bytes than the configured limits, a file that changed (or became a
 // link) between the listing and the read, and (see ReadOptions) a skill
@@ -150,7 +152,11 @@ func ReadSkillWith(path string, cfg Config, opts ReadOptions) (Local, error) {
 	if err != nil {
 		return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, file, reason(err))
 	}
-	if problems := d.Check(file); len(problems) > 0 {
+	problems := d.Check(file)
+	if n := utf8.RuneCountInString(d.WhenToUse); n > MaxWhenToUseLength {
+		problems = append(problems, fmt.Sprintf("whenToUse is %d characters; a store holds at most %d", n, MaxWhenToUseLength))
+	}
+	if len(problems) > 0 {
 		return Local{}, fmt.Errorf("%w: %s: %s", ErrInvalidSkill, file, strings.Join(problems, "; "))
 	}
 	return Local{Path: path, archive: archive, Record: Record{
