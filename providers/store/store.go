@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
@@ -30,6 +31,18 @@ const (
 	DefaultHistory    = 16
 	MaxHistory        = 64 // the key-value store's own limit
 	DefaultCacheBytes = 32 << 20
+	// DefaultMaxSkills bounds the skills of one store (every scope): a
+	// fleet's store holds hundreds, and the store and search are built
+	// and measured for 10,000.
+	DefaultMaxSkills = 10000
+	// DefaultMaxSummaryBytes bounds the bytes of the names, descriptions
+	// and whenToUse texts a store's view holds: 10,000 skills of 1.6 KB,
+	// or 2,000 with both texts at their longest.
+	DefaultMaxSummaryBytes = 16 << 20
+	// DefaultVerifyBytes is how many bytes of objects a store reads per
+	// second, at most, to check them (DefaultVerifyBurst at once).
+	DefaultVerifyBytes = 32 << 20
+	DefaultVerifyBurst = 64 << 20
 )
 
 // Errors of the store. Match them with errors.Is.
@@ -70,13 +83,24 @@ type Config struct {
 	MaxBytes int64
 	// CacheBytes bounds the loaded bodies kept by digest; default 32 MiB.
 	CacheBytes int64
+	// MaxSkills and MaxSummaryBytes bound the store's view: the skills
+	// of every scope, and the bytes of their names, descriptions and
+	// whenToUse texts; defaults DefaultMaxSkills and
+	// DefaultMaxSummaryBytes. A store over either lists nothing until it
+	// is back within them (see Bounds).
+	MaxSkills       int
+	MaxSummaryBytes int64
+	// VerifyBytes is how many bytes of objects the store reads per second
+	// to check records (each read also costs verifyReadCost); default
+	// DefaultVerifyBytes. Records wait for their turn, in order.
+	VerifyBytes int64
 	// Logger receives skipped index entries and watch failures; nil is
 	// silent.
 	Logger *slog.Logger
 	// OnWarning, when not nil, is called for every store warning, logged
 	// or not (warnings about one key are logged at most once a minute),
-	// with its kind: "malformed_entry", "bad_object" or "watch". Serve
-	// counts them in a metric.
+	// with its kind: "malformed_entry", "bad_object", "over_bounds" or
+	// "watch". Serve counts them in a metric.
 	OnWarning func(kind string)
 	// LazyVerify lists the records of a fresh load at once and checks
 	// their objects afterwards, in the background (at most loadParallel at
@@ -114,6 +138,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheBytes <= 0 {
 		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.MaxSkills <= 0 {
+		c.MaxSkills = DefaultMaxSkills
+	}
+	if c.MaxSummaryBytes <= 0 {
+		c.MaxSummaryBytes = DefaultMaxSummaryBytes
+	}
+	if c.VerifyBytes <= 0 {
+		c.VerifyBytes = DefaultVerifyBytes
 	}
 	return c
 }
@@ -175,10 +208,19 @@ func buckets(ctx context.Context, js jetstream.JetStream, cfg Config) (Config, j
 	return cfg, kv, obs, nil
 }
 
-// entry is one live index entry.
+// entry is one live index entry. While the store is over its bounds
+// its record holds no text (see strip); size is the summary's bytes.
 type entry struct {
 	rec      Record
 	revision uint64
+	size     int64
+}
+
+// usage is what a store's view holds: its skills (every scope) and the
+// bytes of their summaries (Record.summaryBytes).
+type usage struct {
+	skills int
+	bytes  int64
 }
 
 // Provider serves the skills published in the store. Its index lives in
@@ -212,11 +254,18 @@ type Provider struct {
 	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced  chan struct{}                         // closed when revision advances or health changes
 	reload    bool                                  // the next load starts the revision over
+	use       usage                                 // what scopes holds
+	over      error                                 // why the view is dropped (over its bounds); nil within them
+	refill    bool                                  // back within bounds: the next load fills the texts again
+	overAt    atomic.Bool                           // over != nil, read without p.mu
 
-	vmu      sync.Mutex                         // guards the three below
-	verified *simplelru.LRU[string, error]      // name and digest -> nil (listed) or why not
-	warned   *simplelru.LRU[string, *warnState] // kind and key -> rate limit of its warnings
-	warnings map[string]uint64                  // kind -> warnings so far
+	vmu      sync.Mutex                            // guards the fields below
+	verified *simplelru.LRU[string, digestCheck]   // digest -> what its object holds
+	flights  map[string]*verifyFlight              // digest -> the read in progress
+	warned   *simplelru.LRU[string, *warnState]    // kind and key -> rate limit of its warnings
+	warnings map[string]uint64                     // kind -> warnings so far
+	window   warnWindow                            // the store's rate limit of warnings
+	reads    *rate.Limiter                         // bytes of objects read to check records
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -256,7 +305,12 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 	// Guarded by p.mu with the scopes, so the LRU without a lock of its
 	// own fits. An evicted channel is left open: see Changes.
 	p.chans, _ = simplelru.NewLRU[string, chan struct{}](maxChans, nil)
-	p.verified, _ = simplelru.NewLRU[string, error](maxVerified, nil)
+	p.verified, _ = simplelru.NewLRU[string, digestCheck](maxVerified, nil)
+	p.flights = make(map[string]*verifyFlight)
+	// The burst lets the largest object through at once, and an honest
+	// store's first load (tens of megabytes) without waiting.
+	burst := max(DefaultVerifyBurst, cfg.VerifyBytes, p.lim.WithDefaults().MaxObjectSize()+verifyReadCost)
+	p.reads = rate.NewLimiter(rate.Limit(cfg.VerifyBytes), int(burst))
 	p.warned, _ = simplelru.NewLRU[string, *warnState](maxWarned, nil)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.run()
@@ -413,6 +467,16 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	}
 	p.mu.Lock()
 	var out []providers.Candidate
+	if p.over != nil {
+		// Dropped: the other sources are listed without the store's
+		// skills (Bounds, Diagnostics and the log say why).
+		healthy, why := p.healthy, p.why
+		p.mu.Unlock()
+		if !healthy {
+			return nil, why
+		}
+		return nil, nil
+	}
 	if p.cfg.Library {
 		out = p.candidates(out, p.scopes[""], catalog.SourceLibrary, providers.RankLibrary, q)
 	} else {
@@ -455,6 +519,9 @@ func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summ
 func (p *Provider) find(name string, q catalog.Query) (entry, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.over != nil {
+		return entry{}, "", false
+	}
 	if p.cfg.Library {
 		e, ok := p.scopes[""][name]
 		return e, catalog.SourceLibrary, ok
@@ -540,6 +607,12 @@ func parseSkill(files []skillstore.File) (catalog.Skill, error) {
 func (p *Provider) Close() error {
 	p.cancel()
 	<-p.done
+	p.vmu.Lock()
+	if t := p.window.timer; t != nil {
+		t.Stop()
+		p.window.timer = nil
+	}
+	p.vmu.Unlock()
 	p.mu.Lock()
 	p.healthy = false
 	p.why = fmt.Errorf("%w (%w)", ErrClosed, providers.ErrStopping)
@@ -559,6 +632,9 @@ func (p *Provider) run() {
 		err := p.follow(status)
 		if p.ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errRefill) {
+			continue // the old (dropped) view answers until the new one is loaded
 		}
 		var re *errReload
 		if errors.As(err, &re) {
@@ -667,6 +743,12 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 		case loaded && cur.last < p.Revision():
 			return &errReload{why: "rewound (restored from a backup?)", old: id.epoch, new: cur.epoch, last: cur.last}
 		}
+		p.mu.Lock()
+		refill := p.refill
+		p.mu.Unlock()
+		if loaded && refill {
+			return errRefill
+		}
 		if !loaded || p.cfg.WatchGate != nil {
 			return nil
 		}
@@ -701,7 +783,8 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 				return errors.New("index watch ended")
 			}
 			if e == nil { // every current entry delivered
-				p.swap(p.load(ctx, pending), rev, id.epoch)
+				idx, use := p.load(ctx, pending)
+				p.swap(idx, use, rev, id.epoch)
 				pending, loaded = nil, true
 				if p.cfg.LazyVerify {
 					go p.verifyLoaded(ctx)
@@ -739,6 +822,10 @@ type errReload struct {
 func (e *errReload) Error() string {
 	return fmt.Sprintf("skill store buckets %s (epoch %s, was %s)", e.why, e.new, e.old)
 }
+
+// errRefill ends a watch so that a store back within its bounds is loaded
+// again: while over them it kept no text.
+var errRefill = errors.New("skill store back within its bounds: loading it again")
 
 // stallProbe is how often a loaded watch checks the buckets' identity and
 // whether it is behind the bucket.
@@ -933,32 +1020,111 @@ func (p *Provider) verifyLoaded(ctx context.Context) {
 // the record naming it.
 var ErrWrongSkill = errors.New("object holds another skill")
 
-// verify checks, once per name and digest, that rec's object exists, is
-// intact (its files hash to the digest) and defines the skill rec names:
-// a record failing that is not listed. A read that fails for another
-// reason (NATS unreachable, a timeout) is not held against the record,
-// nor remembered; Load reports it.
+// digestCheck is what the check of one object found: the skill its files
+// define, or why they are no skill (missing, damaged, not parsed).
+type digestCheck struct {
+	name string
+	err  error
+}
+
+// verifyFlight is a read of an object in progress, which the records
+// naming the same digest wait for rather than read it again.
+type verifyFlight struct {
+	done chan struct{}
+	res  digestCheck
+	ok   bool // the outcome is definite
+}
+
+// verifyReadCost is what a read costs the store's rate of object reads
+// (Config.VerifyBytes) beside its bytes: many small objects are bounded
+// as well as a few large ones.
+const verifyReadCost = 64 << 10
+
+// verify checks that rec's object exists, is intact (its files hash to
+// the digest) and defines the skill rec names: a record failing that is
+// not listed. Each object is read once per digest, whichever records name
+// it (the skill it defines is remembered, and compared with each record's
+// name), and reads take their turn in the store's rate of bytes read
+// (Config.VerifyBytes): a flood of records waits, it is not dropped. A
+// read that fails for another reason (NATS unreachable, a timeout) is not
+// held against the record, nor remembered; Load reports it.
 func (p *Provider) verify(ctx context.Context, rec Record) error {
-	k := rec.Name + "\x00" + rec.Digest
+	res, ok := p.checkDigest(ctx, rec.Digest)
+	switch {
+	case !ok:
+		return nil
+	case res.err != nil:
+		return fmt.Errorf("skill %q: %w", rec.Name, res.err)
+	case res.name != rec.Name:
+		return fmt.Errorf("skill %q: its files (%s) define skill %q: %w", rec.Name, skillstore.Short(rec.Digest), res.name, ErrWrongSkill)
+	}
+	return nil
+}
+
+// checkDigest returns what the object of digest holds, reading it when no
+// check of it is remembered or in progress; ok is false when the read
+// failed for a reason that says nothing of the object.
+func (p *Provider) checkDigest(ctx context.Context, digest string) (digestCheck, bool) {
 	p.vmu.Lock()
-	err, ok := p.verified.Get(k)
+	if res, ok := p.verified.Get(digest); ok {
+		p.vmu.Unlock()
+		return res, true
+	}
+	if f, ok := p.flights[digest]; ok {
+		p.vmu.Unlock()
+		select {
+		case <-f.done:
+			return f.res, f.ok
+		case <-ctx.Done():
+			return digestCheck{}, false
+		}
+	}
+	f := &verifyFlight{done: make(chan struct{})}
+	p.flights[digest] = f
 	p.vmu.Unlock()
-	if ok {
-		return err
+	f.res, f.ok = p.readDigest(ctx, digest)
+	p.vmu.Lock()
+	delete(p.flights, digest)
+	if f.ok {
+		p.verified.Add(digest, f.res)
+	}
+	p.vmu.Unlock()
+	close(f.done)
+	return f.res, f.ok
+}
+
+// readDigest reads and parses the object of digest, after its turn in
+// the store's rate of reads.
+func (p *Provider) readDigest(ctx context.Context, digest string) (digestCheck, bool) {
+	// The turn is taken before the read's own deadline starts: waiting
+	// is no failure of the object.
+	if err := p.reads.WaitN(ctx, verifyReadCost); err != nil {
+		return digestCheck{}, false
 	}
 	vctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
-	_, err = p.readBody(vctx, rec)
-	var pe *agentskills.ParseError
-	definite := err == nil || errors.Is(err, skillstore.ErrObjectMissing) || errors.Is(err, skillstore.ErrBadArchive) ||
-		errors.Is(err, ErrWrongSkill) || errors.As(err, &pe)
-	if !definite {
-		return nil
+	files, err := skillstore.Fetch(vctx, p.obs, digest, p.lim)
+	p.fetches.Add(1)
+	var sk catalog.Skill
+	if err == nil {
+		var n int64
+		for _, f := range files {
+			n += int64(len(f.Data))
+		}
+		// The bytes are paid for after the read (their number is known
+		// then): the next read waits for them.
+		p.reads.WaitN(ctx, int(min(n, int64(p.reads.Burst()))))
+		sk, err = parseSkill(files)
+		if err != nil {
+			err = fmt.Errorf("(%s): %w", skillstore.Short(digest), err)
+		}
 	}
-	p.vmu.Lock()
-	p.verified.Add(k, err)
-	p.vmu.Unlock()
-	return err
+	var pe *agentskills.ParseError
+	definite := err == nil || errors.Is(err, skillstore.ErrObjectMissing) || errors.Is(err, skillstore.ErrBadArchive) || errors.As(err, &pe)
+	if !definite {
+		return digestCheck{}, false
+	}
+	return digestCheck{name: sk.Name, err: err}, true
 }
 
 // verifyTimeout bounds the check of one record's object: the watch waits
@@ -996,7 +1162,7 @@ func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (
 
 // applyTo applies one checked change to an index and returns the warning
 // to log about it, if any (nil when none).
-func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
+func (p *Provider) applyTo(idx map[string]map[string]entry, use *usage, c change) func() {
 	if c.bad {
 		return func() {
 			p.warn(warnMalformed, c.key, "skill index entry skipped", "key", c.key, "revision", c.revision, "err", c.err)
@@ -1034,7 +1200,11 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
 				"key", c.key, "revision", c.revision, "err", c.err)
 		}
 	case c.remove:
-		delete(skills, c.name)
+		if e, ok := skills[c.name]; ok {
+			use.skills--
+			use.bytes -= e.size
+			delete(skills, c.name)
+		}
 		if c.err != nil {
 			return func() {
 				p.warn(warnObject, c.key, "skill index entry not listed: its object is not the skill it names",
@@ -1047,20 +1217,127 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, c change) func() {
 		skills = make(map[string]entry)
 		idx[c.project] = skills
 	}
-	skills[c.name] = entry{rec: c.rec, revision: c.revision}
+	if e, ok := skills[c.name]; ok {
+		use.skills--
+		use.bytes -= e.size
+	}
+	e := entry{rec: c.rec, revision: c.revision, size: c.rec.summaryBytes()}
+	use.skills++
+	use.bytes += e.size
+	skills[c.name] = e
 	return nil
+}
+
+// strip drops the texts of every entry of idx: a store over its bounds
+// keeps of each skill what tells it apart (key, revision, digest, size)
+// and no text, which a load fills in again once it is back within them.
+func strip(idx map[string]map[string]entry) {
+	for _, skills := range idx {
+		for name, e := range skills {
+			e.rec.Description, e.rec.WhenToUse = "", ""
+			skills[name] = e
+		}
+	}
+}
+
+// ErrOverBounds reports a store whose view is over its bounds
+// (Config.MaxSkills, Config.MaxSummaryBytes): it lists no skill until it
+// is back within them.
+var ErrOverBounds = errors.New("skill store over its bounds")
+
+// overBounds says why use is over the store's bounds; nil when within.
+func (p *Provider) overBounds(use usage) error {
+	switch {
+	case use.skills > p.cfg.MaxSkills:
+		return fmt.Errorf("%w: %d skills, over %d", ErrOverBounds, use.skills, p.cfg.MaxSkills)
+	case use.bytes > p.cfg.MaxSummaryBytes:
+		return fmt.Errorf("%w: %d bytes of names, descriptions and whenToUse, over %d", ErrOverBounds, use.bytes, p.cfg.MaxSummaryBytes)
+	}
+	return nil
+}
+
+// bound applies the store's bounds to what scopes holds now, and returns
+// what to report of a change of state (nil when none). p.mu must be held.
+// Past a bound, the view is dropped and its texts let go (strip); back
+// within, the store is loaded again (refill) and listed once loaded:
+// until then it stays dropped.
+func (p *Provider) bound() func() {
+	why := p.overBounds(p.use)
+	switch {
+	case why != nil && p.over == nil:
+		p.over = why
+		p.overAt.Store(true)
+		strip(p.scopes)
+		p.closeAll()
+		use := p.use
+		return func() {
+			p.warnAt(slog.LevelError, warnBounds, "bounds", "skill store over its bounds: its skills are not listed (the other sources are) until it is back within them; "+
+				"find who publishes to it, and remove skills",
+				"skills", use.skills, "summary_bytes", use.bytes, "max_skills", p.cfg.MaxSkills, "max_summary_bytes", p.cfg.MaxSummaryBytes, "err", why)
+		}
+	case why != nil:
+		p.over = why
+		p.refill = false
+	case p.over != nil && !p.refill:
+		p.refill = true
+		select {
+		case p.recheck <- struct{}{}:
+		default:
+		}
+		use := p.use
+		return func() {
+			p.log.Info("skill store back within its bounds; loading it again", "bucket", p.cfg.Bucket, "skills", use.skills, "summary_bytes", use.bytes)
+		}
+	}
+	return nil
+}
+
+// Bounds is what the store's view holds and, when it is over its
+// bounds (its skills not listed), why (wrapping ErrOverBounds).
+type Bounds struct {
+	Skills          int
+	SummaryBytes    int64
+	MaxSkills       int
+	MaxSummaryBytes int64
+	Over            error
+}
+
+// Bounds reports what the store's view holds against its bounds.
+func (p *Provider) Bounds() Bounds {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Bounds{Skills: p.use.skills, SummaryBytes: p.use.bytes, MaxSkills: p.cfg.MaxSkills, MaxSummaryBytes: p.cfg.MaxSummaryBytes, Over: p.over}
+}
+
+// Diagnostics implements providers.Diagnoser: while the store is over
+// its bounds, one diagnostic says so (for operators: it names the store's
+// bucket, not a project's file, so no session is told).
+func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]providers.Diagnostic, error) {
+	p.mu.Lock()
+	over := p.over
+	p.mu.Unlock()
+	if over == nil {
+		return nil, nil
+	}
+	src := catalog.SourceStoreGlobal
+	if p.cfg.Library {
+		src = catalog.SourceLibrary
+	}
+	return []providers.Diagnostic{{Source: src, Path: p.Store(), Reason: over.Error() + "; its skills are not listed"}}, nil
 }
 
 // load checks the entries of a fresh watch (at most loadParallel objects
 // read at once) and builds an index of them; a malformed value falls back
-// to the key's last good revision in the index's history.
-func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) map[string]map[string]entry {
+// to the key's last good revision in the index's history. The records are
+// decoded first, and their objects checked only when the index is within
+// the store's bounds: a store over them lists nothing.
+func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) (map[string]map[string]entry, usage) {
 	cs := make([]change, len(es))
 	var g errgroup.Group
 	g.SetLimit(loadParallel)
 	for i, e := range es {
 		g.Go(func() error {
-			c := p.checkAs(ctx, e, !p.cfg.LazyVerify)
+			c := p.checkAs(ctx, e, false)
 			if c.keep {
 				// Entries of a fresh watch come one per key: the last good
 				// revision is in the history.
@@ -1076,13 +1353,36 @@ func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) map[s
 		})
 	}
 	g.Wait()
-	idx := make(map[string]map[string]entry)
+	listed := func(c change) bool { return !c.bad && !c.keep && !c.remove }
+	var want usage
 	for _, c := range cs {
-		if f := p.applyTo(idx, c); f != nil {
+		if listed(c) {
+			want.skills++
+			want.bytes += c.rec.summaryBytes()
+		}
+	}
+	if !p.cfg.LazyVerify && p.overBounds(want) == nil {
+		for i := range cs {
+			if !listed(cs[i]) {
+				continue
+			}
+			g.Go(func() error {
+				if err := p.verify(ctx, cs[i].rec); err != nil {
+					cs[i].remove, cs[i].err = true, err
+				}
+				return nil
+			})
+		}
+		g.Wait()
+	}
+	idx := make(map[string]map[string]entry)
+	var use usage
+	for _, c := range cs {
+		if f := p.applyTo(idx, &use, c); f != nil {
 			f()
 		}
 	}
-	return idx
+	return idx, use
 }
 
 // loadParallel bounds the objects a load reads at once.
@@ -1093,16 +1393,32 @@ const (
 	warnMalformed = "malformed_entry" // an index key or value that is not a skill's
 	warnObject    = "bad_object"      // a record whose object is missing, damaged or another skill's
 	warnWatch     = "watch"           // the index watch broke or the buckets changed
+	warnBounds    = "over_bounds"     // the store's view went over its bounds
 )
 
 // warnEvery is how often one key's warnings are logged at most; the
 // warnings in between are counted and their number logged with the next.
-const warnEvery = time.Minute
+// Over every key, a store logs at most warnLines lines per warnEvery; the
+// others are counted, and their number by kind logged once the minute is
+// over.
+const (
+	warnEvery = time.Minute
+	warnLines = 20
+)
 
 // warnState is the rate limit of one key's warnings.
 type warnState struct {
 	last       time.Time
 	suppressed int
+}
+
+// warnWindow is the rate limit of a store's warnings: the lines logged in
+// the current minute, and the warnings left out of it by kind.
+type warnWindow struct {
+	start   time.Time
+	lines   int
+	dropped map[string]int
+	timer   *time.Timer // logs the summary of what was left out
 }
 
 // warn logs a warning about key at most once per warnEvery (with the
@@ -1111,7 +1427,8 @@ func (p *Provider) warn(kind, key, msg string, args ...any) {
 	p.warnAt(slog.LevelWarn, kind, key, msg, args...)
 }
 
-// warnAt is warn at another level.
+// warnAt is warn at another level. Beside the limit per key, the store
+// logs at most warnLines lines per warnEvery.
 func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) {
 	if p.cfg.OnWarning != nil {
 		p.cfg.OnWarning(kind)
@@ -1125,6 +1442,22 @@ func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) 
 		p.vmu.Unlock()
 		return
 	}
+	w := &p.window
+	if now.Sub(w.start) >= warnEvery {
+		w.start, w.lines = now, 0
+	}
+	if w.lines >= warnLines {
+		if w.dropped == nil {
+			w.dropped = make(map[string]int)
+		}
+		if len(w.dropped) == 0 && p.ctx.Err() == nil {
+			w.timer = time.AfterFunc(w.start.Add(warnEvery).Sub(now), p.warnSummary)
+		}
+		w.dropped[kind]++
+		p.vmu.Unlock()
+		return
+	}
+	w.lines++
 	suppressed := 0
 	if ok {
 		suppressed = st.suppressed
@@ -1136,6 +1469,27 @@ func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) 
 		args = append(args, "suppressed", suppressed)
 	}
 	p.log.Log(context.Background(), level, msg, args...)
+}
+
+// warnSummary logs how many warnings the store's limit left out of the
+// last minute's lines, by kind.
+func (p *Provider) warnSummary() {
+	p.vmu.Lock()
+	dropped := p.window.dropped
+	p.window.dropped, p.window.timer = nil, nil
+	p.vmu.Unlock()
+	if len(dropped) == 0 {
+		return
+	}
+	args := []any{"bucket", p.cfg.Bucket, "per_minute", warnLines}
+	total := 0
+	for _, kind := range []string{warnMalformed, warnObject, warnBounds, warnWatch} {
+		if n := dropped[kind]; n > 0 {
+			args = append(args, kind, n)
+			total += n
+		}
+	}
+	p.log.Warn(fmt.Sprintf("%d skill store warnings not logged in the last minute (each is counted)", total), args...)
 }
 
 // Warnings counts the warnings the provider had, by kind (also those
@@ -1153,9 +1507,21 @@ func (p *Provider) Warnings() map[string]uint64 {
 // swap installs a freshly loaded index of the buckets of epoch. Within
 // one epoch the revision only goes up; a load after the buckets were
 // recreated or rewound (p.reload) starts the revision over.
-func (p *Provider) swap(idx map[string]map[string]entry, rev uint64, epoch string) {
+func (p *Provider) swap(idx map[string]map[string]entry, use usage, rev uint64, epoch string) {
 	p.mu.Lock()
-	p.scopes = idx
+	p.scopes, p.use = idx, use
+	wasOver := p.over != nil
+	p.over, p.refill = nil, false
+	p.overAt.Store(false)
+	report := p.bound()
+	if wasOver && p.over == nil {
+		report = func() {
+			p.log.Info("skill store within its bounds again: its skills are listed", "bucket", p.cfg.Bucket, "skills", use.skills, "summary_bytes", use.bytes)
+		}
+	}
+	if wasOver && p.over != nil {
+		report = nil // still over: reported when it went over
+	}
 	p.closeAll()
 	cur := p.Position()
 	next := providers.Position{Epoch: epoch, Revision: rev}
@@ -1178,13 +1544,25 @@ func (p *Provider) swap(idx map[string]map[string]entry, rev uint64, epoch strin
 	close(p.advanced)
 	p.advanced = make(chan struct{})
 	p.mu.Unlock()
+	if report != nil {
+		report()
+	}
 }
 
 // apply checks one change and applies it to the live index.
 func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
-	c := p.check(ctx, e)
+	// While the store is over its bounds no object is read: nothing is
+	// listed, and the load that lists the store again checks them.
+	c := p.checkAs(ctx, e, !p.overAt.Load())
 	p.mu.Lock()
-	warn := p.applyTo(p.scopes, c)
+	warn := p.applyTo(p.scopes, &p.use, c)
+	if p.over != nil && !c.bad && !c.keep && !c.remove {
+		skills := p.scopes[c.project]
+		ent := skills[c.name]
+		ent.rec.Description, ent.rec.WhenToUse = "", ""
+		skills[c.name] = ent
+	}
+	report := p.bound()
 	if !c.bad {
 		p.closeScope(c.project)
 	}
@@ -1196,5 +1574,8 @@ func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	p.mu.Unlock()
 	if warn != nil {
 		warn()
+	}
+	if report != nil {
+		report()
 	}
 }
