@@ -259,13 +259,13 @@ type Provider struct {
 	refill    bool                                  // back within bounds: the next load fills the texts again
 	overAt    atomic.Bool                           // over != nil, read without p.mu
 
-	vmu      sync.Mutex                            // guards the fields below
-	verified *simplelru.LRU[string, digestCheck]   // digest -> what its object holds
-	flights  map[string]*verifyFlight              // digest -> the read in progress
-	warned   *simplelru.LRU[string, *warnState]    // kind and key -> rate limit of its warnings
-	warnings map[string]uint64                     // kind -> warnings so far
-	window   warnWindow                            // the store's rate limit of warnings
-	reads    *rate.Limiter                         // bytes of objects read to check records
+	vmu      sync.Mutex                          // guards the fields below
+	verified *simplelru.LRU[string, digestCheck] // digest -> what its object holds
+	flights  map[string]*verifyFlight            // digest -> the read in progress
+	warned   *simplelru.LRU[string, *warnState]  // kind and key -> rate limit of its warnings
+	warnings map[string]uint64                   // kind -> warnings so far
+	window   warnWindow                          // the store's rate limit of warnings
+	reads    *rate.Limiter                       // bytes of objects read to check records
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
