@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +112,7 @@ func stem(w string) string {
 // passes Options.MaxTerms. stems remembers the stem of every word seen,
 // as stemming costs more than a map lookup.
 type dict struct {
+	max    int // terms numbered at most (0: no bound); later ones are left out
 	mu     sync.RWMutex
 	ids    map[string]uint32
 	terms  []string
@@ -122,6 +124,13 @@ func newDict() *dict {
 	return &dict{ids: make(map[string]uint32), stems: make(map[string]string)}
 }
 
+// newDictOf is a dict numbering at most max terms.
+func newDictOf(max int) *dict {
+	d := newDict()
+	d.max = max
+	return d
+}
+
 // size is the number of terms.
 func (d *dict) size() int {
 	d.mu.RLock()
@@ -129,15 +138,19 @@ func (d *dict) size() int {
 	return len(d.terms)
 }
 
-// intern returns the id of term, adding it. The caller holds d.mu.
-func (d *dict) intern(term string) uint32 {
-	id, ok := d.ids[term]
+// intern returns the id of term, adding it; ok is false when term is new
+// and the dict is full (it is left out). The caller holds d.mu.
+func (d *dict) intern(term string) (id uint32, ok bool) {
+	id, ok = d.ids[term]
 	if !ok {
+		if d.max > 0 && len(d.terms) >= d.max {
+			return 0, false
+		}
 		id = uint32(len(d.terms))
 		d.ids[term] = id
 		d.terms = append(d.terms, term)
 	}
-	return id
+	return id, true
 }
 
 // sortNew adds the terms from id from on to sorted. The caller holds d.mu
@@ -183,7 +196,9 @@ func (d *dict) stemLocked(w string) string {
 	s, ok := d.stems[w]
 	if !ok {
 		s = stem(w)
-		d.stems[w] = s
+		if d.max <= 0 || len(d.stems) < d.max {
+			d.stems[w] = s
+		}
 	}
 	return s
 }
@@ -209,21 +224,48 @@ type analysis struct {
 	length [nFields]uint16
 }
 
+// maxFieldBytes bounds the bytes of each field analysed: a description
+// or whenToUse a store publishes is at most 1,024 characters; a longer
+// text (a skill folder's) is analysed for its beginning.
+const maxFieldBytes = 16 << 10
+
 // analyze makes the analysis of t with d, whose lock the caller holds
-// for writing. scratch is reused between calls.
-func analyze(d *dict, t text, sc *analyzeScratch) *analysis {
+// for writing, keeping at most maxTerms distinct terms (0: no bound):
+// words of terms past it, or that d has no room left for, are left out.
+// scratch is reused between calls. It returns the words left out.
+func analyze(d *dict, t text, maxTerms int, sc *analyzeScratch) (*analysis, int) {
 	a := &analysis{}
+	left := 0
 	sc.counts = sc.counts[:0]
 	if sc.pos == nil {
 		sc.pos = make(map[uint32]int)
 	}
 	clear(sc.pos)
 	for f, s := range [nFields]string{t.name, t.description, t.whenToUse} {
+		if len(s) > maxFieldBytes {
+			s = s[:maxFieldBytes]
+		}
 		n := 0
 		sc.buf = words(s, sc.buf, func(w string) {
-			id := d.intern(d.stemLocked(w))
+			term := d.stemLocked(w)
+			id, known := d.ids[term]
+			if !known && maxTerms > 0 && len(sc.counts) >= maxTerms {
+				left++
+				return
+			}
+			if !known {
+				var ok bool
+				if id, ok = d.intern(term); !ok {
+					left++
+					return
+				}
+			}
 			i, ok := sc.pos[id]
 			if !ok {
+				if maxTerms > 0 && len(sc.counts) >= maxTerms {
+					left++
+					return
+				}
 				i = len(sc.counts)
 				sc.pos[id] = i
 				sc.counts = append(sc.counts, termCount{id: id})
@@ -242,7 +284,7 @@ func analyze(d *dict, t text, sc *analyzeScratch) *analysis {
 		a.terms[i] = c.id
 		copy(a.tf[i*nFields:], c.tf[:])
 	}
-	return a
+	return a, left
 }
 
 type termCount struct {
@@ -257,6 +299,10 @@ type analyzeScratch struct {
 }
 
 func sortCounts(c []termCount) {
+	if len(c) > 32 {
+		slices.SortFunc(c, func(a, b termCount) int { return cmp.Compare(a.id, b.id) })
+		return
+	}
 	// Insertion sort: a skill has tens of distinct terms.
 	for i := 1; i < len(c); i++ {
 		for j := i; j > 0 && c[j].id < c[j-1].id; j-- {

@@ -25,6 +25,7 @@ const (
 	DefaultMaxAnalyses = 32768
 	DefaultMaxCorpora  = 8
 	DefaultMaxTerms    = 1 << 18
+	DefaultSkillTerms  = 256
 )
 
 // Options bound what an Index keeps. The zero value takes the defaults.
@@ -38,8 +39,15 @@ type Options struct {
 	// a few milliseconds to build again.
 	MaxCorpora int
 	// MaxTerms bounds the terms the index numbers before it starts a new
-	// numbering (and analyses every skill again as it is searched).
+	// numbering (and analyses every skill again as it is searched). One
+	// numbering never holds more than twice MaxTerms: past that, the new
+	// words of the skills analysed are left out (not searchable) until
+	// the next numbering.
 	MaxTerms int
+	// MaxSkillTerms bounds the distinct terms of one skill (its first
+	// ones, name first); default 256. Each field is analysed for its
+	// first 16 KiB.
+	MaxSkillTerms int
 }
 
 // Index ranks the skills a registry offers for a query's session. It is
@@ -61,7 +69,14 @@ type Index struct {
 	analyses *simplelru.LRU[text, *analysis]
 	corpora  *simplelru.LRU[uint64, *corpus]
 	seed     maphash.Seed
+
+	leftOut atomic.Uint64 // words left out of analyses by the bounds
 }
+
+// LeftOut is how many words of the skills analysed so far the bounds
+// left out (Options.MaxSkillTerms, twice Options.MaxTerms): they match
+// no search.
+func (ix *Index) LeftOut() uint64 { return ix.leftOut.Load() }
 
 // New returns an index of the skills reg offers. The index does not own
 // reg: Close leaves it open.
@@ -75,7 +90,10 @@ func New(reg *providers.Registry, opts Options) *Index {
 	if opts.MaxTerms <= 0 {
 		opts.MaxTerms = DefaultMaxTerms
 	}
-	ix := &Index{reg: reg, opts: opts, dict: newDict(), seed: maphash.MakeSeed()}
+	if opts.MaxSkillTerms <= 0 {
+		opts.MaxSkillTerms = DefaultSkillTerms
+	}
+	ix := &Index{reg: reg, opts: opts, dict: newDictOf(2 * opts.MaxTerms), seed: maphash.MakeSeed()}
 	// Guarded by ix.mu with the rest, so the LRU without a lock of its own.
 	ix.analyses, _ = simplelru.NewLRU[text, *analysis](opts.MaxAnalyses, nil)
 	ix.corpora, _ = simplelru.NewLRU[uint64, *corpus](opts.MaxCorpora, nil)
@@ -238,7 +256,7 @@ func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
 // past its bound, it starts a new one and analyses every skill again.
 func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 	if ix.dict.size() > ix.opts.MaxTerms {
-		ix.dict = newDict()
+		ix.dict = newDictOf(2 * ix.opts.MaxTerms)
 		ix.mu.Lock()
 		ix.analyses.Purge()
 		ix.mu.Unlock()
@@ -271,7 +289,9 @@ func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 	d.mu.Lock()
 	from := len(d.terms)
 	for _, i := range missing {
-		as[i] = analyze(d, textOf(skills[i]), &ix.scratch)
+		var left int
+		as[i], left = analyze(d, textOf(skills[i]), ix.opts.MaxSkillTerms, &ix.scratch)
+		ix.leftOut.Add(uint64(left))
 	}
 	d.sortNew(from)
 	d.mu.Unlock()
