@@ -77,8 +77,13 @@
 // the same rule (a view whose corpus was dropped builds it again at its
 // next search); Options.MaxTerms (default 262,144) the terms numbered,
 // past which the index numbers anew and analyses each skill again as it
-// is searched. The candidates kept with a view share the view's own
-// skills, so the registry's bound on views bounds them. At 10,000 skills
+// is searched; one numbering holds at most twice that, past which the
+// new words of the skills analysed are left out until the next one.
+// Options.MaxSkillTerms (default 256) bounds a skill's distinct terms
+// (its first ones, name first), and each field is analysed for its first
+// 16 KiB; LeftOut counts the words the bounds left out. The candidates
+// kept with a view share the view's own skills, so the registry's bound
+// on views bounds them. At 10,000 skills
 // the analyses, dictionary and one corpus take about 7 MiB (0.7 KB a
 // skill; TestMemory logs it) and a search takes tens of microseconds.
 //

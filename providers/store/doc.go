@@ -28,11 +28,26 @@
 // (providers.Epoched); buckets deleted and created again (or taken back
 // to lower revisions by a restore) are loaded again from scratch, and
 // revisions of two epochs are never compared. An index value that is not
-// a valid record keeps the key's last good revision listed; a record
-// whose object is missing, damaged or another skill's is not listed
-// (each name and digest is checked once, when applied). Objects that are
-// links are refused before they are read. Warnings are rate limited per
-// key and counted (Config.OnWarning).
+// a valid record keeps the key's last good revision listed, and so does a
+// record whose description or whenToUse is longer than a push publishes
+// (1,024 characters each); a record whose object is missing, damaged or
+// another skill's is not listed. Each object is read once per digest (the
+// skill it defines is remembered and compared with every record naming
+// it), at a bounded rate of bytes per store (Config.VerifyBytes): records
+// wait for their turn. Objects that are links are refused before they are
+// read. Warnings are rate limited per key and per store (20 lines a
+// minute, then one line counting what was left out) and all counted
+// (Config.OnWarning).
+//
+// A store is bounded as a whole (Config.MaxSkills, Config.MaxSummaryBytes:
+// 10,000 skills, 16 MiB of names, descriptions and whenToUse texts by
+// default). Over either, its view is dropped: List offers nothing and
+// Load finds nothing, while the registry's other providers are listed as
+// before; the provider keeps no text and reads no object of it, logs at
+// error level once, counts "over_bounds", and reports it (Bounds, and a
+// diagnostic for operators). Back within its bounds, it loads the index
+// again and lists it. Every member decides from the same index, so they
+// agree.
 //
 // Publisher is the publishing side (`skillstream skills`): Push writes only
 // skills whose digest changed, each write conditional on the revision it
