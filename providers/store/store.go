@@ -977,6 +977,11 @@ func (p *Provider) verifyLoaded(ctx context.Context) {
 		e             entry
 	}
 	p.mu.Lock()
+	if p.over != nil {
+		// Nothing listed: the load that lists the store again checks them.
+		p.mu.Unlock()
+		return
+	}
 	var all []listed
 	for project, skills := range p.scopes {
 		for name, e := range skills {
