@@ -314,3 +314,37 @@ func (s static) Load(_ context.Context, name string, _ catalog.Query) (catalog.S
 	}
 	return catalog.Skill{}, catalog.ErrNotFound
 }
+
+// Records beyond the store's rate of object reads wait for their turn:
+// every one is checked, none is dropped or listed unchecked.
+func TestObjectReadsRateLimitedNotDropped(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	publisher(t, srv.JS, store.Config{}) // the buckets
+	// 4 MiB a second and a burst of the largest object (8 MiB): with 64
+	// KiB a read, about 130 reads go at once and the others wait.
+	p := open(t, srv.JS, store.Config{VerifyBytes: 4 << 20})
+	root := t.TempDir()
+	const n = 160
+	var last uint64
+	for i := range n {
+		edit := func(*store.Record) {}
+		if i%40 == 0 { // a few name another skill's object: checked, not listed
+			edit = func(r *store.Record) {
+				other := strings.Repeat("0", 64)
+				r.Digest, r.Object = other, other
+			}
+		}
+		last = hostile(t, srv.JS, root, fmt.Sprintf("skill-%03d", i), edit)
+	}
+	if err := p.CatchUp(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(t, p); len(got) != n-n/40 {
+		t.Errorf("%d of %d skills listed", len(got), n-n/40)
+	}
+	// The missing object is one digest: read once for its four records.
+	if got, want := p.Fetches(), uint64(n-n/40+1); got != want {
+		t.Errorf("%d objects read, want %d (each digest's once)", got, want)
+	}
+}

@@ -32,14 +32,16 @@ import (
 // Flood: 900 records of 60 KiB (a whenToUse of distinct words), each
 // naming a valid object of its own skill, applied by a running provider
 // and loaded by a fresh one: heap held after a GC, time to apply, and the
-// time of a first search of them (cut at 60 s). Object: 300 records naming
+// time of a first search of them (cut at 60 s). Within: the same with
+// texts of 1,000 bytes, within a record's bounds. Object: 300 records naming
 // one 8 MiB object: objects read, and the process's CPU time (the
 // in-process server's included).
 func TestStoreFigures(t *testing.T) {
 	if os.Getenv("SKILLSTREAM_STORE_FIGURES") == "" {
 		t.Skip("set SKILLSTREAM_STORE_FIGURES=1 to measure")
 	}
-	t.Run("flood", figureFlood)
+	t.Run("flood", func(t *testing.T) { figureFlood(t, 60<<10, 0) })
+	t.Run("within", func(t *testing.T) { figureFlood(t, 1000, 1000) })
 	t.Run("object", figureObject)
 }
 
@@ -57,7 +59,9 @@ func cpu() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func figureFlood(t *testing.T) {
+// figureFlood writes 900 records whose whenToUse and description are
+// about when and desc bytes of distinct words (desc 0: the skill's own).
+func figureFlood(t *testing.T, when, desc int) {
 	srv := natstest.Start(t)
 	ctx := context.Background()
 	publisher(t, srv.JS, store.Config{}) // the buckets
@@ -87,13 +91,19 @@ func figureFlood(t *testing.T) {
 		if _, err := obs.PutBytes(ctx, l.Record.Object, store.ArchiveOf(l)); err != nil {
 			t.Fatal(err)
 		}
-		var b strings.Builder
-		for b.Len() < 60<<10 {
-			b.WriteString(word())
-			b.WriteByte(' ')
+		text := func(n int) string {
+			var b strings.Builder
+			for b.Len()+8 <= n {
+				b.WriteString(word())
+				b.WriteByte(' ')
+			}
+			return b.String()
 		}
 		rec := l.Record
-		rec.WhenToUse = b.String()
+		rec.WhenToUse = text(when)
+		if desc > 0 {
+			rec.Description = text(desc)
+		}
 		data, _ := json.Marshal(rec)
 		recs = append(recs, prepared{skillstore.Global.Key(name), data})
 	}

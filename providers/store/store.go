@@ -40,9 +40,8 @@ const (
 	// or 2,000 with both texts at their longest.
 	DefaultMaxSummaryBytes = 16 << 20
 	// DefaultVerifyBytes is how many bytes of objects a store reads per
-	// second, at most, to check them (DefaultVerifyBurst at once).
+	// second, at most, to check them (twice that at once).
 	DefaultVerifyBytes = 32 << 20
-	DefaultVerifyBurst = 64 << 20
 )
 
 // Errors of the store. Match them with errors.Is.
@@ -91,7 +90,8 @@ type Config struct {
 	MaxSkills       int
 	MaxSummaryBytes int64
 	// VerifyBytes is how many bytes of objects the store reads per second
-	// to check records (each read also costs verifyReadCost); default
+	// to check records (each read also costs verifyReadCost), with a
+	// burst of twice that (at least the largest object); default
 	// DefaultVerifyBytes. Records wait for their turn, in order.
 	VerifyBytes int64
 	// Logger receives skipped index entries and watch failures; nil is
@@ -309,7 +309,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 	p.flights = make(map[string]*verifyFlight)
 	// The burst lets the largest object through at once, and an honest
 	// store's first load (tens of megabytes) without waiting.
-	burst := max(DefaultVerifyBurst, cfg.VerifyBytes, p.lim.WithDefaults().MaxObjectSize()+verifyReadCost)
+	burst := max(2*cfg.VerifyBytes, p.lim.WithDefaults().MaxObjectSize()+verifyReadCost)
 	p.reads = rate.NewLimiter(rate.Limit(cfg.VerifyBytes), int(burst))
 	p.warned, _ = simplelru.NewLRU[string, *warnState](maxWarned, nil)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
