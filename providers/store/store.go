@@ -717,7 +717,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 		return fmt.Errorf("watch skill index %s: %w", p.cfg.Bucket, err)
 	}
 	defer w.Stop()
-	var pending []jetstream.KeyValueEntry
+	pending := new(pendingLoad)
 	loaded := false
 	var rev uint64
 	// Every stallProbe the buckets' identity is checked: buckets deleted
@@ -784,7 +784,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 			}
 			if e == nil { // every current entry delivered
 				idx, use := p.load(ctx, pending)
-				p.swap(idx, use, rev, id.epoch)
+				p.swap(idx, use, rev, id.epoch, pending.stripped)
 				pending, loaded = nil, true
 				if p.cfg.LazyVerify {
 					go p.verifyLoaded(ctx)
@@ -793,7 +793,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 			}
 			if !loaded {
 				rev = max(rev, e.Revision())
-				pending = append(pending, e)
+				pending.add(p, e)
 				continue
 			}
 			if p.cfg.WatchGate != nil {
@@ -883,6 +883,7 @@ type change struct {
 	keep     bool  // a malformed value: the last good revision stays
 	err      error // why bad, remove (of a record) or keep
 	rec      Record
+	size     int64        // rec's summary bytes
 	foreign  foreignCount // of a malformed value: the key's history
 }
 
@@ -923,37 +924,106 @@ func (p *Provider) countForeign(ctx context.Context, key, name string) foreignCo
 }
 
 // check decodes e and, for a record, checks its object (see verify).
-func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry) change {
-	return p.checkAs(ctx, e, true)
+func (p *Provider) check(ctx context.Context, e jetstream.KeyValueEntry, verify bool) change {
+	return p.checkDecoded(ctx, decode(e), verify)
 }
 
-// checkAs is check, reading the record's object only when verify is set.
-func (p *Provider) checkAs(ctx context.Context, e jetstream.KeyValueEntry, verify bool) change {
-	c := change{key: e.Key(), revision: e.Revision()}
-	sc, name, err := parseKey(e.Key())
+// decoded is an index entry decoded, its value let go: what a load keeps
+// of each entry until the index is loaded.
+type decoded struct {
+	key      string
+	revision uint64
+	put      bool
+	rec      Record // of a put whose key and value are valid
+	size     int64  // rec's summary bytes (kept when its text is let go)
+	err      error  // why the key or the value of a put is not a valid record's
+}
+
+// decode decodes e.
+func decode(e jetstream.KeyValueEntry) decoded {
+	d := decoded{key: e.Key(), revision: e.Revision(), put: e.Operation() == jetstream.KeyValuePut}
+	if !d.put {
+		return d
+	}
+	_, name, err := parseKey(d.key)
+	if err != nil {
+		d.err = err // checkDecoded reports the key
+		return d
+	}
+	d.rec, d.err = decodeRecord(name, e.Value())
+	if d.err != nil {
+		d.rec = Record{}
+	}
+	d.size = d.rec.summaryBytes()
+	return d
+}
+
+// checkDecoded checks a decoded entry: its key, and for a record, its
+// object when verify is set.
+func (p *Provider) checkDecoded(ctx context.Context, d decoded, verify bool) change {
+	c := change{key: d.key, revision: d.revision}
+	sc, name, err := parseKey(d.key)
 	if err != nil {
 		c.bad, c.err = true, err
 		return c
 	}
 	c.project, c.name = sc.ProjectID(), name
-	if e.Operation() != jetstream.KeyValuePut {
+	if !d.put {
 		c.remove = true
 		return c
 	}
-	rec, err := decodeRecord(name, e.Value())
-	if err != nil {
-		c.keep, c.err = true, err
-		c.foreign = p.countForeign(ctx, e.Key(), name)
+	if d.err != nil {
+		c.keep, c.err = true, d.err
+		c.foreign = p.countForeign(ctx, d.key, name)
 		return c
 	}
 	if verify {
-		if err := p.verify(ctx, rec); err != nil {
+		if err := p.verify(ctx, d.rec); err != nil {
 			c.remove, c.err = true, err
 			return c
 		}
 	}
-	c.rec = rec
+	c.rec, c.size = d.rec, d.size
 	return c
+}
+
+// pendingLoad is what a fresh watch has delivered before the index is
+// loaded: each entry decoded, and the summary bytes of the newest record
+// of each key. Past the store's bounds it lets go of the records' texts
+// (their sizes kept), so what a load holds is bounded as a loaded index
+// is.
+type pendingLoad struct {
+	entries  []decoded
+	sizes    map[string]int64 // key -> summary bytes of its newest valid record
+	bytes    int64
+	stripped bool // texts were let go
+}
+
+// add decodes e and keeps it.
+func (pl *pendingLoad) add(p *Provider, e jetstream.KeyValueEntry) {
+	d := decode(e)
+	if pl.sizes == nil {
+		pl.sizes = make(map[string]int64)
+	}
+	if old, ok := pl.sizes[d.key]; ok {
+		pl.bytes -= old
+		delete(pl.sizes, d.key)
+	}
+	if d.put && d.err == nil {
+		pl.sizes[d.key] = d.size
+		pl.bytes += d.size
+	}
+	pl.entries = append(pl.entries, d)
+	if !pl.stripped && p.overBounds(usage{skills: len(pl.sizes), bytes: pl.bytes}) != nil {
+		pl.stripped = true
+		for i := range pl.entries {
+			pl.entries[i].rec.Description, pl.entries[i].rec.WhenToUse = "", ""
+		}
+	}
+	if pl.stripped {
+		last := &pl.entries[len(pl.entries)-1]
+		last.rec.Description, last.rec.WhenToUse = "", ""
+	}
 }
 
 // indexKey is the index key of skill name in project ("" for global).
@@ -1226,7 +1296,7 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, use *usage, c change
 		use.skills--
 		use.bytes -= e.size
 	}
-	e := entry{rec: c.rec, revision: c.revision, size: c.rec.summaryBytes()}
+	e := entry{rec: c.rec, revision: c.revision, size: c.size}
 	use.skills++
 	use.bytes += e.size
 	skills[c.name] = e
@@ -1336,18 +1406,18 @@ func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]provider
 // to the key's last good revision in the index's history. The records are
 // decoded first, and their objects checked only when the index is within
 // the store's bounds: a store over them lists nothing.
-func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) (map[string]map[string]entry, usage) {
-	cs := make([]change, len(es))
+func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[string]entry, usage) {
+	cs := make([]change, len(pl.entries))
 	var g errgroup.Group
 	g.SetLimit(loadParallel)
-	for i, e := range es {
+	for i, d := range pl.entries {
 		g.Go(func() error {
-			c := p.checkAs(ctx, e, false)
-			if c.keep {
+			c := p.checkDecoded(ctx, d, false)
+			if c.keep && !pl.stripped {
 				// Entries of a fresh watch come one per key: the last good
 				// revision is in the history.
 				if prev, ok := p.lastGood(ctx, c.key, c.name, c.revision); ok {
-					cs[i] = change{key: c.key, project: c.project, name: c.name, revision: prev.revision, rec: prev.rec}
+					cs[i] = change{key: c.key, project: c.project, name: c.name, revision: prev.revision, rec: prev.rec, size: prev.rec.summaryBytes()}
 					p.warn(warnMalformed, c.key, "skill index entry malformed; its last good revision stays listed",
 						"key", c.key, "revision", c.revision, "kept_revision", prev.revision, "err", c.err)
 					return nil
@@ -1363,10 +1433,10 @@ func (p *Provider) load(ctx context.Context, es []jetstream.KeyValueEntry) (map[
 	for _, c := range cs {
 		if listed(c) {
 			want.skills++
-			want.bytes += c.rec.summaryBytes()
+			want.bytes += c.size
 		}
 	}
-	if !p.cfg.LazyVerify && p.overBounds(want) == nil {
+	if !p.cfg.LazyVerify && !pl.stripped && p.overBounds(want) == nil {
 		for i := range cs {
 			if !listed(cs[i]) {
 				continue
@@ -1512,13 +1582,25 @@ func (p *Provider) Warnings() map[string]uint64 {
 // swap installs a freshly loaded index of the buckets of epoch. Within
 // one epoch the revision only goes up; a load after the buckets were
 // recreated or rewound (p.reload) starts the revision over.
-func (p *Provider) swap(idx map[string]map[string]entry, use usage, rev uint64, epoch string) {
+func (p *Provider) swap(idx map[string]map[string]entry, use usage, rev uint64, epoch string, stripped bool) {
 	p.mu.Lock()
 	p.scopes, p.use = idx, use
 	wasOver := p.over != nil
 	p.over, p.refill = nil, false
 	p.overAt.Store(false)
 	report := p.bound()
+	if stripped && p.over == nil {
+		// The load went past the bounds and let go of the texts, and
+		// removals delivered later brought it back within them: it is
+		// loaded again, and listed then.
+		p.over = fmt.Errorf("%w while loading: loading again", ErrOverBounds)
+		p.overAt.Store(true)
+		p.refill = true
+		select {
+		case p.recheck <- struct{}{}:
+		default:
+		}
+	}
 	if wasOver && p.over == nil {
 		report = func() {
 			p.log.Info("skill store within its bounds again: its skills are listed", "bucket", p.cfg.Bucket, "skills", use.skills, "summary_bytes", use.bytes)
@@ -1558,7 +1640,7 @@ func (p *Provider) swap(idx map[string]map[string]entry, use usage, rev uint64, 
 func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	// While the store is over its bounds no object is read: nothing is
 	// listed, and the load that lists the store again checks them.
-	c := p.checkAs(ctx, e, !p.overAt.Load())
+	c := p.check(ctx, e, !p.overAt.Load())
 	p.mu.Lock()
 	warn := p.applyTo(p.scopes, &p.use, c)
 	if p.over != nil && !c.bad && !c.keep && !c.remove {
