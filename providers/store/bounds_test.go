@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -346,5 +347,54 @@ func TestObjectReadsRateLimitedNotDropped(t *testing.T) {
 	// The missing object is one digest: read once for its four records.
 	if got, want := p.Fetches(), uint64(n-n/40+1); got != want {
 		t.Errorf("%d objects read, want %d (each digest's once)", got, want)
+	}
+}
+
+// Warnings are rate limited per store, not only per key: 60 malformed
+// keys log at most 20 lines in a period, then one line counting what was
+// left out, by kind; all are counted.
+func TestWarningsBoundedPerStore(t *testing.T) {
+	srv := natstest.Start(t)
+	ctx := context.Background()
+	publisher(t, srv.JS, store.Config{}) // the buckets
+	var warned kinds
+	var logs syncBuilder
+	cfg := store.Config{Logger: newLogger(&logs), OnWarning: warned.add}
+	store.SetWarnEvery(&cfg, 2*time.Second)
+	p := open(t, srv.JS, cfg)
+	kv, _ := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
+	const n = 60
+	var last uint64
+	for i := range n {
+		var err error
+		if last, err = kv.Put(ctx, skillstore.Global.Key(fmt.Sprintf("bad-%02d", i)), []byte("{not json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.CatchUp(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every warning counted", func() bool { return warned.get("malformed_entry") == n })
+	eventually(t, "the summary of what was left out", func() bool {
+		return strings.Contains(logs.String(), "skill store warnings not logged")
+	})
+	// However the writes fell into periods, each period logs at most 20
+	// lines about keys, and the summaries count the rest.
+	var lines, left int
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(l, "key=global.bad-") {
+			lines++
+		}
+		if i := strings.Index(l, "malformed_entry="); i >= 0 {
+			var k int
+			fmt.Sscanf(l[i+len("malformed_entry="):], "%d", &k)
+			left += k
+		}
+	}
+	if lines+left != n {
+		t.Errorf("%d lines and %d counted in summaries, want %d in all:\n%s", lines, left, n, logs.String())
+	}
+	if lines >= n {
+		t.Errorf("every warning logged (%d lines)", lines)
 	}
 }

@@ -23,3 +23,6 @@ const MaxChans = maxChans
 
 // ArchiveOf is the archive a Local would publish.
 func ArchiveOf(l Local) []byte { return l.archive }
+
+// SetWarnEvery sets the period of a provider's warning rate limits.
+func SetWarnEvery(cfg *Config, d time.Duration) { cfg.warnEvery = d }

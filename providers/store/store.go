@@ -111,6 +111,9 @@ type Config struct {
 	// fails as loading a damaged object always does. Changes that land
 	// after the load are checked before they are applied, as without it.
 	LazyVerify bool
+	// warnEvery is the period of the warnings' rate limits (warnEvery by
+	// default); tests shorten it.
+	warnEvery time.Duration
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -147,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.VerifyBytes <= 0 {
 		c.VerifyBytes = DefaultVerifyBytes
+	}
+	if c.warnEvery <= 0 {
+		c.warnEvery = warnEvery
 	}
 	return c
 }
@@ -1512,13 +1518,13 @@ func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) 
 	p.warnings[kind]++
 	st, ok := p.warned.Get(kind + "\x00" + key)
 	now := time.Now()
-	if ok && now.Sub(st.last) < warnEvery {
+	if ok && now.Sub(st.last) < p.cfg.warnEvery {
 		st.suppressed++
 		p.vmu.Unlock()
 		return
 	}
 	w := &p.window
-	if now.Sub(w.start) >= warnEvery {
+	if now.Sub(w.start) >= p.cfg.warnEvery {
 		w.start, w.lines = now, 0
 	}
 	if w.lines >= warnLines {
@@ -1526,7 +1532,7 @@ func (p *Provider) warnAt(level slog.Level, kind, key, msg string, args ...any) 
 			w.dropped = make(map[string]int)
 		}
 		if len(w.dropped) == 0 && p.ctx.Err() == nil {
-			w.timer = time.AfterFunc(w.start.Add(warnEvery).Sub(now), p.warnSummary)
+			w.timer = time.AfterFunc(w.start.Add(p.cfg.warnEvery).Sub(now), p.warnSummary)
 		}
 		w.dropped[kind]++
 		p.vmu.Unlock()
