@@ -1262,6 +1262,12 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, use *usage, c change
 					msg = "skill index entry skipped: not written by skillstream (malformed), and the index's history holds no good revision of it " +
 						"(never pushed, or pushed out by such values): no member that loads the index lists the skill; push it again, and find who writes to the index"
 				}
+				if errors.Is(c.err, ErrRecordBounds) {
+					// Possibly pushed by an older skillstream, which did
+					// not bound whenToUse.
+					msg = "skill index entry over the bounds of a record (a description or whenToUse longer than a push publishes): " +
+						"its last good revision, if the index's history holds one, stays listed; shorten the skill's text and push it again"
+				}
 				args := []any{"key", c.key, "revision", c.revision, "foreign_revisions", f.foreign, "history", f.depth,
 					"good_revision", f.good, "err", c.err}
 				if listed {
