@@ -162,7 +162,7 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("mcp listener: %w", err)
 	}
-	return &mcpHTTP{ln: ln, tenants: tenants, cfg: mcpserver.HTTPConfig{AllowedOrigins: c.MCP.AllowedOrigins}}, nil
+	return &mcpHTTP{ln: ln, tenants: tenants, cfg: mcpserver.HTTPConfig{AllowedOrigins: c.MCP.AllowedOrigins, Registerer: metrics}}, nil
 }
 
 // mcpConfig is the MCP server configuration of serve's front door.

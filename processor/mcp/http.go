@@ -16,6 +16,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Path is where the Streamable HTTP endpoint is served.
@@ -32,6 +33,12 @@ const (
 	// DefaultMaxConns leaves room for an event stream and a request
 	// connection of every session DefaultMaxSessions allows.
 	DefaultMaxConns = 2 * DefaultMaxSessions
+	// DefaultMaxUnauthenticatedPerAddr bounds the connections of one
+	// address that no request has authenticated yet: an honest client's
+	// are so only until its first request's headers are in.
+	DefaultMaxUnauthenticatedPerAddr = 32
+	// DefaultMaxUnauthenticated bounds them in all.
+	DefaultMaxUnauthenticated = DefaultMaxConns
 )
 
 // Timeouts of Serve's server. A request's headers must arrive within
@@ -70,10 +77,22 @@ type HTTPConfig struct {
 	// stream that stays open without events, or a large answer read
 	// steadily, is not cut.
 	WriteTimeout time.Duration
-	// MaxConns bounds the connections Serve keeps open at once (default
-	// DefaultMaxConns); one beyond waits to be accepted until another
-	// closes.
+	// MaxConns bounds the authenticated connections Serve keeps open at
+	// once (default DefaultMaxConns): a connection takes a slot once a
+	// request on it passes the token and origin checks, and keeps it until
+	// it closes; a request beyond waits for one (at most 30 s, then 503).
 	MaxConns int
+	// MaxUnauthenticatedPerAddr bounds the connections of one remote
+	// address (an IPv4 address, an IPv6 /64) that Serve holds before any
+	// of their requests authenticated (default
+	// DefaultMaxUnauthenticatedPerAddr); MaxUnauthenticated bounds them in
+	// all (default DefaultMaxUnauthenticated). A connection beyond either
+	// is closed as soon as it is accepted.
+	MaxUnauthenticatedPerAddr int
+	MaxUnauthenticated        int
+	// Registerer gets the listener's metrics (connections refused and
+	// open); Serve defaults it to the server's Config.Registerer.
+	Registerer prometheus.Registerer
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
 	// MaxSessions bounds the open sessions: an initialize beyond gets 503.
@@ -116,17 +135,22 @@ func (s *Server) Handler(cfg HTTPConfig) http.Handler {
 	for _, o := range cfg.AllowedOrigins {
 		h.allowed[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
 	}
-	mux := http.NewServeMux()
-	mux.Handle(Path, h)
-	return mux
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc(Path, h.serveMCP)
+	return h
 }
 
+// front is the endpoint's front door: every request, whatever its path,
+// passes its checks (origin, token, then a connection slot) before it is
+// routed, so a client without the token learns nothing of the paths and
+// holds no slot.
 type front struct {
 	s                   *Server
 	cfg                 HTTPConfig
 	token               []byte // SHA-256 of the token; nil: none required
 	allowed             map[string]bool
 	stateful, stateless http.Handler
+	mux                 *http.ServeMux // Path; 404 elsewhere
 }
 
 func (h *front) refuse(w http.ResponseWriter, r *http.Request, status int, reason, msg string) {
@@ -164,6 +188,18 @@ func (h *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, http.StatusUnauthorized, "token", "Unauthorized: a valid bearer token is required")
 		return
 	}
+	if err := admit(r); err != nil {
+		if errors.Is(err, errNoSlot) {
+			h.refuse(w, r, http.StatusServiceUnavailable, "connections", "too many open connections; try again later")
+		}
+		return // else the client or the server went away
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// serveMCP serves a request to Path that passed the front door.
+func (h *front) serveMCP(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		h.refuse(w, r, http.StatusRequestEntityTooLarge, "body", fmt.Sprintf("request body exceeds %d bytes", h.cfg.MaxBodyBytes))
 		return
@@ -326,6 +362,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, cfg HTTPConfig) err
 	if cfg.Token == "" && !Loopback(ln.Addr().String()) {
 		return fmt.Errorf("%w (listening on %s)", ErrTokenRequired, ln.Addr())
 	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = s.cfg.Registerer
+	}
 	return serveHandler(ctx, ln, s.Handler(cfg), cfg)
 }
 
@@ -377,9 +416,20 @@ func serveHandler(ctx context.Context, ln net.Listener, h http.Handler, cfg HTTP
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	ln = limitListener(ln, cfg.MaxConns)
+	if cfg.MaxUnauthenticatedPerAddr <= 0 {
+		cfg.MaxUnauthenticatedPerAddr = DefaultMaxUnauthenticatedPerAddr
+	}
+	if cfg.MaxUnauthenticated <= 0 {
+		cfg.MaxUnauthenticated = DefaultMaxUnauthenticated
+	}
+	m, err := newConnMetrics(cfg.Registerer)
+	if err != nil {
+		return fmt.Errorf("mcp listener metrics: %w", err)
+	}
+	ln = newGate(ln, cfg, m)
 	hs := &http.Server{
 		Handler:           h,
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		ReadHeaderTimeout: headerTimeout,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
