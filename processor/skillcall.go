@@ -58,7 +58,7 @@ func (k skillCallKind) rejected(ctx context.Context, t *trigger, rej *rejection)
 	if rej.reason == reasonCwd {
 		what = "skill call refused: "
 	}
-	return p.badRequest(ctx, t, what+rej.err.Error(), skillCallReads, func(r events.ToolResult) { p.m.skills.result("", r) })
+	return p.badRequest(ctx, t, what+rej.err.Error(), skillCallReads, func(r events.ToolResult) { p.m.skills.result("", false, r) })
 }
 
 // badRequest answers a tool call (skill or search) that was rejected with
@@ -101,15 +101,23 @@ func (p *Processor) toolError(t *trigger, code, msg string) events.ToolResult {
 
 // runSkillCall runs the call once and appends its result (runToolCall).
 func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.SkillCall) (res events.ToolResult, data []byte, err error) {
+	var resolved bool // the name resolved to a skill of the session's view
 	plan := &toolCallPlan{p: p, t: t, kinds: skillCallReads, deadlineMs: sc.DeadlineMs, tool: "skill tool", late: expiredText,
 		exec: func(ctx context.Context) events.ToolResult {
-			r := catalog.Execute(ctx, history.Lookup(p.skills, history.CallQuery(sc)), sc.Args.Name, p.cfg.Catalog)
+			l := &resolving{Lookup: history.Lookup(p.skills, history.CallQuery(sc))}
+			r := catalog.Execute(ctx, l, sc.Args.Name, p.cfg.Catalog)
+			resolved = l.resolved
 			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
 				p.m.providerErrs.Inc()
 			}
 			return toolResult(t, r)
 		},
-		done: func(r events.ToolResult) { p.m.skills.result(sc.Args.Name, r) },
+		done: func(r events.ToolResult) {
+			if p.m.skills.result(sc.Args.Name, resolved, r) {
+				p.log.Warn("more skills loaded than the per-skill metrics have labels for: the rest are counted as _other (skill_labels_overflow_total); raise --metrics-skill-limit",
+					"limit", p.cfg.SkillLabelLimit)
+			}
+		},
 	}
 	return p.runToolCall(ctx, t, plan, sc.MinStoreEpoch, sc.MinStoreRevision)
 }
@@ -264,4 +272,19 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 		out.Error = &events.ErrorInfo{Code: events.CodeProvider, Message: "skill provider failed"}
 	}
 	return out
+}
+
+// resolving is a skill call's lookup, noting whether the name resolved
+// to a skill: only such names get a metric label of their own.
+type resolving struct {
+	catalog.Lookup
+	resolved bool
+}
+
+func (l *resolving) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
+	sum, err := l.Lookup.Resolve(ctx, name)
+	if err == nil {
+		l.resolved = true
+	}
+	return sum, err
 }
