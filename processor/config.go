@@ -210,10 +210,11 @@ type Config struct {
 	// roots are set; an absent cwd means no project skills and is fine.
 	CwdRoots []string
 
-	// SkillLabelLimit bounds how many distinct skill names get series of
+	// SkillLabelLimit bounds how many distinct skills get series of
 	// their own in the per-skill metrics (skill_loads_total,
-	// skill_invocations_total); later names are counted as "_other"
-	// (default DefaultSkillLabelLimit).
+	// skill_invocations_total); later ones are counted as "_other", and
+	// names that resolve to no skill as "_unknown" (default
+	// DefaultSkillLabelLimit).
 	SkillLabelLimit int
 
 	// NoProvision leaves stream and consumer to the infrastructure: the

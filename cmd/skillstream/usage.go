@@ -68,17 +68,18 @@ it, from the start or from --since, then prints how many it applied; a
 serve keeping the projection stands by meanwhile and goes on after it.
 
 Records that are not what their subject says (written by something else)
-are counted as unreadable, and names that are not skill names in one row,
-_invalid. On a terminal, progress is shown on stderr. --json prints one
+are counted as unreadable, names that are not skill names in one row,
+_invalid, and errors of names that are no skill in one row, _unknown. On a terminal, progress is shown on stderr. --json prints one
 object with the keys stream, prefix, since, session, project, records,
 unreadable, skills (name, loads, invocations, errors, sessions,
 sessionsEstimated when an estimate, first, last, digests, revisions),
 catalogs (appends, bytesByKind, textBytes, estimatedTokens, listed),
 listedNeverUsed, searches (searches, found, noMatch, errors, sessions,
 perSession, sessionsEstimated, foundThenLoaded, bySession, skills,
-noMatchQueries, noMatchOther) and, from the projection, projection
-(bucket, requestedSince, hours, hoursRead, countsFrom, appliedSeq,
-appliedAt, lagRecords, lagSeconds, lagCounted, notKept, partial).
+noMatchQueries, noMatchOther), partial (what the report could not give
+whole) and, from the projection, projection (bucket, requestedSince,
+hours, hoursRead, countsFrom, appliedSeq, appliedAt, lagRecords,
+lagSeconds, lagCounted, notKept, partial).
 
 The stream is read from --nats-url when given, else through the server
 answering on --listen, else from the --data store. Nothing is written,
@@ -291,6 +292,9 @@ func printUsage(w io.Writer, r *usage.Report) {
 	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), list)
 	printSearches(w, r.Searches, p != nil)
 	if p == nil {
+		for _, s := range r.Partial {
+			fmt.Fprintf(w, "partial: %s\n", s)
+		}
 		return
 	}
 	fmt.Fprintln(w)

@@ -139,7 +139,7 @@ func TestUsageCountsRecordedWorkload(t *testing.T) {
 	}
 	check("a", 4, 0, 2, map[string]int{"provider": 1})
 	check("b", 2, 1, 2, nil)
-	check("zzz", 0, 0, 1, map[string]int{"unknown": 1})
+	check("_unknown", 0, 0, 1, map[string]int{"unknown": 1})
 	if len(rep.Skills) != 3 {
 		t.Errorf("%d rows, want 3: %+v", len(rep.Skills), rep.Skills)
 	}
@@ -187,7 +187,7 @@ func TestUsageCountsRecordedWorkload(t *testing.T) {
 	for _, row := range [][]string{
 		{"a", "4", "0", "provider=1", "2"},
 		{"b", "2", "1", "0", "2"},
-		{"zzz", "0", "0", "unknown=1", "1"},
+		{"_unknown", "0", "0", "unknown=1", "1"},
 	} {
 		if !hasRow(stdout, row) {
 			t.Errorf("table lacks row %v:\n%s", row, stdout)
@@ -390,7 +390,7 @@ func TestUsageSearches(t *testing.T) {
 		{"deploy-preview", "1", "1", "0"},
 		{"s1", "2", "1", "1"},
 		{"s2", "1", "1", "0"},
-		{"zzz", "0", "0", "unknown=1", "1"},
+		{"_unknown", "0", "0", "unknown=1", "1"},
 	} {
 		if !hasRow(stdout, row) {
 			t.Errorf("table lacks row %v:\n%s", row, stdout)

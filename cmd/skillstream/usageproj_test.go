@@ -154,7 +154,7 @@ func TestUsageProjectionThroughServe(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if !hasRow(out, []string{"k8s-deploy", "40", "0", "0", "~" + strconv.Itoa(proj.Skills[0].Sessions)}) || !hasRow(out, []string{"nope", "0", "0", "unknown=10", "10"}) {
+	if !hasRow(out, []string{"k8s-deploy", "40", "0", "0", "~" + strconv.Itoa(proj.Skills[0].Sessions)}) || !hasRow(out, []string{"_unknown", "0", "0", "unknown=10", "10"}) {
 		t.Errorf("table rows:\n%s", out)
 	}
 

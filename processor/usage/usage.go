@@ -62,9 +62,17 @@ const OtherSkill = "_other"
 // skill name (a worker's garbage gets no row of its own, and no memory).
 const InvalidSkill = "_invalid"
 
-// UnknownSkill names the row of error results whose skill call could not
-// be read any more (removed by the stream's limits).
+// UnknownSkill names the row of error results whose name did not resolve
+// to a skill (unknown, or a call refused before it was looked up) or
+// whose skill call could not be read any more (removed by the stream's
+// limits): only skills that exist get a row of their own, so made-up
+// names cannot take the rows of real ones.
 const UnknownSkill = "_unknown"
+
+// resolvedCodes are the error codes of a skill call counted in the row of
+// the name it called: the skill exists (not_model_invocable), or its
+// provider failed on it (provider: a worker cannot choose to cause one).
+var resolvedCodes = map[string]bool{events.CodeNotModelInvocable: true, events.CodeProvider: true}
 
 // MaxSearchSessions bounds the sessions whose searches are told apart (a
 // row each, and the skills their searches found); the searches of further
@@ -133,6 +141,10 @@ type Report struct {
 	// projection (package projection) rather than from the stream, says
 	// what the projection covered and what it could not give.
 	Projection *ProjectionInfo `json:"projection,omitempty"`
+	// Partial names what is incomplete in the report: skills folded into
+	// OtherSkill past a bound, and, read from the projection, the same
+	// list as Projection.Partial.
+	Partial []string `json:"partial"`
 }
 
 // ProjectionInfo describes a report summed from the hour buckets of the
@@ -289,6 +301,7 @@ type skillAcc struct {
 }
 
 type reader struct {
+	folded  bool // skills counted under OtherSkill past MaxSkills
 	opts    Options
 	st      jetstream.Stream
 	skills  map[string]*skillAcc
@@ -551,8 +564,8 @@ type Output struct {
 	Session string
 	// Skill names the skill of a load, skill error or invocation as the
 	// record (or, for an error, its trigger) names it; RowName gives the
-	// row it is counted in. UnknownSkill when the trigger of an error
-	// cannot be read any more.
+	// row it is counted in. UnknownSkill for an error whose name did not
+	// resolve to a skill, or whose trigger cannot be read any more.
 	Skill string
 	// Digest and Revision are what a load carried.
 	Digest   string
@@ -633,6 +646,9 @@ func readOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid
 		if search {
 			out.Kind = OutputSearchError
 			return out
+		}
+		if !resolvedCodes[out.Code] && catalog.CheckName(name) == nil {
+			name = UnknownSkill // a name of no skill: not a row of its own
 		}
 		out.Kind, out.Skill = OutputSkillError, name
 	case KindInvocation:
@@ -722,6 +738,7 @@ func (r *reader) searched(sid string, v *events.SearchValue) {
 		if fs == nil {
 			if len(r.search.found) >= MaxSkills {
 				name = OtherSkill
+				r.folded = true
 				fs = r.search.found[name]
 			}
 			if fs == nil {
@@ -794,6 +811,7 @@ func (r *reader) skill(name string) *skillAcc {
 	}
 	if len(r.skills) >= MaxSkills {
 		name = OtherSkill
+		r.folded = true
 		if a, ok := r.skills[name]; ok {
 			return a
 		}
@@ -871,7 +889,17 @@ func (r *reader) finish() *Report {
 	rep.Catalogs.Listed = len(r.listed)
 	rep.Catalogs.EstimatedTokens = (rep.Catalogs.TextBytes + TokenBytes - 1) / TokenBytes
 	rep.Searches = r.searchReport()
+	rep.Partial = []string{}
+	if r.folded {
+		rep.Partial = append(rep.Partial, FoldedSkills(MaxSkills))
+	}
 	return &rep
+}
+
+// FoldedSkills is the partial entry of a report whose skills outnumbered
+// its bound: those past it are counted under OtherSkill, not by name.
+func FoldedSkills(bound int) string {
+	return fmt.Sprintf("skills: more than %d distinct skills; the rest are counted under %s", bound, OtherSkill)
 }
 
 // searchReport finishes the searches' part of the report.

@@ -103,3 +103,35 @@ func TestHourSheds(t *testing.T) {
 		t.Errorf("%d bytes, shed %v, %d loads in %d rows", len(b), back.Shed, loads, len(back.Skills))
 	}
 }
+
+// TestFoldedSkillsPartial: more distinct skills in an hour than it keeps
+// rows for is said in the report's partial, naming the hour; an hour
+// that kept every skill adds nothing.
+func TestFoldedSkillsPartial(t *testing.T) {
+	at := time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)
+	h := newHour(1, at)
+	for i := range HourSkills + 5 {
+		h.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s", Skill: "skill-" + strconv.Itoa(i)}, uint64(i+1), at)
+	}
+	quiet := newHour(1, at.Add(time.Hour))
+	quiet.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s", Skill: "skill-1"}, uint64(HourSkills+6), at.Add(time.Hour))
+	m := newMerger(1)
+	m.merge(HourKey(at), h)
+	m.merge(HourKey(at.Add(time.Hour)), quiet)
+	want := usage.FoldedSkills(HourSkills) + " in an hour: " + HourKey(at)
+	if got := m.partial(); len(got) != 1 || got[0] != want {
+		t.Errorf("partial %q, want [%q]", got, want)
+	}
+	if rep := m.report(); !hasRowNamed(rep.Skills, usage.OtherSkill) {
+		t.Errorf("no %s row", usage.OtherSkill)
+	}
+}
+
+func hasRowNamed(rows []usage.SkillUsage, name string) bool {
+	for _, r := range rows {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}

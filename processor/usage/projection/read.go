@@ -124,6 +124,7 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.
 	}
 	info.Read = m.read
 	info.Partial = m.partial()
+	rep.Partial = info.Partial
 	if tail != nil {
 		info.LagRecords, info.LagCounted = tail.outputs, true
 		if base := pos.Time; tail.outputs > 0 {
@@ -343,6 +344,8 @@ type merger struct {
 	// What is partial.
 	listedCut, setsCut bool
 	shed, damaged      []string
+	folded             []string // hours with skills counted under _other
+	foldedAll          bool     // skills past usage.MaxSkills in the window
 	unreadable         []string
 	stale              int
 }
@@ -411,6 +414,10 @@ func (m *merger) addTail(from, to time.Time) {
 func (m *merger) merge(key string, h *Hour) {
 	if h.Shed {
 		m.shed = append(m.shed, key)
+	} else if _, ok := h.Skills[usage.OtherSkill]; ok {
+		m.folded = append(m.folded, key)
+	} else if _, ok := h.Search.Skills[usage.OtherSkill]; ok {
+		m.folded = append(m.folded, key)
 	}
 	if h.Damaged {
 		m.damaged = append(m.damaged, key)
@@ -468,6 +475,7 @@ func (m *merger) merge(key string, h *Hour) {
 	for name, n := range hs.Skills {
 		if _, ok := m.found[name]; !ok && len(m.found) >= usage.MaxSkills {
 			name = usage.OtherSkill
+			m.foldedAll = true
 		}
 		m.found[name] += n
 	}
@@ -488,6 +496,7 @@ func (m *merger) skill(name string) *skillAcc {
 	}
 	if len(m.skills) >= usage.MaxSkills {
 		name = usage.OtherSkill
+		m.foldedAll = true
 		if a, ok := m.skills[name]; ok {
 			return a
 		}
@@ -574,6 +583,12 @@ func (m *merger) partial() []string {
 	}
 	if len(m.shed) > 0 {
 		out = append(out, "hour buckets too large to keep whole (sets dropped, some rows under _other): "+list(m.shed))
+	}
+	if len(m.folded) > 0 {
+		out = append(out, usage.FoldedSkills(HourSkills)+" in an hour: "+list(m.folded))
+	}
+	if m.foldedAll {
+		out = append(out, usage.FoldedSkills(usage.MaxSkills)+" in the window")
 	}
 	if m.stale > 0 {
 		out = append(out, fmt.Sprintf("%d hour buckets of an older generation, not counted", m.stale))
