@@ -3,6 +3,7 @@ package catalog
 import (
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -151,4 +152,59 @@ func ControlKind(r rune) string {
 		return "a bidirectional-text control"
 	}
 	return "a control character"
+}
+
+// RevealJSON returns the JSON text js with every character Reveal escapes
+// (a C1 control or DEL, a bidirectional-text control, a line or paragraph
+// separator, an invisible character; a byte that is not UTF-8) written as
+// a JSON escape instead (\u0085, \u202e; past U+FFFF as a surrogate pair,
+// \udb40\udc01; a byte that is not UTF-8 as \ufffd, as encoding/json
+// writes it): the same JSON value, whose bytes a terminal or a log viewer
+// shows rather than acts on. JSON text holds such characters only inside
+// strings, where an escape is equivalent; C0 controls there are escaped
+// by every encoder already, and those outside (the line feeds of indented
+// output) are left as they are. Text without such characters is returned
+// as it is.
+func RevealJSON(js []byte) []byte {
+	i := 0
+	for i < len(js) {
+		if js[i] < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(js[i:])
+		if hidden(r, n, false) {
+			break
+		}
+		i += n
+	}
+	if i == len(js) {
+		return js
+	}
+	out := make([]byte, 0, len(js)+16)
+	out = append(out, js[:i]...)
+	for i < len(js) {
+		if js[i] < 0x7f {
+			out = append(out, js[i])
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(js[i:])
+		switch {
+		case !hidden(r, n, false):
+			out = append(out, js[i:i+n]...)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			out = appendJSONEscape(appendJSONEscape(out, hi), lo)
+		default: // a byte that is not UTF-8 decodes as U+FFFD
+			out = appendJSONEscape(out, r)
+		}
+		i += n
+	}
+	return out
+}
+
+func appendJSONEscape(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 }

@@ -1,6 +1,8 @@
 package catalog_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -119,4 +121,31 @@ func FuzzReveal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRevealJSON: the characters Reveal escapes are written as JSON
+// escapes, so the bytes show them while the value stays the same.
+func TestRevealJSON(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain text is kept", "{\n  \"q\": \"é 日本 😀 \\u001b \\n\"\n}\n", "{\n  \"q\": \"é 日本 😀 \\u001b \\n\"\n}\n"},
+		{"NEL and bidi override", "\"a\u0085b\u202eevil\u202c\"", `"a\u0085b\u202eevil\u202c"`},
+		{"DEL, C1", "\"\x7f\u009b\"", `"\u007f\u009b"`},
+		{"separators, isolates, invisible", "\"\u2028\u2029\u2066\ufeff\u200b\"", `"\u2028\u2029\u2066\ufeff\u200b"`},
+		{"tag characters as surrogate pairs", "\"\U000e0041\"", `"\udb40\udc41"`},
+		{"bytes that are not UTF-8", "\"a\x9bb\"", `"a\ufffdb"`},
+		{"joiners stay", "\"👩\u200d💻\"", "\"👩\u200d💻\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(catalog.RevealJSON([]byte(tc.in)))
+			if got != tc.want {
+				t.Errorf("RevealJSON(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			var a, b any
+			if json.Unmarshal([]byte(tc.in), &a) == nil {
+				if err := json.Unmarshal([]byte(got), &b); err != nil || !reflect.DeepEqual(a, b) {
+					t.Errorf("RevealJSON(%q) changed the value: %v, %v", tc.in, b, err)
+				}
+			}
+		})
+	}
 }

@@ -248,13 +248,34 @@ func (r *previewRegistry) Close() error {
 	return err
 }
 
-// printJSON writes v as indented JSON, with <, > and & as they are (model
-// text is full of them; \u003c would only hide them from people).
+// printJSON writes v as indented JSON (newJSONEncoder).
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := newJSONEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// newJSONEncoder is the encoder of every --json output: <, > and & as
+// they are (model text is full of them; \u003c would only hide them from
+// people), and what a terminal would act on instead of showing (C1 and
+// bidirectional-text controls, line separators, invisible characters)
+// written as \u escapes (catalog.RevealJSON): the same JSON value, whose
+// bytes show those characters.
+func newJSONEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(revealedJSON{w})
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
+// revealedJSON passes what a json.Encoder writes through
+// catalog.RevealJSON: the encoder writes each value whole, in one Write.
+type revealedJSON struct{ w io.Writer }
+
+func (r revealedJSON) Write(p []byte) (int, error) {
+	if _, err := r.w.Write(catalog.RevealJSON(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // resolveCwd returns --cwd as an absolute path, the current directory when

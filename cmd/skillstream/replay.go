@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,8 +243,7 @@ func replayFile(ctx context.Context, path string, opts replay.Options) (replay.S
 // stepPrinter writes steps as text or JSON lines. With history set it
 // prints the catalog the model saw instead of the replay.
 func stepPrinter(w io.Writer, asJSON, history bool) func(replay.Step) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
+	enc := newJSONEncoder(w)
 	return func(s replay.Step) error {
 		if asJSON {
 			return enc.Encode(s)
@@ -299,9 +297,7 @@ func printStep(w io.Writer, s replay.Step) error {
 
 func printSummary(w io.Writer, asJSON bool, sum replay.Summary) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetEscapeHTML(false)
-		return enc.Encode(struct {
+		return newJSONEncoder(w).Encode(struct {
 			Summary replay.Summary `json:"summary"`
 		}{sum})
 	}

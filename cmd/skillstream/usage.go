@@ -146,8 +146,7 @@ but the bucket by --rebuild.`[1:], `
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
 		if asJSON {
-			enc := json.NewEncoder(out)
-			enc.SetEscapeHTML(false)
+			enc := newJSONEncoder(out)
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(rep); err != nil {
 				return err
