@@ -137,11 +137,12 @@
 //
 // Handler serves both base revisions at Path: requests of the stateless
 // revision (2026-07-28) go to the SDK's stateless handler; an initialize
-// and the requests of its session to the stateful one. Before either, a
-// request whose Origin is not a loopback or configured origin gets 403,
-// and with a token one without "Authorization: Bearer <token>" gets 401
-// (compared in constant time); a body declared larger than MaxBodyBytes
-// gets 413 at once. A request refused by these checks is answered with
+// and the requests of its session to the stateful one. Before either, and
+// before any routing (whatever the path: an unknown one is 404 only with
+// the token), a request whose Origin is not a loopback or configured
+// origin gets 403, and with a token one without "Authorization: Bearer
+// <token>" gets 401 (compared in constant time); a body declared larger
+// than MaxBodyBytes gets 413 at once. A request refused by these checks is answered with
 // "Connection: close" and its connection closed without waiting for its
 // body (net/http would otherwise read on, up to 256 KiB, for as long as
 // the read timeout allows, before it could reuse the connection). An
@@ -150,10 +151,16 @@
 // loopback listener (DNS rebinding). Serve refuses to listen on a
 // non-loopback address without a token, bounds headers (16 KiB, read
 // within 5 s: a client without the token holds a connection no longer
-// than that) and bodies, and keeps at most MaxConns connections open
-// (2,000 by default: an event stream and a request connection for each
-// of MaxSessions' 1,000 sessions); one more waits to be accepted until
-// another closes. Every write of a response, event streams included (a
+// than that) and bodies, and admits connections in two stages
+// (listen.go): a connection no request has authenticated yet counts
+// against its remote address (at most MaxUnauthenticatedPerAddr, 32 by
+// default, an IPv6 /64 counting as one address) and against
+// MaxUnauthenticated in all, one beyond either being closed as soon as
+// it is accepted; only once a request on it is authenticated does it take
+// one of the MaxConns slots (2,000 by default: an event stream and a
+// request connection for each of MaxSessions' 1,000 sessions), a request
+// finding them all taken waiting for one (at most 30 s, then 503). So
+// clients without the token cannot take the slots of those with it. Every write of a response, event streams included (a
 // session's GET stream, a POST answered as a stream), must complete
 // within HTTPConfig.WriteTimeout (30 s by default), given anew for each
 // 64 KiB: a client that stops reading has its stream ended and its
@@ -180,6 +187,9 @@
 // (skillstream_mcp_requests_total, skillstream_mcp_request_duration_seconds);
 // JSON-RPC errors are counted by method and code
 // (skillstream_mcp_errors_total); HTTP refusals by reason
-// (skillstream_mcp_http_refused_total). Each refused request is logged at
-// debug.
+// (skillstream_mcp_http_refused_total); connections closed unserved by
+// reason (skillstream_mcp_connections_refused_total: address,
+// unauthenticated, slots) and those open by state
+// (skillstream_mcp_connections: unauthenticated, authenticated). Each
+// refused request is logged at debug.
 package mcp
