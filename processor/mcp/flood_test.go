@@ -32,8 +32,20 @@ type flood struct {
 	statuses sync.Map // HTTP status -> *atomic.Int64
 }
 
+// needHostileAddr skips t where hostileAddr cannot be dialled from (a
+// system whose loopback interface holds 127.0.0.1 alone).
+func needHostileAddr(t *testing.T, addr string) {
+	t.Helper()
+	c, err := (&net.Dialer{LocalAddr: hostileAddr}).Dial("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot dial from %v, the hostile clients' address: %v", hostileAddr.IP, err)
+	}
+	c.Close()
+}
+
 func startFlood(t *testing.T, addr string, n int) *flood {
 	t.Helper()
+	needHostileAddr(t, addr)
 	f := &flood{}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -187,6 +199,13 @@ func TestUnauthenticatedPerAddress(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	reg := prometheus.NewRegistry()
 	addr := serveReal(t, f, mcpserver.HTTPConfig{Token: testToken, MaxConns: 4, MaxUnauthenticatedPerAddr: 2, Registerer: reg})
+	needHostileAddr(t, addr)
+	natstest.Eventually(t, 10*time.Second, "the probe's connection gone", func() error {
+		if open := gathered(t, reg, "skillstream_mcp_connections", "unauthenticated"); open != 0 {
+			return fmt.Errorf("open{unauthenticated} %v", open)
+		}
+		return nil
+	})
 	d := net.Dialer{LocalAddr: hostileAddr}
 	var silent []net.Conn
 	for i := range 3 { // silent: they send nothing
