@@ -118,9 +118,26 @@ func withDeadline(ctx context.Context, deadlineMs int64) (context.Context, conte
 // under ctx so that the answer tells the truth.
 func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k events.Kind, deadlineMs int64, plan outputPlan[A]) (A, error) {
 	var zero A
-	id := p.msgID(outputID(t.sid, t.ref, k))
+	oid := outputID(t.sid, t.ref, k)
+	id := p.msgID(oid)
 	kinds := plan.reads()
 	hr, heads := any(plan).(headReader)
+	subject := events.Subject(p.cfg.Prefix, t.sid, k)
+	// original reads back the record at seq that a duplicate append (or
+	// the older form of the Msg-Id) names: the answer when it is this
+	// output, in this session; else an error wrapping errForeignDuplicate.
+	original := func(seq uint64) (A, error) {
+		s, enc, err := p.readOutput(ctx, seq)
+		if err != nil {
+			return zero, err
+		}
+		orig, err := plan.original(s, enc)
+		if err == nil && s.Subject != subject {
+			err = fmt.Errorf("%w: on %s", errForeignDuplicate, truncate(s.Subject, 200))
+		}
+		return orig, err
+	}
+	probed := false
 	for attempt := 1; ; attempt++ {
 		var v view
 		read := false
@@ -157,6 +174,25 @@ func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k 
 		if p.expired(deadlineMs) {
 			return plan.expired(), nil
 		}
+		if !probed {
+			// Answered before an upgrade, under the older Msg-Id form?
+			probed = true
+			seq, err := p.legacyDuplicate(ctx, subject, oid)
+			if err != nil {
+				return zero, err
+			}
+			if seq > 0 {
+				orig, err := original(seq)
+				if err == nil {
+					p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+					return orig, nil
+				}
+				if !errors.Is(err, errForeignDuplicate) {
+					return zero, err
+				}
+				// Not this output: append it under its own id.
+			}
+		}
 		a, err := p.appendOutput(ctx, t, k, id, b.output, v.last, attempt)
 		if errors.Is(err, errConflict) && attempt < p.cfg.AppendRetries {
 			// The session moved on, maybe with kinds not read: read them all.
@@ -170,14 +206,7 @@ func appendAnswer[A any](p *Processor, ctx, dctx context.Context, t *trigger, k 
 			// An earlier attempt at this step or call appended first, or
 			// someone else took the Msg-Id: the record must be this
 			// output, in this session, or it is not the answer.
-			s, enc, err := p.readOutput(ctx, a.seq)
-			if err != nil {
-				return zero, err
-			}
-			orig, err := plan.original(s, enc)
-			if err == nil && s.Subject != events.Subject(p.cfg.Prefix, t.sid, k) {
-				err = fmt.Errorf("%w: on %s", errForeignDuplicate, truncate(s.Subject, 200))
-			}
+			orig, err := original(a.seq)
 			if errors.Is(err, errForeignDuplicate) && attempt < p.cfg.AppendRetries {
 				id = p.foreignDuplicate(t, k, id, a.seq, err)
 				kinds = nil
@@ -212,8 +241,9 @@ func (p *Processor) foreignDuplicate(t *trigger, k events.Kind, id string, seq u
 
 // outputID is the id of the output answering step or call ref of
 // session sid: the same for every retry of that step or call. Its Msg-Id
-// (msgID) is made of it, so the stream's duplicate window refuses a second
-// output. A ref unfit for a header is replaced by its hash.
+// (msgID, a keyed hash of it) is made of it, so the stream's duplicate
+// window refuses a second output. A ref unfit for a header is replaced by
+// its hash (as older versions put the id itself in the Msg-Id).
 func outputID(sid, ref string, k events.Kind) string {
 	if !headerSafe(ref) {
 		sum := sha256.Sum256([]byte(ref))

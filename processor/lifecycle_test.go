@@ -52,7 +52,7 @@ func TestLifecycle(t *testing.T) {
 	e := newEnv(t)
 	e.cfg.Catalog = catalog.Options{DescriptionMaxLength: 50}
 	e.workedExample()
-	e.start()
+	proc := e.start()
 	w := e.worker()
 	const sid = "life"
 	step := 0
@@ -81,14 +81,15 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("entries %+v", d.Catalog.Source.Entries)
 	}
 	// The stored record carries the trigger's sequence and a Msg-Id derived
-	// from session and step, keyed.
+	// from session and step, keyed, with nothing of either in clear.
 	first := e.outputs(sid, events.KindCatalog)[0]
 	trigger := e.outputs(sid, events.KindPreStep)[0]
 	if got := first.Header.Get(events.HeaderCausationSeq); got != strconv.FormatUint(trigger.Sequence, 10) {
 		t.Fatalf("Causation-Seq %q, want %d", got, trigger.Sequence)
 	}
-	if got, plain := first.Header.Get(events.HeaderMsgID), "life:s1:catalog.append"; plainID(got) != plain || len(got) != len(plain)+1+32 {
-		t.Fatalf("Nats-Msg-Id %q, want %s/<128-bit HMAC in hex>", got, plain)
+	if got, want := first.Header.Get(events.HeaderMsgID), proc.msgID("life:s1:catalog.append"); got != want || len(got) != 32 ||
+		strings.Trim(got, "0123456789abcdef") != "" {
+		t.Fatalf("Nats-Msg-Id %q, want %s (the 128-bit HMAC of life:s1:catalog.append in hex, alone)", got, want)
 	}
 
 	// Same view again: nothing appended.

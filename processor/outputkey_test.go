@@ -81,3 +81,67 @@ func TestOutputIDsCannotBeTaken(t *testing.T) {
 		t.Errorf("output_ids_taken_total %v, want 2 (the keyed squats)", got)
 	}
 }
+
+// TestOutputIDsUpgrade: a stream written by an older version holds outputs
+// under the older Msg-Id form, "<session>:<call>:<kind>/<HMAC>". After the
+// upgrade, the retry of a call answered before it (its result no longer the
+// session's newest, so that only the Msg-Id finds it) is answered with that
+// result, and nothing is appended, not even the probe that found it.
+func TestOutputIDsUpgrade(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	stop := e.startStoppable()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := st.CachedInfo().Config.Metadata
+	if md[OutputIDsMetadata] != "0" {
+		t.Fatalf("a new stream's %s is %q, want 0", OutputIDsMetadata, md[OutputIDsMetadata])
+	}
+	key, ok := parseOutputKey(md)
+	if !ok {
+		t.Fatalf("stream metadata %v: no output key", md)
+	}
+	older := (&Processor{idKey: key}).legacyMsgID(outputID("upgraded", "c1", events.KindToolResult))
+
+	// As an older version answered call c1, then c2 after it.
+	const sid = "upgraded"
+	w := e.worker()
+	before := events.ToolResult{V: events.Version, Session: sid, Call: "c1", Text: "answered before the upgrade"}
+	w.publish(sid, events.KindToolResult, before, nil, events.HeaderMsgID, older)
+	if r := w.call(events.SkillCall{Session: sid, Call: "c2", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}}); r.IsError {
+		t.Fatalf("call c2: %+v", r)
+	}
+	stop()
+	// The stream as an older version left it: keyed, without the mark.
+	cfg := st.CachedInfo().Config
+	delete(cfg.Metadata, OutputIDsMetadata)
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	p := e.start()
+	if p.legacyUntil.IsZero() {
+		t.Fatal("an upgraded member does not look for older Msg-Ids")
+	}
+	if r := w.call(events.SkillCall{Session: sid, Call: "c1", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}}); r.Text != before.Text {
+		t.Fatalf("retried call c1 answered %q, want the answer from before the upgrade", r.Text)
+	}
+	if n := len(e.outputs(sid, events.KindToolResult)); n != 2 {
+		t.Fatalf("the session holds %d results, want 2 (c1's from before the upgrade, c2's)", n)
+	}
+	if n := len(e.sessionLog(sid)); n != 4 {
+		t.Fatalf("the session holds %d records, want 4 (two results, two triggers): the probe was stored?", n)
+	}
+	// Later calls are appended under the new form.
+	if r := w.call(events.SkillCall{Session: sid, Call: "c3", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}}); r.IsError {
+		t.Fatalf("call c3: %+v", r)
+	}
+	res := e.outputs(sid, events.KindToolResult)
+	if got := res[len(res)-1].Header.Get(events.HeaderMsgID); got != p.msgID(outputID(sid, "c3", events.KindToolResult)) || strings.Contains(got, sid) {
+		t.Fatalf("c3's Msg-Id %q", got)
+	}
+}

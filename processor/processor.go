@@ -20,7 +20,8 @@ import (
 // One Processor is one instance of the consumer group; run as many as you
 // like against one stream.
 type Processor struct {
-	idKey       []byte // the key of output Msg-Ids (outputkey.go); nil: none
+	idKey       []byte    // the key of output Msg-Ids (outputkey.go); nil: none
+	legacyUntil time.Time // until when the stream may hold older output Msg-Ids (outputkey.go)
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	skills      Skills

@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -223,17 +222,9 @@ func (s *toolCallPlan) expired() events.ToolResult {
 }
 
 // resultFor reads a stored tool.result back as the answer to t when it
-// answers the same trigger or the same call.
+// answers the same trigger or the same call, as its payload says (its
+// Msg-Id, a keyed hash, tells nothing).
 func (p *Processor) resultFor(t *trigger, s record) (events.ToolResult, bool) {
-	if mid := s.Header.Get(events.HeaderMsgID); mid != "" && !history.CausedBy(s, t.seq) && !strings.Contains(mid, "~") &&
-		mid != p.msgID(outputID(t.sid, t.ref, events.KindToolResult)) {
-		if id := plainID(mid); strings.HasPrefix(id, t.sid+":") && strings.HasSuffix(id, ":"+string(events.KindToolResult)) {
-			// A result this processor appended for another call (its
-			// Msg-Id names the call): not the answer, and not worth
-			// decoding.
-			return events.ToolResult{}, false
-		}
-	}
 	enc, err := encodingOfStored(s)
 	if err != nil {
 		return events.ToolResult{}, false
