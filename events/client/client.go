@@ -44,7 +44,6 @@ type Client struct {
 	materialize    Materializer
 	objects        string                            // the skill store's object store, for the default materializer
 	libraryObjects string                            // the shared library's object store (WithLibraryObjects)
-	nonce          string                            // tells this client's Msg-Ids apart from another process's
 	minStore       atomic.Pointer[events.StoreToken] // the store every trigger asks for at least (RequireStore); nil: none
 
 	sub  *nats.Subscription
@@ -56,6 +55,10 @@ type Client struct {
 	done    chan struct{}
 	next    atomic.Uint64
 	dropped atomic.Uint64 // messages on the inbox not accepted as an answer
+
+	// testTriggerID, when set (tests only), is every trigger's id instead
+	// of a random one, so that a test can take an attempt's Msg-Id first.
+	testTriggerID string
 
 	// dropAnswer, when set (tests only), is asked about every answer before
 	// it is routed; true loses it as a network would.
@@ -341,13 +344,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if nc == nil {
 		return nil, errors.New("client: no NATS connection")
 	}
-	// 128 random bits: no other worker can predict this client's Msg-Ids
-	// and take one first (the stream's duplicate window is stream-wide).
-	var nonce [16]byte
-	_, _ = rand.Read(nonce[:])
 	c := &Client{
 		nc: nc, prefix: events.DefaultPrefix, enc: events.Msgpack, retry: DefaultRetryInterval, maxPending: DefaultMaxPending,
-		nonce: hex.EncodeToString(nonce[:]), waiting: map[uint64]chan *nats.Msg{}, done: make(chan struct{}),
+		waiting: map[uint64]chan *nats.Msg{}, done: make(chan struct{}),
 	}
 	for _, o := range opts {
 		if err := o(c); err != nil {
@@ -780,9 +779,21 @@ type ack struct {
 }
 
 // request publishes a trigger and waits for its answer. Every attempt
-// publishes a new message (its own Nats-Msg-Id, so that the stream's
-// duplicate window does not swallow it) with the same Reply-Inbox: an
-// answer to any attempt completes the request.
+// publishes a new message with the same Reply-Inbox: an answer to any
+// attempt completes the request.
+//
+// Each attempt has its own Nats-Msg-Id, "<trigger id>-<attempt>", so that
+// the stream's duplicate window does not swallow a retry; the trigger id
+// is 128 random bits drawn once per request (triggerID), the same on its
+// retries, and holds nothing else: JetStream quotes the stream's last
+// Msg-Id to any publisher whose Nats-Expected-Last-Msg-Id does not match,
+// so a Msg-Id must tell no session or step. Exactly once does not rest on
+// these ids: the processor takes every attempt of a step or call as the
+// same trigger (same session and step or call id in the payload) and
+// answers with the output already appended, whichever attempt it reads.
+// The ids being unpredictable, no other worker can take one first; if one
+// is taken all the same (a duplicate acknowledgement), the next attempt is
+// sent at once.
 //
 // An answer is accepted only when it decodes, names the request's session
 // and step or call, and answers a trigger sequence that one of the
@@ -813,7 +824,7 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 	c.mu.Unlock()
 	defer c.forget(token)
 	m.Header.Set(events.HeaderReplyInbox, c.base+strconv.FormatUint(token, 10))
-	msgID := sid + ":" + id + ":" + c.nonce + "-"
+	msgID := c.triggerID() + "-"
 
 	// Each publication's acknowledgement is forwarded by a goroutine of
 	// its own, which ends when the request does.
@@ -936,6 +947,17 @@ func request[T any](ctx context.Context, c *Client, kind events.Kind, sid, id st
 		}
 		timer.Reset(c.retry)
 	}
+}
+
+// triggerID is a new trigger's id: 128 random bits in hex, unless a test
+// fixes it (testTriggerID).
+func (c *Client) triggerID() string {
+	if c.testTriggerID != "" {
+		return c.testTriggerID
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // errMsgIDTaken reports a publication the stream took for a duplicate of

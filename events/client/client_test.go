@@ -262,9 +262,21 @@ func TestLostAnswer(t *testing.T) {
 		t.Fatalf("skill call: %+v, %v after %d attempts", r, err, attempts)
 	}
 	// Each attempt is its own message with its own Msg-Id; one output each.
+	// The Msg-Id is the trigger's random id (the same on its retries) and
+	// the attempt, with nothing of the session or step in it.
 	triggers := w.stored("lost", events.KindPreStep)
 	if len(triggers) < 2 || triggers[0].Header.Get(events.HeaderMsgID) == triggers[1].Header.Get(events.HeaderMsgID) {
 		t.Fatalf("%d pre-step messages stored; want one per attempt with distinct Msg-Ids", len(triggers))
+	}
+	first, second := triggers[0].Header.Get(events.HeaderMsgID), triggers[1].Header.Get(events.HeaderMsgID)
+	rnd, n, _ := strings.Cut(first, "-")
+	if len(rnd) != 32 || strings.Trim(rnd, "0123456789abcdef") != "" || n != "1" || second != rnd+"-2" {
+		t.Fatalf("Msg-Ids %q, %q: want <128 random bits in hex>-1 and the same -2", first, second)
+	}
+	for _, tr := range w.stored("lost", events.KindSkillCall) {
+		if id := tr.Header.Get(events.HeaderMsgID); strings.HasPrefix(id, rnd) || strings.Contains(id, "lost") || len(id) != 34 {
+			t.Fatalf("skill call Msg-Id %q: want a trigger id of its own, telling no session or call", id)
+		}
 	}
 	if n := len(w.stored("lost", events.KindCatalog)); n != 1 {
 		t.Errorf("%d catalogs appended, want 1", n)

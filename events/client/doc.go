@@ -58,12 +58,16 @@
 // Answers over core NATS can be lost (a reconnect, a processor restarting).
 // When no answer came within the retry interval (WithRetryInterval), the
 // client publishes the trigger again as a new message: same payload, same
-// Reply-Inbox, a new Nats-Msg-Id (<session>:<id>:<client nonce>-<attempt>),
-// since a repeated Msg-Id would be dropped by the stream's duplicate window.
-// The processor treats the repetition as the same trigger and answers with
-// the output it already appended, so retries never append twice. An answer
-// to any attempt completes the request. It goes on until the context ends
-// or WithMaxAttempts is reached (ErrTimeout).
+// Reply-Inbox, a new Nats-Msg-Id, since a repeated Msg-Id would be dropped
+// by the stream's duplicate window. A trigger's Msg-Ids are
+// <trigger id>-<attempt>, the trigger id being 128 random bits drawn once
+// per request: nothing of the session or step is in them (JetStream tells
+// any publisher the stream's last Msg-Id), and no other worker can predict
+// one and take it first. The processor treats the repetition as the same
+// trigger (same session and step or call id in the payload) and answers
+// with the output it already appended, so retries never append twice. An
+// answer to any attempt completes the request. It goes on until the
+// context ends or WithMaxAttempts is reached (ErrTimeout).
 //
 // An answer is accepted only when its session and step or call are the
 // request's and its triggerSeq is the stream sequence of one of the

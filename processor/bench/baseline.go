@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +43,8 @@ const (
 // benchBlobs are the pre-encoded outputs of the baseline, and the answers
 // it encodes per trigger: a worker accepts an answer only when it names its
 // session, step or call and trigger sequence, so those are filled in for
-// each (the step or call id read from the trigger's Nats-Msg-Id,
-// <session>:<id>:<nonce>-<attempt>, rather than by decoding it).
+// each (the step or call id peeked from the trigger's payload, without
+// decoding the rest).
 type benchBlobs struct {
 	catalog []byte // stored catalog (msgpack)
 	result  []byte // stored tool result (msgpack)
@@ -74,15 +73,15 @@ func (b *benchBlobs) answer(enc events.Encoding, kind events.Kind, sid, id strin
 	return events.Encode(enc, d)
 }
 
-// idOfMsgID is the step or call id in a Nats-Msg-Id of the form
-// <session>:<id>:<nonce>-<attempt> (the Go client's).
-func idOfMsgID(msgID string) string {
-	first := strings.IndexByte(msgID, ':')
-	last := strings.LastIndexByte(msgID, ':')
-	if first < 0 || last <= first {
-		return ""
+// idOf is the step or call id of a trigger of kind, read from its payload
+// (a Msg-Id tells nothing of it).
+func idOf(kind events.Kind, enc events.Encoding, data []byte) string {
+	field := "call"
+	if kind == events.KindPreStep {
+		field = "step"
 	}
-	return msgID[first+1 : last]
+	id, _ := events.PeekString(enc, data, field)
+	return id
 }
 
 // newBenchBlobs renders a real catalog of the given skills and a real tool
@@ -285,7 +284,7 @@ func (b *benchBaseline) handle(ctx context.Context, msg jetstream.Msg) error {
 		}
 	}
 	if inbox := h.Get(events.HeaderReplyInbox); inbox != "" {
-		answer, err := b.blobs.answer(enc, kind, sid, idOfMsgID(h.Get(events.HeaderMsgID)), meta.Sequence.Stream, stored != nil)
+		answer, err := b.blobs.answer(enc, kind, sid, idOf(kind, enc, msg.Data()), meta.Sequence.Stream, stored != nil)
 		if err != nil {
 			return fmt.Errorf("baseline answer: %w", err)
 		}

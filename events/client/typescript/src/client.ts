@@ -149,8 +149,8 @@ export interface ClientOptions extends NodeConnectionOptions {
 export const TEST_HOOKS = Symbol.for("skillstream.client.testHooks");
 export interface TestHooks {
   dropAnswer?: (m: Msg) => boolean;
-  /** The Msg-Id nonce instead of a random one, so that a test can take an attempt's Msg-Id first. */
-  nonce?: string;
+  /** Every trigger's id instead of a random one, so that a test can take an attempt's Msg-Id first. */
+  triggerID?: string;
 }
 
 /** Options of one request. */
@@ -312,12 +312,6 @@ export class Client {
   readonly #ownsConn: boolean;
   readonly #materialize: Materializer;
   readonly #hooks: TestHooks;
-  /**
-   * Tells this client's Msg-Ids apart from every other client's: 128
-   * random bits, so that no one can predict one and take it first (the
-   * stream's duplicate window is stream-wide).
-   */
-  readonly #nonce: string;
   readonly #base: string;
   readonly #sub: Subscription;
   readonly #waiting = new Map<number, Waiting>();
@@ -384,7 +378,6 @@ export class Client {
     this.#ownsConn = ownsConn;
     this.#js = jetstream(nc);
     this.#hooks = opts[TEST_HOOKS] ?? {};
-    this.#nonce = this.#hooks.nonce ?? randomBytes(16).toString("hex");
     this.#materialize = opts.materialize ?? ((r, dir) => this.#storeMaterializer(r, dir));
     this.#base = createInbox(this.inboxPrefix) + ".";
     this.#sub = nc.subscribe(this.#base + "*", { callback: (err, m) => (err ? undefined : this.#route(m)) });
@@ -712,7 +705,15 @@ export class Client {
     const subject = `${this.prefix}.${sid}.${kind}`;
     const token = ++this.#next;
     const inbox = this.#base + token;
-    const msgID = `${sid}:${id}:${this.#nonce}-`;
+    // Each attempt is its own message, "<trigger id>-<attempt>", so that the
+    // stream's duplicate window does not swallow a retry. The trigger id is
+    // 128 random bits drawn for this request, the same on its retries, and
+    // nothing else: JetStream tells any publisher the stream's last Msg-Id,
+    // so no Msg-Id may carry a session or step, and no other worker can
+    // predict one and take it first. Exactly once does not rest on it: the
+    // processor takes every attempt as the same trigger (same session and
+    // step or call in the payload) and answers with what it appended.
+    const msgID = `${this.#hooks.triggerID ?? randomBytes(16).toString("hex")}-`;
     let attempt = 0;
     let finished = false;
     let timer: NodeJS.Timeout | undefined;

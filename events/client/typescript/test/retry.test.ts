@@ -96,13 +96,13 @@ test("maxAttempts bounds the retries; every attempt is a new message", async () 
 });
 
 test("an attempt whose Msg-Id another message took first is not the request's: it is published again at once", async () => {
-  // The nonce known in advance, as a guessable one would be: someone
+  // The trigger id known in advance, as a guessable one would be: someone
   // publishes first under the first attempt's Msg-Id (deduplication is
   // stream-wide, so any subject of the stream will do).
-  const nonce = "0123456789abcdef0123456789abcdef";
+  const triggerID = "0123456789abcdef0123456789abcdef";
   const sid = "taken";
   const nc = await serve.conn();
-  const c = await connect({ servers: serve.url, retryIntervalMs: 60_000, [TEST_HOOKS]: { nonce } });
+  const c = await connect({ servers: serve.url, retryIntervalMs: 60_000, [TEST_HOOKS]: { triggerID } });
   try {
     const h = natsHeaders();
     h.set("Content-Type", contentType("msgpack"));
@@ -110,7 +110,7 @@ test("an attempt whose Msg-Id another message took first is not the request's: i
     const forged = await jetstream(nc).publish(
       "ev.other.tool.call.skill",
       encode("msgpack", { v: 1, session: "other", call: "c1", cwd: serve.cwd, args: { name: "a-skill" } }),
-      { msgID: `${sid}:c1:${nonce}-1`, headers: h },
+      { msgID: `${triggerID}-1`, headers: h },
     );
     assert.equal(forged.duplicate, false);
 
@@ -129,7 +129,7 @@ test("an attempt whose Msg-Id another message took first is not the request's: i
     const triggers = (await sessionLog(nc, sid)).filter((m) => m.subject.endsWith(".tool.call.skill"));
     assert.deepEqual(
       triggers.map((t) => t.header("Nats-Msg-Id")),
-      [`${sid}:c1:${nonce}-2`],
+      [`${triggerID}-2`],
       "only the second attempt is stored in the session",
     );
     assert.equal(r.triggerSeq, triggers[0]!.seq);
