@@ -193,6 +193,16 @@ type Config struct {
 	// Reply-Inbox is rejected (reason inbox) and answered nowhere.
 	ReplyPrefixes []string
 
+	// AnyOwnerInbox, in the owner layout, lets a trigger's Reply-Inbox be
+	// anywhere under a reply prefix. Off (the default), the owner layout
+	// answers a trigger of session "<owner>.<sid>" only on an inbox under
+	// <reply prefix>.<owner>. (for example _INBOX.a1.>), the inboxes the
+	// owner's worker subscribes to in a deployment that binds owners to
+	// workers: a worker then cannot have the processor answer into
+	// another worker's inbox. Other inboxes are rejected (reason inbox) and
+	// answered nowhere. No effect in the flat layout.
+	AnyOwnerInbox bool
+
 	// InboxPrefix is the inbox prefix of the processor's NATS connection
 	// (nats.CustomInboxPrefix), under which its own inboxes lie: the
 	// consumer's deliveries, its reads of the stream, its requests. Empty:

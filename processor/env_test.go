@@ -306,6 +306,10 @@ func (w *worker) publish(sid string, k events.Kind, v any, raw []byte, hdr ...st
 		}
 	}
 	inbox := w.nc.NewInbox()
+	if owner, _, ok := strings.Cut(sid, "."); ok && w.layout == events.LayoutOwner {
+		// The owner's own inbox, where the owner layout answers.
+		inbox = "_INBOX." + owner + "." + strings.TrimPrefix(inbox, "_INBOX.")
+	}
 	sub, err := w.nc.SubscribeSync(inbox)
 	if err != nil {
 		w.t.Fatal(err)

@@ -55,6 +55,31 @@ func (c Config) checkInbox(subject string) error {
 	return bad(fmt.Sprintf("is not under a reply prefix (%s)", strings.Join(c.ReplyPrefixes, ", ")))
 }
 
+// checkTriggerInbox is checkInbox for the Reply-Inbox of a trigger of
+// session sid: in the owner layout, unless AnyOwnerInbox, subject must
+// also lie under <reply prefix>.<owner>. for the session's owner, so that
+// answers go only where that owner's worker may read (the server binds
+// the owner token of a trigger's subject to the worker publishing it; the
+// processor cannot tell the publisher of a stored trigger otherwise).
+func (c Config) checkTriggerInbox(subject, sid string) error {
+	if err := c.checkInbox(subject); err != nil {
+		return err
+	}
+	if c.Layout != events.LayoutOwner || c.AnyOwnerInbox {
+		return nil
+	}
+	owner, _, _ := strings.Cut(sid, ".")
+	own := make([]string, len(c.ReplyPrefixes))
+	for i, p := range c.ReplyPrefixes {
+		own[i] = p + "." + owner + "."
+		if events.ValidSession(owner) && strings.HasPrefix(subject, own[i]) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %q is not an inbox of the session's owner %q (under %s): answers go only to the owner's inboxes in the owner layout",
+		errInbox, truncate(subject, 200), truncate(owner, 200), strings.Join(own, ", "))
+}
+
 // reserved says why answers may never be published on subject (or on any
 // subject under it), or "" when nothing forbids it.
 func (c Config) reserved(subject string) string {

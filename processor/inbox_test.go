@@ -238,3 +238,83 @@ func TestInboxPrefixConfig(t *testing.T) {
 		t.Errorf("a processor connection inboxed under the reply prefix: %v, want refused", err)
 	}
 }
+
+func TestCheckTriggerInbox(t *testing.T) {
+	owner := Config{Layout: events.LayoutOwner}.WithDefaults()
+	anyOwner := Config{Layout: events.LayoutOwner, AnyOwnerInbox: true}.WithDefaults()
+	two := Config{Layout: events.LayoutOwner, ReplyPrefixes: []string{"_INBOX", "replies"}}.WithDefaults()
+	flat := Config{}.WithDefaults()
+	for _, c := range []struct {
+		cfg          Config
+		subject, sid string
+		ok           bool
+	}{
+		{owner, "_INBOX.a1.x.1", "a1.s7", true},
+		{owner, "_INBOX.a1.1", "a1.s7", true},
+		{owner, "_INBOX.a2.x.1", "a1.s7", false},
+		{owner, "_INBOX.a1", "a1.s7", false},
+		{owner, "_INBOX.a10.x", "a1.s7", false},
+		{owner, "_INBOX.x.1", "a1.s7", false},
+		{owner, "_INBOX..x", "", false},
+		{owner, "ev.a1.s7.tool.result", "a1.s7", false},
+		{two, "replies.a1.9", "a1.s7", true},
+		{two, "replies.a2.9", "a1.s7", false},
+		{anyOwner, "_INBOX.a2.x.1", "a1.s7", true},
+		{anyOwner, "ev.a1.s7.tool.result", "a1.s7", false},
+		{flat, "_INBOX.a2.x.1", "a1", true},
+	} {
+		err := c.cfg.checkTriggerInbox(c.subject, c.sid)
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, errInbox)) {
+			t.Errorf("layout %v, any owner %v: checkTriggerInbox(%q, %q) = %v, want ok %v", c.cfg.Layout, c.cfg.AnyOwnerInbox, c.subject, c.sid, err, c.ok)
+		}
+	}
+}
+
+// TestOwnerInboxes: in the owner layout a trigger of a1's session naming
+// an inbox of a2 is refused (reason inbox), nothing appended, nothing
+// delivered there; the same trigger naming a1's inbox is answered. With
+// AnyOwnerInbox, a2's inbox is answered too.
+func TestOwnerInboxes(t *testing.T) {
+	for _, anyOwner := range []bool{false, true} {
+		e := ownerEnv(t)
+		e.cfg.AnyOwnerInbox = anyOwner
+		e.writeSkill("a-skill", "A skill.")
+		e.waitSkills("a-skill")
+		e.start()
+		m := e.mustMetrics(t)
+		w := e.worker()
+		other, err := w.nc.SubscribeSync("_INBOX.a2.>")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := counter(t, m.rejects.WithLabelValues(reasonInbox))
+		p := w.publish("a1.s7", events.KindPreStep, events.PreStep{V: 1, Session: "a1.s7", Step: "1", Cwd: e.cwd, Tools: ourTool()}, nil,
+			events.HeaderReplyInbox, "_INBOX.a2.stolen.1")
+		if anyOwner {
+			msg, err := other.NextMsg(waitTimeout)
+			if err != nil {
+				t.Fatalf("any owner's inbox: no answer on a2's inbox: %v", err)
+			}
+			if d, err := events.DecodeDecisionIn(events.LayoutOwner, events.Msgpack, msg.Data); err != nil || d.TriggerSeq != p.seq {
+				t.Fatalf("any owner's inbox: answer %+v, %v", d, err)
+			}
+			continue
+		}
+		poll(t, func() error {
+			if got := counter(t, m.rejects.WithLabelValues(reasonInbox)); got != before+1 {
+				return errors.New("inbox rejection not counted yet")
+			}
+			return nil
+		})
+		e.waitSettled()
+		if n := len(e.outputs("a1.s7", events.KindCatalog)); n != 0 {
+			t.Fatalf("%d catalogs appended for a trigger answering into another owner's inbox", n)
+		}
+		// a1's own inbox (the test worker's in the owner layout) is answered;
+		// anything published to a2's before it would be there by now.
+		e.expect(w.preStep(events.PreStep{Session: "a1.s7", Step: "1", Cwd: e.cwd, Tools: ourTool()}), events.OutcomeAppended, 1)
+		if n, _, _ := other.Pending(); n != 0 {
+			t.Fatalf("%d answers reached a2's inbox", n)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func (p *Processor) process(ctx context.Context, t *trigger) error {
 	t.enc, _ = events.EncodingOf(h.Get(events.HeaderContentType))
 	inbox := h.Get(events.HeaderReplyInbox)
 	if inbox != "" {
-		if err := p.cfg.checkInbox(inbox); err != nil {
+		if err := p.cfg.checkTriggerInbox(inbox, t.sid); err != nil {
 			// Answered nowhere: the subject is not one to answer on.
 			return p.reject(ctx, t, reasonInbox, fmt.Errorf("header %s: %w", events.HeaderReplyInbox, err))
 		}

@@ -84,6 +84,7 @@ type Config struct {
 	// What workers may make serve do.
 	MaxTriggerBytes int64
 	ReplyPrefixes   []string
+	AnyOwnerInbox   bool // --any-owner-inbox
 	CwdRoots        []string
 	InboxPrefix     string // serve's own connection's inboxes
 
@@ -261,6 +262,8 @@ func (c *Config) securityFlags(cmd *command) {
 		"refuse a pre-step or skill call whose payload is larger than this `size`, before decoding it; 1KiB to 1MiB")
 	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",
 		"answer only on Reply-Inbox `subject`s under this prefix (default _INBOX.); the session stream, $-subjects and skillstream.* are always refused; repeatable")
+	cmd.cfgBool(&c.AnyOwnerInbox, "any-owner-inbox", false,
+		"in the owner session layout, answer on any inbox under a reply prefix; by default a trigger of session <owner>.<id> is answered only under <reply prefix>.<owner>. (its owner's inboxes)")
 	cmd.cfgString(&c.InboxPrefix, "inbox-prefix", processor.DefaultInboxPrefix,
 		"create the processor's own inboxes (deliveries, stream reads, requests) under this `subject`; keep it apart from the workers' inbox prefixes and grant no worker a subscription to it")
 	cmd.cfgList(&c.CwdRoots, "cwd-root",

@@ -24,7 +24,9 @@ func TestOwnerLayoutCommands(t *testing.T) {
 	root := searchRoot(t)
 	data := t.TempDir()
 	cwd := t.TempDir()
-	s := startServe(t, data, root, "--session-layout", "owner", "--skill-search")
+	// One client for two owners (a trusted deployment): answers on its
+	// inboxes, whatever the session's owner.
+	s := startServe(t, data, root, "--session-layout", "owner", "--any-owner-inbox", "--skill-search")
 	c, err := client.New(s.connect(t), client.WithLayout(events.LayoutOwner))
 	if err != nil {
 		t.Fatal(err)

@@ -159,3 +159,81 @@ func TestOwnerLayoutPermissions(t *testing.T) {
 		t.Errorf("%d answers dropped", n)
 	}
 }
+
+// TestOwnerLayoutAnswersOnlyTheOwner: with the shipped owner-layout file in
+// a real server and serve --session-layout owner as its processor user,
+// worker a1 publishes a pre-step into a session of its own naming an inbox
+// of a2 as its Reply-Inbox: the processor refuses it (reason inbox),
+// appends nothing, and a2, subscribed to its inboxes, gets no answer. a1's
+// pre-step naming its own inbox is answered.
+func TestOwnerLayoutAnswersOnlyTheOwner(t *testing.T) {
+	natsURL, pw := ownerPermServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	root := spec4Skills(t)
+	t.Chdir(t.TempDir())
+	metrics := quietAddr(t)
+	runPermittedServe(t, []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
+		"--session-layout", "owner", "--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--no-skill-store",
+		"--workers", "2", "--metrics-listen", metrics}, "processor started")
+
+	a2, err := nats.Connect(userURL(t, natsURL, "a2", pw["a2"]), nats.CustomInboxPrefix("_INBOX.a2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	stolen, err := a2.SubscribeSync("_INBOX.a2.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a2.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := nats.Connect(userURL(t, natsURL, "a1", pw["a1"]), nats.CustomInboxPrefix("_INBOX.a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a1.Close()
+	js, err := jetstream.New(a1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := "a1." + randomToken(t)
+	tools := []events.Tool{client.SkillTool("skillstream")}
+	data, err := events.Encode(events.Msgpack, events.PreStep{V: 1, Session: sid, Step: "1", Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &nats.Msg{Subject: events.Subject(events.DefaultPrefix, sid, events.KindPreStep), Data: data, Header: nats.Header{
+		events.HeaderContentType: []string{events.ContentTypeMsgpack},
+		events.HeaderReplyInbox:  []string{"_INBOX.a2.stolen.1"},
+	}}
+	if _, err := js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the trigger naming a2's inbox refused", func() error {
+		if n, _, _ := stolen.Pending(); n > 0 {
+			msg, _ := stolen.NextMsg(0)
+			t.Fatalf("a1's answer was delivered to a2's inbox %s", msg.Subject)
+		}
+		if body := scrape(t, "http://"+metrics+"/metrics"); !strings.Contains(body, `skillstream_rejects_total{reason="inbox"} 1`) {
+			return errors.New("no inbox rejection counted yet")
+		}
+		return nil
+	})
+
+	// a1's own inbox is answered, and the step is new: nothing was
+	// appended for the refused trigger.
+	c, err := client.Connect(userURL(t, natsURL, "a1", pw["a1"]), client.WithInboxPrefix("_INBOX.a1"),
+		client.WithLayout(events.LayoutOwner), client.WithRetryInterval(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if d, err := c.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Tools: tools}); err != nil || d.Outcome != events.OutcomeAppended {
+		t.Fatalf("a1's own pre-step: %+v, %v", d, err)
+	}
+	if n, _, _ := stolen.Pending(); n != 0 {
+		t.Fatalf("%d messages reached a2's inbox", n)
+	}
+}

@@ -34,6 +34,7 @@ func (c *Config) processorConfig() processor.Config {
 		CatchUpWait:     c.CatchUpWait,
 		NoProvision:     c.NoProvision,
 		ReplyPrefixes:   c.ReplyPrefixes,
+		AnyOwnerInbox:   c.AnyOwnerInbox,
 		CwdRoots:        c.CwdRoots,
 		InboxPrefix:     c.InboxPrefix,
 		SkillLabelLimit: c.MetricsSkillLimit,

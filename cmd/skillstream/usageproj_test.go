@@ -267,7 +267,9 @@ func TestUsageProjectionSinceDays(t *testing.T) {
 // bucket is refused as another stream's and the stream is read instead.
 func TestUsageProjectionOwnerLayout(t *testing.T) {
 	root := searchRoot(t)
-	s := startServe(t, t.TempDir(), root, "--session-layout", "owner", "--usage-projection")
+	// One client for two owners (a trusted deployment): answers on its
+	// inboxes, whatever the session's owner.
+	s := startServe(t, t.TempDir(), root, "--session-layout", "owner", "--any-owner-inbox", "--usage-projection")
 	c, err := client.New(s.connect(t), client.WithLayout(events.LayoutOwner))
 	if err != nil {
 		t.Fatal(err)

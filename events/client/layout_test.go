@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
@@ -14,12 +15,17 @@ import (
 
 // TestOwnerLayout: a client with WithLayout(events.LayoutOwner), against a
 // processor of the same layout, steps, calls, compacts and appends in a
-// session "a1.s7", whose events land on ev.a1.s7.<kind>.
+// session "a1.s7", whose events land on ev.a1.s7.<kind>. Its inboxes are
+// a1's (WithInboxPrefix "_INBOX.a1"): the owner layout answers only there.
 func TestOwnerLayout(t *testing.T) {
 	w := newWorld(t)
 	w.configure = func(c *processor.Config) { c.Layout = events.LayoutOwner }
 	w.startProcessor()
-	c := w.client(WithLayout(events.LayoutOwner))
+	c, err := New(w.srv.Connect(nats.CustomInboxPrefix("_INBOX.a1")), WithLayout(events.LayoutOwner), WithInboxPrefix("_INBOX.a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
 	if c.Layout() != events.LayoutOwner {
 		t.Fatalf("Layout() = %v", c.Layout())
 	}

@@ -24,7 +24,10 @@ after(async () => {
 const tools = () => [{ name: "bash", owner: "agent" }, skillTool()];
 
 test("layout owner: a session <owner>.<sid> end to end, on <prefix>.<owner>.<sid>.<kind>", async () => {
-  const c = await connect({ servers: serve.url, layout: "owner" });
+  // Each owner's worker with inboxes of its own: the owner layout answers
+  // a session's triggers only under _INBOX.<owner>.
+  const c = await connect({ servers: serve.url, layout: "owner", inboxPrefix: "_INBOX.a1" });
+  const c2 = await connect({ servers: serve.url, layout: "owner", inboxPrefix: "_INBOX.a2" });
   try {
     assert.equal(c.layout, "owner");
     const sid = "a1.s7";
@@ -55,10 +58,11 @@ test("layout owner: a session <owner>.<sid> end to end, on <prefix>.<owner>.<sid
       ],
     );
     // Another owner's session of the same token is another session.
-    const other = await c.preStep({ session: "a2.s7", step: "1", cwd: serve.cwd, tools: tools() }, { timeoutMs: 20_000 });
+    const other = await c2.preStep({ session: "a2.s7", step: "1", cwd: serve.cwd, tools: tools() }, { timeoutMs: 20_000 });
     assert.equal(other.outcome, "appended");
   } finally {
     await c.close();
+    await c2.close();
   }
 });
 
