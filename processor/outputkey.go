@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"time"
 
@@ -78,6 +79,7 @@ func (p *Processor) loadOutputKey(ctx context.Context) error {
 	info := st.CachedInfo()
 	key, hasKey := parseOutputKey(info.Config.Metadata)
 	since, hasSince := parseIDsSince(info.Config.Metadata)
+	p.replicated = info.Config.Replicas > 1
 	if hasKey && hasSince {
 		p.idKey = key
 		p.legacyUntil = legacyUntil(since, info.Config.Duplicates)
@@ -203,26 +205,36 @@ const probeIDPrefix = "skillstream-probe-"
 // legacyDuplicate reports the sequence of the record the stream holds
 // under the older Msg-Id of an output (legacyMsgID) within its duplicate
 // window, 0 for none, while the stream may hold such ids (legacyUntil).
-// It asks by publishing an empty message on subject under that id,
-// expecting a last Msg-Id no message has: the stream answers a duplicate
-// (naming the original's sequence) before it checks that expectation,
-// and refuses everything else, so nothing is stored.
+// It asks by publishing an empty message on subject under that id with an
+// expectation no stream meets, one the stream checks after the Msg-Id: it
+// answers a duplicate (naming the original's sequence) before it looks at
+// the expectation, and refuses everything else, so nothing is stored. A
+// single server checks expected sequences before the Msg-Id and the
+// expected last Msg-Id after it; a replicated stream checks the Msg-Id
+// first, and keeps the id of a publication it let through that far as
+// pending until the window ends, unless the expected last sequence
+// refuses it before it is proposed.
 func (p *Processor) legacyDuplicate(ctx context.Context, subject, id string) (uint64, error) {
 	if p.legacyUntil.IsZero() || !p.now().Before(p.legacyUntil) {
 		return 0, nil
 	}
-	var nonce [16]byte
-	_, _ = rand.Read(nonce[:])
-	m := &nats.Msg{Subject: subject, Header: nats.Header{
-		events.HeaderMsgID:      []string{p.legacyMsgID(id)},
-		headerExpectedLastMsgID: []string{probeIDPrefix + hex.EncodeToString(nonce[:])},
-	}}
+	m := &nats.Msg{Subject: subject, Header: nats.Header{events.HeaderMsgID: []string{p.legacyMsgID(id)}}}
+	if p.replicated {
+		m.Header.Set(jetstream.ExpectedLastSeqHeader, strconv.FormatUint(math.MaxUint64, 10))
+	} else {
+		var nonce [16]byte
+		_, _ = rand.Read(nonce[:])
+		m.Header.Set(headerExpectedLastMsgID, probeIDPrefix+hex.EncodeToString(nonce[:]))
+	}
 	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	ack, err := p.js.PublishMsg(actx, m)
 	cancel()
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeWrongLastMsgID {
-		return 0, nil
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errCodeWrongLastMsgID, jetstream.JSErrCodeStreamWrongLastSequence, errCodeWrongLastSequenceConstant:
+			return 0, nil
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("look for an output under its older Msg-Id on %s: %w", subject, err)

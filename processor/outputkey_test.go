@@ -2,10 +2,16 @@ package processor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
 )
 
 // TestOutputIDsCannotBeTaken: output Msg-Ids carry an HMAC under the
@@ -143,5 +149,64 @@ func TestOutputIDsUpgrade(t *testing.T) {
 	res := e.outputs(sid, events.KindToolResult)
 	if got := res[len(res)-1].Header.Get(events.HeaderMsgID); got != p.msgID(outputID(sid, "c3", events.KindToolResult)) || strings.Contains(got, sid) {
 		t.Fatalf("c3's Msg-Id %q", got)
+	}
+}
+
+// TestLegacyDuplicateProbe: the probe for an output's older Msg-Id finds
+// the record stored under it and nothing else, on a single server and on a
+// replicated stream of a 3-node cluster (whose servers check expectations
+// in another order), as often as it is asked, and stores nothing.
+func TestLegacyDuplicateProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cluster test skipped in -short mode")
+	}
+	for _, replicas := range []int{1, 3} {
+		t.Run(fmt.Sprintf("R%d", replicas), func(t *testing.T) {
+			var nc *nats.Conn
+			if replicas == 1 {
+				nc = natstest.Start(t).Connect()
+			} else {
+				nc = natstest.StartCluster(t, replicas).Connect(0)
+			}
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PROBE", Subjects: []string{"ev.>"}, Replicas: replicas, Duplicates: 2 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &Processor{js: js, cfg: Config{}.WithDefaults(), idKey: []byte("0123456789abcdef0123456789abcdef"),
+				now: time.Now, legacyUntil: time.Now().Add(time.Hour), replicated: replicas > 1}
+			subject := events.Subject(events.DefaultPrefix, "s", events.KindToolResult)
+			oid := outputID("s", "c1", events.KindToolResult)
+			ack, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: []byte("old"),
+				Header: nats.Header{events.HeaderMsgID: []string{p.legacyMsgID(oid)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if seq, err := p.legacyDuplicate(ctx, subject, oid); err != nil || seq != ack.Sequence {
+					t.Fatalf("probe of a stored older id: %d, %v; want %d", seq, err, ack.Sequence)
+				}
+				if seq, err := p.legacyDuplicate(ctx, subject, outputID("s", "c2", events.KindToolResult)); err != nil || seq != 0 {
+					t.Fatalf("probe of an absent older id: %d, %v; want 0", seq, err)
+				}
+			}
+			info, err := st.Info(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.Msgs != 1 {
+				t.Fatalf("the stream holds %d messages after the probes, want 1", info.State.Msgs)
+			}
+			// Once the window is over, no probe.
+			p.legacyUntil = time.Now().Add(-time.Second)
+			if seq, err := p.legacyDuplicate(ctx, subject, oid); err != nil || seq != 0 {
+				t.Fatalf("probe after the window: %d, %v", seq, err)
+			}
+		})
 	}
 }

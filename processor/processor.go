@@ -22,6 +22,7 @@ import (
 type Processor struct {
 	idKey       []byte    // the key of output Msg-Ids (outputkey.go); nil: none
 	legacyUntil time.Time // until when the stream may hold older output Msg-Ids (outputkey.go)
+	replicated  bool      // the stream has replicas (outputkey.go's probe)
 	nc          *nats.Conn
 	js          jetstream.JetStream
 	skills      Skills
