@@ -167,7 +167,8 @@
 //     naming the store revision the skills of step 2 reflect (0 without a
 //     store, or when the tool is not visible) and Config.Instance, with the
 //     headers
-//     Causation-Seq, Nats-Msg-Id "<sid>:<step>:catalog.append",
+//     Causation-Seq, Nats-Msg-Id (the keyed hash of
+//     "<sid>:<step>:catalog.append", outputkey.go),
 //     Nats-Expected-Last-Subject-Sequence (the last sequence read) and
 //     Nats-Expected-Last-Subject-Sequence-Subject <prefix>.<sid>.>. If the
 //     session moved on meanwhile (JetStream error 10071 or 10164), go back
@@ -190,7 +191,7 @@
 // resolved by catalog.Invoke — the skill tool's own resolution, with the
 // user's rule of who may invoke — and each invoked skill is appended as a
 // skill.invocation after the step's catalog, in gesture order (invoke.go).
-// Each has a Msg-Id derived from session, step and name, and the step's
+// Each has a Msg-Id hashed from session, step and name, and the step's
 // invocations already at the end of the invocation subject are read back
 // first, so a retry or a redelivery (also one interrupted between the
 // catalog and the invocations) appends only what is missing and answers
@@ -201,8 +202,8 @@
 // deadline, read the session, answer from the newest tool.result if it is
 // for this trigger or this call id, otherwise run the skill tool
 // (catalog.Execute, with the registry bound to the call's query by
-// history.Lookup) once and append the tool.result with Msg-Id
-// "<sid>:<call>:tool.result" under the same optimistic concurrency, then
+// history.Lookup) once and append the tool.result with the Msg-Id hashed
+// from "<sid>:<call>:tool.result" under the same optimistic concurrency, then
 // answer with the events.ToolResult. Outputs are stored as msgpack,
 // whatever the request's encoding.
 //
@@ -271,6 +272,15 @@
 // which re-reads and finds the winner's output; and both carry the same
 // Msg-Id, so the stream's duplicate window refuses a second output even for
 // parallel calls of one session whose results interleave.
+//
+// An output's Msg-Id is an HMAC of its id (session, step or call, kind)
+// under a key kept in the stream's metadata, and nothing else: JetStream
+// tells any publisher the stream's last Msg-Id (in the refusal of a
+// mismatched Nats-Expected-Last-Msg-Id), so no Msg-Id may show a session
+// id. Nothing reads a session, step or call out of a Msg-Id; for one
+// duplicate window after an upgrade from the older form
+// ("<id>/<HMAC>"), outputs are also looked for under their older ids
+// (outputkey.go).
 //
 // Decisions are linearisable per session: an append only succeeds if
 // nothing was added to the session since the read it was decided on, so a
@@ -500,7 +510,11 @@
 // own subjects, nor under its connection's inbox prefix
 // (Config.InboxPrefix, which no reply prefix may overlap), so a worker can
 // neither make it publish where the worker may not nor name the
-// processor's own inboxes; a worker's cwd and resourceDir are bounded
+// processor's own inboxes; in the owner layout it answers a session's
+// triggers only under <reply prefix>.<owner>. (unless
+// Config.AnyOwnerInbox), the inboxes of the worker the server lets publish
+// that owner's triggers (it cannot learn who published a stored trigger
+// otherwise); a worker's cwd and resourceDir are bounded
 // (events.MaxPathLength, events.MaxPathComponents) before they touch the
 // file system; and what a trigger costs is bounded by its size
 // (Config.MaxTriggerBytes, checked before decoding, so that a larger
