@@ -286,6 +286,38 @@ func TestLostAnswer(t *testing.T) {
 	}
 }
 
+// TestTakenMsgID: a message of someone else stored first under a trigger's
+// first Msg-Id (the trigger id known in advance, as a guessable one would
+// be) is not the request's: the duplicate acknowledgement sends the next
+// attempt at once, whose answer is accepted, and only it is stored.
+func TestTakenMsgID(t *testing.T) {
+	w := newWorld(t)
+	w.startProcessor()
+	c := w.client(WithRetryInterval(time.Minute))
+	c.testTriggerID = "0123456789abcdef0123456789abcdef"
+	js, err := jetstream.New(w.srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := timeout(t)
+	forged, err := js.PublishMsg(ctx, &nats.Msg{Subject: events.Subject(events.DefaultPrefix, "other", events.KindCompaction),
+		Data: []byte("{}"), Header: nats.Header{events.HeaderMsgID: []string{c.testTriggerID + "-1"}}})
+	if err != nil || forged.Duplicate {
+		t.Fatalf("forged message: %+v, %v", forged, err)
+	}
+	var attempts int
+	// Were the duplicate taken for the first attempt, the request would
+	// wait a minute for an answer to it, past the test's timeout.
+	r, err := c.CallSkill(ctx, events.SkillCall{Session: "taken", Call: "c1", Cwd: w.cwd, Args: events.SkillArgs{Name: "a-skill"}}, Attempts(&attempts))
+	if err != nil || r.IsError || attempts != 2 {
+		t.Fatalf("call: %+v, %v after %d attempts; want the answer to the second", r, err, attempts)
+	}
+	triggers := w.stored("taken", events.KindSkillCall)
+	if len(triggers) != 1 || triggers[0].Header.Get(events.HeaderMsgID) != c.testTriggerID+"-2" || r.TriggerSeq != triggers[0].Sequence {
+		t.Fatalf("%d triggers stored, answer to %d; want the second attempt's only", len(triggers), r.TriggerSeq)
+	}
+}
+
 // TestProcessorRestart: the processor stops while a request waits; a new
 // one starts and the request gets its answer, with one output appended.
 func TestProcessorRestart(t *testing.T) {
