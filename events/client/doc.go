@@ -94,9 +94,12 @@
 // and the sid of Append, and the client publishes on
 // <prefix>.<owner>.<sid>.<kind>. The server can then allow each worker its
 // own sessions only (publish permissions on <prefix>.<owner>.*.<trigger
-// kind>; cmd/skillstream/deploy/owner-layout.conf). A client without
-// WithLayout refuses such ids, and one with it refuses one-token ids, before
-// anything is sent.
+// kind>; cmd/skillstream/deploy/owner-layout.conf). The processors then
+// answer a session's triggers only on its owner's inboxes, under
+// _INBOX.<owner>.: give the client WithInboxPrefix("_INBOX.<owner>") (serve
+// --any-owner-inbox lifts this where one client serves several owners). A
+// client without WithLayout refuses such ids, and one with it refuses
+// one-token ids, before anything is sent.
 //
 // Compact appends a context.compact event; it has no answer, the JetStream
 // acknowledgement confirms it. A Decision's CatalogSeq names the catalog
