@@ -210,3 +210,42 @@ func TestLegacyDuplicateProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputIDsWithoutKey: with provisioning off and a stream without the
+// key, output Msg-Ids are a hash without a key: still 128 bits in hex,
+// nothing of the session in them.
+func TestOutputIDsWithoutKey(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	stop := e.startStoppable()
+	stop()
+	ctx := context.Background()
+	st, err := e.js.Stream(ctx, DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := st.CachedInfo().Config
+	delete(cfg.Metadata, OutputKeyMetadata)
+	delete(cfg.Metadata, OutputIDsMetadata)
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := e.start(func(c *Config, _ *options) { c.NoProvision = true })
+	if p.idKey != nil {
+		t.Fatal("an output key out of nowhere")
+	}
+	const sid = "keyless-session"
+	w := e.worker()
+	if r := w.call(events.SkillCall{Session: sid, Call: "c1", Cwd: e.cwd, Args: events.SkillArgs{Name: "a-skill"}}); r.IsError {
+		t.Fatalf("call: %+v", r)
+	}
+	res := e.outputs(sid, events.KindToolResult)
+	if len(res) != 1 {
+		t.Fatalf("%d results", len(res))
+	}
+	got := res[0].Header.Get(events.HeaderMsgID)
+	if got != p.msgID(outputID(sid, "c1", events.KindToolResult)) || len(got) != 32 || strings.Trim(got, "0123456789abcdef") != "" {
+		t.Fatalf("Msg-Id %q: want the unkeyed hash, 32 hex digits", got)
+	}
+}
