@@ -230,3 +230,40 @@ func (c *Cluster) Leader() int {
 	}
 	return -1
 }
+
+// ConsumerLeader returns the index of the node leading the consumer of the
+// stream in the account (natstest's clients use the global account,
+// server.DEFAULT_GLOBAL_ACCOUNT), or -1 when no running node does right now.
+func (c *Cluster) ConsumerLeader(account, stream, consumer string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range c.nodes {
+		if s != nil && s.JetStreamIsConsumerLeader(account, stream, consumer) {
+			return i
+		}
+	}
+	return -1
+}
+
+// StepDownConsumer makes the consumer's leader step down, as the API's
+// consumer leader stepdown request does, and waits until another node
+// leads it. The pull requests the old leader held are gone with its
+// leadership. It returns the old and the new leader's index.
+func (c *Cluster) StepDownConsumer(account, stream, consumer string) (was, now int) {
+	c.t.Helper()
+	was = -1
+	if !waitFor(readyTimeout, func() bool { was = c.ConsumerLeader(account, stream, consumer); return was >= 0 }) {
+		c.t.Fatalf("natstest: consumer %s > %s has no leader", stream, consumer)
+	}
+	if err := c.Server(was).JetStreamStepdownConsumer(account, stream, consumer); err != nil {
+		c.t.Fatalf("natstest: step down consumer %s > %s on node %d: %v", stream, consumer, was, err)
+	}
+	now = -1
+	if !waitFor(readyTimeout, func() bool {
+		now = c.ConsumerLeader(account, stream, consumer)
+		return now >= 0 && now != was
+	}) {
+		c.t.Fatalf("natstest: consumer %s > %s got no new leader after node %d stepped down", stream, consumer, was)
+	}
+	return was, now
+}
