@@ -40,6 +40,7 @@ const (
 	DefaultInflightBytes   = 16 << 20
 	DefaultCatchUpWait     = 2 * time.Second
 	DefaultViewTimeout     = 500 * time.Millisecond
+	DefaultPullStallAfter  = 5 * time.Second
 )
 
 // Defaults of the stream's limits (Config.MaxAge, MaxBytes, MaxMsgSize)
@@ -177,6 +178,12 @@ type Config struct {
 	AppendRetries int
 	// RequestTimeout bounds each read of and append to the stream.
 	RequestTimeout time.Duration
+	// PullStallAfter is how long the pull loop goes on with pull requests
+	// that fail or that the server leaves unanswered (no trigger, no
+	// heartbeat, no end) before it looks the consumer up again, creating
+	// it again when it is gone and provisioning is on (default 5s, at
+	// least 1s). See pull in consume.go.
+	PullStallAfter time.Duration
 
 	// MaxTriggerBytes bounds the payload of a trigger the processor
 	// handles (default DefaultMaxTriggerBytes, at least MinTriggerBytes,
@@ -287,6 +294,9 @@ func (c Config) WithDefaults() Config {
 	if c.ViewTimeout == 0 {
 		c.ViewTimeout = DefaultViewTimeout
 	}
+	if c.PullStallAfter == 0 {
+		c.PullStallAfter = DefaultPullStallAfter
+	}
 	if c.MaxTriggerBytes == 0 {
 		c.MaxTriggerBytes = DefaultMaxTriggerBytes
 	}
@@ -349,6 +359,8 @@ func (c Config) Validate() error {
 		return bad("max deliver %d: want at least 1", c.MaxDeliver)
 	case c.NakDelay <= 0:
 		return bad("nak delay %v: want a positive duration", c.NakDelay)
+	case c.PullStallAfter < pullExpiry:
+		return bad("pull stall bound %v: want at least %v", c.PullStallAfter, pullExpiry)
 	case c.AppendRetries < 1:
 		return bad("append retries %d: want at least 1", c.AppendRetries)
 	case c.RequestTimeout <= 0:

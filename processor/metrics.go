@@ -35,6 +35,7 @@ type metrics struct {
 	freshWaits    *prometheus.HistogramVec // kind, result: waits for the skill store revision a trigger named (fresh.go)
 	skills        *skillMetrics            // per-skill loads and invocations (skillmetrics.go)
 	searches      *prometheus.CounterVec   // outcome: skill searches answered (appended results)
+	pullRestarts  *prometheus.CounterVec   // reason: pull requests begun again after the server dropped them or the pull loop stalled (consume.go)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -124,6 +125,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: buckets,
 		}, []string{"kind", "result"}),
 		skills: newSkillMetrics(DefaultSkillLabelLimit),
+		pullRestarts: newCounterVec("pull_restarts_total",
+			"Times this member began pulling again, by reason: leader_change (the consumer's leader changed and dropped the pull request; pulled again at once), consumer_gone (the consumer was deleted: looked up and created again when provisioning is on), no_heartbeat (pull requests went unanswered, not even by a heartbeat, for the stall bound: the consumer looked up again), failing (pull requests failed for the stall bound: the same).", "reason"),
 		searches: newCounterVec("skill_searches_total",
 			"Skill search results appended, by outcome: found (matches shown), no_match (none, or an offset past them all), or the error code (bad_request for invalid arguments or a processor without search).", "outcome"),
 	}
@@ -153,6 +156,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.headReads = register(reg, m.headReads, &err)
 	m.freshWaits = register(reg, m.freshWaits, &err)
 	m.searches = register(reg, m.searches, &err)
+	m.pullRestarts = register(reg, m.pullRestarts, &err)
 	m.skills.register(reg, &err)
 	if err != nil {
 		return nil, err
@@ -228,5 +232,8 @@ func (m *metrics) zero() {
 	}
 	for _, r := range headReadResults {
 		m.headReads.WithLabelValues(r)
+	}
+	for _, r := range pullRestartReasons {
+		m.pullRestarts.WithLabelValues(r)
 	}
 }
