@@ -3,14 +3,18 @@ package processor
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,10 +25,19 @@ import (
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
 
+// clusterRounds is how many rounds of chaos TestCluster runs with full
+// reads. CI runs the default; a longer run (-cluster-rounds 20) is how a
+// change to the pull loop is checked before it lands.
+var clusterRounds = flag.Int("cluster-rounds", 2, "rounds of node stops, meta and consumer leader changes in TestCluster")
+
 // TestCluster runs a processor against an R3 stream on a real 3-node
-// cluster while triggers flow, and stops first a node the processor is not
-// connected to, then the one it is. Workers retry unanswered steps as new
-// messages. Every step must end up answered, with exactly one catalog.
+// cluster while triggers flow and every CPU is kept busy by loops beside
+// it (a loaded host), and in each round stops the meta leader, stops the
+// node the processor is connected to, and makes the consumer's leader step
+// down, each followed by a restart. Workers retry unanswered steps as new
+// messages. After each disruption the processor must pull again (the
+// consumer has waiting pull requests) and answer steps; at the end every
+// step must be answered with exactly one catalog.
 // It runs with catalogs as they are (small: read in full) and with every
 // catalog given a head (read through it, head.go), whose reads any
 // replica may answer.
@@ -32,14 +45,17 @@ func TestCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}
-	t.Run("full reads", func(t *testing.T) { testCluster(t, 0) })
-	t.Run("head reads", func(t *testing.T) { testCluster(t, 1) })
+	t.Run("full reads", func(t *testing.T) { testCluster(t, 0, *clusterRounds) })
+	// Heads change how a pre-step reads, not how the processor pulls: one
+	// round of chaos is enough for them.
+	t.Run("head reads", func(t *testing.T) { testCluster(t, 1, 1) })
 }
 
-func testCluster(t *testing.T, headMin int) {
-	c := natstest.StartCluster(t, 3)
-
-	cwd := t.TempDir()
+// clusterProcessor is a processor of an R3 stream on node 0 of a cluster,
+// serving one project skill from cwd, run until the test ends.
+func clusterProcessor(t *testing.T, c *natstest.Cluster, cfg Config, headMin int) (p *Processor, reg *prometheus.Registry, cwd string) {
+	t.Helper()
+	cwd = t.TempDir()
 	if err := os.MkdirAll(filepath.Join(cwd, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -57,24 +73,75 @@ func testCluster(t *testing.T, headMin int) {
 	registry := providers.NewRegistry([]providers.Provider{fs}, providers.WithLogger(quietLogger()))
 	t.Cleanup(func() { registry.Close() })
 
-	reg := prometheus.NewRegistry()
-	p, err := New(c.Connect(0), registry, Config{Replicas: 3, AckWait: time.Second, NakDelay: 100 * time.Millisecond, MaxDeliver: 20, Workers: 8},
-		WithLogger(quietLogger()), WithRegisterer(reg))
+	reg = prometheus.NewRegistry()
+	p, err = New(c.Connect(0), registry, cfg, WithLogger(quietLogger()), WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if headMin > 0 {
 		p.headMin = headMin
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+	done := runUntilCleanup(t, p)
+	select {
+	case <-p.Ready():
+	case err := <-done:
+		done <- err
+		t.Fatalf("Run: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("processor not ready")
+	}
+	return p, reg, cwd
+}
+
+// busy keeps every CPU busy with spinning goroutines until the test ends,
+// so that the servers and the processor run as on a loaded host.
+func busy(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				if n%1024 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { close(stop); wg.Wait() })
+}
+
+// waitingPulls waits until the consumer holds a pull request of a
+// processor again.
+func waitingPulls(t *testing.T, js jetstream.JetStream, what string) {
+	t.Helper()
+	natstest.Eventually(t, waitTimeout, "a waiting pull request after "+what, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, DefaultStream, DefaultConsumer)
+		if err != nil {
+			return err
 		}
-	}()
+		info, err := c.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumWaiting == 0 {
+			return fmt.Errorf("no waiting pull request; %d pending, %d ack pending", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+}
+
+func testCluster(t *testing.T, headMin, rounds int) {
+	c := natstest.StartCluster(t, 3)
+	busy(t)
+	p, _, cwd := clusterProcessor(t, c, Config{Replicas: 3, AckWait: time.Second, NakDelay: 100 * time.Millisecond, MaxDeliver: 20, Workers: 8}, headMin)
 
 	// Workers talk to every node and survive any one stopping.
 	wnc, err := nats.Connect(c.URLs(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
@@ -85,11 +152,6 @@ func testCluster(t *testing.T, headMin int) {
 	js, err := jetstream.New(wnc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case <-p.Ready():
-	case <-time.After(waitTimeout):
-		t.Fatal("processor not ready")
 	}
 
 	// Workers step until told to stop, so that every phase below sees
@@ -131,10 +193,10 @@ func testCluster(t *testing.T, headMin int) {
 			}
 		}()
 	}
-	progress := func(counter *atomic.Int64, by int64) {
+	progress := func(counter *atomic.Int64, by int64, what string) {
 		t.Helper()
 		target := counter.Load() + by
-		poll(t, func() error {
+		natstest.Eventually(t, waitTimeout, what, func() error {
 			if counter.Load() < target {
 				return fmt.Errorf("%d of %d", counter.Load(), target)
 			}
@@ -142,15 +204,40 @@ func testCluster(t *testing.T, headMin int) {
 		})
 	}
 
-	progress(&answered, sessions)
-	c.Stop(2) // not the processor's node
-	progress(&answered, sessions)
-	c.Restart(2)
-	progress(&answered, sessions)
-	c.Stop(0) // the processor's node: triggers keep being published meanwhile
-	progress(&published, sessions)
-	c.Restart(0)
-	progress(&answered, sessions)
+	progress(&answered, sessions, "steps answered at first")
+	for round := 1; round <= rounds; round++ {
+		start := time.Now()
+		// The meta leader goes: a meta-leader election, the stream's and
+		// consumer's leaders maybe with it.
+		leader := c.Leader()
+		if leader < 0 {
+			t.Fatalf("round %d: no meta leader", round)
+		}
+		c.Stop(leader)
+		if leader == 0 { // the processor's node: it answers once it is back
+			progress(&published, sessions, fmt.Sprintf("round %d: steps published with node 0 (meta leader) down", round))
+		} else {
+			progress(&answered, sessions, fmt.Sprintf("round %d: steps answered with node %d (meta leader) down", round, leader))
+		}
+		c.Restart(leader)
+		waitingPulls(t, js, fmt.Sprintf("round %d: restart of node %d", round, leader))
+		progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after node %d came back", round, leader))
+		// The processor's own node goes: triggers keep being published
+		// meanwhile, and are answered once it is back.
+		if c.Server(0) != nil {
+			c.Stop(0)
+			progress(&published, sessions, fmt.Sprintf("round %d: steps published with node 0 down", round))
+			c.Restart(0)
+			waitingPulls(t, js, fmt.Sprintf("round %d: restart of node 0", round))
+			progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after node 0 came back", round))
+		}
+		// The consumer's leader steps down: the pull requests it held are
+		// gone with it.
+		c.StepDownConsumer(server.DEFAULT_GLOBAL_ACCOUNT, DefaultStream, DefaultConsumer)
+		waitingPulls(t, js, fmt.Sprintf("round %d: consumer leader stepdown", round))
+		progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after the consumer leader stepped down", round))
+		t.Logf("round %d: %v; %d steps answered so far", round, time.Since(start).Round(time.Millisecond), answered.Load())
+	}
 	close(stop)
 	wg.Wait()
 	close(errs)
@@ -164,8 +251,8 @@ func testCluster(t *testing.T, headMin int) {
 		t.Fatal(err)
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer rcancel()
 	st, err := rjs.Stream(rctx, DefaultStream)
+	rcancel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +261,9 @@ func testCluster(t *testing.T, headMin int) {
 		var stepsSeen []string
 		var seq uint64
 		for {
-			m, err := st.GetMsg(rctx, seq+1, jetstream.WithGetMsgSubject(events.Subject(events.DefaultPrefix, sid, events.KindCatalog)))
+			gctx, gcancel := context.WithTimeout(context.Background(), waitTimeout)
+			m, err := st.GetMsg(gctx, seq+1, jetstream.WithGetMsgSubject(events.Subject(events.DefaultPrefix, sid, events.KindCatalog)))
+			gcancel()
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				break
 			}
@@ -197,10 +286,15 @@ func testCluster(t *testing.T, headMin int) {
 			}
 		}
 	}
+	var restarts []string
+	for _, r := range pullRestartReasons {
+		restarts = append(restarts, fmt.Sprintf("%s %v", r, counter(t, p.m.pullRestarts.WithLabelValues(r))))
+	}
+	t.Logf("pull restarts: %s", strings.Join(restarts, ", "))
 	if n := counter(t, p.m.headReads.WithLabelValues(headHit)); headMin > 0 && n == 0 {
 		t.Error("no pre-step was read through a head")
 	}
-	t.Logf("%d publications for %d steps; head reads: %v hit, %v stale, %v unsure", published.Load(), answered.Load(),
+	t.Logf("%d rounds; %d publications for %d steps; head reads: %v hit, %v stale, %v unsure", rounds, published.Load(), answered.Load(),
 		counter(t, p.m.headReads.WithLabelValues(headHit)), counter(t, p.m.headReads.WithLabelValues(headStale)),
 		counter(t, p.m.headReads.WithLabelValues(headUnsure)))
 }
