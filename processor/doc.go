@@ -229,8 +229,13 @@
 // has its file.
 //
 //   - consume.go: the pull loop, which hands each delivery to a free worker
-//     and hands back what arrives while stopping; acknowledgements (settle);
-//     the progress heartbeats of slow triggers.
+//     and hands back what arrives while stopping, and its watchdog: pull
+//     requests carry idle heartbeats, and requests that fail or go
+//     unanswered for Config.PullStallAfter (or a deleted consumer) are
+//     warned about, counted (pull_restarts_total) and answered by looking
+//     the consumer up again, creating it anew when it is gone and
+//     provisioning is on; acknowledgements (settle); the progress
+//     heartbeats of slow triggers.
 //   - trigger.go: one delivery from start to fate. It reads the envelope
 //     (metadata, subject, Content-Type, Reply-Inbox), looks up the handler
 //     of the subject's kind once, runs it, counts and sends the reply it

@@ -69,6 +69,9 @@ func TestMetricsPresentFromTheStart(t *testing.T) {
 	if s := series(t, reg, "skillstream_skill_searches_total"); len(s) != len(searchOutcomes) || s["outcome=found"] != 0 || s["outcome=no_match"] != 0 {
 		t.Errorf("skill_searches_total = %v, want every outcome at 0", s)
 	}
+	if s := series(t, reg, "skillstream_pull_restarts_total"); len(s) != len(pullRestartReasons) || s["reason=consumer_gone"] != 0 || s["reason=no_heartbeat"] != 0 {
+		t.Errorf("pull_restarts_total = %v, want every reason at 0", s)
+	}
 	rejects := series(t, reg, "skillstream_rejects_total")
 	for _, r := range []string{reasonInbox, reasonCwd, reasonField, reasonUndecodable} {
 		if v, ok := rejects["reason="+r]; !ok || v != 0 {

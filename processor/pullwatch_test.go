@@ -15,6 +15,78 @@ import (
 	"github.com/skillstream/skillstream/natstest"
 )
 
+// TestPullWatch walks the watchdog through the outcomes of pull requests:
+// what it does after each, and when it has the consumer looked up again.
+func TestPullWatch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	type pull struct {
+		began, ended time.Duration
+		got          int
+		err          error
+		down         bool // the connection is down
+		want         pullStep
+	}
+	cases := []struct {
+		name  string
+		pulls []pull
+	}{
+		{"answered requests never lead to a look-up", []pull{
+			{0, time.Second, 0, nil, false, pullAgain},
+			{time.Second, 2 * time.Second, 3, nil, false, pullAgain},
+			{10 * time.Second, 11 * time.Second, 0, nil, false, pullAgain},
+		}},
+		{"a leader change is pulled again at once", []pull{
+			{0, 100 * time.Millisecond, 0, jetstream.ErrConsumerLeadershipChanged, false, pullNow},
+		}},
+		{"silence lasting the bound leads to a look-up, then backs off", []pull{
+			{0, time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{time.Second, 2 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{4 * time.Second, 5 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullRelookup},
+			// looked up at 5s: the next look-up waits the backoff (5s)
+			{5 * time.Second, 6 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{9 * time.Second, 10 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullRelookup},
+			// then 10s
+			{10 * time.Second, 15 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{19 * time.Second, 20 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullRelookup},
+		}},
+		{"failures lasting the bound lead to a look-up", []pull{
+			{0, 0, 0, nats.ErrNoResponders, false, pullAgain},
+			{5 * time.Second, 5 * time.Second, 0, nats.ErrNoResponders, false, pullRelookup},
+		}},
+		{"an answer in between starts the bound anew", []pull{
+			{0, time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{4 * time.Second, 5 * time.Second, 2, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{5 * time.Second, 6 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{8 * time.Second, 9 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{9 * time.Second, 10 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullRelookup},
+		}},
+		{"a deleted consumer is looked up at once", []pull{
+			{0, 10 * time.Millisecond, 0, jetstream.ErrConsumerDeleted, false, pullRelookup},
+		}},
+		{"no look-up while the connection is down, and the bound runs from its return", []pull{
+			{0, time.Second, 0, jetstream.ErrNoHeartbeat, true, pullAgain},
+			{10 * time.Second, 11 * time.Second, 0, jetstream.ErrNoHeartbeat, true, pullAgain},
+			{11 * time.Second, 12 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullAgain},
+			{16 * time.Second, 17 * time.Second, 0, jetstream.ErrNoHeartbeat, false, pullRelookup},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := pullWatch{bound: 5 * time.Second}
+			for i, p := range c.pulls {
+				got := w.pulled(at(p.began), at(p.ended), p.got, p.err, !p.down)
+				if got != p.want {
+					t.Fatalf("pull %d: step %d, want %d", i, got, p.want)
+				}
+				if got == pullRelookup {
+					w.lookedUp(at(p.ended))
+				}
+			}
+		})
+	}
+}
+
 // TestPullResumesAfterConsumerDeleted deletes the consumer under a running
 // processor: the member notices that its pull requests fail, creates the
 // consumer again (provisioning is on), counts it, and answers the triggers
