@@ -54,13 +54,16 @@ import (
 // bound up to pullBackoffMax, until a request is answered again.
 func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots chan struct{}, start func(jetstream.Msg), pulling chan<- struct{}) {
 	w := pullWatch{bound: p.cfg.PullStallAfter}
+	var busySaid time.Time
 	for ctx.Err() == nil {
 		// Wait for one free worker, then ask for as many triggers as are
 		// free: each delivered trigger finds its slot at once.
 		select {
 		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
+		default:
+			if !p.waitForWorker(ctx, slots, &busySaid) {
+				return
+			}
 		}
 		n := 1 + cap(slots) - len(slots)
 		<-slots
@@ -117,6 +120,32 @@ func (p *Processor) pull(ctx context.Context, cons jetstream.Consumer, slots cha
 		}
 	}
 }
+
+// waitForWorker waits for a free worker (a slot in slots) while every one
+// is busy, and reports false when ctx ended first. Not pulling then is by
+// design, not a stall; but from outside it looks the same (the consumer
+// holds no pull request of this member while its backlog grows), so a
+// wait past the stall bound is logged, at most once per busyWarnEvery.
+func (p *Processor) waitForWorker(ctx context.Context, slots chan struct{}, said *time.Time) bool {
+	t := time.NewTimer(p.cfg.PullStallAfter)
+	defer t.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if now := p.now(); said.IsZero() || now.Sub(*said) >= busyWarnEvery {
+				*said = now
+				p.log.Warn("every worker busy: not pulling until one is free", "workers", cap(slots), "for", p.cfg.PullStallAfter)
+			}
+		}
+	}
+}
+
+// busyWarnEvery bounds how often waitForWorker logs.
+const busyWarnEvery = time.Minute
 
 // Why pull began again (pull_restarts_total's reason label).
 const (

@@ -234,7 +234,8 @@
 //     unanswered for Config.PullStallAfter (or a deleted consumer) are
 //     warned about, counted (pull_restarts_total) and answered by looking
 //     the consumer up again, creating it anew when it is gone and
-//     provisioning is on; acknowledgements (settle); the progress
+//     provisioning is on (a wait for a free worker past that bound is
+//     logged: load, not a stall); acknowledgements (settle); the progress
 //     heartbeats of slow triggers.
 //   - trigger.go: one delivery from start to fate. It reads the envelope
 //     (metadata, subject, Content-Type, Reply-Inbox), looks up the handler

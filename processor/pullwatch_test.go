@@ -1,9 +1,13 @@
 package processor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,4 +230,61 @@ func askOnce(nc *nats.Conn, js jetstream.JetStream, ps events.PreStep, wait time
 		return events.Decision{}, fmt.Errorf("%s/%s: no answer within %v: %w", ps.Session, ps.Step, wait, err)
 	}
 	return events.DecodeDecision(events.Msgpack, reply.Data)
+}
+
+// TestPullSaysWhenEveryWorkerIsBusy holds the only worker in a slow
+// provider: the member does not pull meanwhile, by design, and says so
+// once the wait passes the stall bound, so that it is not mistaken for a
+// member that stopped pulling.
+func TestPullSaysWhenEveryWorkerIsBusy(t *testing.T) {
+	e := newEnv(t)
+	e.flaky.offer.Store(true)
+	var logs lockedBuffer
+	cfg := e.cfg
+	cfg.Workers = 1
+	cfg.PullStallAfter = pullExpiry
+	p, err := New(e.srv.Connect(), e.registry, cfg, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithRegisterer(e.reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntilCleanup(t, p)
+	select {
+	case <-p.Ready():
+	case <-time.After(waitTimeout):
+		t.Fatal("processor not ready")
+	}
+	e.flaky.delay.Store(int64(5 * time.Second))
+	w := e.worker()
+	pub := w.publish("busy-1", events.KindPreStep, events.PreStep{V: events.Version, Session: "busy-1", Step: "1", Tools: ourTool()}, nil)
+	poll(t, func() error {
+		if !strings.Contains(logs.String(), "every worker busy") {
+			return errors.New("no word of the busy workers in the log")
+		}
+		return nil
+	})
+	e.flaky.delay.Store(0)
+	if d := w.decision(pub); !answered(d) {
+		t.Fatalf("the held pre-step: %+v", d)
+	}
+	if n := counter(t, p.m.pullRestarts.WithLabelValues(restartNoHeartbeat)) + counter(t, p.m.pullRestarts.WithLabelValues(restartFailing)); n != 0 {
+		t.Errorf("busy workers counted as %v pull restarts", n)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(b)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
