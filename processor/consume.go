@@ -191,7 +191,8 @@ func (w *pullWatch) pulled(began, now time.Time, got int, err error, connected b
 		w.answered()
 		return pullNow
 	}
-	if got > 0 {
+	deleted := errors.Is(err, jetstream.ErrConsumerDeleted)
+	if got > 0 && !deleted {
 		// Triggers came, so the server had the request: what failed came
 		// after them (a heartbeat lost under load, say).
 		w.answered()
@@ -202,7 +203,7 @@ func (w *pullWatch) pulled(began, now time.Time, got int, err error, connected b
 	}
 	w.err = err
 	switch {
-	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
+	case deleted, errors.Is(err, jetstream.ErrConsumerNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		w.reason = restartConsumerGone
 	case errors.Is(err, jetstream.ErrNoHeartbeat):
 		w.reason = restartNoHeartbeat

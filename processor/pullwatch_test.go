@@ -68,6 +68,9 @@ func TestPullWatch(t *testing.T) {
 		{"a deleted consumer is looked up at once", []pull{
 			{0, 10 * time.Millisecond, 0, jetstream.ErrConsumerDeleted, false, pullRelookup},
 		}},
+		{"even when the request it ended had delivered triggers", []pull{
+			{0, 10 * time.Millisecond, 2, jetstream.ErrConsumerDeleted, false, pullRelookup},
+		}},
 		{"no look-up while the connection is down, and the bound runs from its return", []pull{
 			{0, time.Second, 0, jetstream.ErrNoHeartbeat, true, pullAgain},
 			{10 * time.Second, 11 * time.Second, 0, jetstream.ErrNoHeartbeat, true, pullAgain},
