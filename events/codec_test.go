@@ -41,7 +41,8 @@ func samples() map[string]any {
 		"prestep-usertext": PreStep{V: 1, Session: "sess-1", Step: "step-8", Cwd: "/work/project",
 			Tools:    []Tool{{Name: "skill", Owner: "skillstream"}},
 			UserText: []string{"/pdf-tools fill in the form", "then check it"}},
-		"skillinvocation": invocationSample,
+		"skillinvocation":           invocationRecord,
+		"skillinvocation-twocopies": invocationTwoCopies,
 		"prestep-store": PreStep{V: 1, Session: "sess-1", Step: "step-9", Cwd: "/work/project",
 			Tools:            []Tool{{Name: "skill", Owner: "skillstream"}},
 			MinStoreRevision: 42, MinStoreEpoch: "5d41402abc4b2a76"},
@@ -91,7 +92,31 @@ var changesSample = Catalog{V: 1, Session: "sess-1", Step: "step-9", ID: "sess-1
 		Count:   2, Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9",
 		View: &View{Revision: 12, Instance: "host-a-1f2e3d4c"}}}
 
-// invocationSample is a skill the user invoked with /pdf-tools.
+// invocationText is the text of invocationRecord: the skill tool's
+// success text for pdf-tools.
+const invocationText = "<skill_content name=\"pdf-tools\">\n<skill_resources>\nBase directory for this skill: /work/project/.agents/skills/pdf-tools\n" +
+	"Resolve relative paths mentioned by this skill against the base directory before using them. Load referenced resources only as needed.\n" +
+	"</skill_resources>\n\n<skill_instructions>\n# PDF tools\n\nUse pdftotext.\n</skill_instructions>\n</skill_content>"
+
+// invocationRecord is a skill.invocation as processors append it: the
+// instructions once, in the text.
+var invocationRecord = SkillInvocation{V: 1, Session: "sess-1", Step: "step-8", ID: "sess-1:step-8:skill.invocation:pdf-tools", Role: "user",
+	Name: "pdf-tools", Text: invocationText,
+	Source: InvocationSource{Kind: SourceKindInvocation, Name: "pdf-tools", Form: InvocationFormInstructions},
+	Value: SkillValue{Name: "pdf-tools", Provider: "agentskills",
+		ResourceBase: &ResourceBase{Kind: "directory", Path: "/work/project/.agents/skills/pdf-tools"},
+		Digest:       "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}
+
+// invocationTwoCopies is the same invocation as records were written
+// before: the instructions in the value's content too.
+var invocationTwoCopies = func() SkillInvocation {
+	inv := invocationRecord
+	inv.Value.Content = "# PDF tools\n\nUse pdftotext."
+	return inv
+}()
+
+// invocationSample is a skill the user invoked with /pdf-tools, as a
+// Decision carries it.
 var invocationSample = SkillInvocation{V: 1, Session: "sess-1", Step: "step-8", ID: "sess-1:step-8:skill.invocation:pdf-tools", Role: "user",
 	Name: "pdf-tools", Text: "<skill_content name=\"pdf-tools\">...",
 	Source: InvocationSource{Kind: SourceKindInvocation, Name: "pdf-tools", Form: InvocationFormInstructions},

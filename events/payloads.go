@@ -204,7 +204,9 @@ type Decision struct {
 	CurrentList *CurrentList `msgpack:"currentList,omitempty" json:"currentList,omitempty"`
 	// Invocations are the skills the user invoked in this step's userText,
 	// as appended (skill.invocation), in order; a retry of the step gets
-	// those already appended. Absent when none.
+	// those already appended. A processor fills in each value's content,
+	// which the records leave out (SkillInvocation.WithContent); a reply
+	// too large for one message leaves it out again. Absent when none.
 	Invocations []SkillInvocation `msgpack:"invocations,omitempty" json:"invocations,omitempty"`
 	// Ignored lists the gestured names that invoked nothing, with the
 	// reason (Ignored*); one entry with reason IgnoredDisabled and no name
@@ -262,7 +264,9 @@ type InvocationSource struct {
 // SkillInvocation is the durable user-role message a processor appends
 // (kind skill.invocation) for a skill the user invoked with /<name>: Text
 // is exactly the skill tool's success text for that skill, Value the
-// skill tool's success value.
+// skill tool's success value without its content (the instructions are in
+// Text already; records written before carry them in both). Read either
+// form with WithContent.
 type SkillInvocation struct {
 	V       int              `msgpack:"v" json:"v"`
 	Session string           `msgpack:"session" json:"session"`

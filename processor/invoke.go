@@ -122,7 +122,7 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 	l := history.Lookup(p.skills, history.PreStepQuery(ps))
 	for _, name := range names {
 		if inv, ok := invoked(done, name); ok {
-			d.Invocations = append(d.Invocations, inv)
+			d.Invocations = append(d.Invocations, inv.WithContent())
 			continue
 		}
 		g := catalog.Invoke(ctx, l, name, p.cfg.Catalog)
@@ -137,7 +137,7 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 		if err != nil {
 			return err
 		}
-		d.Invocations = append(d.Invocations, inv)
+		d.Invocations = append(d.Invocations, inv.WithContent())
 	}
 	return nil
 }
@@ -170,13 +170,11 @@ func invocationOf(sid, step string, r catalog.Result) events.SkillInvocation {
 // appendInvocation appends inv to the session (after whatever is there:
 // the Msg-Id, not the session's last sequence, keeps it once) and returns
 // the invocation the stream holds: inv, or the original of a duplicate.
+// The record carries the instructions once, in its text: its value leaves
+// the copy out (events.SkillInvocation.WithContent puts it back).
 func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step string, inv events.SkillInvocation) (events.SkillInvocation, error) {
+	inv = inv.WithoutContent()
 	data, err := events.Encode(events.Msgpack, inv)
-	if err == nil && len(data)+envelopeAllowance > p.limit.max {
-		// The content is in the text too: leave the copy out.
-		inv.Value.Content = ""
-		data, err = events.Encode(events.Msgpack, inv)
-	}
 	if errors.Is(err, events.ErrTooLarge) {
 		return inv, fmt.Errorf("encode %s: %w: %w", events.KindInvocation, errTooLarge, err)
 	}

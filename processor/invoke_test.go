@@ -40,6 +40,15 @@ func (e *env) invocations(sid string) ([]events.SkillInvocation, []uint64) {
 	return out, seqs
 }
 
+// withContent is invs as a reader gets them (value.content filled in).
+func withContent(invs []events.SkillInvocation) []events.SkillInvocation {
+	out := make([]events.SkillInvocation, len(invs))
+	for i, inv := range invs {
+		out[i] = inv.WithContent()
+	}
+	return out
+}
+
 func names(invs []events.SkillInvocation) []string {
 	var out []string
 	for _, i := range invs {
@@ -95,10 +104,17 @@ func TestUserInvocation(t *testing.T) {
 		t.Errorf("hidden invocation text:\n%s", d.Invocations[1].Text)
 	}
 
-	// In the log: the catalog, then the invocations in gesture order.
+	// In the log: the catalog, then the invocations in gesture order,
+	// each with the instructions once (in its text); the answer gives the
+	// value its content back.
 	stored, seqs := e.invocations(sid)
-	if !reflect.DeepEqual(stored, d.Invocations) {
+	if !reflect.DeepEqual(withContent(stored), d.Invocations) {
 		t.Fatalf("stored %+v\nanswered %+v", stored, d.Invocations)
+	}
+	for _, inv := range stored {
+		if inv.Value.Content != "" {
+			t.Errorf("stored invocation of %s carries its instructions twice", inv.Name)
+		}
 	}
 	cats := e.outputs(sid, events.KindCatalog)
 	if len(cats) != 1 || !(cats[0].Sequence < seqs[0] && seqs[0] < seqs[1]) {
@@ -193,7 +209,7 @@ func TestUserInvocationCrashMidStep(t *testing.T) {
 			if got := names(stored); !reflect.DeepEqual(got, want) {
 				t.Fatalf("stored %v, want %v", got, want)
 			}
-			if !reflect.DeepEqual(stored, d.Invocations) {
+			if !reflect.DeepEqual(withContent(stored), d.Invocations) {
 				t.Fatalf("answer differs from the log")
 			}
 			if cat := e.outputs(sid, events.KindCatalog); len(cat) != 1 || cat[0].Sequence > seqs[0] {

@@ -17,10 +17,13 @@ type Invocation struct {
 
 // Invocations returns the skills a pre-step's userText invoked, in the
 // order their messages go to the model, and the gestured names that
-// invoked nothing, with the reason (events.Ignored*).
+// invoked nothing, with the reason (events.Ignored*). Value.Content is
+// the instructions whether the invocation carries them twice (as records
+// did before) or only in its text (events.SkillInvocation.WithContent).
 func Invocations(d events.Decision) ([]Invocation, []events.Ignored) {
 	out := make([]Invocation, len(d.Invocations))
 	for i, inv := range d.Invocations {
+		inv = inv.WithContent()
 		out[i] = Invocation{Name: inv.Name, Text: inv.Text, Value: inv.Value}
 	}
 	return out, d.Ignored

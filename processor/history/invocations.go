@@ -19,13 +19,19 @@ func DecodeInvocation(r Record) (events.SkillInvocation, error) {
 }
 
 // DecodeInvocationIn decodes a skill.invocation record of a session of
-// layout l.
+// layout l, its value's content filled in from its text when the record
+// carries the instructions only once (events.SkillInvocation.WithContent):
+// records of either form read the same.
 func DecodeInvocationIn(l events.Layout, r Record) (events.SkillInvocation, error) {
 	enc, err := r.encoding()
 	if err != nil {
 		return events.SkillInvocation{}, err
 	}
-	return events.DecodeSkillInvocationIn(l, enc, r.Data)
+	inv, err := events.DecodeSkillInvocationIn(l, enc, r.Data)
+	if err != nil {
+		return inv, err
+	}
+	return inv.WithContent(), nil
 }
 
 // Invocations returns the user invocations already appended for step,

@@ -83,25 +83,13 @@ func invokedAsRecorded(l events.Layout, evs []Event, maxBytes int) shown {
 	sh := shown{results: map[string]events.ToolResult{}, maxBytes: maxBytes}
 	for _, e := range evs {
 		if inv, ok := decodeInvocation(l, e); ok {
-			v := inv.Value
-			if v.Content == "" {
-				v.Content = contentOf(inv.Text)
-			}
+			// Records of either form (the instructions in the value too,
+			// or in the text only) give the same skill.
+			v := inv.WithContent().Value
 			sh.results[inv.Name] = events.ToolResult{Text: inv.Text, Value: &v}
 		}
 	}
 	return sh
-}
-
-// contentOf is the instructions in a skill_content text, for a recorded
-// value that left its copy out.
-func contentOf(text string) string {
-	_, rest, ok := strings.Cut(text, "<skill_instructions>\n")
-	if !ok {
-		return ""
-	}
-	body, _ := strings.CutSuffix(rest, "\n</skill_instructions>\n</skill_content>")
-	return body
 }
 
 // invocationsDiff is a unified diff between the invocations each side

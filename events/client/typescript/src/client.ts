@@ -222,6 +222,32 @@ export function isStoreSkill(r: ToolResult): boolean {
   );
 }
 
+/**
+ * The instructions in a skill tool success text (a <skill_content>
+ * document): what lies between its first "<skill_instructions>\n" and its
+ * final "\n</skill_instructions>\n</skill_content>"; "" when the text is
+ * not such a document.
+ */
+export function instructionsOf(text: string): string {
+  const open = "<skill_instructions>\n";
+  const close = "\n</skill_instructions>\n</skill_content>";
+  const i = text.indexOf(open);
+  if (i < 0) return "";
+  const rest = text.slice(i + open.length);
+  return rest.endsWith(close) ? rest.slice(0, rest.length - close.length) : "";
+}
+
+/**
+ * A skill.invocation (or a Decision's invocation) with value.content
+ * filled in from its text when it leaves the copy out, as records do now
+ * (records written before carry the instructions in both): either form
+ * reads the same. One that carries value.content is returned as it is.
+ */
+export function withContent<T extends { text: string; value: { content?: string } }>(inv: T): T {
+  if (inv.value.content) return inv;
+  return { ...inv, value: { ...inv.value, content: instructionsOf(inv.text) } };
+}
+
 function checkTokens(s: string): string | null {
   for (const tok of s.split(".")) {
     if (tok === "") return "empty token";
@@ -468,6 +494,9 @@ export class Client {
     if (d.outcome === "expired") throw new ExpiredError(`${where}: trigger expired`, d);
     if (code === "unavailable") throw new UnavailableError(`${where}: skillstream unavailable: ${msg}`, d);
     if (code === "too_large") throw new TooLargeError(`${where}: answer too large: ${msg}`, d);
+    // The instructions travel once, in each invocation's text: the value
+    // gets its copy back here, whichever form the processor sent.
+    if (d.invocations) d.invocations = d.invocations.map(withContent);
     // Store skills the user invoked (/name) are materialised as a skill
     // call's are, before the worker shows their text to the model.
     if (typeof payload.resourceDir === "string" && payload.resourceDir !== "") {
