@@ -101,6 +101,11 @@ const (
 	// configuration (another bucket, or a store where this member has
 	// none, or the reverse).
 	ReasonMemberServesOtherStore = "member_serves_other_store"
+	// ReasonOverBudget (outcome incomplete): the pre-step would have sent
+	// the session's catalog again (a compaction masked it), but the
+	// session has had as many re-sent catalogs this minute as the
+	// processor allows. Nothing was appended; a later step sends it.
+	ReasonOverBudget = "over_budget"
 )
 
 // Tool result error codes.
@@ -176,7 +181,8 @@ type Decision struct {
 	// ReasonSkillToolOfOtherOwner, ReasonNoSkills; or why nothing was
 	// appended although the skills differ from the visible catalog
 	// (outcomes "behind" and "diverged"): ReasonStoreRevisionAhead,
-	// ReasonMemberSeesOtherSkills, ReasonMemberServesOtherStore. Optional;
+	// ReasonMemberSeesOtherSkills, ReasonMemberServesOtherStore; or why an
+	// "incomplete" pre-step appended nothing: ReasonOverBudget. Optional;
 	// absent otherwise.
 	Reason string `msgpack:"reason,omitempty" json:"reason,omitempty"`
 	// CatalogSeq is the stream sequence of the catalog.append the model
@@ -245,6 +251,10 @@ const (
 	// IgnoredDisabled: the processor has user invocation off; the
 	// step's userText was not read.
 	IgnoredDisabled = "disabled"
+	// IgnoredOverBudget: the session's invocations this minute took the
+	// bytes the processor allows a session; nothing was appended for this
+	// name (nor for the names after it in the step).
+	IgnoredOverBudget = "over_budget"
 )
 
 // SourceKindInvocation is InvocationSource.Kind.

@@ -43,6 +43,24 @@ const (
 	DefaultPullStallAfter  = 5 * time.Second
 )
 
+// Defaults of the output budget per session (Config.CatalogResends,
+// Config.InvocationBytes; see outbudget.go).
+//
+// An honest session re-sends its catalog only after a compaction that did
+// not keep it (the clients keep it), and compacts when its context is
+// full: minutes apart at the busiest. Six a minute (one every ten seconds
+// once six are spent) is many times that, while a compact-and-step loop
+// is held to six catalogs a minute instead of one per step.
+//
+// A user invokes a skill by typing /name, a few times a minute at most;
+// an invocation record is about the skill's instructions (256 KiB at most
+// under the default instruction size limit). 4 MiB a minute is sixteen of
+// the largest, or hundreds of usual ones.
+const (
+	DefaultCatalogResends  = 6
+	DefaultInvocationBytes = 4 << 20
+)
+
 // Defaults of the stream's limits (Config.MaxAge, MaxBytes, MaxMsgSize)
 // and of the trigger bound (Config.MaxTriggerBytes).
 //
@@ -234,6 +252,19 @@ type Config struct {
 	// DefaultSkillLabelLimit).
 	SkillLabelLimit int
 
+	// CatalogResends bounds the full catalogs a session is sent again per
+	// minute, by this member: catalogs with the list the session's newest
+	// catalog already holds, re-sent because a compaction masked it
+	// (default DefaultCatalogResends; NoLimit: no bound). Over it the
+	// pre-step is answered "incomplete" with reason over_budget and
+	// nothing is appended; the model keeps what it was shown.
+	CatalogResends int
+	// InvocationBytes bounds the bytes of skill.invocation records
+	// appended per session per minute, by this member (default
+	// DefaultInvocationBytes; NoLimit: no bound). An invocation over it is
+	// not appended and is listed as ignored with reason over_budget.
+	InvocationBytes int64
+
 	// NoProvision leaves stream and consumer to the infrastructure: the
 	// processor checks they exist and fails at start naming what is missing.
 	NoProvision bool
@@ -300,6 +331,12 @@ func (c Config) WithDefaults() Config {
 	if c.MaxTriggerBytes == 0 {
 		c.MaxTriggerBytes = DefaultMaxTriggerBytes
 	}
+	if c.CatalogResends == 0 {
+		c.CatalogResends = DefaultCatalogResends
+	}
+	if c.InvocationBytes == 0 {
+		c.InvocationBytes = DefaultInvocationBytes
+	}
 	c.InboxPrefix = normalPrefix(c.InboxPrefix)
 	if len(c.ReplyPrefixes) == 0 {
 		c.ReplyPrefixes = []string{DefaultReplyPrefix}
@@ -347,6 +384,10 @@ func (c Config) Validate() error {
 		return bad("max trigger bytes %d: want %d to %d", c.MaxTriggerBytes, MinTriggerBytes, events.MaxPayloadSize)
 	case c.Workers < 1:
 		return bad("workers %d: want at least 1", c.Workers)
+	case c.CatalogResends < 0 && c.CatalogResends != NoLimit:
+		return bad("catalog resends %d per session per minute is negative (NoLimit is %d)", c.CatalogResends, NoLimit)
+	case c.InvocationBytes < 0 && c.InvocationBytes != NoLimit:
+		return bad("invocation bytes %d per session per minute is negative (NoLimit is %d)", c.InvocationBytes, NoLimit)
 	case c.MaxTriggerRate < 0 || math.IsNaN(c.MaxTriggerRate) || math.IsInf(c.MaxTriggerRate, 0):
 		return bad("max trigger rate %v: want a number of triggers per second, or 0 for no bound", c.MaxTriggerRate)
 	case c.SkillLabelLimit < 1:
@@ -435,6 +476,8 @@ type hooks struct {
 	// take, when set, decides whether this member handles a delivery; one
 	// it refuses is handed back at once for another member.
 	take func(msg jetstream.Msg) bool
+	// budgetNow, when set, is the output budget's clock (outbudget.go).
+	budgetNow func() time.Time
 }
 
 // WithSearcher gives the processor the search index its skill_search tool

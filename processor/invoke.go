@@ -120,6 +120,7 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 		return err
 	}
 	l := history.Lookup(p.skills, history.PreStepQuery(ps))
+	over := false
 	for _, name := range names {
 		if inv, ok := invoked(done, name); ok {
 			d.Invocations = append(d.Invocations, inv.WithContent())
@@ -133,7 +134,19 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 			}
 			continue
 		}
+		if over {
+			d.Ignored = append(d.Ignored, events.Ignored{Name: name, Reason: events.IgnoredOverBudget})
+			continue
+		}
 		inv, err := p.appendInvocation(ctx, t, ps.Step, invocationOf(t.sid, ps.Step, g.Result))
+		if errors.Is(err, errOverBudget) {
+			// This name and the ones after it: none is appended out of
+			// the order the user wrote them in.
+			over = true
+			p.m.overBudget.WithLabelValues(budgetInvocationBytes).Inc()
+			d.Ignored = append(d.Ignored, events.Ignored{Name: name, Reason: events.IgnoredOverBudget})
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -141,6 +154,10 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 	}
 	return nil
 }
+
+// errOverBudget reports an invocation not appended because its session
+// spent its invocation bytes for the minute (outbudget.go).
+var errOverBudget = errors.New("session over its invocation budget")
 
 func invoked(done []history.Invocation, name string) (events.SkillInvocation, bool) {
 	for _, inv := range done {
@@ -171,7 +188,9 @@ func invocationOf(sid, step string, r catalog.Result) events.SkillInvocation {
 // the Msg-Id, not the session's last sequence, keeps it once) and returns
 // the invocation the stream holds: inv, or the original of a duplicate.
 // The record carries the instructions once, in its text: its value leaves
-// the copy out (events.SkillInvocation.WithContent puts it back).
+// the copy out (events.SkillInvocation.WithContent puts it back). Its
+// bytes are taken from the session's invocation budget; errOverBudget
+// when they are not there, nothing appended.
 func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step string, inv events.SkillInvocation) (events.SkillInvocation, error) {
 	inv = inv.WithoutContent()
 	data, err := events.Encode(events.Msgpack, inv)
@@ -180,6 +199,9 @@ func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step strin
 	}
 	if err != nil {
 		return inv, fmt.Errorf("encode %s: %w", events.KindInvocation, err)
+	}
+	if !p.spent.takeInvocation(t.sid, len(data), p.budgetNow()) {
+		return inv, errOverBudget
 	}
 	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindInvocation)
 	id := p.msgID(inv.ID)
@@ -231,6 +253,7 @@ func (p *Processor) appendInvocation(ctx context.Context, t *trigger, step strin
 			return inv, err
 		}
 		p.m.duplicates.WithLabelValues(t.handler.label()).Inc()
+		p.spent.refundInvocation(t.sid, len(data), p.budgetNow()) // nothing more was stored
 		return orig, nil
 	}
 }

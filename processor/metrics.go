@@ -36,6 +36,7 @@ type metrics struct {
 	skills        *skillMetrics            // per-skill loads and invocations (skillmetrics.go)
 	searches      *prometheus.CounterVec   // outcome: skill searches answered (appended results)
 	pullRestarts  *prometheus.CounterVec   // reason: pull requests begun again after the server dropped them or the pull loop stalled (consume.go)
+	overBudget    *prometheus.CounterVec   // reason: outputs not appended, over their session's budget (outbudget.go)
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -129,6 +130,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Times this member began pulling again, by reason: leader_change (the consumer's leader changed and dropped the pull request; pulled again at once), consumer_gone (the consumer was deleted: looked up and created again when provisioning is on), no_heartbeat (pull requests went unanswered, not even by a heartbeat, for the stall bound: the consumer looked up again), failing (pull requests failed for the stall bound: the same).", "reason"),
 		searches: newCounterVec("skill_searches_total",
 			"Skill search results appended, by outcome: found (matches shown), no_match (none, or an offset past them all), or the error code (bad_request for invalid arguments or a processor without search).", "outcome"),
+		overBudget: newCounterVec("budget_refusals_total",
+			"Outputs not appended because their session was over its budget per minute, by reason: catalog_resends (a full catalog re-sent after a compaction masked it; the pre-step is answered incomplete, reason over_budget), invocation_bytes (a user invocation; listed as ignored, reason over_budget).", "reason"),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -157,6 +160,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.freshWaits = register(reg, m.freshWaits, &err)
 	m.searches = register(reg, m.searches, &err)
 	m.pullRestarts = register(reg, m.pullRestarts, &err)
+	m.overBudget = register(reg, m.overBudget, &err)
 	m.skills.register(reg, &err)
 	if err != nil {
 		return nil, err
@@ -219,6 +223,9 @@ func (m *metrics) zero() {
 		m.duplicates.WithLabelValues(k)
 		m.deadLetters.WithLabelValues(k)
 		m.transient.WithLabelValues(k)
+	}
+	for _, r := range []string{budgetCatalogResends, budgetInvocationBytes} {
+		m.overBudget.WithLabelValues(r)
 	}
 	for _, r := range rejectReasons {
 		m.rejects.WithLabelValues(r)

@@ -201,6 +201,9 @@ type preStepPlan struct {
 	decided catalog.Decision
 	seqs    []uint64
 	dup     *events.Catalog
+	// resend is set when the catalog build made sends the list the
+	// session's newest catalog holds again (outbudget.go).
+	resend bool
 }
 
 // prepare takes the skills for the pre-step's query.
@@ -289,6 +292,13 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if d.Outcome != catalog.OutcomeAppended {
 		return s.without(string(d.Outcome), reason), nil
 	}
+	s.resend = resends(s.hist, d)
+	if s.resend && !p.spent.catalogAllowed(t.sid, p.budgetNow()) {
+		// The list the session had, sent again too often this minute
+		// (outbudget.go): the model keeps what it sees.
+		p.m.overBudget.WithLabelValues(budgetCatalogResends).Inc()
+		return s.without(events.OutcomeIncomplete, events.ReasonOverBudget), nil
+	}
 	if ref := replacedCatalog(s.prepared, s.hist, d); ref != nil && ref.Seq != s.checked {
 		// A replacement of a catalog with another digest: the one place
 		// where members' views may disagree (view.go).
@@ -344,6 +354,9 @@ func (s *preStepPlan) appended(a appended) {
 	}
 	subject := events.Subject(p.cfg.Prefix, t.sid, events.KindCatalog)
 	p.recognised.remember(a.seq, subject, a.data, rc)
+	if s.resend {
+		p.spent.resent(t.sid, p.budgetNow())
+	}
 	s.data, s.answerSeq = a.data, a.seq
 	s.appendedChain(a)
 	if a.head != 0 {

@@ -1,0 +1,180 @@
+package processor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// budgetClock is a clock for the output budget that moves only when the
+// test moves it: the budget refills with time, and a test must not depend
+// on how long its steps take.
+type budgetClock struct{ now atomic.Int64 }
+
+func newBudgetClock() *budgetClock {
+	c := &budgetClock{}
+	c.now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *budgetClock) read() time.Time         { return time.Unix(0, c.now.Load()) }
+func (c *budgetClock) advance(d time.Duration) { c.now.Add(int64(d)) }
+func (c *budgetClock) hook(_ *Config, o *options) {
+	o.hooks.budgetNow = c.read
+}
+
+// TestCatalogResendBudget: a worker that compacts its catalog away and
+// steps, again and again, has the whole catalog stored again at every
+// step, for a trigger of a few hundred bytes. The re-sent catalogs stop at
+// the session's budget: beyond it the pre-step is answered incomplete,
+// reason over_budget, nothing appended, and the refusal is counted; the
+// budget refills with time. Under it nothing changes (the re-sent catalog
+// is the replacement it always was), and a catalog with another list (the
+// skills changed) is not a re-send and goes out whatever the budget.
+func TestCatalogResendBudget(t *testing.T) {
+	e := newEnv(t)
+	e.writeSkill("a-skill", "A skill.")
+	e.waitSkills("a-skill")
+	clock := newBudgetClock()
+	p := e.start(clock.hook, func(c *Config, _ *options) { c.CatalogResends = 3 })
+	w := e.worker()
+	const sid = "resend-loop"
+	refused := func() float64 { return counter(t, p.m.overBudget.WithLabelValues(budgetCatalogResends)) }
+
+	step := 0
+	pre := func() events.Decision {
+		step++
+		return w.preStep(events.PreStep{Session: sid, Step: fmt.Sprint(step), Cwd: e.cwd, Tools: ourTool()})
+	}
+	d := pre()
+	e.expect(d, events.OutcomeAppended, 1)
+	shown := d.CatalogSeq
+	loop := func() events.Decision { // compact the catalog away, then step
+		w.compact(sid, shown+1)
+		return pre()
+	}
+
+	// Within the budget: re-sent as replacements, as without one.
+	for i := range 3 {
+		d := loop()
+		e.expect(d, events.OutcomeAppended, 2+i)
+		if d.Catalog.Source.Update != string(catalog.UpdateReplacement) || d.Reason != "" {
+			t.Fatalf("re-send %d: update %q, reason %q", i+1, d.Catalog.Source.Update, d.Reason)
+		}
+		shown = d.CatalogSeq
+	}
+	if got := refused(); got != 0 {
+		t.Fatalf("%v refusals within the budget", got)
+	}
+
+	// Over it: nothing appended, the worker told why.
+	for i := range 5 {
+		d := loop()
+		e.expect(d, events.OutcomeIncomplete, 4)
+		if d.Reason != events.ReasonOverBudget || d.Error != nil || d.CatalogSeq != 0 {
+			t.Fatalf("over the budget: reason %q, error %+v, catalogSeq %d", d.Reason, d.Error, d.CatalogSeq)
+		}
+		if got := refused(); got != float64(i+1) {
+			t.Fatalf("%v refusals counted, want %d", got, i+1)
+		}
+	}
+
+	// A third of a minute later, one more (3 a minute).
+	clock.advance(20 * time.Second)
+	d = loop()
+	e.expect(d, events.OutcomeAppended, 5)
+	shown = d.CatalogSeq
+	e.expect(loop(), events.OutcomeIncomplete, 5)
+
+	// Another list is not a re-send: it goes out over the budget.
+	e.writeSkill("b-skill", "B skill.")
+	e.waitSkills("a-skill", "b-skill")
+	d = pre()
+	e.expect(d, events.OutcomeAppended, 6)
+	if !strings.Contains(d.Catalog.Text, "b-skill") {
+		t.Fatalf("catalog after the change:\n%s", d.Catalog.Text)
+	}
+	if got := refused(); got != 6 {
+		t.Fatalf("%v refusals counted, want 6", got)
+	}
+
+	// Another session has a budget of its own.
+	o := w.preStep(events.PreStep{Session: "other", Step: "1", Cwd: e.cwd, Tools: ourTool()})
+	e.expect(o, events.OutcomeAppended, 1)
+	w.compact("other", o.CatalogSeq+1)
+	e.expect(w.preStep(events.PreStep{Session: "other", Step: "2", Cwd: e.cwd, Tools: ourTool()}), events.OutcomeAppended, 2)
+}
+
+// TestInvocationBudget: every /name of a large skill appends the skill's
+// instructions; the bytes of a session's invocation records per minute
+// stop at its budget. Beyond it the name is listed as ignored, reason
+// over_budget, and counted; the step's catalog is decided as ever; the
+// budget refills with time.
+func TestInvocationBudget(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.skillDir, "big")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("Follow this rule carefully. ", 700) // about 20 KB
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: big\ndescription: Big.\n---\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.writeSkill("small", "Small.")
+	e.waitSkills("big", "small")
+	clock := newBudgetClock()
+	p := e.start(userInvocationOn, clock.hook, func(c *Config, _ *options) { c.InvocationBytes = 50_000 })
+	w := e.worker()
+	const sid = "invoke-loop"
+	refused := func() float64 { return counter(t, p.m.overBudget.WithLabelValues(budgetInvocationBytes)) }
+	step := 0
+	invoke := func(text string) events.Decision {
+		step++
+		return w.preStep(events.PreStep{Session: sid, Step: fmt.Sprint(step), Cwd: e.cwd, Tools: ourTool(), UserText: []string{text}})
+	}
+	storedBytes := func() int {
+		n := 0
+		for _, m := range e.outputs(sid, events.KindInvocation) {
+			n += len(m.Data)
+		}
+		return n
+	}
+
+	for i := range 2 {
+		d := invoke("/big")
+		if len(d.Invocations) != 1 || d.Ignored != nil || !strings.Contains(d.Invocations[0].Text, strings.TrimSpace(body)) {
+			t.Fatalf("invocation %d within the budget: %d invocations, ignored %+v", i+1, len(d.Invocations), d.Ignored)
+		}
+	}
+	within := storedBytes()
+	if within > 50_000 {
+		t.Fatalf("%d invocation bytes stored, over the budget", within)
+	}
+
+	// Over it: this name and the ones after it are ignored, nothing
+	// appended; the catalog is decided as ever.
+	d := invoke("/big then /small")
+	want := []events.Ignored{{Name: "big", Reason: events.IgnoredOverBudget}, {Name: "small", Reason: events.IgnoredOverBudget}}
+	if len(d.Invocations) != 0 || fmt.Sprint(d.Ignored) != fmt.Sprint(want) || d.Outcome != events.OutcomeUnchanged {
+		t.Fatalf("over the budget: outcome %s, %d invocations, ignored %+v", d.Outcome, len(d.Invocations), d.Ignored)
+	}
+	if got := storedBytes(); got != within {
+		t.Fatalf("%d invocation bytes stored over the budget, want %d", got, within)
+	}
+	if got := refused(); got != 1 {
+		t.Fatalf("%v refusals counted, want 1", got)
+	}
+
+	// A minute later the budget is back.
+	clock.advance(time.Minute)
+	if d := invoke("/big"); len(d.Invocations) != 1 || d.Ignored != nil {
+		t.Fatalf("after a minute: %d invocations, ignored %+v", len(d.Invocations), d.Ignored)
+	}
+}
