@@ -418,10 +418,17 @@ func (p *Processor) publish(ctx context.Context, m *nats.Msg, k events.Kind, sid
 const errCodeWrongLastSequenceConstant jetstream.ErrorCode = 10164
 
 // readOutput reads back the output at seq (the original of a duplicate).
+// An output the stream no longer holds because its limits removed it
+// (evicted) is errEvicted.
 func (p *Processor) readOutput(ctx context.Context, seq uint64) (record, events.Encoding, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	s, err := p.rd.bySeq(rctx, seq)
+	if errors.Is(err, errNoMessage) {
+		if first, ok := p.evictedBelow(rctx, seq); ok {
+			err = fmt.Errorf("%w (the stream now begins at sequence %d): %w", errEvicted, first, err)
+		}
+	}
 	if err != nil {
 		return record{}, 0, fmt.Errorf("read output %d: %w", seq, err)
 	}
@@ -430,4 +437,26 @@ func (p *Processor) readOutput(ctx context.Context, seq uint64) (record, events.
 		return record{}, 0, fmt.Errorf("read output %d: %w", seq, err)
 	}
 	return s, enc, nil
+}
+
+// errEvicted reports an output found by its Msg-Id (a duplicate append)
+// that the stream's limits removed since: it cannot be read back to answer
+// with, and appending it again would give the trigger a second output, so
+// the trigger is answered that its output is gone (the kind's failed
+// answer: for a pre-step, incomplete with code unavailable) and not
+// retried. Once the duplicate window has passed, a new trigger for the
+// same step or call is decided afresh.
+var errEvicted = errors.New("the output was removed from the session log by the stream's limits")
+
+// evictedBelow reports whether the message at seq lies below the stream's
+// first sequence, with that sequence: removed by the stream's limits (or a
+// purge), never to come back. A message merely missing from a replica
+// that has not caught up (direct reads may be answered by any) is not.
+func (p *Processor) evictedBelow(ctx context.Context, seq uint64) (uint64, bool) {
+	s, err := p.js.Stream(ctx, p.cfg.Stream)
+	if err != nil {
+		return 0, false
+	}
+	first := s.CachedInfo().State.FirstSeq
+	return first, first > seq
 }

@@ -96,13 +96,14 @@ func (f fate) String() string {
 //	nil (answered; any append is durable) → ack
 //	ErrRejected (malformed input)         → term, after a rejected/bad_request answer
 //	errTooLarge (output over the message limit) → term, after a too_large answer: permanent
+//	errEvicted (output removed by the stream's limits) → term, after the kind's failed answer
 //	panic                                 → term
 //	anything else (transient)             → retry with a delay, or term at the last delivery (dead letter)
 func fateOf(err error, lastDelivery bool) fate {
 	switch {
 	case err == nil:
 		return fateAck
-	case errors.Is(err, ErrRejected), errors.Is(err, errPanic), errors.Is(err, errTooLarge):
+	case errors.Is(err, ErrRejected), errors.Is(err, errPanic), errors.Is(err, errTooLarge), errors.Is(err, errEvicted):
 		return fateTerm
 	case lastDelivery:
 		return fateTerm
@@ -121,6 +122,8 @@ func termReason(err error) string {
 		return "panic"
 	case errors.Is(err, errTooLarge):
 		return "output too large"
+	case errors.Is(err, errEvicted):
+		return "output evicted"
 	}
 	return "dead letter"
 }

@@ -37,6 +37,7 @@ type metrics struct {
 	searches      *prometheus.CounterVec   // outcome: skill searches answered (appended results)
 	pullRestarts  *prometheus.CounterVec   // reason: pull requests begun again after the server dropped them or the pull loop stalled (consume.go)
 	overBudget    *prometheus.CounterVec   // reason: outputs not appended, over their session's budget (outbudget.go)
+	evicted       *prometheus.CounterVec   // kind: triggers whose output was removed by the stream's limits before it was read back
 
 	// The latency series of each stage, looked up once (zero) rather
 	// than by label at every observation.
@@ -132,6 +133,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Skill search results appended, by outcome: found (matches shown), no_match (none, or an offset past them all), or the error code (bad_request for invalid arguments or a processor without search).", "outcome"),
 		overBudget: newCounterVec("budget_refusals_total",
 			"Outputs not appended because their session was over its budget per minute, by reason: catalog_resends (a full catalog re-sent after a compaction masked it; the pre-step is answered incomplete, reason over_budget), invocation_bytes (a user invocation; listed as ignored, reason over_budget).", "reason"),
+		evicted: newCounterVec("outputs_evicted_total",
+			"Triggers whose output (found by its Msg-Id) was removed by the stream's limits before it could be read back: answered unavailable and not retried.", "kind"),
 	}
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -161,6 +164,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.searches = register(reg, m.searches, &err)
 	m.pullRestarts = register(reg, m.pullRestarts, &err)
 	m.overBudget = register(reg, m.overBudget, &err)
+	m.evicted = register(reg, m.evicted, &err)
 	m.skills.register(reg, &err)
 	if err != nil {
 		return nil, err
@@ -223,6 +227,7 @@ func (m *metrics) zero() {
 		m.duplicates.WithLabelValues(k)
 		m.deadLetters.WithLabelValues(k)
 		m.transient.WithLabelValues(k)
+		m.evicted.WithLabelValues(k)
 	}
 	for _, r := range []string{budgetCatalogResends, budgetInvocationBytes} {
 		m.overBudget.WithLabelValues(r)

@@ -122,6 +122,11 @@ func (p *Processor) handle(ctx context.Context, msg jetstream.Msg) {
 		p.log.Error("output too large for one message; answered with an error, not retried", "subject", msg.Subject(),
 			"seq", t.seq, "err", err)
 		p.answerTooLarge(t, err)
+	case errors.Is(err, errEvicted):
+		p.m.evicted.WithLabelValues(t.handler.label()).Inc()
+		p.log.Warn("trigger's output was removed by the stream's limits; answered, not retried", "subject", msg.Subject(),
+			"seq", t.seq, "err", err)
+		p.answerFailure(t, err)
 	case errors.Is(err, errPanic):
 		p.m.panics.Inc()
 		p.log.Error("panic handling trigger", "subject", msg.Subject(), "seq", t.seq, "err", err)

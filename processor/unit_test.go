@@ -27,6 +27,8 @@ func TestFateOf(t *testing.T) {
 		{"rejected, reply failed too", errors.Join(rejected, transient), false, fateTerm},
 		{"wrapped rejection", fmt.Errorf("pre-step: %w", rejected), false, fateTerm},
 		{"panic", fmt.Errorf("%w: boom", errPanic), false, fateTerm},
+		{"output evicted", fmt.Errorf("read output 7: %w: %w", errEvicted, errNoMessage), false, fateTerm},
+		{"output missing from a replica", fmt.Errorf("read output 7: %w", errNoMessage), false, fateRetry},
 		{"transient", transient, false, fateRetry},
 		{"conflicts exhausted", fmt.Errorf("append: %w", errConflict), false, fateRetry},
 		{"transient at last delivery", transient, true, fateTerm},
