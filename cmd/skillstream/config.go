@@ -83,6 +83,8 @@ type Config struct {
 
 	// What workers may make serve do.
 	MaxTriggerBytes int64
+	CatalogResends  int   // per session per minute; 0: no bound
+	InvocationBytes int64 // per session per minute; 0: no bound
 	ReplyPrefixes   []string
 	AnyOwnerInbox   bool // --any-owner-inbox
 	CwdRoots        []string
@@ -260,6 +262,10 @@ func (c *Config) securityFlags(cmd *command) {
 	cmd.group("Untrusted workers")
 	cmd.cfgBytes(&c.MaxTriggerBytes, "max-trigger-bytes", processor.DefaultMaxTriggerBytes,
 		"refuse a pre-step or skill call whose payload is larger than this `size`, before decoding it; 1KiB to 1MiB")
+	cmd.cfgInt(&c.CatalogResends, "catalog-resends", processor.DefaultCatalogResends,
+		"full catalogs a session may be sent again per minute after a compaction masked its catalog, by each instance; over it the pre-step appends nothing and is answered incomplete, reason over_budget (0: no bound)")
+	cmd.cfgBytes(&c.InvocationBytes, "invocation-bytes", processor.DefaultInvocationBytes,
+		"`size` of the skill.invocation records (/name) a session may have appended per minute, by each instance; over it a name is ignored, reason over_budget (0: no bound)")
 	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",
 		"answer only on Reply-Inbox `subject`s under this prefix (default _INBOX.); the session stream, $-subjects and skillstream.* are always refused; repeatable")
 	cmd.cfgBool(&c.AnyOwnerInbox, "any-owner-inbox", false,

@@ -26,6 +26,8 @@ func (c *Config) processorConfig() processor.Config {
 		MaxBytes:        c.MaxBytes.processor(),
 		MaxMsgSize:      int32(min(c.MaxMsgSize.processor(), math.MaxInt32)),
 		MaxTriggerBytes: int(c.MaxTriggerBytes),
+		CatalogResends:  noLimitIfZero(c.CatalogResends),
+		InvocationBytes: noLimitIfZero(c.InvocationBytes),
 		DuplicateWindow: c.DuplicateWindow,
 		Workers:         c.Workers,
 		MaxTriggerRate:  float64(c.MaxTriggerRate),
@@ -39,4 +41,14 @@ func (c *Config) processorConfig() processor.Config {
 		InboxPrefix:     c.InboxPrefix,
 		SkillLabelLimit: c.MetricsSkillLimit,
 	}.WithDefaults()
+}
+
+// noLimitIfZero is a flag's bound as processor.Config takes it: the flag's
+// 0 (no bound) is processor.NoLimit, since the processor's 0 is its
+// default.
+func noLimitIfZero[T int | int64](v T) T {
+	if v == 0 {
+		return processor.NoLimit
+	}
+	return v
 }
