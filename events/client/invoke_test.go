@@ -1,6 +1,8 @@
 package client
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -46,5 +48,32 @@ func TestPreStepUserInvocation(t *testing.T) {
 	}
 	if n := len(w.stored("inv", events.KindInvocation)); n != 1 {
 		t.Fatalf("%d invocations stored, want 1", n)
+	}
+}
+
+// Invocations reads an invocation with the instructions twice (as records
+// were written before) and once (in its text only, as they are appended
+// now) alike: the committed wire fixtures of both forms give the same
+// Invocation.
+func TestInvocationsReadBothForms(t *testing.T) {
+	read := func(name string) Invocation {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("..", "testdata", name+".msgpack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := events.DecodeSkillInvocation(events.Msgpack, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := Invocations(events.Decision{Invocations: []events.SkillInvocation{inv}})
+		return got[0]
+	}
+	old, now := read("skillinvocation-twocopies"), read("skillinvocation")
+	if !reflect.DeepEqual(old, now) {
+		t.Fatalf("the two forms read differently:\n%+v\n%+v", old, now)
+	}
+	if now.Value.Content != "# PDF tools\n\nUse pdftotext." || !strings.Contains(now.Text, "<skill_instructions>\n# PDF tools") {
+		t.Fatalf("invocation %+v", now)
 	}
 }

@@ -8,6 +8,7 @@ import { join } from "node:path";
 
 import { decode, encode } from "../src/codec.js";
 import { checkPayload } from "../src/schema.js";
+import { withContent } from "../src/index.js";
 import type { Decision, PreStep, ToolResult } from "../src/index.js";
 import { repoRoot } from "./helpers.js";
 
@@ -29,6 +30,21 @@ test("the msgpack fixtures decode to the JSON fixtures, and encode back to the s
     const json = JSON.parse(readFileSync(join(testdata, f.replace(/\.msgpack$/, ".json")), "utf8"));
     assert.deepEqual(decode("msgpack", bytes), json, f);
     assert.equal(Buffer.compare(Buffer.from(encode("msgpack", json)), bytes), 0, `${f}: encoding differs`);
+  }
+});
+
+test("an invocation reads the same with the instructions twice (as written before) or once (in its text only)", () => {
+  type Inv = { text: string; value: { content?: string } };
+  for (const ext of [".json", ".msgpack"]) {
+    const read = (name: string): Inv => {
+      const b = readFileSync(join(testdata, name + ext));
+      return (ext === ".json" ? JSON.parse(b.toString("utf8")) : decode("msgpack", b)) as Inv;
+    };
+    const old = read("skillinvocation-twocopies");
+    const now = read("skillinvocation");
+    assert.equal(now.value.content, undefined, `${ext}: the record carries value.content`);
+    assert.deepEqual(withContent(now), withContent(old), ext);
+    assert.equal(withContent(now).value.content, "# PDF tools\n\nUse pdftotext.", ext);
   }
 });
 
