@@ -196,7 +196,16 @@
 // first, so a retry or a redelivery (also one interrupted between the
 // catalog and the invocations) appends only what is missing and answers
 // with all of them. Invocations are neither catalogs nor heads: the catalog
-// history, the head reads and the view rule never look at them.
+// history, the head reads and the view rule never look at them. A record
+// carries the instructions once, in its text (its value leaves content
+// out; events.SkillInvocation.WithContent reads either form alike).
+//
+// What a session's triggers make a member append is budgeted per session
+// and per minute (outbudget.go): full catalogs sent again because a
+// compaction masked the session's list (Config.CatalogResends) and the
+// bytes of invocation records (Config.InvocationBytes). Over it nothing is
+// appended: the pre-step is answered "incomplete", reason over_budget, an
+// invocation listed as ignored, reason over_budget.
 //
 // A skill call (tool.call.skill) follows the same steps: decode, validate,
 // deadline, read the session, answer from the newest tool.result if it is
@@ -307,6 +316,9 @@
 //	panic while handling               → Term, answered "unavailable"
 //	output too large for one message   → Term, answered "too_large" (permanent:
 //	                                    the same trigger gives the same output)
+//	output evicted by the stream's     → Term, answered "unavailable" (its Msg-Id
+//	limits before it was read back        still names it: a second output would
+//	                                    break exactly-once)
 //	anything else (NATS timeouts, ...) → NakWithDelay (NakDelay doubling,
 //	                                    at most AckWait); at the last delivery
 //	                                    (MaxDeliver): dead letter
