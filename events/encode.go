@@ -347,6 +347,10 @@ func NewCatalogBody(text string, source CatalogSource) (*CatalogBody, error) {
 	return &CatalogBody{text: text, source: source, raw: buf.Bytes()}, nil
 }
 
+// Size is the length of the body's encoding: a record made of it is that
+// and the few bytes of its per-session fields.
+func (b *CatalogBody) Size() int { return len(b.raw) }
+
 // Catalog returns the catalog record of this body for one session's step.
 // Its source shares the body's entries, which must not be modified.
 func (b *CatalogBody) Catalog(session, step, id string) Catalog {

@@ -102,9 +102,10 @@ const (
 	// none, or the reverse).
 	ReasonMemberServesOtherStore = "member_serves_other_store"
 	// ReasonOverBudget (outcome incomplete): the pre-step would have sent
-	// the session's catalog again (a compaction masked it), but the
-	// session has had as many re-sent catalogs this minute as the
-	// processor allows. Nothing was appended; a later step sends it.
+	// the session a catalog (its list again, after a compaction masked it,
+	// or a change of its list), but the session has had as many catalogs
+	// this minute as the processor allows. Nothing was appended; the
+	// model keeps what it sees, and a later step sends it.
 	ReasonOverBudget = "over_budget"
 )
 

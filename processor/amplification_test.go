@@ -13,9 +13,10 @@ import (
 
 // TestOutputAmplification measures what a worker looping on one session
 // makes the server store, per byte it publishes (payloads): a loop of
-// compaction then pre-step (each pre-step re-sends the whole catalog), and
-// a loop of pre-steps whose userText invokes a large skill (/big). It
-// logs the figures; run it with
+// compaction then pre-step (each pre-step re-sends the whole catalog), a
+// loop of pre-steps whose userText invokes a large skill (/big), and a
+// loop that shows and hides the skill tool in turn (real changes of the
+// list: only their bytes are budgeted). It logs the figures; run it with
 //
 //	SKILLSTREAM_AMPLIFICATION=1 go test ./processor -run TestOutputAmplification -count=1 -v
 //
@@ -49,7 +50,7 @@ func TestOutputAmplification(t *testing.T) {
 			e.start(userInvocationOn, newBudgetClock().hook, func(c *Config, _ *options) {
 				c.Catalog.MaxLength = 0 // the whole catalog
 				if !budget {
-					c.CatalogResends, c.InvocationBytes = NoLimit, NoLimit
+					c.CatalogResends, c.CatalogBytes, c.InvocationBytes = NoLimit, NoLimit, NoLimit
 				}
 			})
 			w := e.worker()
@@ -102,6 +103,18 @@ func TestOutputAmplification(t *testing.T) {
 				w.preStep(ps)
 				return size(ps)
 			})
+			// Not budgeted: the skill tool shown and hidden in turn, so
+			// that every step changes the list (the catalog, then the
+			// tombstone).
+			loop("tool toggle loop", func(i int) int {
+				tools := ourTool()
+				if i%2 == 1 {
+					tools = []events.Tool{{Name: "bash", Owner: "agent"}}
+				}
+				ps := events.PreStep{V: 1, Session: "toggle", Step: fmt.Sprint(i), Cwd: e.cwd, Tools: tools}
+				w.preStep(ps)
+				return size(ps)
+			})
 			if !budget {
 				return
 			}
@@ -116,6 +129,15 @@ func TestOutputAmplification(t *testing.T) {
 			}
 			if n > DefaultInvocationBytes {
 				t.Errorf("%d invocation bytes stored by the /name loop, over the budget of %d", n, DefaultInvocationBytes)
+			}
+			n = 0
+			for i, m := range e.outputs("toggle", events.KindCatalog) {
+				if i > 0 {
+					n += len(m.Data)
+				}
+			}
+			if n > DefaultCatalogBytes {
+				t.Errorf("%d bytes of catalogs after the first stored by the toggle loop, over the budget of %d", n, DefaultCatalogBytes)
 			}
 		})
 	}

@@ -44,7 +44,7 @@ const (
 )
 
 // Defaults of the output budget per session (Config.CatalogResends,
-// Config.InvocationBytes; see outbudget.go).
+// Config.CatalogBytes, Config.InvocationBytes; see outbudget.go).
 //
 // An honest session re-sends its catalog only after a compaction that did
 // not keep it (the clients keep it), and compacts when its context is
@@ -52,12 +52,19 @@ const (
 // once six are spent) is many times that, while a compact-and-step loop
 // is held to six catalogs a minute instead of one per step.
 //
+// Every catalog after a session's first is a change of its list (or a
+// re-send): the skills changed, the tool was shown or hidden, the working
+// directory moved. A catalog under the default size limit is at most about
+// 100 KB; 4 MiB a minute is forty of those, where an honest session sees a
+// change of its skills now and then.
+//
 // A user invokes a skill by typing /name, a few times a minute at most;
 // an invocation record is about the skill's instructions (256 KiB at most
 // under the default instruction size limit). 4 MiB a minute is sixteen of
 // the largest, or hundreds of usual ones.
 const (
 	DefaultCatalogResends  = 6
+	DefaultCatalogBytes    = 4 << 20
 	DefaultInvocationBytes = 4 << 20
 )
 
@@ -259,6 +266,13 @@ type Config struct {
 	// pre-step is answered "incomplete" with reason over_budget and
 	// nothing is appended; the model keeps what it was shown.
 	CatalogResends int
+	// CatalogBytes bounds the bytes of the catalogs appended per session
+	// per minute after the session's first, by this member: every change
+	// of its list and every re-send (default DefaultCatalogBytes; NoLimit:
+	// no bound). Over it the pre-step is answered "incomplete" with reason
+	// over_budget and nothing is appended; the model keeps what it was
+	// shown, and a later step sends the change.
+	CatalogBytes int64
 	// InvocationBytes bounds the bytes of skill.invocation records
 	// appended per session per minute, by this member (default
 	// DefaultInvocationBytes; NoLimit: no bound). An invocation over it is
@@ -334,6 +348,9 @@ func (c Config) WithDefaults() Config {
 	if c.CatalogResends == 0 {
 		c.CatalogResends = DefaultCatalogResends
 	}
+	if c.CatalogBytes == 0 {
+		c.CatalogBytes = DefaultCatalogBytes
+	}
 	if c.InvocationBytes == 0 {
 		c.InvocationBytes = DefaultInvocationBytes
 	}
@@ -386,6 +403,8 @@ func (c Config) Validate() error {
 		return bad("workers %d: want at least 1", c.Workers)
 	case c.CatalogResends < 0 && c.CatalogResends != NoLimit:
 		return bad("catalog resends %d per session per minute is negative (NoLimit is %d)", c.CatalogResends, NoLimit)
+	case c.CatalogBytes < 0 && c.CatalogBytes != NoLimit:
+		return bad("catalog bytes %d per session per minute is negative (NoLimit is %d)", c.CatalogBytes, NoLimit)
 	case c.InvocationBytes < 0 && c.InvocationBytes != NoLimit:
 		return bad("invocation bytes %d per session per minute is negative (NoLimit is %d)", c.InvocationBytes, NoLimit)
 	case c.MaxTriggerRate < 0 || math.IsNaN(c.MaxTriggerRate) || math.IsInf(c.MaxTriggerRate, 0):

@@ -202,8 +202,9 @@
 //
 // What a session's triggers make a member append is budgeted per session
 // and per minute (outbudget.go): full catalogs sent again because a
-// compaction masked the session's list (Config.CatalogResends) and the
-// bytes of invocation records (Config.InvocationBytes). Over it nothing is
+// compaction masked the session's list (Config.CatalogResends), the bytes
+// of the catalogs after its first (Config.CatalogBytes) and the bytes of
+// invocation records (Config.InvocationBytes). Over it nothing is
 // appended: the pre-step is answered "incomplete", reason over_budget, an
 // invocation listed as ignored, reason over_budget.
 //

@@ -132,7 +132,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		searches: newCounterVec("skill_searches_total",
 			"Skill search results appended, by outcome: found (matches shown), no_match (none, or an offset past them all), or the error code (bad_request for invalid arguments or a processor without search).", "outcome"),
 		overBudget: newCounterVec("budget_refusals_total",
-			"Outputs not appended because their session was over its budget per minute, by reason: catalog_resends (a full catalog re-sent after a compaction masked it; the pre-step is answered incomplete, reason over_budget), invocation_bytes (a user invocation; listed as ignored, reason over_budget).", "reason"),
+			"Outputs not appended because their session was over its budget per minute, by reason: catalog_resends (a full catalog re-sent after a compaction masked it), catalog_bytes (the bytes of the catalogs after the session's first; both answered incomplete, reason over_budget), invocation_bytes (a user invocation; listed as ignored, reason over_budget).", "reason"),
 		evicted: newCounterVec("outputs_evicted_total",
 			"Triggers whose output (found by its Msg-Id) was removed by the stream's limits before it could be read back: answered unavailable and not retried.", "kind"),
 	}
@@ -229,7 +229,7 @@ func (m *metrics) zero() {
 		m.transient.WithLabelValues(k)
 		m.evicted.WithLabelValues(k)
 	}
-	for _, r := range []string{budgetCatalogResends, budgetInvocationBytes} {
+	for _, r := range []string{budgetCatalogResends, budgetCatalogBytes, budgetInvocationBytes} {
 		m.overBudget.WithLabelValues(r)
 	}
 	for _, r := range rejectReasons {

@@ -23,15 +23,20 @@ import (
 //     session's first catalog and catalogs with another list (the skills
 //     changed, the tool was shown or hidden, the working directory
 //     moved) are not counted.
+//   - Catalog bytes (Config.CatalogBytes): the bytes of every catalog
+//     appended after the session's first, re-sent or not: a worker that
+//     shows and hides the skill tool in turn (or moves between two working
+//     directories) changes the list at every step, and each change is a
+//     full catalog (or a change list).
 //   - Invocation bytes (Config.InvocationBytes): the bytes of the
 //     skill.invocation records appended, each holding a skill's whole
 //     instructions for a /name of a few bytes.
 //
 // Each is a token bucket per session, full at first, holding at most one
 // minute's worth and refilled at that rate. Over it, nothing is appended:
-// a pre-step whose re-sent catalog is over budget is answered "incomplete"
-// with reason over_budget (the model keeps what it was shown; the next
-// step within budget sends the catalog), and an invocation over budget is
+// a pre-step whose catalog is over budget is answered "incomplete" with
+// reason over_budget (the model keeps what it was shown; the next step
+// within budget sends the catalog), and an invocation over budget is
 // listed as ignored with reason over_budget. Neither changes any text the
 // model sees. Refusals are counted (budget_refusals_total, by reason).
 //
@@ -50,28 +55,32 @@ const outputBudgetSessions = 1 << 16
 // Budget refusal reasons, the label of budget_refusals_total.
 const (
 	budgetCatalogResends  = "catalog_resends"
+	budgetCatalogBytes    = "catalog_bytes"
 	budgetInvocationBytes = "invocation_bytes"
 )
 
 // outputBudget is the per-session output budget of one member.
 type outputBudget struct {
-	catalogs    float64 // catalogs re-sent per minute; 0: no bound
-	invocations float64 // invocation bytes per minute; 0: no bound
-	sessions    *lru.Cache[string, *spending]
+	catalogs     float64 // catalogs re-sent per minute; 0: no bound
+	catalogBytes float64 // bytes of catalogs after the first per minute; 0: no bound
+	invocations  float64 // invocation bytes per minute; 0: no bound
+	sessions     *lru.Cache[string, *spending]
 }
 
-// spending is one session's two buckets.
+// spending is one session's buckets.
 type spending struct {
-	mu          sync.Mutex
-	last        time.Time
-	catalogs    float64
-	invocations float64
+	mu           sync.Mutex
+	last         time.Time
+	catalogs     float64
+	catalogBytes float64
+	invocations  float64
 }
 
 // newOutputBudget returns the budget of cfg (after WithDefaults); NoLimit
 // leaves a part unbounded.
-func newOutputBudget(catalogs int, invocationBytes int64) *outputBudget {
-	b := &outputBudget{catalogs: max(float64(catalogs), 0), invocations: max(float64(invocationBytes), 0)}
+func newOutputBudget(cfg Config) *outputBudget {
+	b := &outputBudget{catalogs: max(float64(cfg.CatalogResends), 0), catalogBytes: max(float64(cfg.CatalogBytes), 0),
+		invocations: max(float64(cfg.InvocationBytes), 0)}
 	b.sessions, _ = lru.New[string, *spending](outputBudgetSessions)
 	return b
 }
@@ -80,7 +89,7 @@ func newOutputBudget(catalogs int, invocationBytes int64) *outputBudget {
 func (b *outputBudget) of(sid string, now time.Time) *spending {
 	s, ok := b.sessions.Get(sid)
 	if !ok {
-		s = &spending{last: now, catalogs: b.catalogs, invocations: b.invocations}
+		s = &spending{last: now, catalogs: b.catalogs, catalogBytes: b.catalogBytes, invocations: b.invocations}
 		if prev, found, _ := b.sessions.PeekOrAdd(sid, s); found {
 			s = prev
 		}
@@ -89,6 +98,7 @@ func (b *outputBudget) of(sid string, now time.Time) *spending {
 	if d := now.Sub(s.last); d > 0 {
 		per := d.Minutes()
 		s.catalogs = min(b.catalogs, s.catalogs+per*b.catalogs)
+		s.catalogBytes = min(b.catalogBytes, s.catalogBytes+per*b.catalogBytes)
 		s.invocations = min(b.invocations, s.invocations+per*b.invocations)
 		s.last = now
 	}
@@ -113,6 +123,29 @@ func (b *outputBudget) resent(sid string, now time.Time) {
 	}
 	s := b.of(sid, now)
 	s.catalogs--
+	s.mu.Unlock()
+}
+
+// catalogBytesAllowed reports whether n more bytes of catalogs after its
+// first fit in the session's budget (a peek: catalogSent spends them once
+// appended). A catalog larger than the whole budget is let through when
+// the budget is full, so that no catalog is refused for good.
+func (b *outputBudget) catalogBytesAllowed(sid string, n int, now time.Time) bool {
+	if b.catalogBytes == 0 {
+		return true
+	}
+	s := b.of(sid, now)
+	defer s.mu.Unlock()
+	return s.catalogBytes >= float64(n) || s.catalogBytes >= b.catalogBytes
+}
+
+// catalogSent spends n bytes of catalogs after its first.
+func (b *outputBudget) catalogSent(sid string, n int, now time.Time) {
+	if b.catalogBytes == 0 {
+		return
+	}
+	s := b.of(sid, now)
+	s.catalogBytes -= float64(n)
 	s.mu.Unlock()
 }
 

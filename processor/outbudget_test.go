@@ -178,3 +178,83 @@ func TestInvocationBudget(t *testing.T) {
 		t.Fatalf("after a minute: %d invocations, ignored %+v", len(d.Invocations), d.Ignored)
 	}
 }
+
+// TestCatalogBytesBudget: a worker that shows and hides the skill tool in
+// turn changes the session's list at every step, and each change is a
+// full catalog (then a tombstone). The bytes of the catalogs after the
+// session's first stop at its budget: beyond it the pre-step is answered
+// incomplete, reason over_budget, nothing appended, the refusal counted;
+// the budget refills with time.
+func TestCatalogBytesBudget(t *testing.T) {
+	e := newEnv(t)
+	var names []string
+	for i := range 20 {
+		name := fmt.Sprintf("skill-%02d", i)
+		e.writeSkill(name, strings.Repeat(fmt.Sprintf("Does task %d with care. ", i), 10))
+		names = append(names, name)
+	}
+	e.waitSkills(names...)
+	clock := newBudgetClock()
+	const budget = 20_000
+	p := e.start(clock.hook, func(c *Config, _ *options) { c.CatalogBytes = budget })
+	w := e.worker()
+	const sid = "toggle-loop"
+	hidden := []events.Tool{{Name: "bash", Owner: "agent"}}
+	step := 0
+	pre := func() events.Decision {
+		step++
+		tools := ourTool()
+		if step%2 == 0 {
+			tools = hidden
+		}
+		return w.preStep(events.PreStep{Session: sid, Step: fmt.Sprint(step), Cwd: e.cwd, Tools: tools})
+	}
+	sentAfterFirst := func() int {
+		n := 0
+		for i, m := range e.outputs(sid, events.KindCatalog) {
+			if i > 0 {
+				n += len(m.Data)
+			}
+		}
+		return n
+	}
+	first := pre()
+	e.expect(first, events.OutcomeAppended, 1)
+	refusals := 0
+	for range 20 {
+		d := pre()
+		switch d.Outcome {
+		case events.OutcomeAppended:
+			if refusals > 0 {
+				t.Fatalf("step %s appended after a refusal, with the clock standing still", d.Step)
+			}
+		case events.OutcomeUnchanged: // the model kept the tombstone: hiding it again changes nothing
+			if refusals == 0 {
+				t.Fatalf("step %s unchanged before any refusal", d.Step)
+			}
+		case events.OutcomeIncomplete:
+			if d.Reason != events.ReasonOverBudget || d.Catalog != nil {
+				t.Fatalf("step %s: %+v", d.Step, d)
+			}
+			refusals++
+		default:
+			t.Fatalf("step %s: outcome %s", d.Step, d.Outcome)
+		}
+	}
+	if refusals == 0 || step-1-refusals < 2 {
+		t.Fatalf("%d of %d changes refused: want the first ones sent and the rest refused", refusals, step-1)
+	}
+	if n := sentAfterFirst(); n > budget {
+		t.Fatalf("%d bytes of catalogs sent after the first, over the budget of %d", n, budget)
+	}
+	if got := counter(t, p.m.overBudget.WithLabelValues(budgetCatalogBytes)); got != float64(refusals) {
+		t.Fatalf("%v refusals counted, want %d", got, refusals)
+	}
+	clock.advance(time.Minute)
+	if (step+1)%2 == 0 { // the next step must show the tool: the catalog is the change
+		step++
+	}
+	if d := pre(); d.Outcome != events.OutcomeAppended {
+		t.Fatalf("a minute later: %+v", d)
+	}
+}

@@ -326,6 +326,12 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if err != nil {
 		return built[events.Decision]{}, fmt.Errorf("encode catalog: %w", err)
 	}
+	if d.Update != catalog.UpdateInitial && !p.spent.catalogBytesAllowed(t.sid, body.Size(), p.budgetNow()) {
+		// Changes of the list (or re-sends) too large for the session's
+		// budget this minute: the model keeps what it sees.
+		p.m.overBudget.WithLabelValues(budgetCatalogBytes).Inc()
+		return s.without(events.OutcomeIncomplete, events.ReasonOverBudget), nil
+	}
 	out := catalogOutput{body: body, session: t.sid, step: ps.Step, id: outputID(t.sid, ps.Step, events.KindCatalog)}
 	cat := out.catalog()
 	s.cat = &cat
@@ -356,6 +362,9 @@ func (s *preStepPlan) appended(a appended) {
 	p.recognised.remember(a.seq, subject, a.data, rc)
 	if s.resend {
 		p.spent.resent(t.sid, p.budgetNow())
+	}
+	if s.cat.Source.Update != string(catalog.UpdateInitial) {
+		p.spent.catalogSent(t.sid, len(a.data), p.budgetNow())
 	}
 	s.data, s.answerSeq = a.data, a.seq
 	s.appendedChain(a)

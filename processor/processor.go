@@ -49,7 +49,7 @@ type Processor struct {
 	kinds        map[events.Kind]kindHandler // the kinds consumed (trigger.go)
 	inflight     *budget                     // Config.InflightBytes
 	rate         *triggerRate                // Config.MaxTriggerRate
-	spent        *outputBudget               // Config.CatalogResends, InvocationBytes (outbudget.go)
+	spent        *outputBudget               // Config.CatalogResends, CatalogBytes, InvocationBytes (outbudget.go)
 	limit        messageLimit                // the largest output; the stream's part is known once provisioned
 	streamLimits StreamLimits                // the stream's, once provisioned (provision.go)
 	prepared     jetstream.Consumer          // the consumer, once Prepare succeeded
@@ -124,7 +124,7 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		headMin:    catalogHeadMin,
 		inflight:   newBudget(cfg.InflightBytes),
 		rate:       newTriggerRate(cfg.MaxTriggerRate),
-		spent:      newOutputBudget(cfg.CatalogResends, cfg.InvocationBytes),
+		spent:      newOutputBudget(cfg),
 		limit:      newMessageLimit(nc.MaxPayload(), 0),
 		cwds:       newCwdRoots(cfg.CwdRoots),
 

@@ -84,6 +84,7 @@ type Config struct {
 	// What workers may make serve do.
 	MaxTriggerBytes int64
 	CatalogResends  int   // per session per minute; 0: no bound
+	CatalogBytes    int64 // per session per minute; 0: no bound
 	InvocationBytes int64 // per session per minute; 0: no bound
 	ReplyPrefixes   []string
 	AnyOwnerInbox   bool // --any-owner-inbox
@@ -264,6 +265,8 @@ func (c *Config) securityFlags(cmd *command) {
 		"refuse a pre-step or skill call whose payload is larger than this `size`, before decoding it; 1KiB to 1MiB")
 	cmd.cfgInt(&c.CatalogResends, "catalog-resends", processor.DefaultCatalogResends,
 		"full catalogs a session may be sent again per minute after a compaction masked its catalog, by each instance; over it the pre-step appends nothing and is answered incomplete, reason over_budget (0: no bound)")
+	cmd.cfgBytes(&c.CatalogBytes, "catalog-bytes", processor.DefaultCatalogBytes,
+		"`size` of the catalogs a session may have appended per minute after its first (changes of its list and re-sends), by each instance; over it the pre-step appends nothing and is answered incomplete, reason over_budget (0: no bound)")
 	cmd.cfgBytes(&c.InvocationBytes, "invocation-bytes", processor.DefaultInvocationBytes,
 		"`size` of the skill.invocation records (/name) a session may have appended per minute, by each instance; over it a name is ignored, reason over_budget (0: no bound)")
 	cmd.cfgList(&c.ReplyPrefixes, "reply-prefix",

@@ -27,6 +27,7 @@ func (c *Config) processorConfig() processor.Config {
 		MaxMsgSize:      int32(min(c.MaxMsgSize.processor(), math.MaxInt32)),
 		MaxTriggerBytes: int(c.MaxTriggerBytes),
 		CatalogResends:  noLimitIfZero(c.CatalogResends),
+		CatalogBytes:    noLimitIfZero(c.CatalogBytes),
 		InvocationBytes: noLimitIfZero(c.InvocationBytes),
 		DuplicateWindow: c.DuplicateWindow,
 		Workers:         c.Workers,
