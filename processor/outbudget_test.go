@@ -258,3 +258,60 @@ func TestCatalogBytesBudget(t *testing.T) {
 		t.Fatalf("a minute later: %+v", d)
 	}
 }
+
+// The buckets: full at first, refilled at their rate per minute up to a
+// minute's worth, a part configured NoLimit never refuses, an invocation
+// larger than the whole budget goes when the budget is full, and a refund
+// gives back what a duplicate did not store.
+func TestOutputBudgetBuckets(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := newOutputBudget(Config{CatalogResends: 2, CatalogBytes: 1000, InvocationBytes: 100})
+	for i := range 2 {
+		if !b.catalogAllowed("s", t0) {
+			t.Fatalf("re-send %d refused", i+1)
+		}
+		b.resent("s", t0)
+	}
+	if b.catalogAllowed("s", t0) || !b.catalogAllowed("other", t0) {
+		t.Fatal("the third re-send of s allowed, or another session's refused")
+	}
+	if !b.catalogAllowed("s", t0.Add(30*time.Second)) {
+		t.Fatal("half a minute later, no re-send back")
+	}
+	if !b.catalogAllowed("s", t0.Add(time.Hour)) {
+		t.Fatal("an hour later, none")
+	}
+	b.resent("s", t0.Add(time.Hour))
+	b.resent("s", t0.Add(time.Hour))
+	if b.catalogAllowed("s", t0.Add(time.Hour)) {
+		t.Fatal("the bucket held more than a minute's worth")
+	}
+
+	if !b.catalogBytesAllowed("c", 5000, t0) {
+		t.Fatal("a catalog larger than the whole budget refused with the budget full")
+	}
+	b.catalogSent("c", 5000, t0)
+	if b.catalogBytesAllowed("c", 10, t0.Add(4*time.Minute)) || !b.catalogBytesAllowed("c", 10, t0.Add(5*time.Minute)) {
+		t.Fatal("the debt of a large catalog is not paid back at the budget's rate")
+	}
+
+	if !b.takeInvocation("i", 60, t0) || b.takeInvocation("i", 60, t0) {
+		t.Fatal("invocations: want the first 60 bytes taken and the next 60 refused")
+	}
+	b.refundInvocation("i", 60, t0)
+	if !b.takeInvocation("i", 60, t0) {
+		t.Fatal("a refund was not given back")
+	}
+	if !b.takeInvocation("big", 500, t0) {
+		t.Fatal("an invocation larger than the budget refused with the budget full")
+	}
+
+	free := newOutputBudget(Config{CatalogResends: NoLimit, CatalogBytes: NoLimit, InvocationBytes: NoLimit})
+	for range 100 {
+		free.resent("s", t0)
+		free.catalogSent("s", 1<<20, t0)
+		if !free.catalogAllowed("s", t0) || !free.catalogBytesAllowed("s", 1<<20, t0) || !free.takeInvocation("s", 1<<20, t0) {
+			t.Fatal("a budget without bounds refused")
+		}
+	}
+}
