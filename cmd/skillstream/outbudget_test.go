@@ -87,14 +87,3 @@ func TestOutputBudgetShippedTenants(t *testing.T) {
 		t.Errorf("metrics count refusals for globex:\n%s", grepLines(string(body), "budget_refusals"))
 	}
 }
-
-// grepLines returns the lines of s holding sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
