@@ -13,6 +13,7 @@ import (
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/supervise"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -95,9 +96,13 @@ type Config struct {
 	MCP MCPConfig
 
 	// Operations.
-	MetricsListen string
-	LogFormat     string
-	LogLevel      string
+	MetricsListen    string
+	MetricsTokenFile string // bearer token /metrics and /readyz require; "" = none
+	LogFormat        string
+	LogLevel         string
+	// StartRetryMin and StartRetryMax bound the wait before a processor
+	// (a tenant's) whose start failed is started again (serve).
+	StartRetryMin, StartRetryMax time.Duration
 
 	// MetricsSkillLimit bounds the skill label values of the per-skill metrics.
 	MetricsSkillLimit int
@@ -284,7 +289,10 @@ func (c *Config) opsFlags(cmd *command, metrics bool) {
 	cmd.group("Operations")
 	if metrics {
 		cmd.cfgString(&c.MetricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `address` (off when empty)")
+		cmd.cfgString(&c.MetricsTokenFile, "metrics-token-file", "", "`file` holding a bearer token that /metrics and /readyz then require (Authorization: Bearer); /healthz stays open")
 		cmd.cfgInt(&c.MetricsSkillLimit, "metrics-skill-limit", processorDefaults().SkillLabelLimit, "distinct skill `names` with series of their own in skill_loads_total and skill_invocations_total; later ones count as _other")
+		cmd.cfgDuration(&c.StartRetryMin, "start-retry-min", supervise.DefaultBackoffMin, "first wait before a processor (a tenant's) whose start failed is started again; it doubles after each failure")
+		cmd.cfgDuration(&c.StartRetryMax, "start-retry-max", supervise.DefaultBackoffMax, "longest wait before a processor whose start failed is started again")
 	}
 	cmd.cfgString(&c.LogFormat, "log-format", "text", "log `format`: text or json")
 	cmd.cfgString(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -385,6 +393,9 @@ func (c *Config) validateServe() error {
 		if err := checkAddr("--metrics-listen", c.MetricsListen); err != nil {
 			return err
 		}
+	}
+	if c.StartRetryMin <= 0 || c.StartRetryMax < c.StartRetryMin {
+		return usagef("--start-retry-min %v, --start-retry-max %v: want a positive minimum and a maximum at least as long", c.StartRetryMin, c.StartRetryMax)
 	}
 	if err := c.validateLimits(); err != nil {
 		return err

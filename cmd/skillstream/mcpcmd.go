@@ -15,6 +15,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	mcpserver "github.com/skillstream/skillstream/processor/mcp"
+	"github.com/skillstream/skillstream/processor/supervise"
 	"github.com/skillstream/skillstream/providers/search"
 )
 
@@ -80,7 +81,7 @@ func (c *Config) validateMCP() (token string, err error) {
 		if c.Tenants != "" {
 			return "", usagef("--mcp-token-file is not used with --tenants: each tenant's hosts send the token its mcp_token_env names")
 		}
-		if token, err = readToken(m.TokenFile); err != nil {
+		if token, err = readToken("--mcp-token-file", m.TokenFile); err != nil {
 			return "", err
 		}
 	}
@@ -105,22 +106,23 @@ func (c *Config) validateMCP() (token string, err error) {
 	return token, nil
 }
 
-// readToken reads a bearer token file: one line, surrounding space ignored.
-func readToken(path string) (string, error) {
+// readToken reads the bearer token file path of flag: one line,
+// surrounding space ignored.
+func readToken(flag, path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", usagef("--mcp-token-file: %v", err)
+		return "", usagef("%s: %v", flag, err)
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
-		return "", usagef("--mcp-token-file %s: must be a regular file of at most 4096 bytes", path)
+		return "", usagef("%s %s: must be a regular file of at most 4096 bytes", flag, path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", usagef("--mcp-token-file: %v", err)
+		return "", usagef("%s: %v", flag, err)
 	}
 	tok := strings.TrimSpace(string(data))
 	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
-		return "", usagef("--mcp-token-file %s: must hold one token (no spaces), got %d bytes", path, len(data))
+		return "", usagef("%s %s: must hold one token (no spaces), got %d bytes", flag, path, len(data))
 	}
 	return tok, nil
 }
@@ -138,10 +140,13 @@ type mcpHTTP struct {
 
 // startMCPUnits creates serve's MCP front door for its processors: the
 // one registry without tenants; with them, each tenant's registry behind
-// that tenant's bearer token (mcp_token_env in the tenants file).
+// that tenant's bearer token (mcp_token_env in the tenants file). It is
+// made before the processors start: a unit's registry reaches it once
+// that unit's start built it (until then its hosts are told that the
+// tenant is not served yet).
 func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logger, metrics *prometheus.Registry, version string) (*mcpHTTP, error) {
 	if units[0].tenant == "" {
-		return c.startMCP(units[0].reg, units[0].index, token, log, metrics, version)
+		return c.startMCP(units[0].late, c.mcpSearch(units[0].late), token, log, metrics, version)
 	}
 	if token != "" {
 		return nil, usagef("--mcp-token-file is not used with --tenants: each tenant's hosts use the token its mcp_token_env names")
@@ -151,8 +156,8 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 		if u.mcpToken == "" {
 			return nil, usagef("--mcp-listen with --tenants: tenant %s has no mcp_token_env in %s (each tenant's hosts need a token of their own)", u.tenant, c.Tenants)
 		}
-		cfg := c.mcpConfig(u.index, log.With("tenant", u.tenant), prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics), version)
-		srv, err := mcpserver.New(u.reg, cfg)
+		cfg := c.mcpConfig(c.mcpSearch(u.late), log.With("tenant", u.tenant), prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics), version)
+		srv, err := mcpserver.New(u.late, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("mcp for tenant %s: %w", u.tenant, err)
 		}
@@ -165,8 +170,17 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 	return &mcpHTTP{ln: ln, tenants: tenants, cfg: mcpserver.HTTPConfig{AllowedOrigins: c.MCP.AllowedOrigins, Registerer: metrics}}, nil
 }
 
+// mcpSearch is the search index MCP hosts search: the unit's, with
+// --skill-search.
+func (c *Config) mcpSearch(l *supervise.Late) mcpserver.Searcher {
+	if !c.SkillSearch {
+		return nil
+	}
+	return l
+}
+
 // mcpConfig is the MCP server configuration of serve's front door.
-func (c *Config) mcpConfig(index *search.Index, log *slog.Logger, metrics prometheus.Registerer, version string) mcpserver.Config {
+func (c *Config) mcpConfig(index mcpserver.Searcher, log *slog.Logger, metrics prometheus.Registerer, version string) mcpserver.Config {
 	cfg := mcpserver.Config{
 		Query:              catalog.Query{Cwd: c.MCP.Cwd, Project: c.MCP.Project},
 		Options:            c.catalogOptions(),
@@ -184,7 +198,7 @@ func (c *Config) mcpConfig(index *search.Index, log *slog.Logger, metrics promet
 // startMCP creates the MCP server for serve and binds its listener. index
 // is the processor's search index (nil without --skill-search): hosts
 // search the same one.
-func (c *Config) startMCP(reg mcpserver.Registry, index *search.Index, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+func (c *Config) startMCP(reg mcpserver.Registry, index mcpserver.Searcher, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
 	srv, err := mcpserver.New(reg, c.mcpConfig(index, log, metrics, version))
 	if err != nil {
 		return nil, err

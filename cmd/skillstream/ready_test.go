@@ -5,21 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
-	"github.com/skillstream/skillstream/natstest"
-	"github.com/skillstream/skillstream/processor"
 )
 
 // lineWatch is a log writer that closes seen at the first write holding
@@ -123,38 +117,5 @@ func TestServeReadyMeansReady(t *testing.T) {
 	}
 	if noResponders > 0 {
 		t.Errorf("%d of %d fresh starts answered the tool definition with no responders", noResponders, starts)
-	}
-}
-
-// /readyz says "starting" until the processor serves, whatever else holds.
-func TestReadyzWaitsForTheProcessor(t *testing.T) {
-	nc := natstest.Start(t).Connect()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := processor.Config{}.WithDefaults()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.Prefix + ".>"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateOrUpdateConsumer(ctx, cfg.Stream, jetstream.ConsumerConfig{Durable: cfg.Consumer}); err != nil {
-		t.Fatal(err)
-	}
-	ready, pdone := make(chan struct{}), make(chan struct{})
-	u := &servedUnit{nc: nc, js: js, pcfg: cfg, ready: ready, pdone: pdone, divergences: func() []processor.Divergence { return nil }}
-	h := opsHandler(prometheus.NewRegistry(), []*servedUnit{u})
-	get := func() (int, string) {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
-		return rec.Code, rec.Body.String()
-	}
-	if code, body := get(); code != http.StatusServiceUnavailable || body != "not ready: processor starting\n" {
-		t.Errorf("before the processor serves: %d %q", code, body)
-	}
-	close(ready)
-	if code, body := get(); code != http.StatusOK || body != "ready\n" {
-		t.Errorf("once it serves: %d %q", code, body)
 	}
 }

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync/atomic"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +29,8 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/processor/supervise"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/search"
 )
@@ -87,7 +93,13 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if err != nil {
 			return err
 		}
-		return a.serve(ctx, &c, token)
+		var metricsToken string
+		if c.MetricsTokenFile != "" {
+			if metricsToken, err = readToken("--metrics-token-file", c.MetricsTokenFile); err != nil {
+				return err
+			}
+		}
+		return a.serve(ctx, &c, token, metricsToken)
 	}
 }
 
@@ -98,7 +110,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 // connection is flushed and closed), metrics server, embedded NATS server.
 // With --tenants there is one processor per tenant, each on a connection
 // of its own to the tenant's account (tenants.go).
-func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
+func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken string) error {
 	log := c.newLogger(a.stderr)
 	gc, stopGC := gcpolicy.Start()
 	defer stopGC()
@@ -179,31 +191,10 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), storeWarnings)
 
-	// Serving is announced once every processor serves (its consumer
-	// pulls, its endpoints answer), before anything more is logged: a
-	// worker that connects on the line finds a responder.
-	var serving []any
-	var readyCount atomic.Int32
-	units := make([]*servedUnit, 0, len(conns))
-	for _, t := range conns {
-		u, err := a.prepareUnit(ctx, c, log, t, metrics, func(u *servedUnit) {
-			if u.tenant != "" {
-				log.Info("tenant serving", "tenant", u.tenant, "account", u.account, "instance", u.p.Config().Instance)
-			}
-			if int(readyCount.Add(1)) == len(conns) {
-				log.Info("skillstream serving", serving...)
-			}
-		})
-		if u != nil {
-			defer u.close(log)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		units = append(units, u)
+	units := make([]*servedUnit, len(conns))
+	for i, t := range conns {
+		units[i] = &servedUnit{tenant: t.name, account: t.account, nc: t.nc, js: t.js, conn: t, mcpToken: t.mcpToken, late: supervise.NewLate()}
+		defer units[i].close(log)
 	}
 
 	var ln net.Listener
@@ -224,13 +215,33 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
-	pcfg := units[0].pcfg
-	sl := units[0].p.StreamLimits()
-	serving = append(where,
-		"stream", pcfg.Stream, "subjects", pcfg.Prefix+".>", "consumer", pcfg.Consumer,
-		"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
-		"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
-		"tool_owner", pcfg.ToolOwner, "instance", units[0].p.Config().Instance, "workers", pcfg.Workers, "gc", gc)
+	// Each processor is started, and started again after a failure, on
+	// its own (processor/supervise): one tenant that cannot start leaves
+	// the others serving. Without tenants only what waiting may fix (a
+	// server or cluster not answering yet) is retried; a configuration
+	// the server refuses ends serve.
+	ann := &announcer{log: log, where: where, gc: gc, pending: len(units)}
+	retry := supervise.Transient
+	if c.Tenants != "" {
+		retry = func(err error) bool { return !supervise.IsPermanent(err) }
+	}
+	sunits := make([]supervise.Unit, len(units))
+	for i, u := range units {
+		sunits[i] = supervise.Unit{Name: u.tenant,
+			Start: func(ctx context.Context) (supervise.Serving, error) {
+				r, err := a.startUnit(ctx, c, log, u, metrics, ann.ready)
+				if err != nil {
+					return nil, err
+				}
+				return r, nil
+			},
+			Failed: func(error) { ann.failed(u) }}
+	}
+	sup, err := supervise.New(supervise.Config{Backoff: supervise.Backoff{Min: c.StartRetryMin, Max: c.StartRetryMax},
+		Retry: retry, Logger: log, Registerer: metrics}, sunits)
+	if err != nil {
+		return err
+	}
 
 	var g run.Group
 
@@ -253,41 +264,34 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		}
 	}, func(error) { close(stop) })
 
-	// Usage projectors: their interrupts run before the processors', so
-	// they give their lease back while the connections are open.
-	if err := addUsageProjectors(&g, c, log, units, metrics); err != nil {
-		return err
-	}
-
-	// Processors. Each interrupt returns only once its processor has
-	// drained and its connection is closed, so nothing after it stops
-	// under its feet.
-	for _, u := range units {
-		pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
-		g.Add(func() error {
-			defer close(u.pdone)
-			err := u.p.Run(pctx)
-			if ferr := u.nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
-				log.Warn("flush NATS connection", "tenant", u.tenant, "err", ferr)
-			}
+	// Processors (and their usage projectors). The interrupt returns only
+	// once every processor has drained and flushed its connection, so
+	// nothing after it stops under its feet. Run returns early only when
+	// no processor can ever serve.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	sdone := make(chan struct{})
+	g.Add(func() error {
+		defer close(sdone)
+		err := sup.Run(sctx)
+		for _, u := range units {
 			u.nc.Close()
-			if err != nil {
-				return fmt.Errorf("processor%s: %w", u.label(), err)
-			}
-			if pctx.Err() == nil {
-				return fmt.Errorf("processor%s stopped unexpectedly", u.label())
-			}
-			return nil
-		}, func(error) {
-			pcancel()
-			<-u.pdone
-		})
-	}
+		}
+		if err != nil {
+			return err
+		}
+		if sctx.Err() == nil {
+			return errors.New("processors stopped unexpectedly")
+		}
+		return nil
+	}, func(error) {
+		scancel()
+		<-sdone
+	})
 
 	// Metrics, health and readiness.
 	if ln != nil {
 		hs := &http.Server{
-			Handler: opsHandler(metrics, units),
+			Handler: opsHandler(metrics, sup, metricsToken),
 			// Scrapes and probes are small GETs: nothing here needs a
 			// connection held open by a slow client.
 			ReadHeaderTimeout: 5 * time.Second,
@@ -307,7 +311,8 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 		})
 	}
 
-	// MCP hosts: they only read the registry; stopped after the processor.
+	// MCP hosts: they only read the registries; stopped after the
+	// processors.
 	if mcpFront != nil {
 		mctx, mcancel := context.WithCancel(context.WithoutCancel(ctx))
 		g.Add(func() error {
@@ -344,20 +349,17 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken string) error {
 }
 
 // servedUnit is one processor of serve and what it runs on: the only one
-// without tenants, one per tenant with them.
+// without tenants, one per tenant with them. Its registry and index are
+// built by the first start that gets so far, and kept for the next ones.
 type servedUnit struct {
 	tenant, account string // "" without tenants
 	nc              *nats.Conn
-	js              jetstream.JetStream
+	js              jetstream.JetStream // nil until a start makes it (without tenants)
+	conn            tenantConn
+	mcpToken        string
+	late            *supervise.Late // the registry and index as the MCP front door reads them
 	reg             *providers.Registry
 	index           *search.Index
-	p               *processor.Processor
-	pcfg            processor.Config
-	pdone           chan struct{}
-	mcpToken        string
-	// What /readyz asks: closed once p serves, and its divergences.
-	ready       <-chan struct{}
-	divergences func() []processor.Divergence
 }
 
 // label is " for tenant NAME", or "" without tenants.
@@ -380,13 +382,12 @@ func (u *servedUnit) close(log *slog.Logger) {
 	}
 }
 
-// prepareUnit builds the registry and the processor of connection t and
-// prepares it (stream, consumer and size limits are checked before serving
-// is announced: a configuration refused here never logs that it serves).
-// ready is called once the processor serves. The unit returned, even with
-// an error, must be closed.
-func (a *app) prepareUnit(ctx context.Context, c *Config, log *slog.Logger, t tenantConn, metrics *prometheus.Registry, ready func(*servedUnit)) (*servedUnit, error) {
-	u := &servedUnit{tenant: t.name, account: t.account, nc: t.nc, mcpToken: t.mcpToken, pdone: make(chan struct{})}
+// startUnit builds the registry of u (on its first start) and a
+// processor, and prepares it (stream, consumer and size limits are checked
+// before serving is announced: a configuration refused here never logs
+// that it serves). ready is called once the processor serves. An error no
+// retry can fix (the configuration's) is marked supervise.Permanent.
+func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *servedUnit, metrics *prometheus.Registry, ready func(*unitRun)) (*unitRun, error) {
 	ulog := log
 	var reg prometheus.Registerer = metrics
 	if u.tenant != "" {
@@ -396,46 +397,194 @@ func (a *app) prepareUnit(ctx context.Context, c *Config, log *slog.Logger, t te
 		reg = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
 	}
 	var err error
-	if u.js, err = jetstream.New(u.nc); err != nil {
-		return u, fmt.Errorf("jetstream context%s: %w", u.label(), err)
-	}
-	var sjs jetstream.JetStream
-	if !c.NoSkillStore {
-		sjs = u.js
-	}
-	if u.reg, err = c.registryWith(ctx, ulog, true, sjs); err != nil {
-		if u.tenant != "" {
-			return u, fmt.Errorf("tenant %s: %w", u.tenant, err)
+	if u.js == nil {
+		if u.js, err = jetstream.New(u.nc); err != nil {
+			return nil, supervise.Permanent(fmt.Errorf("jetstream context%s: %w", u.label(), err))
 		}
-		return u, err
 	}
-	u.pcfg = c.processorConfig()
-	if t.maxBytes > 0 {
-		u.pcfg.MaxBytes = t.maxBytes
+	if u.reg == nil {
+		var sjs jetstream.JetStream
+		if !c.NoSkillStore {
+			sjs = u.js
+		}
+		r, err := c.registryWith(ctx, ulog, true, sjs)
+		if err != nil {
+			if errors.As(err, new(usageError)) {
+				err = supervise.Permanent(err)
+			}
+			return nil, err
+		}
+		u.reg = r
+		if c.SkillSearch {
+			// The index follows the registry: built per changed skill,
+			// never per search.
+			u.index = search.New(u.reg, search.Options{})
+			u.late.Set(u.reg, u.index)
+		} else {
+			u.late.Set(u.reg, nil)
+		}
 	}
-	if t.workers > 0 {
-		u.pcfg.Workers = t.workers
+	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog}
+	if t := u.conn; t.maxBytes > 0 {
+		r.pcfg.MaxBytes = t.maxBytes
 	}
-	if t.rate > 0 {
-		u.pcfg.MaxTriggerRate = float64(t.rate)
+	if t := u.conn; t.workers > 0 {
+		r.pcfg.Workers = t.workers
+	}
+	if t := u.conn; t.rate > 0 {
+		r.pcfg.MaxTriggerRate = float64(t.rate)
 	}
 	popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
 		processor.WithVersion(thisBuild().version),
-		processor.WithOnReady(func() { ready(u) })}
-	if c.SkillSearch {
-		// The index follows the registry: built per changed skill, never
-		// per search.
-		u.index = search.New(u.reg, search.Options{})
+		processor.WithOnReady(func() { ready(r) })}
+	if u.index != nil {
 		popts = append(popts, processor.WithSearcher(u.index))
 	}
-	if u.p, err = processor.New(u.nc, u.reg, u.pcfg, popts...); err != nil {
-		return u, err
+	if r.p, err = processor.New(u.nc, u.reg, r.pcfg, popts...); err != nil {
+		return nil, supervise.Permanent(err)
 	}
-	u.ready, u.divergences = u.p.Ready(), u.p.Divergences
-	if err := u.p.Prepare(ctx); err != nil {
-		return u, fmt.Errorf("processor%s: %w", u.label(), err)
+	if err := r.p.Prepare(ctx); err != nil {
+		err = fmt.Errorf("processor%s: %w", u.label(), err)
+		if errors.Is(err, processor.ErrInvalidConfig) {
+			err = supervise.Permanent(err)
+		}
+		return nil, err
 	}
-	return u, nil
+	if r.proj, err = c.usageProjector(log, u, r.pcfg, r.p.Config().Instance, metrics); err != nil {
+		return nil, supervise.Permanent(err)
+	}
+	return r, nil
+}
+
+// unitRun is one start of a servedUnit: its processor and usage projector.
+type unitRun struct {
+	u    *servedUnit
+	log  *slog.Logger
+	pcfg processor.Config
+	p    *processor.Processor
+	proj *projection.Projector // nil without --usage-projection
+}
+
+// Run runs the processor, and the usage projector beside it, until ctx
+// ends, then flushes the connection.
+func (r *unitRun) Run(ctx context.Context) error {
+	pctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if r.proj != nil {
+		wg.Go(func() { _ = r.proj.Run(pctx) })
+	}
+	err := r.p.Run(ctx)
+	cancel()
+	wg.Wait()
+	if ferr := r.u.nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) && ctx.Err() != nil {
+		r.log.Warn("flush NATS connection", "err", ferr)
+	}
+	if err != nil {
+		return fmt.Errorf("processor%s: %w", r.u.label(), err)
+	}
+	return nil
+}
+
+// Ready is closed once the processor serves.
+func (r *unitRun) Ready() <-chan struct{} { return r.p.Ready() }
+
+// Check reports whether the processor still serves: NATS connected and
+// its consumer there, a pull consumer.
+func (r *unitRun) Check(ctx context.Context) error {
+	if !r.u.nc.IsConnected() {
+		return errors.New("NATS " + r.u.nc.Status().String())
+	}
+	cons, err := r.u.js.Consumer(ctx, r.pcfg.Stream, r.pcfg.Consumer)
+	if err != nil {
+		return fmt.Errorf("consumer %s on stream %s: %w", r.pcfg.Consumer, r.pcfg.Stream, err)
+	}
+	if cons.CachedInfo().Config.DeliverSubject != "" {
+		return fmt.Errorf("consumer %s on stream %s is a push consumer, not the processors' pull consumer", r.pcfg.Consumer, r.pcfg.Stream)
+	}
+	return nil
+}
+
+// Notes are the processor's unresolved view divergences.
+func (r *unitRun) Notes() []string {
+	var out []string
+	for _, d := range r.p.Divergences() {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// announcer logs "skillstream serving" once every processor has had its
+// first start and at least one serves (naming those that do not), and
+// "tenant serving" each time a tenant's processor serves. Both are logged
+// from the processor's ready hook, before it logs anything more: a worker
+// that connects on the line finds a responder.
+type announcer struct {
+	log   *slog.Logger
+	where []any
+	gc    string
+
+	mu        sync.Mutex
+	pending   int // units whose first start has not ended
+	settled   map[*servedUnit]bool
+	serving   map[*servedUnit]bool
+	first     []any // the serving line's fields of the first processor that served
+	announced bool
+}
+
+func (a *announcer) ready(r *unitRun) {
+	u := r.u
+	if u.tenant != "" {
+		a.log.Info("tenant serving", "tenant", u.tenant, "account", u.account, "instance", r.p.Config().Instance)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.serving == nil {
+		a.serving, a.settled = map[*servedUnit]bool{}, map[*servedUnit]bool{}
+	}
+	a.serving[u] = true
+	if a.first == nil {
+		pcfg, sl := r.pcfg, r.p.StreamLimits()
+		a.first = []any{"stream", pcfg.Stream, "subjects", pcfg.Prefix + ".>", "consumer", pcfg.Consumer,
+			"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
+			"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
+			"tool_owner", pcfg.ToolOwner, "instance", r.p.Config().Instance, "workers", pcfg.Workers, "gc", a.gc}
+	}
+	a.settle(u)
+}
+
+func (a *announcer) failed(u *servedUnit) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.serving == nil {
+		a.serving, a.settled = map[*servedUnit]bool{}, map[*servedUnit]bool{}
+	}
+	delete(a.serving, u)
+	a.settle(u)
+}
+
+// settle notes u's start ended, and announces once every unit's first did
+// and one serves. a.mu is held.
+func (a *announcer) settle(u *servedUnit) {
+	if !a.settled[u] {
+		a.settled[u] = true
+		a.pending--
+	}
+	if a.announced || a.pending > 0 || len(a.serving) == 0 {
+		return
+	}
+	a.announced = true
+	fields := append(append([]any{}, a.where...), a.first...)
+	if n := len(a.settled) - len(a.serving); n > 0 {
+		var not []string
+		for v := range a.settled {
+			if !a.serving[v] {
+				not = append(not, v.tenant)
+			}
+		}
+		slices.Sort(not)
+		fields = append(fields, "tenants_not_serving", not)
+	}
+	a.log.Info("skillstream serving", fields...)
 }
 
 // limitText shows a stream's size limit: "none" when it has none.
@@ -467,58 +616,74 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// opsHandler serves /metrics, /healthz (the process is up) and /readyz (the
-// processor serves, see processor.Run, and has not stopped, NATS is
-// connected and the consumer exists). A ready member with unresolved view
-// divergences stays ready (it answers every trigger; the divergence is a
-// configuration problem of the group, which a restart of this member would
-// not fix) and lists them after "ready", one a line.
-func opsHandler(reg *prometheus.Registry, units []*servedUnit) http.Handler {
+// opsHandler serves /metrics, /healthz (the process is up) and /readyz:
+// each processor serves (see processor.Run), NATS is connected and its
+// consumer exists. With tenants each tenant has a line, and one that does
+// not serve makes the member not ready. A ready processor with unresolved
+// view divergences stays ready (it answers every trigger; the divergence
+// is a configuration problem of the group, which a restart of this member
+// would not fix) and lists them after "ready", one a line. Readiness is
+// worked out at most once a second, however often it is asked
+// (supervise.Readiness). With a token, /metrics and /readyz require it
+// (Authorization: Bearer); /healthz never does.
+func opsHandler(reg *prometheus.Registry, sup *supervise.Supervisor, token string) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /metrics", bearer(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		// Ready when every processor is: one tenant's that is not makes
-		// the member not ready, named.
-		for _, u := range units {
-			notReady := func(why string) {
-				http.Error(w, "not ready: "+why+u.label(), http.StatusServiceUnavailable)
-			}
-			select {
-			case <-u.pdone:
-				notReady("processor stopped")
-				return
-			default:
-			}
-			select {
-			case <-u.ready:
-			default:
-				notReady("processor starting")
+	mux.Handle("GET /readyz", bearer(token, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rep := sup.Readiness(context.WithoutCancel(r.Context()))
+		var b strings.Builder
+		if len(rep.Units) == 1 && rep.Units[0].Name == "" {
+			u := rep.Units[0]
+			if !u.Ready {
+				http.Error(w, "not ready: "+u.Why, http.StatusServiceUnavailable)
 				return
 			}
-			if !u.nc.IsConnected() {
-				notReady("NATS " + u.nc.Status().String())
-				return
+			b.WriteString("ready\n")
+			for _, n := range u.Notes {
+				b.WriteString(n + "\n")
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			_, err := u.js.Consumer(ctx, u.pcfg.Stream, u.pcfg.Consumer)
-			cancel()
-			if err != nil {
-				notReady(fmt.Sprintf("consumer %s on stream %s: %v", u.pcfg.Consumer, u.pcfg.Stream, err))
-				return
-			}
+			io.WriteString(w, b.String())
+			return
 		}
-		fmt.Fprintln(w, "ready")
-		for _, u := range units {
-			for _, d := range u.divergences() {
-				if u.tenant != "" {
-					fmt.Fprintf(w, "tenant %s: ", u.tenant)
+		var not []string
+		for _, u := range rep.Units {
+			if u.Ready {
+				fmt.Fprintf(&b, "tenant %s: ready\n", u.Name)
+				for _, n := range u.Notes {
+					fmt.Fprintf(&b, "tenant %s: %s\n", u.Name, n)
 				}
-				fmt.Fprintln(w, d.String())
+			} else {
+				not = append(not, u.Name)
+				fmt.Fprintf(&b, "tenant %s: not ready: %s\n", u.Name, u.Why)
 			}
 		}
-	})
+		if len(not) > 0 {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: tenants %s\n%s", strings.Join(not, ", "), b.String())
+			return
+		}
+		io.WriteString(w, "ready\n"+b.String())
+	})))
 	return mux
+}
+
+// bearer requires token (when not empty) of h's requests: 401 otherwise.
+func bearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skillstream"`)
+			http.Error(w, "unauthorized: send the metrics token (Authorization: Bearer)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

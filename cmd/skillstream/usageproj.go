@@ -1,12 +1,11 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 
-	"github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
@@ -29,40 +28,24 @@ func (c *Config) usageOptions() projection.Options {
 	return projection.Options{Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Bucket: c.UsageBucket}
 }
 
-// addUsageProjectors adds to g one usage projector per served unit, each
-// on its unit's connection (a tenant's projection in its own account).
-// Added before the processors, they stop before the processors close
-// the connections, giving their lease back.
-func addUsageProjectors(g *run.Group, c *Config, log *slog.Logger, units []*servedUnit, metrics *prometheus.Registry) error {
+// usageProjector is the usage projector of one served processor, on its
+// connection (a tenant's projection in its own account); nil without
+// --usage-projection. It runs beside the processor, and stops with it.
+func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.Config, instance string, metrics *prometheus.Registry) (*projection.Projector, error) {
 	if !c.UsageProjection {
-		return nil
+		return nil, nil
 	}
-	for _, u := range units {
-		o := c.usageOptions()
-		o.Stream, o.Prefix, o.Layout = u.pcfg.Stream, u.pcfg.Prefix, u.pcfg.Layout
-		o.Consumer = u.pcfg.Consumer + "-usage"
-		o.Instance = u.p.Config().Instance
-		o.Replicas = u.pcfg.Replicas
-		o.NoProvision = u.pcfg.NoProvision
-		o.Logger = log
-		o.Registerer = metrics
-		if u.tenant != "" {
-			o.Logger = log.With("tenant", u.tenant)
-			o.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
-		}
-		p, err := projection.New(u.js, o)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		g.Add(func() error {
-			defer close(done)
-			return p.Run(ctx)
-		}, func(error) {
-			cancel()
-			<-done
-		})
+	o := c.usageOptions()
+	o.Stream, o.Prefix, o.Layout = pcfg.Stream, pcfg.Prefix, pcfg.Layout
+	o.Consumer = pcfg.Consumer + "-usage"
+	o.Instance = instance
+	o.Replicas = pcfg.Replicas
+	o.NoProvision = pcfg.NoProvision
+	o.Logger = log
+	o.Registerer = metrics
+	if u.tenant != "" {
+		o.Logger = log.With("tenant", u.tenant)
+		o.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
 	}
-	return nil
+	return projection.New(u.js, o)
 }
