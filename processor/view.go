@@ -412,24 +412,27 @@ type Divergence struct {
 	Search       bool
 	// Revision is the store revision both views reflect (0 without one).
 	Revision uint64
-	// Session is the session where it was found.
+	// Session is the session where it was found (logged; String, which
+	// /readyz shows, leaves it out: a session id lets whoever holds it
+	// write to the session).
 	Session string
 	// Since is when it was found.
 	Since time.Time
 }
 
-// String describes d on one line (the /readyz body).
+// String describes d on one line (the /readyz body), without the session
+// it was found in: the error logged when it was found names that.
 func (d Divergence) String() string {
 	if d.StoreDiffers {
-		found := "found in session " + d.Session
+		found := "found in a session named in this member's log"
 		if d.Session == "" {
 			found = "found by asking the members"
 		}
 		return fmt.Sprintf("store divergence: this member %s serves skill store %s, member %s serves %s (since %s, %s)",
 			d.Instance, storeName(d.Store), d.Peer, storeName(d.PeerStore), d.Since.UTC().Format(time.RFC3339), found)
 	}
-	return fmt.Sprintf("view divergence: this member %s sees catalog %s, member %s sees %s, for cwd %q project %q (store revision %d, since %s, found in session %s)",
-		d.Instance, short(d.Digest), d.Peer, short(d.PeerDigest), d.Cwd, d.Project, d.Revision, d.Since.UTC().Format(time.RFC3339), d.Session)
+	return fmt.Sprintf("view divergence: this member %s sees catalog %s, member %s sees %s, for cwd %q project %q (store revision %d, since %s, found in a session named in this member's log)",
+		d.Instance, short(d.Digest), d.Peer, short(d.PeerDigest), d.Cwd, d.Project, d.Revision, d.Since.UTC().Format(time.RFC3339))
 }
 
 func storeName(s string) string {

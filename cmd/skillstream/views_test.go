@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -16,7 +17,8 @@ import (
 
 // Two serve members whose --skills-dir differ: the session keeps its first
 // catalog (no alternation), and the member that met the other's catalog
-// says so in its /readyz body (still ready) and its view_divergence gauge.
+// says so in its /readyz body (still ready, and without the session's id)
+// and its view_divergence gauge.
 func TestServeViewDivergence(t *testing.T) {
 	rootA, rootB := t.TempDir(), t.TempDir()
 	writeFile(t, rootA, "a-skill/SKILL.md", skillMD("A.", "name: a-skill", "description: Everywhere."))
@@ -50,7 +52,8 @@ func TestServeViewDivergence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	w := newTestWorker(t, nc, "diverging")
+	const session = "diverging-session-7f3a9c21d4e8b605"
+	w := newTestWorker(t, nc, session)
 	reqCtx, reqCancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer reqCancel()
 	appended, diverged := 0, 0
@@ -69,22 +72,27 @@ func TestServeViewDivergence(t *testing.T) {
 	if appended != 1 || diverged != 1 {
 		t.Fatalf("%d catalogs appended, %d steps diverged: want the first catalog only, then a divergence", appended, diverged)
 	}
+	// /readyz is worked out at most once a second: look until it shows.
 	var reporter *served
-	for _, s := range []*served{a, b} {
-		code, body, err := s.get("/readyz")
-		if err != nil || code != 200 || !strings.HasPrefix(body, "ready\n") {
-			t.Fatalf("/readyz: %d %q %v", code, body, err)
-		}
-		if strings.Contains(body, "view divergence") {
-			reporter = s
-			if !strings.Contains(body, "member-a") || !strings.Contains(body, "member-b") {
-				t.Fatalf("/readyz body: %q", body)
+	eventually(t, 10*time.Second, "a member shows the divergence in /readyz", func() error {
+		for _, s := range []*served{a, b} {
+			code, body, err := s.get("/readyz")
+			if err != nil || code != 200 || !strings.HasPrefix(body, "ready\n") {
+				t.Fatalf("/readyz: %d %q %v", code, body, err)
+			}
+			if strings.Contains(body, session) {
+				t.Fatalf("/readyz shows the session id, which lets whoever reads it write to the session: %q", body)
+			}
+			if strings.Contains(body, "view divergence") {
+				reporter = s
+				if !strings.Contains(body, "member-a") || !strings.Contains(body, "member-b") {
+					t.Fatalf("/readyz body: %q", body)
+				}
+				return nil
 			}
 		}
-	}
-	if reporter == nil {
-		t.Fatal("no member shows the divergence in /readyz")
-	}
+		return errors.New("no member shows it yet")
+	})
 	_, metrics, err := reporter.get("/metrics")
 	if err != nil || !strings.Contains(metrics, "\nskillstream_view_divergence 1\n") {
 		t.Fatalf("metrics: %v\n%s", err, metrics)
