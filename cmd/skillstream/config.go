@@ -103,6 +103,8 @@ type Config struct {
 	// StartRetryMin and StartRetryMax bound the wait before a processor
 	// (a tenant's) whose start failed is started again (serve).
 	StartRetryMin, StartRetryMax time.Duration
+	// StartTimeout bounds each start of a processor (serve).
+	StartTimeout time.Duration
 
 	// MetricsSkillLimit bounds the skill label values of the per-skill metrics.
 	MetricsSkillLimit int
@@ -136,11 +138,14 @@ type libraryStore struct {
 
 // Defaults shown in --help and used when nothing is configured.
 const (
-	defaultListen     = "127.0.0.1:4222"
-	defaultData       = "skillstream-data"
-	defaultServerName = "skillstream"
-	defaultToolOwner  = "skillstream"
-	defaultUserSkills = "~/.agents/skills"
+	// defaultStartTimeout bounds a processor's start as the skill store's
+	// opening was bounded before starts were retried.
+	defaultStartTimeout = 30 * time.Second
+	defaultListen       = "127.0.0.1:4222"
+	defaultData         = "skillstream-data"
+	defaultServerName   = "skillstream"
+	defaultToolOwner    = "skillstream"
+	defaultUserSkills   = "~/.agents/skills"
 )
 
 // skillFlags registers the flags that decide which skills exist and how the
@@ -293,6 +298,7 @@ func (c *Config) opsFlags(cmd *command, metrics bool) {
 		cmd.cfgInt(&c.MetricsSkillLimit, "metrics-skill-limit", processorDefaults().SkillLabelLimit, "distinct skill `names` with series of their own in skill_loads_total and skill_invocations_total; later ones count as _other")
 		cmd.cfgDuration(&c.StartRetryMin, "start-retry-min", supervise.DefaultBackoffMin, "first wait before a processor (a tenant's) whose start failed is started again; it doubles after each failure")
 		cmd.cfgDuration(&c.StartRetryMax, "start-retry-max", supervise.DefaultBackoffMax, "longest wait before a processor whose start failed is started again")
+		cmd.cfgDuration(&c.StartTimeout, "start-timeout", defaultStartTimeout, "bound on each start of a processor (opening its skill store, preparing its stream and consumer); one not done by then is retried")
 	}
 	cmd.cfgString(&c.LogFormat, "log-format", "text", "log `format`: text or json")
 	cmd.cfgString(&c.LogLevel, "log-level", "info", "log `level`: debug, info, warn or error")
@@ -396,6 +402,9 @@ func (c *Config) validateServe() error {
 	}
 	if c.StartRetryMin <= 0 || c.StartRetryMax < c.StartRetryMin {
 		return usagef("--start-retry-min %v, --start-retry-max %v: want a positive minimum and a maximum at least as long", c.StartRetryMin, c.StartRetryMax)
+	}
+	if c.StartTimeout < time.Second {
+		return usagef("--start-timeout %v: want at least 1s", c.StartTimeout)
 	}
 	if err := c.validateLimits(); err != nil {
 		return err

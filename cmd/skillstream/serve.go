@@ -238,7 +238,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 			Failed: func(error) { ann.failed(u) }}
 	}
 	sup, err := supervise.New(supervise.Config{Backoff: supervise.Backoff{Min: c.StartRetryMin, Max: c.StartRetryMax},
-		Retry: retry, Logger: log, Registerer: metrics}, sunits)
+		StartTimeout: c.StartTimeout, Retry: retry, Logger: log, Registerer: metrics}, sunits)
 	if err != nil {
 		return err
 	}

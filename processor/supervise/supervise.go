@@ -115,6 +115,11 @@ type Unit struct {
 // Config configures a Supervisor.
 type Config struct {
 	Backoff Backoff
+	// StartTimeout bounds each start (Unit.Start): one that has not
+	// finished by then is abandoned and retried like a failed one (a
+	// request lost while a cluster elects its leader waits no longer);
+	// 0 for none.
+	StartTimeout time.Duration
 	// CheckEvery bounds how often Readiness asks a unit's Check: its
 	// answer is reused for this long (default DefaultCheckEvery).
 	CheckEvery time.Duration
@@ -287,7 +292,12 @@ func (s *Supervisor) keep(ctx context.Context, u *unit) bool {
 // once starts u and serves until it stops or ctx ends; it returns why the
 // unit does not serve (nil once ctx ended).
 func (s *Supervisor) once(ctx context.Context, u *unit) error {
-	sv, err := u.Start(ctx)
+	sctx, scancel := ctx, context.CancelFunc(func() {})
+	if s.cfg.StartTimeout > 0 {
+		sctx, scancel = context.WithTimeout(ctx, s.cfg.StartTimeout)
+	}
+	sv, err := u.Start(sctx)
+	scancel()
 	if err != nil {
 		return err
 	}
