@@ -94,6 +94,9 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 			return err
 		}
 		var metricsToken string
+		if c.MetricsTokenFile != "" && c.MetricsListen == "" {
+			return usagef("--metrics-token-file needs --metrics-listen (the token guards /metrics and /readyz there)")
+		}
 		if c.MetricsTokenFile != "" {
 			if metricsToken, err = readToken("--metrics-token-file", c.MetricsTokenFile); err != nil {
 				return err
@@ -105,11 +108,12 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 
 // serve runs the processor until ctx is cancelled or a signal arrives.
 //
-// Actors, in the order their interrupts run: signals, processors (each
-// interrupt waits until in-flight triggers are finished and the client
-// connection is flushed and closed), metrics server, embedded NATS server.
-// With --tenants there is one processor per tenant, each on a connection
-// of its own to the tenant's account (tenants.go).
+// Actors, in the order their interrupts run: signals, processors (the
+// supervisor of every processor: its interrupt waits until in-flight
+// triggers are finished and the connections are flushed and closed),
+// metrics server, MCP hosts, embedded NATS server. With --tenants there is
+// one processor per tenant, each on a connection of its own to the
+// tenant's account (tenants.go), each started and retried on its own.
 func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken string) error {
 	log := c.newLogger(a.stderr)
 	gc, stopGC := gcpolicy.Start()

@@ -261,6 +261,14 @@ func TestReadyzCachedAndGuarded(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	for _, args := range [][]string{
+		{"serve", "--nats-url", srv.URL(), "--metrics-token-file", tokenFile},
+		{"serve", "--nats-url", srv.URL(), "--metrics-listen", quietAddr(t), "--metrics-token-file", tokenFile + ".missing"},
+	} {
+		if code, _, stderr := runMain(t, args...); code != exitUsage || !strings.Contains(stderr, "--metrics-token-file") {
+			t.Errorf("%q: exit %d\n%s", args, code, stderr)
+		}
+	}
 	s := runServeAt(t, srv.URL(), "--metrics-token-file", tokenFile)
 	s.waitLog(`"msg":"skillstream serving"`)
 
