@@ -153,6 +153,7 @@ type Supervisor struct {
 // unit is a Unit and its state.
 type unit struct {
 	Unit
+	current  Serving // the started unit, from Start's return until it stops
 	serving  Serving // the started unit, while it serves; nil otherwise
 	lastErr  error   // the last start's or stop's error; nil while serving
 	attempts int     // failed starts in a row
@@ -301,6 +302,14 @@ func (s *Supervisor) once(ctx context.Context, u *unit) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	u.current = sv
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		u.current = nil
+		s.mu.Unlock()
+	}()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -332,6 +341,28 @@ func (s *Supervisor) once(ctx context.Context, u *unit) error {
 // invalidate drops the cached readiness report: a unit started or stopped.
 func (s *Supervisor) invalidate() { s.gen.Add(1) }
 
+// newlyReady reports whether a unit that did not serve when the cached
+// report was made serves now. s.checkMu is held.
+func (s *Supervisor) newlyReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, u := range s.units {
+		if !s.report.Units[i].served && u.current != nil && closed(u.current.Ready()) {
+			return true
+		}
+	}
+	return false
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // UnitReport is one unit's readiness.
 type UnitReport struct {
 	Name  string
@@ -339,6 +370,8 @@ type UnitReport struct {
 	// Why it is not ready (the last start's error, or the check's).
 	Why   string
 	Notes []string
+	// served: it served when the report was made (its Check was asked).
+	served bool
 }
 
 // Report is the readiness of every unit.
@@ -366,7 +399,7 @@ func (s *Supervisor) Readiness(ctx context.Context) Report {
 	s.checkMu.Lock()
 	defer s.checkMu.Unlock()
 	gen := s.gen.Load()
-	if !s.checked.IsZero() && gen == s.hadGen && time.Since(s.checked) < s.cfg.CheckEvery {
+	if !s.checked.IsZero() && gen == s.hadGen && time.Since(s.checked) < s.cfg.CheckEvery && !s.newlyReady() {
 		return s.report
 	}
 	type state struct {
@@ -379,6 +412,11 @@ func (s *Supervisor) Readiness(ctx context.Context) Report {
 	states := make([]state, len(s.units))
 	for i, u := range s.units {
 		states[i] = state{u.Name, u.serving, u.lastErr, u.gaveUp}
+		if u.serving == nil && u.current != nil && closed(u.current.Ready()) {
+			// It serves, and may have said so, before the supervisor
+			// noticed: readiness says so at the same moment.
+			states[i].serving = u.current
+		}
 	}
 	s.mu.Unlock()
 	r := Report{Units: make([]UnitReport, len(states)), At: time.Now()}
@@ -395,6 +433,7 @@ func (s *Supervisor) Readiness(ctx context.Context) Report {
 			}
 			continue
 		}
+		ur.served = true
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()

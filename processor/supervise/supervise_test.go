@@ -193,3 +193,34 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// A serving unit whose check fails is not ready, and its check is still
+// asked at most once per CheckEvery.
+func TestReadinessCachedWhenCheckFails(t *testing.T) {
+	s := newServing()
+	close(s.ready)
+	gone := errors.New("consumer skillstream on stream SESSIONS: consumer not found")
+	s.fail.Store(&gone)
+	sup, err := New(Config{CheckEvery: time.Hour, Logger: quiet()}, []Unit{{Start: func(context.Context) (Serving, error) { return s, nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go sup.Run(ctx)
+	natstest.Eventually(t, 10*time.Second, "checked", func() error {
+		if r := sup.Readiness(ctx); r.Units[0].Why != gone.Error() {
+			return fmt.Errorf("%+v", r)
+		}
+		return nil
+	})
+	before := s.checks.Load()
+	for range 1000 {
+		if r := sup.Readiness(ctx); r.Ready() {
+			t.Fatal("ready with its consumer gone")
+		}
+	}
+	if n := s.checks.Load() - before; n != 0 {
+		t.Fatalf("%d checks for 1,000 calls within CheckEvery", n)
+	}
+}
