@@ -248,7 +248,7 @@ func (s *Supervisor) allFailed() error {
 	for _, u := range s.units {
 		parts = append(parts, u.Name+": "+u.lastErr.Error())
 	}
-	return fmt.Errorf("no unit can serve: %s", strings.Join(parts, "; "))
+	return fmt.Errorf("no tenant can be served: %s", strings.Join(parts, "; "))
 }
 
 // keep starts u, runs it, and starts it again after each failure until

@@ -133,7 +133,7 @@ func TestNoUnitCanServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = sup.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "a: limits too large") || !strings.Contains(err.Error(), "b: no registry") {
+	if err == nil || !strings.Contains(err.Error(), "no tenant can be served: a: limits too large") || !strings.Contains(err.Error(), "b: no registry") {
 		t.Fatalf("Run: %v", err)
 	}
 }
