@@ -36,7 +36,14 @@ type flood struct {
 // system whose loopback interface holds 127.0.0.1 alone).
 func needHostileAddr(t *testing.T, addr string) {
 	t.Helper()
-	c, err := (&net.Dialer{LocalAddr: hostileAddr}).Dial("tcp", addr)
+	// Dialled on a listener of its own, not addr's: a probe connection the
+	// server under test accepts late would count against the address.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := (&net.Dialer{LocalAddr: hostileAddr}).Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Skipf("cannot dial from %v, the hostile clients' address: %v", hostileAddr.IP, err)
 	}
@@ -198,7 +205,8 @@ func TestEveryPathAuthenticated(t *testing.T) {
 func TestUnauthenticatedPerAddress(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	reg := prometheus.NewRegistry()
-	addr := serveReal(t, f, mcpserver.HTTPConfig{Token: testToken, MaxConns: 4, MaxUnauthenticatedPerAddr: 2, Registerer: reg})
+	addr := serveReal(t, f, mcpserver.HTTPConfig{Token: testToken, MaxConns: 4, MaxUnauthenticatedPerAddr: 2, Registerer: reg,
+		HeaderTimeout: time.Minute}) // the silent connections stay until the test ends
 	needHostileAddr(t, addr)
 	natstest.Eventually(t, 10*time.Second, "the probe's connection gone", func() error {
 		if open := gathered(t, reg, "skillstream_mcp_connections", "unauthenticated"); open != 0 {

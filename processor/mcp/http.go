@@ -90,6 +90,9 @@ type HTTPConfig struct {
 	// is closed as soon as it is accepted.
 	MaxUnauthenticatedPerAddr int
 	MaxUnauthenticated        int
+	// HeaderTimeout is how long a request's headers may take to arrive
+	// (default headerTimeout): what a silent connection may hold.
+	HeaderTimeout time.Duration
 	// Registerer gets the listener's metrics (connections refused and
 	// open); Serve defaults it to the server's Config.Registerer.
 	Registerer prometheus.Registerer
@@ -422,6 +425,9 @@ func serveHandler(ctx context.Context, ln net.Listener, h http.Handler, cfg HTTP
 	if cfg.MaxUnauthenticated <= 0 {
 		cfg.MaxUnauthenticated = DefaultMaxUnauthenticated
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = headerTimeout
+	}
 	m, err := newConnMetrics(cfg.Registerer)
 	if err != nil {
 		return fmt.Errorf("mcp listener metrics: %w", err)
@@ -430,7 +436,7 @@ func serveHandler(ctx context.Context, ln net.Listener, h http.Handler, cfg HTTP
 	hs := &http.Server{
 		Handler:           h,
 		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
-		ReadHeaderTimeout: headerTimeout,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
