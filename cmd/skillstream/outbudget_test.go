@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,16 +68,7 @@ func TestOutputBudgetShippedTenants(t *testing.T) {
 		t.Errorf("globex's re-send: %+v", ds[0])
 	}
 
-	m := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(logs.String())
-	if m == nil {
-		t.Fatalf("no metrics address in the serving line:\n%s", logs)
-	}
-	resp, err := http.Get(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := []byte(servedMetrics(t, logs.String()))
 	if !regexp.MustCompile(`skillstream_budget_refusals_total\{reason="catalog_resends",tenant="acme"\} [1-9]`).Match(body) {
 		t.Errorf("metrics do not count acme's refusal:\n%s", grepLines(string(body), "budget_refusals"))
 	}

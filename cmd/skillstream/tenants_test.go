@@ -272,16 +272,7 @@ func TestTenantsIsolated(t *testing.T) {
 	}
 
 	// Each tenant's processor metrics carry its name.
-	m := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(logs.String())
-	if m == nil {
-		t.Fatalf("no metrics address in the serving line:\n%s", logs)
-	}
-	resp, err := http.Get(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := []byte(servedMetrics(t, logs.String()))
 	for _, tenant := range []string{"acme", "globex"} {
 		if !strings.Contains(string(body), `skillstream_triggers_total{kind="pre-step",outcome="appended",tenant="`+tenant+`"}`) {
 			t.Errorf("metrics lack tenant %s's pre-steps:\n%.2000s", tenant, body)
@@ -628,4 +619,24 @@ func TestTenantMCPStdio(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// servedMetrics is what the /metrics address named in a serve's serving
+// line answers.
+func servedMetrics(t *testing.T, logs string) string {
+	t.Helper()
+	m := regexp.MustCompile(`metrics=(http://\S+/metrics)`).FindStringSubmatch(logs)
+	if m == nil {
+		t.Fatalf("no metrics address in the serving line:\n%s", logs)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
