@@ -110,8 +110,10 @@ type Config struct {
 	MetricsSkillLimit int
 
 	// storeWarned, when set, counts the skill store's warnings (serve's
-	// metric); not a flag.
-	storeWarned func(kind string)
+	// metric); storeWarnedFor gives a tenant's (serve with tenants). Not
+	// flags.
+	storeWarned    func(kind string)
+	storeWarnedFor func(tenant string) func(kind string)
 
 	// Tenants (tenants.go): the tenants file, and the tenant a command
 	// other than serve acts for.

@@ -189,9 +189,12 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	}
 
 	storeWarnings := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "store_warnings_total",
-		Help: "Skill store warnings, logged or not (one key's are logged at most once a minute), by kind: malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), watch."},
-		[]string{"kind"})
-	c.storeWarned = func(kind string) { storeWarnings.WithLabelValues(kind).Inc() }
+		Help: "Skill store warnings, logged or not, by kind and tenant (\"\" without tenants): malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), over_bounds (the store is over its bounds: none of its skills listed), watch."},
+		[]string{"kind", "tenant"})
+	c.storeWarnedFor = func(tenant string) func(string) {
+		return func(kind string) { storeWarnings.WithLabelValues(kind, tenant).Inc() }
+	}
+	c.storeWarned = c.storeWarnedFor("")
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), storeWarnings)
 
@@ -411,7 +414,11 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 		if !c.NoSkillStore {
 			sjs = u.js
 		}
-		r, err := c.registryWith(ctx, ulog, true, sjs)
+		uc := *c // the tenant's store warnings counted under its name
+		if c.storeWarnedFor != nil {
+			uc.storeWarned = c.storeWarnedFor(u.tenant)
+		}
+		r, err := uc.registryWith(ctx, ulog, true, sjs)
 		if err != nil {
 			if errors.As(err, new(usageError)) {
 				err = supervise.Permanent(err)
