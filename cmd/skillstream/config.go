@@ -384,6 +384,18 @@ func (c *Config) validateLog() error {
 
 // validateServe checks everything serve needs, in the order an operator
 // would fix it.
+// validateStart checks serve's own start flags (which only serve
+// registers: bench validates the rest of serve's configuration too).
+func (c *Config) validateStart() error {
+	if c.StartRetryMin <= 0 || c.StartRetryMax < c.StartRetryMin {
+		return usagef("--start-retry-min %v, --start-retry-max %v: want a positive minimum and a maximum at least as long", c.StartRetryMin, c.StartRetryMax)
+	}
+	if c.StartTimeout < time.Second {
+		return usagef("--start-timeout %v: want at least 1s", c.StartTimeout)
+	}
+	return nil
+}
+
 func (c *Config) validateServe() error {
 	if err := c.validateSkills(); err != nil {
 		return err
@@ -401,12 +413,6 @@ func (c *Config) validateServe() error {
 		if err := checkAddr("--metrics-listen", c.MetricsListen); err != nil {
 			return err
 		}
-	}
-	if c.StartRetryMin <= 0 || c.StartRetryMax < c.StartRetryMin {
-		return usagef("--start-retry-min %v, --start-retry-max %v: want a positive minimum and a maximum at least as long", c.StartRetryMin, c.StartRetryMax)
-	}
-	if c.StartTimeout < time.Second {
-		return usagef("--start-timeout %v: want at least 1s", c.StartTimeout)
 	}
 	if err := c.validateLimits(); err != nil {
 		return err

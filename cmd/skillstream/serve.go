@@ -89,6 +89,9 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if err := c.validateServe(); err != nil {
 			return err
 		}
+		if err := c.validateStart(); err != nil {
+			return err
+		}
 		token, err := c.validateMCP()
 		if err != nil {
 			return err
