@@ -265,10 +265,13 @@ func (p *Processor) Run(ctx context.Context) error {
 		<-recheckDone
 		p.divergences.clear()
 	}()
-	close(p.ready)
+	// The hook first (serve logs that it serves there), then Ready: what
+	// watches Ready (readiness probes) never sees the processor serving
+	// before that line is written.
 	if p.onReady != nil {
 		p.onReady()
 	}
+	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "session_layout", p.cfg.Layout.String(), "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
 	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
