@@ -120,6 +120,8 @@ type Step struct {
 	// MaskedBy is the sequence of the compaction in force at this step.
 	MaskedBy uint64 `json:"compaction,omitempty"`
 	Note     string `json:"note,omitempty"`
+	// surface is that compaction (what it hides), for Deltas.
+	surface *history.Surface
 }
 
 // CwdMapping rewrites recorded working directories: Old, or a path under
@@ -463,7 +465,7 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 		}
 		s.Seen, s.Published = seen, h.Published
 		if comp != nil {
-			s.MaskedBy = comp.Seq
+			s.MaskedBy, s.surface = comp.Seq, comp
 		}
 		if !r.opts.HistoryOnly {
 			err = r.replayPreStep(ctx, p, hist, &s)
@@ -483,6 +485,7 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 	} else {
 		s.Kind = TriggerSkillCall
 		s.Recorded = recordedResult(r.layout, p.output)
+		s.Cwd, s.Skill = callArgs(r.layout, p.event)
 		if !r.opts.HistoryOnly {
 			err = r.replaySkillCall(ctx, p, &s)
 		}

@@ -25,6 +25,8 @@ type CatalogView struct {
 	Entries []events.Entry `json:"entries"`
 	Digest  string         `json:"digest"`
 	Text    string         `json:"text"`
+	// Omitted counts the skills the catalog does not list.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // mark is a point of the recorded log: the sequence of the last event
@@ -123,7 +125,7 @@ func viewOf(l events.Layout, c history.Catalog) (CatalogView, bool) {
 	if err != nil {
 		return CatalogView{}, false
 	}
-	return CatalogView{Seq: c.Seq, Step: c.Step, Update: updateKind(d.Source.Update, len(d.Source.Entries)+d.Source.Omitted), Entries: d.Source.Entries, Digest: c.Digest, Text: d.Text}, true
+	return CatalogView{Seq: c.Seq, Step: c.Step, Update: updateKind(d.Source.Update, len(d.Source.Entries)+d.Source.Omitted), Entries: d.Source.Entries, Digest: c.Digest, Text: d.Text, Omitted: d.Source.Omitted}, true
 }
 
 func updateKind(update string, entries int) string {
