@@ -95,8 +95,8 @@ func TestChangeListsExportHistoryReplayUsage(t *testing.T) {
 	// marked as such.
 	for _, want := range []string{
 		"step 1 (seq 1): catalog seq 2 (initial, step 1), 8 entries",
-		"step 2 (seq 3): catalog seq 4 (changes, step 2), 8 entries",
-		"step 3 (seq 5): catalog seq 4 (changes, step 2), 8 entries",
+		"step 2 (seq 3): catalog seq 4 (changes, step 2), 8 entries\n  changed 1: git-review\n",
+		"step 3 (seq 5): catalog seq 4 (changes, step 2), 8 entries, no change",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("history lacks %q:\n%s", want, out)

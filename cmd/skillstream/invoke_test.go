@@ -104,8 +104,8 @@ func TestInvocationsExportHistoryReplay(t *testing.T) {
 	}
 
 	code, out, stderr := runMain(t, "history", rec)
-	if code != exitOK || !strings.Contains(out, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries: a-skill, b-skill, release-notes; the user invoked /a-skill (seq 3)") ||
-		!strings.Contains(out, "; the user invoked /b-skill (seq 5)") {
+	if code != exitOK || !strings.Contains(out, "step 1 (seq 1): catalog seq 2 (initial, step 1), 3 entries\n  added 3: a-skill, b-skill, release-notes\n  /a-skill (seq 3): invoked by the user\n") ||
+		!strings.Contains(out, "step 2 (seq 4): catalog seq 2 (initial, step 1), 3 entries, no change\n  /b-skill (seq 5): invoked by the user\n") {
 		t.Fatalf("history: exit %d\n%s%s", code, out, stderr)
 	}
 

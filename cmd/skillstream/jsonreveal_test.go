@@ -10,6 +10,7 @@ import (
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
+	"github.com/skillstream/skillstream/processor/replay"
 )
 
 // TestJSONShowsQueryControls: a search query holding a next-line control
@@ -65,13 +66,13 @@ func TestJSONShowsQueryControls(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var step struct {
-			Query string `json:"query"`
-		}
+		var step replay.Delta
 		if err := json.Unmarshal(sc.Bytes(), &step); err != nil {
 			t.Fatalf("history --json line: %v\n%s", err, sc.Text())
 		}
-		found = found || step.Query == query
+		for _, s := range step.Searches {
+			found = found || s.Query == query
+		}
 	}
 	if !found {
 		t.Errorf("no history --json line decodes to the exact query:\n%s", out)

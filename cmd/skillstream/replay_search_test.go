@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,19 +119,20 @@ func TestReplayHistorySearches(t *testing.T) {
 	}
 	golden(t, "replay/history-search.golden", out)
 	code, out, _ = runMain(t, "history", rec, "--json")
-	var kinds []string
+	var steps []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var st replay.Step
-		if err := json.Unmarshal([]byte(line), &st); err != nil {
+		var d replay.Delta
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatalf("history --json line %q: %v", line, err)
 		}
-		kinds = append(kinds, st.Kind)
-		if st.Kind == replay.TriggerSkillSearch && st.ID == "s1" && (st.Search == nil || st.Search.Query != "deploy a service" || st.Search.Results[0].Name != "k8s-deploy") {
-			t.Errorf("history --json search s1: %s", line)
+		steps = append(steps, fmt.Sprintf("%s:%d+%d/%d", d.Step, len(d.Added), len(d.Searches), len(d.Loads)))
+		if d.Step == "1" && (len(d.Searches) != 3 || d.Searches[0].Query != "deploy a service" || d.Searches[0].Shown[0] != "k8s-deploy" ||
+			d.Searches[0].Total != 2 || d.Loads[0].Name != "k8s-deploy" || d.Loads[0].Outcome != replay.OutcomeOK) {
+			t.Errorf("history --json step 1: %s", line)
 		}
 	}
-	if code != exitOK || strings.Join(kinds, ",") != "pre-step,skill-search,skill-search,skill-search,pre-step" {
-		t.Errorf("history --json: exit %d, kinds %v", code, kinds)
+	if code != exitOK || strings.Join(steps, ",") != "1:3+3/1,2:0+0/0" {
+		t.Errorf("history --json: exit %d, steps (step:added+searches/loads) %v", code, steps)
 	}
 
 	// A description edited on disk ranks unit-tests (left out of the

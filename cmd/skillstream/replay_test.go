@@ -24,6 +24,7 @@ import (
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // replayProject writes a project with three skills and a .git marker and
@@ -61,7 +62,8 @@ func startRig(t *testing.T, dir string) *rig {
 	return startRigWith(t, dir, processor.Config{})
 }
 
-// startRigWith is startRig with the processor configured by cfg.
+// startRigWith is startRig with the processor configured by cfg (and
+// given a search index when cfg turns search on).
 func startRigWith(t *testing.T, dir string, cfg processor.Config) *rig {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +91,14 @@ func startRigWith(t *testing.T, dir string, cfg processor.Config) *rig {
 	}
 	reg := providers.NewRegistry([]providers.Provider{fs})
 	stops = append(stops, func() { reg.Close() })
-	p, err := processor.New(nc, reg, cfg, processor.WithLogger(quiet))
+	popts := []processor.Option{processor.WithLogger(quiet)}
+	if cfg.Catalog.SkillSearch {
+		// The search index, as serve builds it.
+		ix := search.New(reg, search.Options{})
+		stops = append(stops, func() { ix.Close() })
+		popts = append(popts, processor.WithSearcher(ix))
+	}
+	p, err := processor.New(nc, reg, cfg, popts...)
 	if err != nil {
 		stop()
 		t.Fatal(err)
