@@ -130,7 +130,20 @@
 // Seen, the catalog the model saw at that step (the newest visible one after
 // the step's output, compaction masking and keep lists applied), Published,
 // and the compaction in force; a search's Step carries its query and the
-// value its result recorded (Search: the skills shown, the total).
+// value its result recorded (Search: the skills shown, the total), a skill
+// call's Step its skill name and recorded outcome.
+//
+// Deltas turns those Steps, fed in order, into one Delta per pre-step:
+// what changed in the list the model saw against what it saw at the
+// previous step (entries added, removed, with a changed description, newly
+// without one, a new order, a new count of skills not listed), and the
+// searches, skill calls and /name invocations made in the step. When a
+// compaction since the previous step hid the catalog the model saw, the
+// model has no list of ours but the one visible now: the Delta says which
+// catalog was hidden, counts the visible list's entries as added (against
+// nothing) and compares it with the hidden one apart (SinceHidden). A
+// description the size limit dropped is recorded as an empty one, as is
+// that of a skill without one: both count as without a description.
 //
 // # Left to the caller
 //
