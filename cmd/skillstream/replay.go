@@ -133,7 +133,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			Recorded:   recorded,
 			AsRecorded: asRec,
 			CwdMap:     maps,
-			Emit:       stepPrinter(out, asJSON, false),
+			Emit:       stepPrinter(out, asJSON),
 		}
 		if !recorded && !asRec {
 			if err := c.validateStore(); err != nil {
@@ -240,21 +240,14 @@ func replayFile(ctx context.Context, path string, opts replay.Options) (replay.S
 	return sum, recordingError(path, err)
 }
 
-// stepPrinter writes steps as text or JSON lines. With history set it
-// prints the catalog the model saw instead of the replay.
-func stepPrinter(w io.Writer, asJSON, history bool) func(replay.Step) error {
+// stepPrinter writes replayed steps as text or JSON lines.
+func stepPrinter(w io.Writer, asJSON bool) func(replay.Step) error {
 	enc := newJSONEncoder(w)
 	return func(s replay.Step) error {
 		if asJSON {
 			return enc.Encode(s)
 		}
-		var err error
-		if history {
-			err = printSeen(w, s)
-		} else {
-			err = printStep(w, s)
-		}
-		return err
+		return printStep(w, s)
 	}
 }
 

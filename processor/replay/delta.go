@@ -167,7 +167,10 @@ func (d *Deltas) activity() *Delta {
 func (d *Deltas) open(s Step) *Delta {
 	dl := &Delta{Seq: s.Seq, Step: s.ID, Published: s.Published, Compaction: s.MaskedBy}
 	base := d.prev
-	if base != nil && (s.Seen == nil || s.Seen.Seq != base.Seq) && s.surface.Masks(base.Seq) {
+	// A catalog the model saw leaves its sight only by a compaction: masked
+	// itself, or (a change list) its chain. (Without a compaction, no
+	// catalog visible means the recording's catalog did not decode.)
+	if base != nil && s.surface != nil && (s.Seen == nil || s.Seen.Seq != base.Seq && s.surface.Masks(base.Seq)) {
 		dl.Hidden = base.Seq
 		base = nil
 	}
@@ -193,9 +196,7 @@ func (d *Deltas) open(s Step) *Delta {
 		}
 		dl.Loads = append(dl.Loads, l)
 	}
-	if s.Recorded.Outcome != OutcomeRetry || s.Seen != nil {
-		d.prev = s.Seen
-	}
+	d.prev = s.Seen
 	return dl
 }
 

@@ -148,3 +148,16 @@ func TestDeltasHiddenThenRelisted(t *testing.T) {
 		t.Errorf("\n got %+v\nwant %+v", *got, want)
 	}
 }
+
+// TestDeltasChainHidden: a change list stays in sight but the compaction
+// hid the catalog it changes: the model no longer knows the list (no
+// catalog is visible), which counts as the list hidden.
+func TestDeltasChainHidden(t *testing.T) {
+	var d Deltas
+	d.Add(Step{Seq: 4, Kind: TriggerPreStep, ID: "2", Seen: view(5, "a", "A.")})
+	d.Add(Step{Seq: 7, Kind: TriggerPreStep, ID: "3", Published: true, MaskedBy: 6, surface: &history.Surface{Seq: 6, RetainFrom: 4}})
+	got := d.Finish()
+	if got == nil || got.Hidden != 5 || got.Catalog != nil || len(got.Added)+len(got.Removed) != 0 {
+		t.Errorf("got %+v, want catalog seq 5 hidden and nothing visible", got)
+	}
+}
