@@ -273,7 +273,7 @@ func TestTenantCommands(t *testing.T) {
 	// listed and loaded, never globex's.
 	code, stdout, stderr = runMain(t, "history", out)
 	t.Logf("history %s: exit %d\n%s%s", out, code, stdout, stderr)
-	if code != exitOK || !strings.Contains(stdout, "step 1 (seq 1): catalog seq 2 (initial, step 1), 2 entries: acme-deploy, shared-style") || strings.Contains(stdout, "globex") {
+	if code != exitOK || !strings.Contains(stdout, "step 1 (seq 1): catalog seq 2 (initial, step 1), 2 entries\n  added 2: acme-deploy, shared-style\n") || strings.Contains(stdout, "globex") {
 		t.Errorf("history of acme's export: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
