@@ -180,3 +180,43 @@ func TestHistoryDeltas(t *testing.T) {
 		t.Errorf("history --step 2 --json: exit %d, %v\n%s", code, err, out)
 	}
 }
+
+// TestPrintDelta: the lines of the cases a recorded session seldom shows.
+func TestPrintDelta(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    replay.Delta
+		want string
+	}{
+		{"before the first step", replay.Delta{Searches: []replay.Search{{Seq: 1, Call: "s0", Query: "q", Outcome: replay.OutcomeNone}}},
+			"before the first step:\n  search s0 (seq 1): \"q\": no result recorded\n"},
+		{"undecodable pre-step", replay.Delta{Seq: 3},
+			"undecodable pre-step (seq 3): no catalog visible: none published yet\n"},
+		{"hidden, nothing visible", replay.Delta{Seq: 9, Step: "4", Published: true, Compaction: 8, Hidden: 2},
+			"step 4 (seq 9): the compaction at seq 8 hid catalog seq 2; no catalog visible\n"},
+		{"masked from the start", replay.Delta{Seq: 9, Step: "4", Published: true, Compaction: 8},
+			"step 4 (seq 9): no catalog visible: every catalog was masked by the compaction at seq 8\n"},
+		{"relisted, other than the hidden list",
+			replay.Delta{Seq: 9, Step: "4", Catalog: &replay.CatalogRef{Seq: 10, Step: "4", Update: "replacement", Entries: 1},
+				Compaction: 8, Hidden: 2, SinceHidden: &replay.Counts{Removed: 2, Changed: 1}, Added: []events.Entry{{Name: "a"}}, Undescribed: []string{"a"}},
+			"step 4 (seq 9): catalog seq 10 (replacement, step 4), 1 entries; the compaction at seq 8 hid catalog seq 2: all listed anew (against the hidden list: 2 removed, 1 changed)\n" +
+				"  added 1: a\n  without a description 1: a\n"},
+		{"reordered, fewer left out, a retried call, a bad invocation",
+			replay.Delta{Seq: 5, Step: "2", Catalog: &replay.CatalogRef{Seq: 6, Step: "2", Update: "replacement", Entries: 2},
+				Reordered: true, LeftOut: 3, LeftOutBefore: 4, Loads: []replay.Load{{Seq: 7, By: replay.ByUser, Outcome: replay.OutcomeRejected},
+					{Seq: 8, By: replay.ByModel, Call: "c1", Name: "a", Outcome: replay.OutcomeRetry}}},
+			"step 2 (seq 5): catalog seq 6 (replacement, step 2), 2 entries\n  reordered\n  3 skills not listed (was 4)\n" +
+				"  invocation (seq 7): undecodable\n  skill c1 (seq 8): a: a retry, answered with the earlier result\n"},
+		{"a name a terminal would act on", replay.Delta{Seq: 1, Step: "1", Catalog: &replay.CatalogRef{Seq: 2, Step: "1", Update: "initial", Entries: 1},
+			Added: []events.Entry{{Name: "x\x1b[2Jy"}}},
+			"step 1 (seq 1): catalog seq 2 (initial, step 1), 1 entries\n  added 1: x\\x1b[2Jy\n"},
+	} {
+		var b strings.Builder
+		if err := printDelta(&b, &tc.d); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, b.String(), tc.want)
+		}
+	}
+}
