@@ -12,6 +12,11 @@
 // each serving unit whether it still serves at most once per CheckEvery,
 // however many callers ask.
 //
+// Units can be added and removed while the supervisor runs (Add, Remove):
+// a removed unit is stopped as at shutdown, finishing what it has in
+// flight, while the others serve on. Watch keeps the units those a
+// configuration file names, as the file is edited.
+//
 // The supervisor stops on its own only when no unit can ever serve: every
 // unit's last start failed with an error the retry policy does not retry
 // (Permanent, or Config.Retry says so).
@@ -23,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,22 +148,27 @@ type Supervisor struct {
 	up       *prometheus.GaugeVec
 	failures *prometheus.CounterVec
 
-	mu      sync.Mutex    // guards every unit's state
-	gen     atomic.Uint64 // bumped when a unit starts or stops serving
-	checkMu sync.Mutex    // one readiness report made at a time; guards the three below
-	checked time.Time     // when the cached report was made
-	hadGen  uint64        // gen when it was made
+	mu      sync.Mutex      // guards units, every unit's state and the three below
+	runCtx  context.Context // while Run runs: the context units run under
+	running sync.WaitGroup  // the units' goroutines of this Run
+	changed chan struct{}   // a unit gave up or was removed: Run looks again
+	gen     atomic.Uint64   // bumped when a unit starts or stops serving
+	checkMu sync.Mutex      // one readiness report made at a time; guards the three below
+	checked time.Time       // when the cached report was made
+	hadGen  uint64          // gen when it was made
 	report  Report
 }
 
 // unit is a Unit and its state.
 type unit struct {
 	Unit
-	current  Serving // the started unit, from Start's return until it stops
-	serving  Serving // the started unit, while it serves; nil otherwise
-	lastErr  error   // the last start's or stop's error; nil while serving
-	attempts int     // failed starts in a row
-	gaveUp   bool    // a failure not retried
+	current  Serving            // the started unit, from Start's return until it stops
+	serving  Serving            // the started unit, while it serves; nil otherwise
+	lastErr  error              // the last start's or stop's error; nil while serving
+	attempts int                // failed starts in a row
+	gaveUp   bool               // a failure not retried
+	cancel   context.CancelFunc // stops this unit (Remove); nil until launched
+	done     chan struct{}      // closed once its goroutine returned
 }
 
 // New makes a supervisor of units (their names distinct).
@@ -174,7 +185,7 @@ func New(cfg Config, units []Unit) (*Supervisor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Supervisor{cfg: cfg, log: cfg.Logger}
+	s := &Supervisor{cfg: cfg, log: cfg.Logger, changed: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	for _, u := range units {
 		if seen[u.Name] {
@@ -209,32 +220,133 @@ var errStarting = errors.New("starting")
 func (s *Supervisor) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	gaveUp := make(chan struct{}, len(s.units))
-	for _, u := range s.units {
-		wg.Go(func() {
-			if !s.keep(ctx, u) {
-				gaveUp <- struct{}{}
-			}
-		})
+	s.mu.Lock()
+	if s.runCtx != nil {
+		s.mu.Unlock()
+		return errors.New("supervise: Run called twice")
 	}
-	given := 0
+	s.runCtx = ctx
+	for _, u := range s.units {
+		s.launch(u)
+	}
+	s.mu.Unlock()
 	var err error
 wait:
 	for {
 		select {
 		case <-ctx.Done():
 			break wait
-		case <-gaveUp:
-			if given++; given == len(s.units) {
+		case <-s.changed:
+			if s.noneLeft() {
 				err = s.allFailed()
 				break wait
 			}
 		}
 	}
 	cancel()
-	wg.Wait()
+	s.running.Wait()
 	return err
+}
+
+// launch starts keeping u in a goroutine of Run's. s.mu is held.
+func (s *Supervisor) launch(u *unit) {
+	uctx, ucancel := context.WithCancel(s.runCtx)
+	u.cancel, u.done = ucancel, make(chan struct{})
+	s.running.Go(func() {
+		defer close(u.done)
+		defer ucancel()
+		if !s.keep(uctx, u) {
+			s.poke()
+		}
+	})
+}
+
+// poke has Run look at the units again.
+func (s *Supervisor) poke() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// noneLeft reports whether every unit gave up (none serves, and none will
+// be started again).
+func (s *Supervisor) noneLeft() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.units) == 0 {
+		return false
+	}
+	for _, u := range s.units {
+		if !u.gaveUp {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrUnknownUnit is Remove's error for a name no unit has.
+var ErrUnknownUnit = errors.New("supervise: no such unit")
+
+// Add adds a unit (its name not one of the others'): started at once when
+// the supervisor runs, with the others when Run starts otherwise.
+func (s *Supervisor) Add(u Unit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.units {
+		if v.Name == u.Name {
+			return fmt.Errorf("supervise: unit %q twice", u.Name)
+		}
+	}
+	nu := &unit{Unit: u, lastErr: errStarting}
+	s.units = append(s.units, nu)
+	s.up.WithLabelValues(u.Name).Set(0)
+	s.failures.WithLabelValues(u.Name)
+	if s.runCtx != nil && s.runCtx.Err() == nil {
+		s.launch(nu)
+	}
+	s.invalidate()
+	return nil
+}
+
+// Remove stops the unit called name and forgets it: its Run's context
+// ends (a processor finishes the triggers it has in flight) and Remove
+// returns once it has stopped, or when ctx ends first (the unit then
+// stops on its own). Its metrics' series are dropped.
+func (s *Supervisor) Remove(ctx context.Context, name string) error {
+	s.mu.Lock()
+	i := slices.IndexFunc(s.units, func(u *unit) bool { return u.Name == name })
+	if i < 0 {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrUnknownUnit, name)
+	}
+	u := s.units[i]
+	s.units = slices.Delete(s.units, i, i+1)
+	s.invalidate()
+	s.mu.Unlock()
+	if u.cancel != nil {
+		u.cancel()
+		select {
+		case <-u.done:
+		case <-ctx.Done():
+			return fmt.Errorf("supervise: stop unit %q: %w", name, ctx.Err())
+		}
+	}
+	s.up.DeleteLabelValues(name)
+	s.failures.DeleteLabelValues(name)
+	s.poke()
+	return nil
+}
+
+// Names lists the units' names.
+func (s *Supervisor) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, len(s.units))
+	for i, u := range s.units {
+		out[i] = u.Name
+	}
+	return out
 }
 
 // allFailed is the error of a supervisor none of whose units can serve.
@@ -270,7 +382,11 @@ func (s *Supervisor) keep(ctx context.Context, u *unit) bool {
 		u.gaveUp = !retry
 		attempts := u.attempts
 		s.mu.Unlock()
-		s.failures.WithLabelValues(u.Name).Inc()
+		s.mu.Lock()
+		if slices.Contains(s.units, u) { // not removed meanwhile
+			s.failures.WithLabelValues(u.Name).Inc()
+		}
+		s.mu.Unlock()
 		if u.Failed != nil {
 			u.Failed(err)
 		}
@@ -320,10 +436,10 @@ func (s *Supervisor) once(ctx context.Context, u *unit) error {
 		s.mu.Lock()
 		u.serving, u.lastErr, u.attempts = sv, nil, 0
 		s.mu.Unlock()
-		s.up.WithLabelValues(u.Name).Set(1)
+		s.setUp(u, 1)
 		s.invalidate()
 		err = <-done
-		s.up.WithLabelValues(u.Name).Set(0)
+		s.setUp(u, 0)
 		s.mu.Lock()
 		u.serving = nil
 		s.mu.Unlock()
@@ -338,6 +454,16 @@ func (s *Supervisor) once(ctx context.Context, u *unit) error {
 	return err
 }
 
+// setUp sets u's skillstream_tenant_up, unless u was removed (its
+// series dropped).
+func (s *Supervisor) setUp(u *unit, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.units, u) {
+		s.up.WithLabelValues(u.Name).Set(v)
+	}
+}
+
 // invalidate drops the cached readiness report: a unit started or stopped.
 func (s *Supervisor) invalidate() { s.gen.Add(1) }
 
@@ -346,8 +472,11 @@ func (s *Supervisor) invalidate() { s.gen.Add(1) }
 func (s *Supervisor) newlyReady() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.units) != len(s.report.Units) {
+		return true
+	}
 	for i, u := range s.units {
-		if !s.report.Units[i].served && u.current != nil && closed(u.current.Ready()) {
+		if s.report.Units[i].Name != u.Name || !s.report.Units[i].served && u.current != nil && closed(u.current.Ready()) {
 			return true
 		}
 	}
