@@ -127,6 +127,8 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		where []any
 		conns []tenantConn
 		err   error
+		tf    *tenantsFile // with --tenants
+		libAc string       // the library's account, with one
 	)
 	switch {
 	case c.Tenants != "":
@@ -134,6 +136,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		if err != nil {
 			return err
 		}
+		tf = f
 		var lib *tenantConn
 		conns, lib, err = c.connectTenants(ctx, log, f)
 		if err != nil {
@@ -143,6 +146,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 			defer lib.nc.Close()
 			c.library = &libraryStore{js: lib.js, bucket: f.Library.Bucket, objects: f.Library.Objects}
 			where = append(where, "library", f.Library.Bucket, "library_account", lib.account)
+			libAc = lib.account
 		}
 		where = append([]any{"nats", conns[0].nc.ConnectedUrlRedacted(), "tenants", len(conns)}, where...)
 	case c.NATSURL == "":
@@ -237,15 +241,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	}
 	sunits := make([]supervise.Unit, len(units))
 	for i, u := range units {
-		sunits[i] = supervise.Unit{Name: u.tenant,
-			Start: func(ctx context.Context) (supervise.Serving, error) {
-				r, err := a.startUnit(ctx, c, log, u, metrics, ann.ready)
-				if err != nil {
-					return nil, err
-				}
-				return r, nil
-			},
-			Failed: func(error) { ann.failed(u) }}
+		sunits[i] = a.supervisedUnit(c, log, u, metrics, ann)
 	}
 	sup, err := supervise.New(supervise.Config{Backoff: supervise.Backoff{Min: c.StartRetryMin, Max: c.StartRetryMax},
 		StartTimeout: c.StartTimeout, Retry: retry, Logger: log, Registerer: metrics}, sunits)
@@ -273,6 +269,30 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 			return nil
 		}
 	}, func(error) { close(stop) })
+
+	// The tenants file, watched: tenants added, removed or changed in it
+	// are started and stopped without a restart (tenantwatch.go). Its
+	// interrupt runs before the processors', so that no tenant is added
+	// while they stop.
+	if tf != nil {
+		tw := a.newTenantWatch(c, log, tf, units, libAc, metrics, ann)
+		defer tw.close()
+		wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+		wdone := make(chan struct{})
+		g.Add(func() error {
+			defer close(wdone)
+			if err := tw.run(wctx, sup, tf); err != nil && wctx.Err() == nil {
+				// Without the watch the tenants serve on: say so, and
+				// wait for the end.
+				log.Error("tenants file not watched: edits need a restart", "file", c.Tenants, "err", err)
+				<-wctx.Done()
+			}
+			return nil
+		}, func(error) {
+			wcancel()
+			<-wdone
+		})
+	}
 
 	// Processors (and their usage projectors). The interrupt returns only
 	// once every processor has drained and flushed its connection, so
@@ -364,7 +384,8 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 type servedUnit struct {
 	tenant, account string // "" without tenants
 	nc              *nats.Conn
-	js              jetstream.JetStream // nil until a start makes it (without tenants)
+	js              jetstream.JetStream         // nil until a start makes it (without tenants)
+	dial            func(context.Context) error // connects nc, js and conn (tenants added at run time); nil otherwise
 	conn            tenantConn
 	mcpToken        string
 	late            *supervise.Late // the registry and index as the MCP front door reads them
@@ -380,15 +401,19 @@ func (u *servedUnit) label() string {
 	return " for tenant " + u.tenant
 }
 
-// close releases the unit's registry and index.
+// close releases the unit's registry and index (once: a tenant dropped
+// from the tenants file is released when it stopped, and not again at
+// the end).
 func (u *servedUnit) close(log *slog.Logger) {
 	if u.index != nil {
 		u.index.Close()
+		u.index = nil
 	}
 	if u.reg != nil {
 		if err := u.reg.Close(); err != nil {
 			log.Warn("close skill registry", "tenant", u.tenant, "err", err)
 		}
+		u.reg = nil
 	}
 }
 
