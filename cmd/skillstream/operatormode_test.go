@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -284,5 +285,61 @@ func TestTenantsOperatorMode(t *testing.T) {
 	}
 	if info, err := gst.Info(ctx); err != nil || info.State.Msgs != had {
 		t.Errorf("globex's SESSIONS changed under acme's worker's trigger: %d → %v %v", had, info, err)
+	}
+}
+
+// TestOperatorLayoutMatchesShippedConf: the JWT layout the operator-mode
+// tests (and the manual's nsc commands) use gives each user the
+// permissions the shipped tenants.conf gives it.
+func TestOperatorLayoutMatchesShippedConf(t *testing.T) {
+	setPasswords(t, tenantUsers)
+	opts, err := server.ProcessConfigFile(tenantsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byUser := map[string]*server.User{}
+	for _, u := range opts.Users {
+		byUser[u.Username] = u
+	}
+	get := func(user string, pub bool, allow bool) []string {
+		u := byUser[user]
+		if u == nil {
+			t.Fatalf("%s: no user %s", tenantsConf, user)
+		}
+		if u.Permissions == nil {
+			return nil
+		}
+		p := u.Permissions.Subscribe
+		if pub {
+			p = u.Permissions.Publish
+		}
+		if p == nil {
+			return nil
+		}
+		out := p.Deny
+		if allow {
+			out = p.Allow
+		}
+		return slices.Sorted(slices.Values(out))
+	}
+	sorted := func(s []string) []string { return slices.Sorted(slices.Values(s)) }
+	for _, tc := range []struct {
+		user       string
+		pub, allow bool
+		want       []string
+	}{
+		{"acme-processor", true, true, operator.ProcessorPublish},
+		{"acme-processor", false, true, operator.ProcessorSubscribe},
+		{"globex-processor", true, true, operator.ProcessorPublish},
+		{"acme-admin", true, false, operator.AdminDeny},
+		{"acme-admin", true, true, nil},
+		{"acme-worker-1", true, true, operator.WorkerPublish()},
+		{"acme-worker-1", false, true, []string(operator.WorkerPermissions("acme-worker-1").Sub.Allow)},
+		{"library-reader", true, true, operator.LibraryReaderPublish},
+		{"library-reader", false, true, []string{"_SKILLSTREAM_INBOX.>"}},
+	} {
+		if got := get(tc.user, tc.pub, tc.allow); !slices.Equal(got, sorted(tc.want)) {
+			t.Errorf("%s (publish %v, allow %v): %s gives %q, the JWT layout %q", tc.user, tc.pub, tc.allow, tenantsConf, got, sorted(tc.want))
+		}
 	}
 }
