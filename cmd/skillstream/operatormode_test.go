@@ -240,6 +240,20 @@ func TestTenantsOperatorMode(t *testing.T) {
 		return nil
 	})
 
+	// A tenant added in an account another tenant has: refused for good,
+	// named; the others serve on.
+	writeTenants(t, tenants, libYAML+tenantEntryYAML("acme", acme.Processor)+tenantEntryYAML("initech", initech.Processor)+
+		tenantEntryYAML("acme-too", acme.Admin))
+	eventually(t, 30*time.Second, "acme-too refused", func() error {
+		if !strings.Contains(logs.String(), "tenants acme and acme-too are both in account") {
+			return fmt.Errorf("not yet:\n%s", logs)
+		}
+		return nil
+	})
+	if d, err := acmeW.PreStep(ctx, events.PreStep{Session: "s1", Step: "4", Tools: tools}); err != nil || d.Outcome != events.OutcomeUnchanged {
+		t.Errorf("acme after acme-too's refusal: %+v %v", d, err)
+	}
+
 	// The shipped permissions, as JWTs: a worker reaches no stream's API
 	// and no other worker's inbox; the administrator cannot delete the
 	// processors' consumer that serve made.
