@@ -147,6 +147,11 @@ type Options struct {
 	// trigger of one replay sees the same skills. Ignored when Recorded is
 	// set.
 	Skills history.Skills
+	// Index, when set, is the search index of Skills (NewIndex), built
+	// once and shared by replays of many recordings against the same
+	// skills: a replay then builds no index of its own. Only searches
+	// against Skills use it.
+	Index *Index
 	// Recorded replays against the skills captured in the recording.
 	Recorded bool
 	// AsRecorded replays every trigger against the skills the session saw
@@ -504,8 +509,15 @@ func (r *Replayer) settle(ctx context.Context, p *pending) error {
 }
 
 func (r *Replayer) mapCwd(cwd string) (string, *CwdMapping) {
-	for i := range r.opts.CwdMap {
-		m := &r.opts.CwdMap[i]
+	return MapCwd(r.opts.CwdMap, cwd)
+}
+
+// MapCwd rewrites cwd by the first mapping of ms that matches it (cwd is
+// its Old, or a path under it) and returns that mapping; cwd as it is and
+// nil when none matches.
+func MapCwd(ms []CwdMapping, cwd string) (string, *CwdMapping) {
+	for i := range ms {
+		m := &ms[i]
 		if cwd == m.Old {
 			return m.New, m
 		}

@@ -89,6 +89,9 @@ func (r *Replayer) searcherFor(p *pending, q catalog.Query) (catalog.Searcher, e
 	var m *CwdMapping
 	q.Cwd, m = r.mapCwd(q.Cwd)
 	_ = m // a search's text names no paths
+	if r.opts.Index != nil {
+		return r.opts.Index.Searcher(q), nil
+	}
 	return r.index(&r.skillsIndex, r.opts.Skills).Searcher(q), nil
 }
 
@@ -111,6 +114,26 @@ func (r *Replayer) index(at **searchIndex, skills history.Skills) *search.Index 
 	}
 	return (*at).ix
 }
+
+// Index is the search index of one set of skills, built as a replay
+// builds its own (over a registry of those skills alone, with the
+// processor's ranking) but once, for many replays against the same skills
+// (Options.Index), each of which would otherwise build it again. It asks
+// the skills once per query and skill name, and is safe for concurrent use.
+type Index struct{ si *searchIndex }
+
+// NewIndex returns the search index of skills. Close it once the replays
+// using it are done.
+func NewIndex(skills history.Skills) *Index {
+	reg := providers.NewRegistry([]providers.Provider{skillsProvider{newMemo(skills)}})
+	return &Index{&searchIndex{reg: reg, ix: search.New(reg, search.Options{})}}
+}
+
+// Searcher is the index bound to the working directory and project of q.
+func (x *Index) Searcher(q catalog.Query) catalog.Searcher { return x.si.ix.Searcher(q) }
+
+// Close drops the index.
+func (x *Index) Close() { x.si.close() }
 
 // close drops the index.
 func (si *searchIndex) close() {
