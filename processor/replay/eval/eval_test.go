@@ -35,7 +35,7 @@ var baseSkills = map[string]string{
 	"inv-beta":      "Invoice reconciliation for banks.",
 	"inv-gamma":     "Invoice reconciliation for vendors.",
 	"inv-target":    "Tidy the invoice notes folder.",
-	"key-keeper":   "Rotate TLS certificates before they expire.",
+	"key-keeper":    "Rotate TLS certificates before they expire.",
 	"release-notes": "Draft release notes from merged pull requests.",
 	"unit-tests":    "Write unit tests for a Go package.",
 	"db-migrate":    "Write and check database schema migrations.",
