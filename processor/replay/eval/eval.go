@@ -26,8 +26,10 @@
 // recorded catalog's text; a change list in view counts as the list it
 // leads to, rendered whole) and after (the candidate's catalog for the
 // step's working directory and tools, rendered with the same template),
-// with tokens estimated as bytes/4 rounded up. A session sums the bytes of
-// its steps and counts each name once.
+// with tokens estimated as the catalog command estimates them (characters
+// divided by four, rounded up, per step: a rule of thumb, not a
+// tokenizer). A session sums the bytes and tokens of its steps and counts
+// each name once.
 //
 // Per skill call the recording shows loaded: a candidate that answers it
 // with an error now fails it; one that loads other text changes it. The
@@ -65,6 +67,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -115,10 +118,10 @@ type Bytes struct {
 	Tokens int64 `json:"tokens"`
 }
 
-// Tokens estimates the tokens of n bytes of model text: n/4, rounded up.
-func Tokens(n int64) int64 { return (n + 3) / 4 }
-
-func bytesOf(n int64) Bytes { return Bytes{Bytes: n, Tokens: Tokens(n)} }
+// Tokens estimates the tokens of model text as the catalog command does:
+// its characters (code points) divided by four, rounded up. A rule of
+// thumb, not a tokenizer.
+func Tokens(text string) int { return (utf8.RuneCountInString(text) + 3) / 4 }
 
 // Entries are the names of a catalog's entries the candidate changes.
 type Entries struct {
@@ -135,10 +138,12 @@ func (e Entries) empty() bool {
 
 // StepRow is one pre-step's catalog, before and after.
 type StepRow struct {
-	Seq    uint64 `json:"seq"`
-	Step   string `json:"step"`
-	Before int    `json:"bytesBefore"`
-	After  int    `json:"bytesAfter"`
+	Seq          uint64 `json:"seq"`
+	Step         string `json:"step"`
+	Before       int    `json:"bytesBefore"`
+	After        int    `json:"bytesAfter"`
+	TokensBefore int    `json:"tokensBefore"`
+	TokensAfter  int    `json:"tokensAfter"`
 	Entries
 }
 
@@ -398,7 +403,6 @@ func (e *evaluator) session(ctx context.Context, src Source) (Session, error) {
 	}
 	se.out.Added, se.out.Removed = se.sorted("added"), se.sorted("removed")
 	se.out.Changed, se.out.Bare = se.sorted("changed"), se.sorted("bare")
-	se.out.Before, se.out.After = bytesOf(se.out.Before.Bytes), bytesOf(se.out.After.Bytes)
 	return se.out, nil
 }
 
@@ -514,10 +518,13 @@ func (se *sessionEval) catalog(ctx context.Context, s replay.Step, ps events.Pre
 		view = v
 	}
 	after := view.Text(u)
-	row := StepRow{Seq: s.Seq, Step: s.ID, Before: len(before), After: len(after), Entries: compare(seen.Entries, view.Entries)}
+	row := StepRow{Seq: s.Seq, Step: s.ID, Before: len(before), After: len(after),
+		TokensBefore: Tokens(before), TokensAfter: Tokens(after), Entries: compare(seen.Entries, view.Entries)}
 	se.out.Steps++
 	se.out.Before.Bytes += int64(row.Before)
 	se.out.After.Bytes += int64(row.After)
+	se.out.Before.Tokens += int64(row.TokensBefore)
+	se.out.After.Tokens += int64(row.TokensAfter)
 	se.note("added", row.Added)
 	se.note("removed", row.Removed)
 	se.note("changed", row.Changed)
@@ -642,6 +649,8 @@ func sum(ss []Session, window int) Summary {
 		t.Steps += s.Steps
 		t.Before.Bytes += s.Before.Bytes
 		t.After.Bytes += s.After.Bytes
+		t.Before.Tokens += s.Before.Tokens
+		t.After.Tokens += s.After.Tokens
 		t.Added += len(s.Added)
 		t.Removed += len(s.Removed)
 		t.Changed += len(s.Changed)
@@ -662,7 +671,6 @@ func sum(ss []Session, window int) Summary {
 			after = append(after, p.After)
 		}
 	}
-	t.Before, t.After = bytesOf(t.Before.Bytes), bytesOf(t.After.Bytes)
 	t.Pairs = len(before)
 	t.RanksBefore, t.RanksAfter = ranks(before), ranks(after)
 	return t

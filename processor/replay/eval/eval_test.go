@@ -308,12 +308,17 @@ func TestEvalFixture(t *testing.T) {
 	}
 	// The catalog in view: the recorded text before, the candidate's
 	// rendered with the same template after.
-	var before, after int64
+	var before, after, tb, ta int64
 	for _, r := range got.StepRows {
 		before += int64(r.Before)
 		after += int64(r.After)
+		tb += int64(r.TokensBefore)
+		ta += int64(r.TokensAfter)
+		if r.TokensBefore != (r.Before+3)/4 || r.TokensAfter != (r.After+3)/4 { // ASCII: a character a byte
+			t.Errorf("step %s: %+v", r.Step, r)
+		}
 	}
-	if s.Before.Bytes != before || s.After.Bytes != after || s.Before.Tokens != (before+3)/4 || s.After.Tokens != (after+3)/4 {
+	if s.Before.Bytes != before || s.After.Bytes != after || s.Before.Tokens != tb || s.After.Tokens != ta {
 		t.Errorf("bytes: %+v %+v, rows sum %d %d", s.Before, s.After, before, after)
 	}
 	delta := len(candidateSkills()["inv-target"]) - len(baseSkills["inv-target"]) +
