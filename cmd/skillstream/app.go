@@ -72,6 +72,7 @@ func commands() []subcommand {
 		{"skills", "publish skills to the fleet's skill store, list, inspect and fetch them", (*app).skillsCommand},
 		{"export", "write a session's log to a recording file", (*app).exportCommand},
 		{"replay", "re-run the decisions of a recorded session and diff them", (*app).replayCommand},
+		{"eval", "judge a change to skills or options on recorded sessions, for CI", (*app).evalCommand},
 		{"usage", "report which skills were loaded, invoked, failed and never used", (*app).usageCommand},
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},
 		{"mcp", "serve the skills to an MCP host over stdio", (*app).mcpCommand},

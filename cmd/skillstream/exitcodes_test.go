@@ -42,6 +42,8 @@ func TestExitCodes(t *testing.T) {
 		{args: append([]string{"skills", "push", "--json", bad}, nats...), want: 1, jsonErr: true},
 		{args: append([]string{"history", "--json", "--session", "nope"}, nats...), want: 1, jsonErr: true},
 		{args: append([]string{"usage", "--json", "--since", "yesterday-ish"}, nats...), want: 2, jsonErr: true},
+		{args: []string{"eval", "--json", "--fail-on", "hit5-dorp=0.05", "x.jsonl"}, want: 2, jsonErr: true},
+		{args: append([]string{"eval", "--json", "nope.jsonl"}, local...), want: 2, jsonErr: true},
 		{args: []string{"validate", bad}, want: 1},
 		{args: []string{"catalog", "--frob"}, want: 2},
 	} {

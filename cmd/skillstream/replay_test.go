@@ -381,13 +381,13 @@ func TestReplayBadInput(t *testing.T) {
 	}
 }
 
-// TestReaderCommandsTakeOnlyWhatTheyUse checks that export, replay and
-// history register no serve-only flag and ignore serve-only variables, and
+// TestReaderCommandsTakeOnlyWhatTheyUse checks that export, replay,
+// history and eval register no serve-only flag and ignore serve-only variables, and
 // keeps their manuals as golden files.
 func TestReaderCommandsTakeOnlyWhatTheyUse(t *testing.T) {
 	serveOnly := []string{"workers", "ack-wait", "max-deliver", "no-provision", "replicas", "max-age",
 		"duplicate-window", "server-name", "consumer", "metrics-listen"}
-	for _, name := range []string{"export", "replay", "history"} {
+	for _, name := range []string{"export", "replay", "history", "eval"} {
 		code, out, _ := runMain(t, name, "--help")
 		if code != exitOK {
 			t.Fatalf("%s --help: exit %d", name, code)
