@@ -218,7 +218,7 @@ func printEval(w io.Writer, rep *eval.Report, verdicts []eval.Verdict, steps boo
 	if t.Before.Bytes > 0 {
 		growth = fmt.Sprintf(" (%+.1f%%)", 100*t.ByteGrowth())
 	}
-	p("%d sessions, %d steps with a catalog in view", t.Sessions, t.Steps)
+	p("sessions: %d, steps with a catalog in view: %d", t.Sessions, t.Steps)
 	p("catalog in view: %d → %d bytes%s, about %d → %d tokens (characters/4)", t.Before.Bytes, t.After.Bytes, growth, t.Before.Tokens, t.After.Tokens)
 	p("entries: %d added, %d removed, %d changed, %d without description (each name once per session)", t.Added, t.Removed, t.Changed, t.Bare)
 	p("recorded loads: %d now fail, %d load other text, %d failed and now load", t.Failures, t.OtherText, t.Fixed)

@@ -124,7 +124,7 @@ func TestEvalCommand(t *testing.T) {
 		"  call c3 (release-notes): fails (unknown)\n",
 		`  search seq 3 "invoice reconciliation" then inv-target: rank 4 → 1` + "\n",
 		`  search seq 8 "rotate certificates" then key-keeper: rank 1 → not shown` + "\n",
-		"1 sessions, 5 steps with a catalog in view\n",
+		"sessions: 1, steps with a catalog in view: 5\n",
 		"entries: 0 added, 1 removed, 2 changed, 0 without description (each name once per session)\n",
 		"recorded loads: 1 now fail, 0 load other text, 0 failed and now load\n",
 		"search-then-load pairs: 2 (a load within 3 pre-steps of its search)\n",
