@@ -100,7 +100,10 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 			return err
 		}
 		defer closeNC()
-		reg, err := c.registryWith(ctx, nil, false, js)
+		// Watched, as a long-running command's: unwatched, the registry
+		// finds changes by reading every skill folder again at each
+		// question, and an eval asks about every skill its sessions named.
+		reg, err := c.registryWith(ctx, nil, true, js)
 		if err != nil {
 			return err
 		}

@@ -864,6 +864,13 @@ type memo struct {
 	snapshots map[catalog.Query]catalog.Snapshot
 	resolved  map[named]answer[catalog.Summary]
 	loaded    map[named]answer[catalog.Skill]
+	views     map[prepared]catalog.View
+}
+
+// prepared is a query's snapshot prepared under options.
+type prepared struct {
+	q    catalog.Query
+	opts catalog.Options
 }
 
 // named is a skill name asked about for a query.
@@ -880,7 +887,34 @@ type answer[T any] struct {
 
 func newMemo(s history.Skills) *memo {
 	return &memo{skills: s, snapshots: map[catalog.Query]catalog.Snapshot{},
-		resolved: map[named]answer[catalog.Summary]{}, loaded: map[named]answer[catalog.Skill]{}}
+		resolved: map[named]answer[catalog.Summary]{}, loaded: map[named]answer[catalog.Skill]{},
+		views: map[prepared]catalog.View{}}
+}
+
+// Memo returns skills that ask s once per working directory and skill
+// name, as one replay does, for many replays that must all see the same
+// skills (eval): each replay asks it once more per question, from memory.
+// It is safe for concurrent use.
+func Memo(s history.Skills) history.Skills { return newMemo(s) }
+
+// Prepared is catalog.Prepare of q's snapshot under opts, made once per
+// query and options (history.Preparer): the pre-steps of a replay in one
+// working directory share one View, as the processor's do while its
+// registry's snapshot stays current.
+func (m *memo) Prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error) {
+	snap, err := m.Snapshot(ctx, q)
+	if err != nil {
+		return catalog.View{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := prepared{q, opts}
+	if v, ok := m.views[k]; ok {
+		return v, nil
+	}
+	v := catalog.Prepare(snap, opts)
+	m.views[k] = v
+	return v, nil
 }
 
 func (m *memo) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snapshot, error) {

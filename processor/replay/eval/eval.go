@@ -66,7 +66,6 @@ import (
 	"io"
 	"runtime"
 	"sort"
-	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
@@ -277,9 +276,12 @@ func Run(ctx context.Context, sources []Source, opts Options) (*Report, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	ix := replay.NewIndex(c.Skills)
+	// Every session sees the same skills, asked once per working
+	// directory and name, and one search index of them.
+	skills := replay.Memo(c.Skills)
+	ix := replay.NewIndex(skills)
 	defer ix.Close()
-	e := &evaluator{opts: opts, ix: ix, skills: &shared{skills: c.Skills, views: map[viewKey]viewAnswer{}}}
+	e := &evaluator{opts: opts, ix: ix, skills: skills}
 	out := make([]Session, len(sources))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
@@ -304,43 +306,7 @@ func Run(ctx context.Context, sources []Source, opts Options) (*Report, error) {
 type evaluator struct {
 	opts   Options
 	ix     *replay.Index
-	skills *shared
-}
-
-// shared prepares the candidate's catalog views once per working
-// directory and tool view's options, for every session.
-type shared struct {
 	skills history.Skills
-	mu     sync.Mutex
-	views  map[viewKey]viewAnswer
-}
-
-type viewKey struct {
-	q    catalog.Query
-	opts catalog.Options
-}
-
-type viewAnswer struct {
-	v   catalog.View
-	err error
-}
-
-func (s *shared) prepared(ctx context.Context, q catalog.Query, opts catalog.Options) (catalog.View, error) {
-	k := viewKey{q, opts}
-	s.mu.Lock()
-	a, ok := s.views[k]
-	s.mu.Unlock()
-	if ok {
-		return a.v, a.err
-	}
-	v, err := history.Prepare(ctx, s.skills, q, opts)
-	if ctx.Err() != nil {
-		return v, ctx.Err()
-	}
-	s.mu.Lock()
-	s.views[k] = viewAnswer{v, err}
-	s.mu.Unlock()
-	return v, err
 }
 
 // sessionEval is the evaluation of one recording in progress.
@@ -373,7 +339,7 @@ func (e *evaluator) session(ctx context.Context, src Source) (Session, error) {
 	rp, err := replay.NewReplayer(h, replay.Options{
 		ToolOwner: c.ToolOwner,
 		Catalog:   c.Catalog,
-		Skills:    c.Skills,
+		Skills:    e.skills,
 		Index:     e.ix,
 		CwdMap:    c.CwdMap,
 		Emit:      func(s replay.Step) error { return se.step(ctx, s) },
@@ -507,7 +473,7 @@ func (se *sessionEval) catalog(ctx context.Context, s replay.Step, ps events.Pre
 	if history.Visible(ps.Tools, c.ToolOwner) {
 		q := history.PreStepQuery(ps)
 		q.Cwd, _ = replay.MapCwd(c.CwdMap, q.Cwd)
-		v, err := se.e.skills.prepared(ctx, q, opts)
+		v, err := history.Prepare(ctx, se.e.skills, q, opts)
 		if err != nil {
 			return fmt.Errorf("step %s: skills of %q: %w", ps.Step, q.Cwd, err)
 		}
