@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/replay"
@@ -23,10 +24,15 @@ func (a *app) evalCommand() (*command, runFunc) {
 		window int
 		failOn string
 		maps   cwdMaps
+		since  string
+		until  string
+		most   int
 	)
-	cmd := newCommand("eval", "skillstream eval FILE... [--fail-on KEY=LIMIT,...] [--cwd-map OLD=NEW] [--json] [--steps] [flags]", `
+	cmd := newCommand("eval", "skillstream eval FILE... | --since DURATION|TIME [--until TIME] [--fail-on KEY=LIMIT,...] [--cwd-map OLD=NEW] [--json] [--steps] [flags]", `
 Judge a change to the skills or the catalog options on sessions already
-recorded (files written by "export"). The baseline is what each recording
+recorded: files written by "export", or with --since the sessions of the
+stream with a pre-step in a window of time (read whole, as export reads them,
+from where export reads; --tenant for a tenant's). The baseline is what each recording
 shows; the candidate is what this command's skill flags and catalog flags give
 now (the same flags and SKILLSTREAM_* variables as serve): point
 --skills-dir at the changed folder, add --skill-search or --catalog-listed-max
@@ -57,6 +63,7 @@ or the evaluation failed, 2 on bad input (a missing, unreadable, corrupt or
 truncated recording, an unknown gate, bad flags).`[1:], `
   skillstream eval recordings/*.jsonl --skills-dir ./skills --no-skill-store
   skillstream eval recordings/*.jsonl --skills-dir ./skills --skill-search --fail-on hit5-drop=0.05,failures=0
+  skillstream eval --since 7d --skills-dir ./skills --skill-search --nats-url nats://nats:4222 --json
   skillstream eval 7f3a.jsonl --skills-dir ./skills --cwd-map /srv/app=$HOME/src/app --json --steps`[1:])
 	cmd.group("Flags")
 	cmd.fs.Func("fail-on", "exit 1 when a gate `KEY=LIMIT` trips: hit1-drop, hit5-drop, mrr-drop, failures, bytes-growth; comma-separated, repeatable", func(s string) error {
@@ -67,6 +74,9 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 		return nil
 	})
 	cmd.add("fail-on", false)
+	cmd.localString(&since, "since", "", "evaluate the stream's sessions with a pre-step from `DURATION` ago (24h, 7d) or from TIME (RFC 3339), instead of files")
+	cmd.localString(&until, "until", "", "with --since, up to `TIME` (RFC 3339) or DURATION ago; default now")
+	cmd.localInt(&most, "max-sessions", 10000, "with --since, refuse a window of more sessions than this")
 	cmd.localInt(&window, "window", eval.DefaultWindow, "pair a search with a load at most this many pre-steps after it")
 	cmd.fs.Var(&maps, "cwd-map", "evaluate working directory `OLD=NEW`; repeatable")
 	cmd.add("cwd-map", false)
@@ -76,8 +86,15 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 	c.storeFlags(cmd)
 	c.readerFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
-		if len(args) == 0 {
-			return usagef("eval needs one or more recording files")
+		switch {
+		case len(args) == 0 && since == "":
+			return usagef("eval needs one or more recording files, or --since for the stream's sessions")
+		case len(args) > 0 && since != "":
+			return usagef("give recording files or --since, not both")
+		case until != "" && since == "":
+			return usagef("--until applies to --since only")
+		case most < 1:
+			return usagef("--max-sessions %d: must be at least 1", most)
 		}
 		if window < 1 {
 			return usagef("--window %d: must be at least 1", window)
@@ -87,6 +104,19 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 			var err error
 			if gates, err = eval.ParseGates(failOn); err != nil {
 				return usagef("--fail-on: %v", err)
+			}
+		}
+		w := eval.Window{Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Max: most}
+		if since != "" {
+			now := time.Now()
+			var err error
+			if w.Since, err = parseSince(since, now); err != nil {
+				return err
+			}
+			if until != "" {
+				if w.Until, err = parseSince(until, now); err != nil {
+					return usagef("--until %q: want a duration (24h) or an RFC 3339 time", until)
+				}
 			}
 		}
 		if err := c.validateSkills(); err != nil {
@@ -110,7 +140,24 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 		defer reg.Close()
 		sources := make([]eval.Source, len(args))
 		for i, path := range args {
-			sources[i] = eval.Source{Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+			sources[i] = eval.Source{Name: path, Open: func(context.Context) (io.ReadCloser, error) { return os.Open(path) }}
+		}
+		if since != "" {
+			sjs, closeJS, err := a.openSessions(&c)
+			if err != nil {
+				return err
+			}
+			defer closeJS()
+			sids, err := eval.Sessions(ctx, sjs, w)
+			if err != nil {
+				return err
+			}
+			if len(sids) == 0 {
+				return fmt.Errorf("no session of stream %s has a pre-step in the window", c.Stream)
+			}
+			for _, sid := range sids {
+				sources = append(sources, eval.StreamSource(sjs, w, sid))
+			}
 		}
 		rep, err := eval.Run(ctx, sources, eval.Options{Window: window, Steps: steps, Candidate: eval.Candidate{
 			ToolOwner: c.ToolOwner, Catalog: c.catalogOptions(), Skills: reg, CwdMap: maps,

@@ -40,10 +40,10 @@ func writeSkills(t *testing.T, skills map[string]string) string {
 
 // recordEvalSession plays a session of searches and loads through serve
 // --skill-search and exports it.
-func recordEvalSession(t *testing.T) (rec, root string) {
+func recordEvalSession(t *testing.T) (rec, root, data string) {
 	t.Helper()
 	root = writeSkills(t, evalSkills)
-	data := t.TempDir()
+	data = t.TempDir()
 	cwd := t.TempDir()
 	s := startServe(t, data, root, "--skill-search")
 	c, err := client.New(s.connect(t))
@@ -86,14 +86,14 @@ func recordEvalSession(t *testing.T) (rec, root string) {
 	if code, _, stderr := runMain(t, "export", "--session", "ev", "--out", rec, "--data", data, "--listen", quietAddr(t)); code != exitOK {
 		t.Fatalf("export: exit %d\n%s", code, stderr)
 	}
-	return rec, root
+	return rec, root, data
 }
 
 // TestEvalCommand: eval of a recorded session against a changed skills
 // folder prints the exact figures, as text and --json; --fail-on gates
 // exit 1 naming the gate, pass with 0; bad input exits 2.
 func TestEvalCommand(t *testing.T) {
-	rec, root := recordEvalSession(t)
+	rec, root, data := recordEvalSession(t)
 	flags := []string{"--no-bundled", "--user-skills-dir=", "--no-skill-store", "--skill-search", "--skills-dir", root}
 	same, changed := flags, flags
 
@@ -133,6 +133,18 @@ func TestEvalCommand(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// The same session read from the stream, by the time of its
+	// pre-steps.
+	store := []string{"--data", data, "--listen", quietAddr(t)}
+	code, live, stderr := runMain(t, append(append([]string{"eval", "--since", "1h"}, store...), changed...)...)
+	if code != exitOK || strings.ReplaceAll(live, "(SESSIONS/ev)", "("+rec+")") != out {
+		t.Errorf("--since 1h: exit %d\n%s%s\nwant\n%s", code, live, stderr, out)
+	}
+	code, _, stderr = runMain(t, append(append([]string{"eval", "--since", "2h", "--until", "1h"}, store...), changed...)...)
+	if code != exitFailure || !strings.Contains(stderr, "no session of stream SESSIONS has a pre-step in the window") {
+		t.Errorf("an empty window: exit %d\n%s", code, stderr)
 	}
 
 	// --json: the same figures, and the gates' verdicts.
@@ -182,7 +194,9 @@ func TestEvalCommand(t *testing.T) {
 		{[]string{"eval", rec, "--fail-on", "failures=some"}, `limit "some" is not a count`},
 		{[]string{"eval", filepath.Join(t.TempDir(), "gone.jsonl")}, "gone.jsonl: open"},
 		{[]string{"eval", rec, corrupt}, "corrupt.jsonl: corrupt recording: record 2 (byte offset"},
-		{[]string{"eval"}, "eval needs one or more recording files"},
+		{[]string{"eval"}, "eval needs one or more recording files, or --since"},
+		{[]string{"eval", rec, "--since", "1h"}, "give recording files or --since, not both"},
+		{[]string{"eval", "--since", "soon"}, `--since "soon": want a duration`},
 	} {
 		code, out, stderr := runMain(t, append(c.args, changed...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {

@@ -107,7 +107,7 @@ type Options struct {
 // id) and how to open it.
 type Source struct {
 	Name string
-	Open func() (io.ReadCloser, error)
+	Open func(context.Context) (io.ReadCloser, error)
 }
 
 // Bytes are the catalog bytes in view, summed over pre-steps, and the
@@ -322,7 +322,7 @@ type sessionEval struct {
 }
 
 func (e *evaluator) session(ctx context.Context, src Source) (Session, error) {
-	f, err := src.Open()
+	f, err := src.Open(ctx)
 	if err != nil {
 		return Session{}, err
 	}

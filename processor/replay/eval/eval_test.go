@@ -227,7 +227,7 @@ func recordFixture(t *testing.T) (rec []byte, project string) {
 }
 
 func sourceOf(name string, rec []byte) Source {
-	return Source{Name: name, Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rec)), nil }}
+	return Source{Name: name, Open: func(context.Context) (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rec)), nil }}
 }
 
 // candidateSkills: inv-target's description now says what the search
@@ -353,7 +353,7 @@ func TestEvalBadRecordings(t *testing.T) {
 		want error
 		text string
 	}{
-		{Source{Name: "gone.jsonl", Open: func() (io.ReadCloser, error) { return os.Open(filepath.Join(t.TempDir(), "gone.jsonl")) }}, os.ErrNotExist, "gone.jsonl: open"},
+		{Source{Name: "gone.jsonl", Open: func(context.Context) (io.ReadCloser, error) { return os.Open(filepath.Join(t.TempDir(), "gone.jsonl")) }}, os.ErrNotExist, "gone.jsonl: open"},
 		{sourceOf("corrupt.jsonl", corrupt), replay.ErrCorrupt, `corrupt.jsonl: corrupt recording: record 2`},
 		{sourceOf("truncated.jsonl", truncated), replay.ErrTruncated, "truncated.jsonl: truncated recording"},
 	} {
