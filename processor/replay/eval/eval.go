@@ -53,6 +53,14 @@
 // Both sides count only what the model was or would be shown, so an
 // unchanged candidate reports the same figures before and after.
 //
+// # Sources
+//
+// A Source is a recording: a file, or a session of the stream (Sessions
+// lists those with a pre-step in a Window of time, StreamSource reads
+// one whole, as export does). A source that cannot be read, or whose
+// recording is truncated or corrupt, ends the run with a *SourceError
+// naming it.
+//
 // # Left to the caller
 //
 // Choosing the recordings and the candidate's registry and options, the

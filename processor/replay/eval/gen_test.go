@@ -21,8 +21,10 @@ import (
 // TestGenerateRecordings -eval.gen DIR writes DIR/project (a project of
 // -eval.skills skills) and DIR/recordings/*.jsonl (-eval.sessions sessions
 // of -eval.steps pre-steps, played through a real processor with search
-// on), then DIR/candidate.sh names the skills a candidate changes. Time
-// `skillstream eval` over them (see the manual's Performance).
+// on), and DIR/candidate, the project with every tenth skill's description
+// rewritten and every fiftieth removed. Time `skillstream eval` over them
+// with --cwd-map DIR/project=DIR/candidate (see the manual's "Evaluating
+// a change on recorded sessions").
 var (
 	genDir      = flag.String("eval.gen", "", "write recordings for eval's figures into this directory")
 	genSessions = flag.Int("eval.sessions", 1000, "sessions to record with -eval.gen")
