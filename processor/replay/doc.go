@@ -124,6 +124,10 @@
 //
 // The same recording and skills always give the same steps.
 //
+// Many replays against the same skills (package eval) share them through
+// Memo, asked once per working directory and name for them all, and one
+// search index of them (NewIndex, Options.Index) instead of one each.
+//
 // # History
 //
 // With Options.HistoryOnly nothing is replayed: each pre-step's Step carries

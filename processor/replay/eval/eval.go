@@ -23,10 +23,12 @@
 // entries the candidate's catalog would add, remove, change (same name,
 // other description) or list without a description that the recorded one
 // listed with one; and the bytes of the catalog in view before (the
-// recorded catalog's text; a change list in view counts as the list it
-// leads to, rendered whole) and after (the candidate's catalog for the
-// step's working directory and tools, rendered with the same template),
-// with tokens estimated as the catalog command estimates them (characters
+// recorded catalog's text) and after (the candidate's catalog for the
+// step's working directory and tools, rendered with the same template);
+// where a change list is in view, both count as their entries rendered
+// whole with the replacement template (leaving out the notice of skills
+// left out and the user invocation line, which the recorded list does not
+// keep), with tokens estimated as the catalog command estimates them (characters
 // divided by four, rounded up, per step: a rule of thumb, not a
 // tokenizer). A session sums the bytes and tokens of its steps and counts
 // each name once.
@@ -468,14 +470,7 @@ func (se *sessionEval) catalog(ctx context.Context, s replay.Step, ps events.Pre
 	if seen.Update == replay.UpdateInitial {
 		u = catalog.UpdateInitial
 	}
-	before := seen.Text
-	if seen.Update == events.UpdateChanges {
-		es := make([]catalog.Entry, len(seen.Entries))
-		for i, e := range seen.Entries {
-			es[i] = catalog.Entry{Name: e.Name, Description: e.Description, Bare: e.Description == ""}
-		}
-		before = catalog.RenderList(catalog.UpdateReplacement, es, 0)
-	}
+
 	opts := history.Offer(c.Catalog, ps.Tools, c.ToolOwner)
 	view := catalog.View{UserInvocation: opts.UserInvocation} // a hidden tool: the tombstone
 	if history.Visible(ps.Tools, c.ToolOwner) {
@@ -491,7 +486,17 @@ func (se *sessionEval) catalog(ctx context.Context, s replay.Step, ps events.Pre
 		}
 		view = v
 	}
-	after := view.Text(u)
+	before, after := seen.Text, view.Text(u)
+	if seen.Update == events.UpdateChanges {
+		// A change list is not the list the model has: both sides count
+		// as their entries rendered whole.
+		es := make([]catalog.Entry, len(seen.Entries))
+		for i, e := range seen.Entries {
+			es[i] = catalog.Entry{Name: e.Name, Description: e.Description, Bare: e.Description == ""}
+		}
+		before = catalog.RenderList(catalog.UpdateReplacement, es, 0)
+		after = catalog.RenderList(catalog.UpdateReplacement, view.Entries, 0)
+	}
 	row := StepRow{Seq: s.Seq, Step: s.ID, Before: len(before), After: len(after),
 		TokensBefore: Tokens(before), TokensAfter: Tokens(after), Entries: compare(seen.Entries, view.Entries)}
 	se.out.Steps++

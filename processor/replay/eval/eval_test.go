@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -397,6 +398,82 @@ func TestGates(t *testing.T) {
 		}
 		if v := gs[0].Check(s); v.Tripped != c.tripped {
 			t.Errorf("%s: %+v, want tripped %v", c.gate, v, c.tripped)
+		}
+	}
+}
+
+// TestEvalChangeLists: a session recorded with change lists, whose skill
+// changed between steps, evaluated against the skills as they are at its
+// end: the steps with the change list in view count the same bytes before
+// and after, and no entry changes; the steps before it see the change.
+func TestEvalChangeLists(t *testing.T) {
+	srv := natstest.Start(t)
+	project := writeProject(t, baseSkills)
+	opts := catalog.DefaultOptions()
+	opts.Updates, opts.UserInvocation = catalog.UpdatesChanges, true
+	runProcessor(t, srv, opts)
+	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: "changes-1", cwd: project}
+	noSearch := tools[:2]
+	ask := func(step string) events.Decision {
+		t.Helper()
+		b := w.ask(events.KindPreStep, events.JSON, events.PreStep{V: 1, Session: w.sid, Step: step, Cwd: w.cwd, Tools: noSearch})
+		d, err := events.DecodeDecision(events.JSON, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	ask("1")
+	md := "---\nname: unit-tests\ndescription: Write table tests for a Go package.\n---\nSteps of unit-tests.\n"
+	if err := os.WriteFile(filepath.Join(project, ".agents", "skills", "unit-tests", "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Until the processor's registry sees the change: a change list.
+	n := 2
+	deadline := time.Now().Add(20 * time.Second)
+	for ask(fmt.Sprint(n)).Outcome != events.OutcomeAppended {
+		if time.Now().After(deadline) {
+			t.Fatal("the change never reached the catalog")
+		}
+		n++
+	}
+	ask(fmt.Sprint(n + 1))
+	var buf bytes.Buffer
+	if err := replay.Record(context.Background(), srv.JS, processor.DefaultStream, events.DefaultPrefix, w.sid, &buf); err != nil {
+		t.Fatal(err)
+	}
+	// The change list is in view at the last two steps.
+	r, err := replay.NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var updates []string
+	if _, err := replay.Run(context.Background(), r, replay.Options{ToolOwner: processor.DefaultToolOwner, HistoryOnly: true,
+		Emit: func(s replay.Step) error {
+			if s.Seen != nil {
+				updates = append(updates, s.Seen.Update)
+			}
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(updates) < 3 || updates[len(updates)-1] != events.UpdateChanges || updates[len(updates)-2] != events.UpdateChanges {
+		t.Fatalf("catalogs in view: %v", updates)
+	}
+
+	rep, err := Run(context.Background(), []Source{sourceOf("changes-1.jsonl", buf.Bytes())}, Options{Steps: true,
+		Candidate: Candidate{ToolOwner: processor.DefaultToolOwner, Catalog: opts, Skills: newRegistry(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Sessions[0].StepRows
+	for i, row := range rows {
+		changesInView := i >= len(rows)-2
+		if changesInView && (row.Before != row.After || !row.Entries.empty()) {
+			t.Errorf("step %s (change list in view): %+v", row.Step, row)
+		}
+		if !changesInView && strings.Join(row.Changed, ",") != "unit-tests" {
+			t.Errorf("step %s (before the change): %+v", row.Step, row)
 		}
 	}
 }
