@@ -477,3 +477,54 @@ func TestEvalChangeLists(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalInvocations: a skill a user invoked (/name) that the candidate
+// removed, or that a candidate without user invocation would not invoke,
+// is a failure, counted in the summary.
+func TestEvalInvocations(t *testing.T) {
+	srv := natstest.Start(t)
+	project := writeProject(t, baseSkills)
+	opts := catalog.DefaultOptions()
+	opts.UserInvocation = true
+	runProcessor(t, srv, opts)
+	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: "inv-1", cwd: project}
+	b := w.ask(events.KindPreStep, events.JSON, events.PreStep{V: 1, Session: w.sid, Step: "1", Cwd: w.cwd, Tools: tools[:2],
+		UserText: []string{"/release-notes for 2.0, then /unit-tests"}})
+	if d, err := events.DecodeDecision(events.JSON, b); err != nil || d.Outcome != events.OutcomeAppended {
+		t.Fatalf("step 1: %+v %v", d, err)
+	}
+	var buf bytes.Buffer
+	if err := replay.Record(context.Background(), srv.JS, processor.DefaultStream, events.DefaultPrefix, w.sid, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(buf.Bytes(), []byte(string(events.KindInvocation))) {
+		t.Fatal("no invocation recorded")
+	}
+	loads := func(skills map[string]string, o catalog.Options) []string {
+		t.Helper()
+		dir := writeProject(t, skills)
+		rep, err := Run(context.Background(), []Source{sourceOf("inv-1.jsonl", buf.Bytes())}, Options{Candidate: Candidate{
+			ToolOwner: processor.DefaultToolOwner, Catalog: o, Skills: newRegistry(t), CwdMap: []replay.CwdMapping{{Old: project, New: dir}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range rep.Sessions[0].Loads {
+			out = append(out, l.Kind+" "+l.Skill+" "+l.Verdict)
+		}
+		if rep.Summary.Failures != strings.Count(strings.Join(out, ","), Fails) {
+			t.Errorf("summary failures %d for %v", rep.Summary.Failures, out)
+		}
+		return out
+	}
+	if got := loads(baseSkills, opts); len(got) != 0 {
+		t.Errorf("unchanged: %v", got)
+	}
+	cand := candidateSkills() // release-notes removed
+	if got := strings.Join(loads(cand, opts), ","); got != "invocation release-notes fails" {
+		t.Errorf("release-notes removed: %s", got)
+	}
+	if got := strings.Join(loads(baseSkills, catalog.DefaultOptions()), ","); got != "invocation release-notes fails,invocation unit-tests fails" {
+		t.Errorf("user invocation off: %s", got)
+	}
+}
