@@ -41,7 +41,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 		return stdout + stderr
 	}
 	out := run(0, "push", root)
-	if !regexp.MustCompile(`^added a-skill rev 1 [0-9a-f]{12}\nadded b-skill rev 2 [0-9a-f]{12}\nstore revision 2 epoch [0-9a-f]{16}\n$`).MatchString(out) {
+	if !regexp.MustCompile(`^added a-skill rev 1 [0-9a-f]{12}\nadded b-skill rev 1 [0-9a-f]{12}\nstore revision 2 epoch [0-9a-f]{16}\n$`).MatchString(out) {
 		t.Fatalf("first push:\n%s", out)
 	}
 	out = run(0, "push", root)
@@ -50,7 +50,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 	}
 	writeFile(t, root, "a-skill/SKILL.md", skillMD("Version two.", "name: a-skill", "description: A skill."))
 	out = run(0, "push", root)
-	if !strings.Contains(out, "updated a-skill rev 3 ") || !strings.Contains(out, "unchanged b-skill rev 2 ") {
+	if !strings.Contains(out, "updated a-skill rev 2 ") || !strings.Contains(out, "unchanged b-skill rev 1 ") || !strings.Contains(out, "store revision 3 ") {
 		t.Fatalf("update push:\n%s", out)
 	}
 	hist := run(0, "history", "a-skill")
@@ -58,7 +58,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 		t.Fatalf("history:\n%s", hist)
 	}
 	ls := run(0, "ls")
-	if !strings.Contains(ls, "global a-skill rev 3 ") || !strings.Contains(ls, "global b-skill rev 2 ") {
+	if !strings.Contains(ls, "global a-skill rev 2 ") || !strings.Contains(ls, "global b-skill rev 1 ") {
 		t.Fatalf("ls:\n%s", ls)
 	}
 	dest := t.TempDir()
@@ -76,14 +76,14 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 		t.Fatalf("rm without scope:\n%s", out)
 	}
 	out = run(0, "rm", "a-skill", "--scope", "global")
-	if !strings.HasPrefix(out, "removed a-skill rev 4") {
+	if !regexp.MustCompile(`^removed a-skill rev 3\nstore revision 4 epoch [0-9a-f]{16}\n$`).MatchString(out) {
 		t.Fatalf("rm:\n%s", out)
 	}
 	run(1, "rm", "a-skill", "--scope", "global") // gone: nothing to remove
 	os.RemoveAll(filepath.Join(root, "a-skill"))
 	writeFile(t, root, "c-skill/SKILL.md", skillMD("C.", "name: c-skill", "description: C skill."))
 	proj := run(0, "push", filepath.Join(root, "c-skill"), "--scope", "project/team_1")
-	if !strings.HasPrefix(proj, "added c-skill rev 5 ") {
+	if !strings.HasPrefix(proj, "added c-skill rev 1 ") || !strings.Contains(proj, "store revision 5 ") {
 		t.Fatalf("project push:\n%s", proj)
 	}
 	out = run(0, "push", filepath.Join(root, "c-skill"), "--prune")

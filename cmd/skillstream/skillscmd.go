@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,6 +93,8 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		asJSON bool
 		to     string
 
+		revision string
+
 		includeHidden, linksOut bool
 	)
 	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc [arguments] [flags]", `
@@ -119,38 +120,43 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       again.
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the
-      index revision and the first 12 hex digits of the skill's digest;
-      then "store revision N epoch E": the index revision a serve must
-      have applied to see every skill as pushed, and the epoch of the
+      skill's revision (see REV below) and the first 12 hex digits of the
+      skill's digest; then "store revision N epoch E": the store revision
+      a serve must have applied to see every skill as pushed, and the epoch of the
       store's buckets it counts in (recreated buckets have another). A
       trigger that carries them as minStoreRevision and minStoreEpoch is
       decided on that revision of those buckets or later, never on an
       older one (read-your-writes), and is answered at once when the
       buckets were recreated since. --json prints one object instead:
       {"revision": N, "epoch": E, "token": "E:N", "skills": [{"name",
-      "change", "revision", "digest"}]}; the token is both in one string,
-      as the clients take it.
+      "change", "rev", "revision", "digest"}]}; the token is both in one
+      string, as the clients take it; a skill's "rev" is its revision,
+      its "revision" the store revision of that revision.
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
   ls [--scope S]
       the published skills (every scope without --scope).
   history NAME [--scope S]
-      the revisions the index keeps of a skill: revision, digest, time.
+      the revisions the index keeps of a skill: revision, digest, time
+      and store revision.
   rm NAME --scope S
-      remove a skill from a scope (earlier revisions stay readable).
-  get NAME[@REVISION] --out DIR [--scope S]
-      write a skill's files (the current revision, or REVISION) to
-      DIR/NAME, read-only, verified against the skill's digest.
+      remove a skill from a scope (earlier revisions stay readable); a
+      removal takes the skill's next revision. Prints the store revision
+      and epoch, as push.
+  get NAME[@REV] --out DIR [--scope S] [--revision REV]
+      write a skill's files (the current revision, or REV) to DIR/NAME,
+      read-only, verified against the skill's digest.
   diff NAME REV_A [REV_B] [--scope S]
       the files added, removed and changed from revision REV_A to REV_B
       (the current one when absent), then a unified diff of each such
       text file, read from the store alone and verified.
   rollback NAME [--to REVISION] --scope S
       publish the files of an earlier revision (by default the newest one
-      before the current whose files differ) as a new revision, with the
-      earlier digest; the history keeps every revision. Conditional on
-      what was read, as push. Refused when that revision's files were
-      removed by gc, or the index no longer keeps it.
+      before the current whose files differ) as the skill's next
+      revision, with the earlier digest; the history keeps every
+      revision. Conditional on what was read, as push. Refused when that
+      revision's files were removed by gc, or the index no longer keeps
+      it.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -166,14 +172,22 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       nothing, names it and exits 1.
 
 A scope is "global" (every session; the default) or "project/<id>"
-(sessions whose triggers carry project "<id>").`[1:], `
+(sessions whose triggers carry project "<id>").
+
+A revision (REV) is the skill's own: its first publication is revision
+1, and each update, rollback or removal of it takes the next number,
+whatever other skills do meanwhile; numbers stay as the index drops its
+oldest revisions (it keeps --skill-store-history of each skill).
+store:N names a revision by its store revision instead: the index's
+sequence over every skill, which push prints for read-your-writes and
+tool results carry as value.revision.`[1:], `
   skillstream skills push skills/
   skillstream skills push skills/ --prune --nats-url nats://n1:4222 --nats-creds ci.creds
   skillstream skills push team-skills/ --scope project/payments
   skillstream skills ls
   skillstream skills history commit-message
-  skillstream skills get commit-message@12 --out /tmp/skills
-  skillstream skills diff commit-message 12
+  skillstream skills get commit-message@2 --out /tmp/skills
+  skillstream skills diff commit-message 1 2
   skillstream skills rollback commit-message --scope global
   skillstream skills gc --dry-run`[1:])
 	cmd.group("Flags")
@@ -182,7 +196,8 @@ A scope is "global" (every session; the default) or "project/<id>"
 	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
 	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
-	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
+	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV (store:N for a store revision)")
+	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files; store:N for a store revision)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
 	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
@@ -219,6 +234,9 @@ A scope is "global" (every session; the default) or "project/<id>"
 		}
 		if to != "" && action != "rollback" {
 			return usagef("--to applies to rollback only")
+		}
+		if revision != "" && action != "get" {
+			return usagef("--revision applies to get only")
 		}
 		if asJSON && action != "push" {
 			return usagef("--json applies to push only")
@@ -275,7 +293,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 					ps, err = pb.List(ctx, sc)
 				}
 				for _, p := range ps {
-					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Revision, skillstore.Short(p.Record.Digest), stamp(p.Created))
+					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Rev, skillstore.Short(p.Record.Digest), stamp(p.Created))
 				}
 				return err
 			}
@@ -288,15 +306,10 @@ A scope is "global" (every session; the default) or "project/<id>"
 				if err != nil {
 					return err
 				}
-				for _, h := range hs {
-					switch {
-					case h.Removed:
-						fmt.Fprintf(a.stdout, "rev %d removed %s\n", h.Revision, stamp(h.Created))
-					case h.Err != nil:
-						fmt.Fprintf(a.stdout, "rev %d malformed %s: %v\n", h.Revision, stamp(h.Created), h.Err)
-					default:
-						fmt.Fprintf(a.stdout, "rev %d %s %s\n", h.Revision, skillstore.Short(h.Record.Digest), stamp(h.Created))
-					}
+				printHistory(a.stdout, hs)
+				if hs[0].Counted {
+					fmt.Fprintf(a.stderr, "skillstream skills history: no revision the index keeps of %s records its number (written by an older skillstream): "+
+						"they are counted from the oldest kept, and shift when it leaves the history, until the skill's next push or rollback records one\n", args[0])
 				}
 				return nil
 			}
@@ -308,11 +321,21 @@ A scope is "global" (every session; the default) or "project/<id>"
 				return usagef("skills rm needs --scope (global or project/<id>)")
 			}
 			run = func(ctx context.Context, pb *store.Publisher) error {
-				rev, err := pb.Remove(ctx, sc, args[0])
+				epoch, err := pb.Epoch(ctx)
 				if err != nil {
 					return err
 				}
-				printChange(a.stdout, store.Change{Action: store.Removed, Name: args[0], Revision: rev})
+				ch, err := pb.RemoveSkill(ctx, sc, args[0])
+				if err != nil {
+					return err
+				}
+				if err := samePushEpoch(ctx, pb, epoch); err != nil {
+					return err
+				}
+				printChange(a.stdout, ch)
+				if ch.Revision > 0 {
+					fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", ch.Revision, epoch)
+				}
 				return nil
 			}
 		case "get":
@@ -322,20 +345,28 @@ A scope is "global" (every session; the default) or "project/<id>"
 			if out == "" {
 				return usagef("skills get needs --out DIR")
 			}
-			name, rev, err := parseNameRev(args[0])
+			name, at, err := parseNameRev(args[0])
 			if err != nil {
 				return err
 			}
-			run = func(ctx context.Context, pb *store.Publisher) error {
-				p, err := pb.Get(ctx, sc, name, rev)
-				if err != nil {
+			if revision != "" {
+				if at != (store.At{}) {
+					return usagef("give the revision as %s or with --revision, not both", args[0])
+				}
+				if at, err = parseRevision(revision); err != nil {
 					return err
+				}
+			}
+			run = func(ctx context.Context, pb *store.Publisher) error {
+				p, err := pb.Get(ctx, sc, name, at)
+				if err != nil {
+					return explainMissing(ctx, pb, sc, err)
 				}
 				dir := filepath.Join(out, name)
 				if err := pb.Materialize(ctx, p.Record.Digest, dir); err != nil {
 					return err
 				}
-				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Revision, skillstore.Short(p.Record.Digest), dir)
+				fmt.Fprintf(a.stdout, "wrote %s rev %d %s to %s\n", name, p.Rev, skillstore.Short(p.Record.Digest), dir)
 				return nil
 			}
 		case "diff":
@@ -345,7 +376,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 			if err := catalog.CheckName(args[0]); err != nil {
 				return err
 			}
-			revs := make([]uint64, 2)
+			revs := make([]store.At, 2)
 			for i, s := range args[1:] {
 				var err error
 				if revs[i], err = parseRevision(s); err != nil {
@@ -365,7 +396,7 @@ A scope is "global" (every session; the default) or "project/<id>"
 			if err := catalog.CheckName(args[0]); err != nil {
 				return err
 			}
-			var rev uint64
+			var rev store.At
 			if to != "" {
 				var err error
 				if rev, err = parseRevision(to); err != nil {
@@ -555,14 +586,15 @@ type pushJSON struct {
 type pushJSONChange struct {
 	Name     string `json:"name"`
 	Change   string `json:"change"`
-	Revision uint64 `json:"revision"`
+	Rev      uint64 `json:"rev"`      // the skill's revision
+	Revision uint64 `json:"revision"` // its store revision
 	Digest   string `json:"digest,omitempty"`
 }
 
 func printPushJSON(w io.Writer, tok events.StoreToken, changes []store.Change) error {
 	out := pushJSON{Revision: tok.Revision, Epoch: tok.Epoch, Token: tok.String(), Skills: []pushJSONChange{}}
 	for _, ch := range changes {
-		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Revision: ch.Revision, Digest: ch.Digest})
+		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Rev: ch.Rev, Revision: ch.Revision, Digest: ch.Digest})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -571,28 +603,43 @@ func printPushJSON(w io.Writer, tok events.StoreToken, changes []store.Change) e
 
 func printChange(w io.Writer, ch store.Change) {
 	if ch.Action == store.Removed {
-		fmt.Fprintf(w, "%s %s rev %d\n", ch.Action, ch.Name, ch.Revision)
+		fmt.Fprintf(w, "%s %s rev %d\n", ch.Action, ch.Name, ch.Rev)
 		return
 	}
-	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Revision, skillstore.Short(ch.Digest))
+	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Rev, skillstore.Short(ch.Digest))
+}
+
+// printHistory writes one line per revision: the skill's revision, its
+// digest (or removed, or malformed), its time and its store revision.
+func printHistory(w io.Writer, hs []store.Revision) {
+	for _, h := range hs {
+		switch {
+		case h.Removed:
+			fmt.Fprintf(w, "rev %d removed %s store revision %d\n", h.Rev, stamp(h.Created), h.Revision)
+		case h.Err != nil:
+			fmt.Fprintf(w, "rev %d malformed %s store revision %d: %v\n", h.Rev, stamp(h.Created), h.Revision, h.Err)
+		default:
+			fmt.Fprintf(w, "rev %d %s %s store revision %d\n", h.Rev, skillstore.Short(h.Record.Digest), stamp(h.Created), h.Revision)
+		}
+	}
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// parseNameRev splits NAME[@REVISION].
-func parseNameRev(s string) (string, uint64, error) {
+// parseNameRev splits NAME[@REV] (see parseRevision).
+func parseNameRev(s string) (string, store.At, error) {
 	name, revText, ok := strings.Cut(s, "@")
 	if err := catalog.CheckName(name); err != nil {
-		return "", 0, usagef("%v", err)
+		return "", store.At{}, usagef("%v", err)
 	}
 	if !ok {
-		return name, 0, nil
+		return name, store.At{}, nil
 	}
-	rev, err := strconv.ParseUint(revText, 10, 64)
-	if err != nil || rev == 0 {
-		return "", 0, usagef("revision %q: want a positive integer", revText)
+	at, err := parseRevision(revText)
+	if err != nil {
+		return "", store.At{}, err
 	}
-	return name, rev, nil
+	return name, at, nil
 }
 
 // hasError reports whether the linter found an error at or below path.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -19,13 +20,18 @@ import (
 // maxDiffFile is the largest file skills diff shows line by line.
 const maxDiffFile = 1 << 20
 
-// parseRevision reads a revision argument.
-func parseRevision(s string) (uint64, error) {
-	rev, err := strconv.ParseUint(s, 10, 64)
+// parseRevision reads a revision argument: N, the skill's Nth revision,
+// or store:N, its revision at store revision N.
+func parseRevision(s string) (store.At, error) {
+	text, byStore := strings.CutPrefix(s, "store:")
+	rev, err := strconv.ParseUint(text, 10, 64)
 	if err != nil || rev == 0 {
-		return 0, usagef("revision %q: want a positive integer (skills history lists them)", s)
+		return store.At{}, usagef("revision %q: want a positive integer, the skill's revision, or store:N, a store revision (skills history lists both)", s)
 	}
-	return rev, nil
+	if byStore {
+		return store.At{Store: rev}, nil
+	}
+	return store.At{Rev: rev}, nil
 }
 
 // explainMissing turns "not found" into what the operator must check: the
@@ -42,7 +48,7 @@ func explainMissing(ctx context.Context, pb *store.Publisher, sc skillstore.Scop
 
 // skillsDiff prints the files added, removed and changed between two
 // revisions of a skill and a unified diff of the changed text files.
-func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, revA, revB uint64) error {
+func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, revA, revB store.At) error {
 	pa, err := pb.Get(ctx, sc, name, revA)
 	if err != nil {
 		return explainMissing(ctx, pb, sc, err)
@@ -53,15 +59,15 @@ func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore
 	}
 	fa, err := pb.Files(ctx, pa.Record.Digest)
 	if err != nil {
-		return fmt.Errorf("revision %d: %w", pa.Revision, err)
+		return fmt.Errorf("revision %d: %w", pa.Rev, err)
 	}
 	fb, err := pb.Files(ctx, pbv.Record.Digest)
 	if err != nil {
-		return fmt.Errorf("revision %d: %w", pbv.Revision, err)
+		return fmt.Errorf("revision %d: %w", pbv.Rev, err)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Revision, skillstore.Short(pa.Record.Digest), pbv.Revision, skillstore.Short(pbv.Record.Digest))
-	return writeFileDiff(w, fa, fb, pa.Revision, pbv.Revision)
+	fmt.Fprintf(w, "%s in %s: rev %d %s -> rev %d %s\n", name, sc, pa.Rev, skillstore.Short(pa.Record.Digest), pbv.Rev, skillstore.Short(pbv.Record.Digest))
+	return writeFileDiff(w, fa, fb, pa.Rev, pbv.Rev)
 }
 
 // writeFileDiff writes one line per file added, removed or changed (by
@@ -131,7 +137,7 @@ func isText(b []byte) bool {
 }
 
 // skillsRollback publishes an earlier revision's files as a new revision.
-func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, to uint64) error {
+func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skillstore.Scope, name string, to store.At) error {
 	epoch, err := pb.Epoch(ctx)
 	if err != nil {
 		return err
@@ -144,10 +150,10 @@ func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skills
 		return err
 	}
 	if ch.Action == store.Unchanged {
-		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Revision, skillstore.Short(ch.Digest), from.Revision)
+		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Rev, skillstore.Short(ch.Digest), from.Rev)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Revision, ch.Revision, skillstore.Short(ch.Digest))
+	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Rev, ch.Rev, skillstore.Short(ch.Digest))
 	fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", ch.Revision, epoch)
 	return nil
 }

@@ -221,8 +221,12 @@ func TestSkillsDiffRollbackBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"diff", "nope", "1"}, 1, `skill "nope" in global at revision 1: skill not found`},
-		{[]string{"diff", "a-skill", "99"}, 1, `skill "a-skill" in global at revision 99: skill not found`},
+		{[]string{"diff", "nope", "1"}, 1, `skill "nope" in global: skill not found`},
+		{[]string{"diff", "a-skill", "99"}, 1, `skill "a-skill" in global: revision 99 is not one the index keeps (its newest is 2; see skills history)`},
+		{[]string{"diff", "a-skill", "store:99"}, 1, `skill "a-skill" in global: store revision 99 is not one of its revisions the index keeps (store revisions 1 to 2`},
+		{[]string{"diff", "a-skill", "store:0"}, 2, `revision "store:0": want a positive integer`},
+		{[]string{"diff", "a-skill", "store:"}, 2, `revision "store:": want a positive integer`},
+		{[]string{"diff", "a-skill", "1", "store:x"}, 2, `revision "store:x": want a positive integer`},
 		{[]string{"diff", "a-skill", "x"}, 2, `revision "x": want a positive integer`},
 		{[]string{"diff", "a-skill", "0"}, 2, `revision "0": want a positive integer`},
 		{[]string{"diff", "a-skill", "1", "-3"}, 2, "flag provided but not defined: -3"},
@@ -237,6 +241,11 @@ func TestSkillsDiffRollbackBadInput(t *testing.T) {
 		{[]string{"rollback", "a-skill", "--scope", "bogus"}, 2, "--scope"},
 		{[]string{"rollback", "a-skill"}, 2, "skills rollback needs --scope"},
 		{[]string{"ls", "--to", "1"}, 2, "--to applies to rollback only"},
+		{[]string{"diff", "a-skill", "1", "--revision", "1"}, 2, "--revision applies to get only"},
+		{[]string{"get", "a-skill@1", "--revision", "2", "--out", t.TempDir()}, 2, "give the revision as a-skill@1 or with --revision, not both"},
+		{[]string{"get", "a-skill", "--revision", "0", "--out", t.TempDir()}, 2, `revision "0": want a positive integer`},
+		{[]string{"get", "a-skill@store:", "--out", t.TempDir()}, 2, `revision "store:": want a positive integer`},
+		{[]string{"get", "a-skill@3", "--out", t.TempDir()}, 1, "revision 3 is not one the index keeps"},
 	}
 	for _, tt := range tests {
 		code, out := run(tt.args...)
@@ -288,5 +297,152 @@ func TestMetricsSkillLimitFlag(t *testing.T) {
 	code, _, stderr = runMain(t, "serve", "--no-bundled", "--user-skills-dir=")
 	if code != 2 || !strings.Contains(stderr, "--metrics-skill-limit -4: want at least 1") {
 		t.Errorf("SKILLSTREAM_METRICS_SKILL_LIMIT=-4: exit %d, %s", code, stderr)
+	}
+}
+
+// A skill's revisions count from 1 in its own history, however many
+// other skills were pushed before it: diff, get and rollback take those
+// numbers (store:N a store revision), history shows both, and the store
+// revisions push, rollback and rm print are still the tokens'.
+func TestSkillsRevisionsPerSkill(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", srv.URL())...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	others := t.TempDir()
+	writeFile(t, others, "a-skill/SKILL.md", skillMD("A.", "name: a-skill", "description: A skill."))
+	writeFile(t, others, "b-skill/SKILL.md", skillMD("B.", "name: b-skill", "description: B skill."))
+	run(0, "push", others)
+	root := t.TempDir()
+	writeFile(t, root, "pdf/SKILL.md", skillMD("Version one.", "name: pdf", "description: PDF."))
+	out, _ := run(0, "push", root)
+	if !regexp.MustCompile(`^added pdf rev 1 [0-9a-f]{12}\nstore revision 3 epoch [0-9a-f]{16}\n$`).MatchString(out) {
+		t.Fatalf("first push of pdf:\n%s", out)
+	}
+	writeFile(t, root, "pdf/SKILL.md", skillMD("Version two.", "name: pdf", "description: PDF."))
+	out, _ = run(0, "push", root, "--json")
+	if !strings.Contains(out, `"rev": 2,`) || !strings.Contains(out, `"revision": 4,`) || !strings.Contains(out, `"token": "`) {
+		t.Fatalf("second push of pdf:\n%s", out)
+	}
+
+	for _, args := range [][]string{{"diff", "pdf", "1", "2"}, {"diff", "pdf", "1"}, {"diff", "pdf", "store:3", "store:4"}} {
+		out, _ := run(0, args...)
+		if !regexp.MustCompile(`^pdf in global: rev 1 [0-9a-f]{12} -> rev 2 [0-9a-f]{12}\nchanged SKILL.md\n`).MatchString(out) ||
+			!strings.Contains(out, "--- a/SKILL.md (rev 1)\n+++ b/SKILL.md (rev 2)\n") {
+			t.Fatalf("skills %v:\n%s", args, out)
+		}
+	}
+	for i, args := range [][]string{{"pdf@1"}, {"pdf", "--revision", "1"}, {"pdf@store:3"}} {
+		dest := t.TempDir()
+		t.Cleanup(func() { makeWritable(dest) })
+		out, _ := run(0, append([]string{"get", "--out", dest}, args...)...)
+		data, err := os.ReadFile(filepath.Join(dest, "pdf", "SKILL.md"))
+		if !strings.HasPrefix(out, "wrote pdf rev 1 ") || err != nil || !strings.Contains(string(data), "Version one.") {
+			t.Fatalf("get %d %v: %s%q, %v", i, args, out, data, err)
+		}
+	}
+
+	out, _ = run(0, "rollback", "pdf", "--to", "1", "--scope", "global")
+	if !regexp.MustCompile(`^rolled back pdf to the files of rev 1: rev 3 [0-9a-f]{12}\nstore revision 5 epoch [0-9a-f]{16}\n$`).MatchString(out) {
+		t.Fatalf("rollback to 1:\n%s", out)
+	}
+	out, _ = run(0, "rm", "pdf", "--scope", "global")
+	if !regexp.MustCompile(`^removed pdf rev 4\nstore revision 6 epoch [0-9a-f]{16}\n$`).MatchString(out) {
+		t.Fatalf("rm:\n%s", out)
+	}
+	out, _ = run(0, "rollback", "pdf", "--to", "store:4", "--scope", "global")
+	if !regexp.MustCompile(`^rolled back pdf to the files of rev 2: rev 5 [0-9a-f]{12}\nstore revision 7 epoch [0-9a-f]{16}\n$`).MatchString(out) {
+		t.Fatalf("rollback to store:4:\n%s", out)
+	}
+	out, stderr := run(0, "history", "pdf")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []string{`rev 1 (\S{12}) \S+Z store revision 3`, `rev 2 (\S{12}) \S+Z store revision 4`, `rev 3 (\S{12}) \S+Z store revision 5`,
+		`rev 4 removed \S+Z store revision 6`, `rev 5 (\S{12}) \S+Z store revision 7`}
+	if len(lines) != len(want) || stderr != "" {
+		t.Fatalf("history:\n%s%s", out, stderr)
+	}
+	for i, w := range want {
+		if !regexp.MustCompile("^" + w + "$").MatchString(lines[i]) {
+			t.Fatalf("history line %d: %q, want %s", i+1, lines[i], w)
+		}
+	}
+	if digest := func(i int) string { return strings.Fields(lines[i])[2] }; digest(2) != digest(0) || digest(4) != digest(1) || digest(0) == digest(1) {
+		t.Fatalf("history (want rev 3's files rev 1's, rev 5's rev 2's):\n%s", out)
+	}
+	if out, _ := run(0, "ls"); !strings.Contains(out, "global pdf rev 5 ") || !strings.Contains(out, "global a-skill rev 1 ") {
+		t.Fatalf("ls:\n%s", out)
+	}
+	if _, stderr := run(1, "diff", "pdf", "4"); !strings.Contains(stderr, "revision 4 (store revision 6) is a removal") {
+		t.Fatalf("diff to a removal:\n%s", stderr)
+	}
+}
+
+// With a bounded history the numbers stay as the oldest revisions drop
+// out; records written without a number (as by an older skillstream) are
+// listed and numbered, counted from the oldest kept, and history says so.
+func TestSkillsRevisionsBoundedAndOld(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	run := func(want int, args ...string) (string, string) {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", srv.URL(), "--skill-store-history", "3")...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+		}
+		return stdout, stderr
+	}
+	root := t.TempDir()
+	for v := 1; v <= 5; v++ {
+		writeFile(t, root, "pdf/SKILL.md", skillMD(fmt.Sprintf("Version %d.", v), "name: pdf", "description: PDF."))
+		if out, _ := run(0, "push", root); !strings.HasPrefix(out, fmt.Sprintf("added pdf rev %d ", v)) && !strings.HasPrefix(out, fmt.Sprintf("updated pdf rev %d ", v)) {
+			t.Fatalf("push %d:\n%s", v, out)
+		}
+	}
+	out, _ := run(0, "history", "pdf")
+	if got := regexp.MustCompile(`(?m)^rev (\d+) `).FindAllStringSubmatch(out, -1); len(got) != 3 || got[0][1] != "3" || got[2][1] != "5" {
+		t.Fatalf("history with 3 kept:\n%s", out)
+	}
+	if _, stderr := run(1, "get", "pdf@2", "--out", t.TempDir()); !strings.Contains(stderr, "revision 2 is not one the index keeps (it keeps revisions 3 to 5, older ones left its history)") {
+		t.Fatalf("get of a dropped revision:\n%s", stderr)
+	}
+	if out, _ := run(0, "diff", "pdf", "3", "5"); !strings.Contains(out, "-Version 3.\n+Version 5.\n") {
+		t.Fatalf("diff 3 5:\n%s", out)
+	}
+
+	// Old-style records: the value a push wrote, without its number.
+	ctx := context.Background()
+	kv, err := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "global.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := regexp.MustCompile(`,"rev":\d+`).ReplaceAll(e.Value(), nil)
+	for range 3 {
+		if _, err := kv.Put(ctx, "global.old", regexp.MustCompile(`"name":"pdf"`).ReplaceAll(old, []byte(`"name":"old"`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, stderr := run(0, "history", "old")
+	if got := regexp.MustCompile(`(?m)^rev (\d+) [0-9a-f]{12} `).FindAllStringSubmatch(out, -1); len(got) != 3 || got[0][1] != "1" || got[2][1] != "3" ||
+		!strings.Contains(stderr, "no revision the index keeps of old records its number") {
+		t.Fatalf("history of old records:\n%s%s", out, stderr)
+	}
+	if out, _ := run(0, "ls"); !strings.Contains(out, "global old rev 3 ") || !strings.Contains(out, "global pdf rev 5 ") {
+		t.Fatalf("ls with old records:\n%s", out)
+	}
+	writeFile(t, root, "old/SKILL.md", skillMD("New.", "name: old", "description: Old."))
+	if out, _ := run(0, "push", filepath.Join(root, "old")); !strings.HasPrefix(out, "updated old rev 4 ") {
+		t.Fatalf("push over old records:\n%s", out)
+	}
+	out, stderr = run(0, "history", "old")
+	if got := regexp.MustCompile(`(?m)^rev (\d+) `).FindAllStringSubmatch(out, -1); len(got) != 3 || got[0][1] != "2" || got[2][1] != "4" || stderr != "" {
+		t.Fatalf("history once a push records a number (the old ones keep theirs):\n%s%s", out, stderr)
 	}
 }

@@ -110,7 +110,7 @@ func TestCollectRemovesWhatHistoryNoLongerNames(t *testing.T) {
 	if got, want := objectNames(t, srv.JS), []string{"README", v1[1].Digest, v2[0].Digest}; !slices.Equal(got, sorted(want)) {
 		t.Fatalf("objects after gc %v, want %v", got, want)
 	}
-	cur, err := pb.Get(context.Background(), skillstore.Global, "a-skill", 0)
+	cur, err := pb.Get(context.Background(), skillstore.Global, "a-skill", store.At{})
 	if err != nil || cur.Record.Digest != v2[0].Digest {
 		t.Fatalf("current a-skill = %+v, %v", cur, err)
 	}

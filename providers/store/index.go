@@ -28,7 +28,8 @@ func parseKey(key string) (skillstore.Scope, string, error) {
 
 // Record is the index value of one published skill: what a catalog needs
 // (summary and invocation flags) and where its files are (the object named
-// by its digest). Encoded as JSON.
+// by its digest), and its number in the skill's history. Encoded as JSON;
+// readers ignore fields they do not know.
 type Record struct {
 	Name        string             `json:"name"`
 	Description string             `json:"description"`
@@ -39,6 +40,10 @@ type Record struct {
 	Size        int64              `json:"size"`      // bytes of the skill's files
 	Files       int                `json:"files"`     // number of files
 	Published   int64              `json:"published"` // unix milliseconds
+	// Rev is the revision's number in the skill's own history, from 1
+	// (see At): absent (0) in records written before skills numbered
+	// their revisions, which are numbered from their neighbours.
+	Rev uint64 `json:"rev,omitempty"`
 }
 
 // maxRecordBytes bounds an index value: a record carries a description and

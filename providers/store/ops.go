@@ -28,24 +28,24 @@ func (pb *Publisher) Files(ctx context.Context, digest string) ([]skillstore.Fil
 
 // Rollback publishes the files of an earlier revision of name in scope as
 // a new revision: its index record (summary, digest, files) with a new
-// publication time. The history stays append-only and the new revision's
-// digest is the earlier one's. to names the revision; 0 means the newest
-// publication before the current one whose digest differs from it. The
-// write is conditional on the revision read (an error wrapping ErrChanged
-// when another publisher wrote in between). It refuses, writing nothing, a
+// publication time and the next number in the skill's history. The
+// history stays append-only and the new revision's digest is the earlier
+// one's. to names the revision; the zero At means the newest publication
+// before the current one whose digest differs from it. The write is
+// conditional on the revision read (an error wrapping ErrChanged when
+// another publisher wrote in between). It refuses, writing nothing, a
 // revision that is not one of the skill's kept publications (ErrNotKept)
 // and one whose files are gone from the object store (skillstore.ErrObjectMissing,
 // checked by fetching and verifying them). When the revision's digest is
 // the current one it writes nothing and returns Unchanged. from is the
 // revision whose files were published.
-func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name string, to uint64) (c Change, from Revision, err error) {
+func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name string, to At) (c Change, from Revision, err error) {
 	hist, err := pb.History(ctx, scope, name)
 	if err != nil {
 		return Change{}, Revision{}, err
 	}
 	cur := hist[len(hist)-1]
-	last := cur.Revision
-	if to == 0 {
+	if to == (At{}) {
 		found := false
 		for i := len(hist) - 2; i >= 0; i-- {
 			h := hist[i]
@@ -57,52 +57,40 @@ func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name 
 		if !found {
 			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: no earlier revision with other files is kept: %w", name, scope, ErrNotKept)
 		}
-	} else {
-		found := false
-		for _, h := range hist {
-			if h.Revision == to {
-				from, found = h, true
-			}
-		}
-		switch {
-		case !found:
-			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d is not one the index keeps (see skills history): %w", name, scope, to, ErrNotKept)
-		case from.Removed:
-			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d is a removal, not a publication: %w", name, scope, to, ErrNotKept)
-		case from.Err != nil:
-			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: revision %d: %w", name, scope, to, from.Err)
-		}
+	} else if from, err = pick(hist, scope, name, to); err != nil {
+		return Change{}, Revision{}, err
 	}
 	if !cur.Removed && cur.Err == nil && cur.Record.Digest == from.Record.Digest {
-		return Change{Action: Unchanged, Name: name, Revision: last, Digest: cur.Record.Digest}, from, nil
+		return Change{Action: Unchanged, Name: name, Rev: cur.Rev, Revision: cur.Revision, Digest: cur.Record.Digest}, from, nil
 	}
 	if _, err := pb.Files(ctx, from.Record.Digest); err != nil {
 		if errors.Is(err, skillstore.ErrObjectMissing) {
 			return Change{}, from, fmt.Errorf("skill %q in %s: the files of revision %d (%s) were removed by gc; push that version from its folder instead: %w",
-				name, scope, from.Revision, skillstore.Short(from.Record.Digest), err)
+				name, scope, from.Rev, skillstore.Short(from.Record.Digest), err)
 		}
-		return Change{}, from, fmt.Errorf("skill %q in %s: files of revision %d: %w", name, scope, from.Revision, err)
+		return Change{}, from, fmt.Errorf("skill %q in %s: files of revision %d: %w", name, scope, from.Rev, err)
 	}
 	if pb.beforeWrite != nil {
 		pb.beforeWrite()
 	}
 	rec := from.Record
 	rec.Published = pb.now().UnixMilli()
-	rev, err := pb.kv.Update(ctx, scope.Key(name), rec.encode(), last)
+	rec.Rev = cur.Rev + 1
+	rev, err := pb.kv.Update(ctx, scope.Key(name), rec.encode(), cur.Revision)
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return Change{}, from, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, last)
+		return Change{}, from, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, cur.Rev)
 	}
 	if err != nil {
 		return Change{}, from, fmt.Errorf("write %s: %w", scope.Key(name), err)
 	}
+	c = Change{Action: Updated, Name: name, Rev: rec.Rev, Revision: rev, Digest: rec.Digest}
 	// A gc that ran between the check and the write may have taken the
 	// files (they were named by no kept revision only if history dropped
 	// them); look again so that the operator hears of it.
 	if _, err := pb.obs.GetInfo(ctx, rec.Object); errors.Is(err, jetstream.ErrObjectNotFound) {
-		return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from,
-			fmt.Errorf("revision %d of %q names files a concurrent gc removed: %w; push that version from its folder", rev, name, skillstore.ErrObjectMissing)
+		return c, from, fmt.Errorf("revision %d of %q names files a concurrent gc removed: %w; push that version from its folder", rec.Rev, name, skillstore.ErrObjectMissing)
 	}
-	return Change{Action: Updated, Name: name, Revision: rev, Digest: rec.Digest}, from, nil
+	return c, from, nil
 }
 
 // NotFound reports whether err says a skill or revision is not in the

@@ -23,7 +23,7 @@ func TestRollback(t *testing.T) {
 	v2 := push(t, pb, skillstore.Global, false, dir)[0]
 
 	// Default: the newest earlier revision with other files.
-	c, from, err := pb.Rollback(ctx, skillstore.Global, "a-skill", 0)
+	c, from, err := pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +39,11 @@ func TestRollback(t *testing.T) {
 		t.Fatalf("files of the rolled back version: %+v, %v", files, err)
 	}
 	// Again: back to v2 (the newest earlier one whose files differ).
-	if c, from, err = pb.Rollback(ctx, skillstore.Global, "a-skill", 0); err != nil || from.Revision != v2.Revision || c.Digest != v2.Digest {
+	if c, from, err = pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{}); err != nil || from.Revision != v2.Revision || c.Digest != v2.Digest {
 		t.Fatalf("second rollback = %+v from %d, %v; want v2", c, from.Revision, err)
 	}
 	// To the current files: nothing written.
-	if c, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", v2.Revision); err != nil || c.Action != store.Unchanged {
+	if c, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{Store: v2.Revision}); err != nil || c.Action != store.Unchanged {
 		t.Fatalf("rollback to the current files = %+v, %v; want unchanged", c, err)
 	}
 
@@ -62,7 +62,7 @@ func TestRollback(t *testing.T) {
 		{"a-skill", 1, elsewhere, catalog.ErrNotFound},
 		{"Bad Name", 0, skillstore.Global, catalog.ErrInvalidName},
 	} {
-		if _, _, err := pb.Rollback(ctx, tt.scope, tt.name, tt.to); !errors.Is(err, tt.want) {
+		if _, _, err := pb.Rollback(ctx, tt.scope, tt.name, store.At{Rev: tt.to}); !errors.Is(err, tt.want) {
 			t.Errorf("rollback %s --to %d in %s = %v, want %v", tt.name, tt.to, tt.scope, err, tt.want)
 		}
 	}
@@ -71,10 +71,10 @@ func TestRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := pb.Rollback(ctx, skillstore.Global, "a-skill", rm); !errors.Is(err, store.ErrNotKept) || !strings.Contains(err.Error(), "removal") {
+	if _, _, err := pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{Store: rm}); !errors.Is(err, store.ErrNotKept) || !strings.Contains(err.Error(), "removal") {
 		t.Fatalf("rollback to a removal = %v", err)
 	}
-	if c, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", 0); err != nil || c.Digest != v2.Digest {
+	if c, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{}); err != nil || c.Digest != v2.Digest {
 		t.Fatalf("rollback of a removed skill = %+v, %v; want the last published files (v2) back", c, err)
 	}
 
@@ -87,7 +87,7 @@ func TestRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := pb.History(ctx, skillstore.Global, "a-skill")
-	_, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", v1.Revision)
+	_, _, err = pb.Rollback(ctx, skillstore.Global, "a-skill", store.At{Rev: v1.Rev})
 	if !errors.Is(err, skillstore.ErrObjectMissing) || !strings.Contains(err.Error(), "removed by gc") {
 		t.Fatalf("rollback to removed files = %v, want ErrObjectMissing", err)
 	}
@@ -108,7 +108,7 @@ func TestRollbackChangedSinceRead(t *testing.T) {
 		writeSkill(t, root, "a-skill", "A.", "Three.", nil)
 		push(t, pb, skillstore.Global, false, dir)
 	})
-	_, _, err := stale.Rollback(context.Background(), skillstore.Global, "a-skill", 0)
+	_, _, err := stale.Rollback(context.Background(), skillstore.Global, "a-skill", store.At{})
 	if !errors.Is(err, store.ErrChanged) || !strings.Contains(err.Error(), "changed since read") {
 		t.Fatalf("racing rollback = %v, want ErrChanged", err)
 	}

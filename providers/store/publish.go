@@ -256,7 +256,8 @@ const (
 type Change struct {
 	Action   Action
 	Name     string
-	Revision uint64
+	Rev      uint64 // the entry's number in the skill's history (see At)
+	Revision uint64 // its store revision: what read-your-writes waits for
 	Digest   string // empty for Removed
 }
 
@@ -295,33 +296,28 @@ func (pb *Publisher) Push(ctx context.Context, scope skillstore.Scope, skills []
 		if _, keep := seen[p.Record.Name]; keep {
 			continue
 		}
-		rev, err := pb.remove(ctx, scope, p.Record.Name, p.Revision)
+		c, err := pb.remove(ctx, scope, p.Record.Name, p.Revision)
 		if err != nil {
 			return out, err
 		}
-		out = append(out, Change{Action: Removed, Name: p.Record.Name, Revision: rev})
+		out = append(out, c)
 	}
 	return out, nil
 }
 
 func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Local) (Change, error) {
 	key := scope.Key(l.Record.Name)
-	var last uint64
-	e, err := pb.kv.Get(ctx, key)
-	switch {
-	case err == nil:
-		last = e.Revision()
-		if rec, derr := decodeRecord(l.Record.Name, e.Value()); derr == nil && rec.Digest == l.Record.Digest {
-			// Unchanged; its files are stored again should they be gone
-			// (removed by a gc racing the push that wrote this entry).
-			if err := pb.putObject(ctx, l); err != nil {
-				return Change{}, err
-			}
-			return Change{Action: Unchanged, Name: l.Record.Name, Revision: last, Digest: rec.Digest}, nil
+	cur, err := pb.headOf(ctx, scope, l.Record.Name)
+	if err != nil {
+		return Change{}, err
+	}
+	if cur.live && cur.rec.Digest == l.Record.Digest {
+		// Unchanged; its files are stored again should they be gone
+		// (removed by a gc racing the push that wrote this entry).
+		if err := pb.putObject(ctx, l); err != nil {
+			return Change{}, err
 		}
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-	default:
-		return Change{}, fmt.Errorf("read %s: %w", key, err)
+		return Change{Action: Unchanged, Name: l.Record.Name, Rev: cur.rev, Revision: cur.last, Digest: cur.rec.Digest}, nil
 	}
 	if pb.beforeWrite != nil {
 		pb.beforeWrite()
@@ -331,16 +327,16 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	}
 	rec := l.Record
 	rec.Published = pb.now().UnixMilli()
-	var rev uint64
+	rec.Rev = cur.rev + 1
 	action := Updated
-	if last == 0 {
+	if !cur.exists {
 		action = Added
-		rev, err = pb.kv.Create(ctx, key, rec.encode())
-	} else {
-		rev, err = pb.kv.Update(ctx, key, rec.encode(), last)
 	}
+	// Conditional on the entry read, a removal's included (0: the key has
+	// none), so that the number written is the one after it.
+	rev, err := pb.kv.Update(ctx, key, rec.encode(), cur.last)
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return Change{}, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", l.Record.Name, scope, ErrChanged, last)
+		return Change{}, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", l.Record.Name, scope, ErrChanged, cur.rev)
 	}
 	if err != nil {
 		return Change{}, fmt.Errorf("write %s: %w", key, err)
@@ -352,7 +348,7 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	if err := pb.putObject(ctx, l); err != nil {
 		return Change{}, err
 	}
-	return Change{Action: action, Name: rec.Name, Revision: rev, Digest: rec.Digest}, nil
+	return Change{Action: action, Name: rec.Name, Rev: rec.Rev, Revision: rev, Digest: rec.Digest}, nil
 }
 
 // putObject stores l's archive under its digest unless it is there.
@@ -373,7 +369,8 @@ func (pb *Publisher) putObject(ctx context.Context, l Local) error {
 type Published struct {
 	Scope    skillstore.Scope
 	Record   Record
-	Revision uint64
+	Rev      uint64 // its number in the skill's history (see At)
+	Revision uint64 // its store revision
 	Created  time.Time
 }
 
@@ -403,6 +400,9 @@ func (pb *Publisher) list(ctx context.Context, filter string) ([]Published, erro
 				return nil, fmt.Errorf("list %s: watch ended", pb.cfg.Bucket)
 			}
 			if e == nil {
+				if err := pb.numberUnrecorded(ctx, filter, out); err != nil {
+					return nil, err
+				}
 				sort.Slice(out, func(i, j int) bool {
 					a, b := out[i], out[j]
 					if a.Scope != b.Scope {
@@ -420,23 +420,29 @@ func (pb *Publisher) list(ctx context.Context, filter string) ([]Published, erro
 			if err != nil {
 				continue
 			}
-			out = append(out, Published{Scope: sc, Record: rec, Revision: e.Revision(), Created: e.Created()})
+			out = append(out, Published{Scope: sc, Record: rec, Rev: rec.Rev, Revision: e.Revision(), Created: e.Created()})
 		}
 	}
 }
 
 // Revision is one revision of a skill's index entry.
 type Revision struct {
-	Revision uint64
-	Removed  bool
-	Record   Record // zero when Removed or malformed
-	Err      error  // why Record could not be decoded
-	Created  time.Time
+	Rev      uint64 // its number in the skill's history (see At)
+	Revision uint64 // its store revision
+	// Counted says that no kept revision of the skill records its number
+	// (all were written before skills numbered their revisions): the
+	// numbers are counted from the oldest kept one, and shift when it
+	// leaves the history.
+	Counted bool
+	Removed bool
+	Record  Record // zero when Removed or malformed
+	Err     error  // why Record could not be decoded
+	Created time.Time
 }
 
 // History returns the revisions the index keeps of name in scope, oldest
-// first. It returns an error wrapping catalog.ErrNotFound when there are
-// none.
+// first, numbered in the skill's history (see At). It returns an error
+// wrapping catalog.ErrNotFound when there are none.
 func (pb *Publisher) History(ctx context.Context, scope skillstore.Scope, name string) ([]Revision, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return nil, err
@@ -456,71 +462,115 @@ func (pb *Publisher) History(ctx context.Context, scope skillstore.Scope, name s
 		}
 		out = append(out, r)
 	}
+	numberHistory(out)
 	return out, nil
 }
 
 // Remove deletes name from scope (a delete marker: earlier revisions stay
-// readable) and returns the marker's revision. It fails with an error
-// wrapping catalog.ErrNotFound when the skill is not published there, and
-// with ErrChanged when it changed while being removed.
+// readable) and returns the marker's store revision. It fails with an
+// error wrapping catalog.ErrNotFound when the skill is not published
+// there, and with ErrChanged when it changed while being removed.
 func (pb *Publisher) Remove(ctx context.Context, scope skillstore.Scope, name string) (uint64, error) {
+	c, err := pb.RemoveSkill(ctx, scope, name)
+	return c.Revision, err
+}
+
+// RemoveSkill is Remove, returning the removal's number in the skill's
+// history beside its store revision.
+func (pb *Publisher) RemoveSkill(ctx context.Context, scope skillstore.Scope, name string) (Change, error) {
 	if err := catalog.CheckName(name); err != nil {
-		return 0, err
+		return Change{}, err
 	}
 	e, err := pb.kv.Get(ctx, scope.Key(name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
+		return Change{}, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", scope.Key(name), err)
+		return Change{}, fmt.Errorf("read %s: %w", scope.Key(name), err)
 	}
 	return pb.remove(ctx, scope, name, e.Revision())
 }
 
-func (pb *Publisher) remove(ctx context.Context, scope skillstore.Scope, name string, last uint64) (uint64, error) {
+func (pb *Publisher) remove(ctx context.Context, scope skillstore.Scope, name string, last uint64) (Change, error) {
 	key := scope.Key(name)
 	err := pb.kv.Delete(ctx, key, jetstream.LastRevision(last))
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return 0, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, last)
+		return Change{}, fmt.Errorf("skill %q in %s %w (store revision %d): another publisher wrote it; read again and retry", name, scope, ErrChanged, last)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("remove %s: %w", key, err)
+		return Change{}, fmt.Errorf("remove %s: %w", key, err)
 	}
-	es, err := pb.kv.History(ctx, key)
-	if err != nil || len(es) == 0 {
-		return 0, nil // removed; the marker's revision is unknown
+	c := Change{Action: Removed, Name: name}
+	hist, err := pb.History(ctx, scope, name)
+	if err != nil {
+		return c, nil // removed; the marker's revision is unknown
 	}
-	return es[len(es)-1].Revision(), nil
+	// The marker is the first removal after the revision it was written on.
+	for _, h := range hist {
+		if h.Removed && h.Revision > last {
+			c.Rev, c.Revision = h.Rev, h.Revision
+			break
+		}
+	}
+	return c, nil
 }
 
-// Get returns the entry of name in scope: the current one when revision is
-// 0, else that revision (which must be a publication, not a removal).
-func (pb *Publisher) Get(ctx context.Context, scope skillstore.Scope, name string, revision uint64) (Published, error) {
+// Get returns the entry of name in scope at a revision: the current one
+// for the zero At. A revision the index does not keep, and a removal, are
+// errors wrapping ErrNotKept; a skill not published (or removed, for the
+// current one) wraps catalog.ErrNotFound.
+func (pb *Publisher) Get(ctx context.Context, scope skillstore.Scope, name string, at At) (Published, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return Published{}, err
 	}
-	key := scope.Key(name)
-	var e jetstream.KeyValueEntry
-	var err error
-	if revision == 0 {
-		e, err = pb.kv.Get(ctx, key)
-	} else {
-		e, err = pb.kv.GetRevision(ctx, key, revision)
-	}
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		if revision != 0 {
-			return Published{}, fmt.Errorf("skill %q in %s at revision %d: %w", name, scope, revision, catalog.ErrNotFound)
+	if at == (At{}) {
+		// The current entry records its number: one read.
+		e, err := pb.kv.Get(ctx, scope.Key(name))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return Published{}, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
 		}
-		return Published{}, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
+		if err != nil {
+			return Published{}, fmt.Errorf("read %s: %w", scope.Key(name), err)
+		}
+		if rec, err := decodeRecord(name, e.Value()); err == nil && rec.Rev > 0 && rec.Rev <= maxRev {
+			return Published{Scope: scope, Record: rec, Rev: rec.Rev, Revision: e.Revision(), Created: e.Created()}, nil
+		}
 	}
+	hist, err := pb.History(ctx, scope, name)
 	if err != nil {
-		return Published{}, fmt.Errorf("read %s: %w", key, err)
+		return Published{}, err
 	}
-	rec, err := decodeRecord(name, e.Value())
+	h, err := pick(hist, scope, name, at)
 	if err != nil {
-		return Published{}, fmt.Errorf("%s revision %d: %w", key, e.Revision(), err)
+		return Published{}, err
 	}
-	return Published{Scope: scope, Record: rec, Revision: e.Revision(), Created: e.Created()}, nil
+	return Published{Scope: scope, Record: h.Record, Rev: h.Rev, Revision: h.Revision, Created: h.Created}, nil
+}
+
+// numberUnrecorded numbers the listed records written without their
+// number (by an older skillstream) from their keys' histories, read in
+// one watch; a listing of records that all record theirs reads nothing
+// more.
+func (pb *Publisher) numberUnrecorded(ctx context.Context, filter string, ps []Published) error {
+	keys := map[string]bool{}
+	for _, p := range ps {
+		if p.Rev == 0 || p.Rev > maxRev {
+			keys[p.Scope.Key(p.Record.Name)] = true
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	nums, err := pb.numbersOf(ctx, filter, keys)
+	if err != nil {
+		return err
+	}
+	for i, p := range ps {
+		if keys[p.Scope.Key(p.Record.Name)] {
+			ps[i].Rev = nums[p.Scope.Key(p.Record.Name)][p.Revision]
+		}
+	}
+	return nil
 }
 
 // Materialize writes the files of digest, read from the store's object

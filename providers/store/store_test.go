@@ -196,7 +196,7 @@ func TestPushTwiceWritesNothingAndUpdateKeepsOldRevision(t *testing.T) {
 	if upd[0].Action != store.Updated || upd[0].Revision <= first[0].Revision || upd[0].Digest == first[0].Digest {
 		t.Fatalf("update = %+v after %+v", upd, first)
 	}
-	old, err := pb.Get(context.Background(), skillstore.Global, "a-skill", first[0].Revision)
+	old, err := pb.Get(context.Background(), skillstore.Global, "a-skill", store.At{Store: first[0].Revision})
 	if err != nil || old.Record.Digest != first[0].Digest {
 		t.Fatalf("old revision = %+v, %v", old, err)
 	}
