@@ -121,17 +121,18 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       --prune also removes the scope's skills that are not in any DIR.
       One line per skill: added, updated, unchanged or removed, with the
       skill's revision (see REV below) and the first 12 hex digits of the
-      skill's digest; then "store revision N epoch E": the store revision
-      a serve must have applied to see every skill as pushed, and the epoch of the
-      store's buckets it counts in (recreated buckets have another). A
-      trigger that carries them as minStoreRevision and minStoreEpoch is
-      decided on that revision of those buckets or later, never on an
-      older one (read-your-writes), and is answered at once when the
-      buckets were recreated since. --json prints one object instead:
-      {"revision": N, "epoch": E, "token": "E:N", "skills": [{"name",
-      "change", "rev", "revision", "digest"}]}; the token is both in one
-      string, as the clients take it; a skill's "rev" is its revision,
-      its "revision" the store revision of that revision.
+      skill's digest; then "store revision N epoch E": the store
+      revision a serve must have applied to see every skill as pushed,
+      and the epoch of the store's buckets it counts in (recreated
+      buckets have another). A trigger that carries them as
+      minStoreRevision and minStoreEpoch is decided on that revision of
+      those buckets or later, never on an older one (read-your-writes),
+      and is answered at once when the buckets were recreated since.
+      --json prints one object instead: {"revision": N, "epoch": E,
+      "token": "E:N", "skills": [{"name", "change", "rev", "revision",
+      "digest"}]}; the token is both in one string, as the clients take
+      it; a skill's "rev" is its revision, its "revision" the store
+      revision of that revision.
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
   ls [--scope S]
@@ -150,7 +151,7 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       the files added, removed and changed from revision REV_A to REV_B
       (the current one when absent), then a unified diff of each such
       text file, read from the store alone and verified.
-  rollback NAME [--to REVISION] --scope S
+  rollback NAME [--to REV] --scope S
       publish the files of an earlier revision (by default the newest one
       before the current whose files differ) as the skill's next
       revision, with the earlier digest; the history keeps every
@@ -196,8 +197,8 @@ tool results carry as value.revision.`[1:], `
 	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
 	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
-	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV (store:N for a store revision)")
-	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files; store:N for a store revision)")
+	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV does")
+	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
 	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")

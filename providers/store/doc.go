@@ -61,6 +61,14 @@
 // validate refuses, with the same reasons (agentskills.Document.Check).
 // Collect (`skills gc`) removes the objects no revision the index still
 // holds names, which nothing else ever deletes.
+//
+// A skill's revisions are numbered from 1 in its own history (At,
+// Record.Rev): each publication records the number after its key's newest
+// kept entry, so numbers do not shift when the bounded history drops the
+// oldest; removals and records written without a number are numbered from
+// their neighbours. The store revision, the index's sequence
+// over every key, stays beside it (Change.Revision, Published.Revision,
+// Revision.Revision): it is what read-your-writes compares.
 // Publisher.Materialize writes a skill's files to a directory atomically
 // and read-only (skillstore.Materialize), for `skills get`.
 package store
