@@ -249,3 +249,43 @@ func TestRevisionsOfOldRecords(t *testing.T) {
 		t.Fatalf("list = %+v, %v; want revision 7", ps, err)
 	}
 }
+
+// Two publishers never write one number twice: a push racing another on
+// a new skill, and on a removed one (the other pushing it and removing it
+// again, so that it is removed as read, at another revision), fails with
+// "changed since read", and the numbers stay one per revision.
+func TestRevisionsRacingPushes(t *testing.T) {
+	srv := natstest.Start(t)
+	pb := publisher(t, srv.JS, store.Config{})
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := writeSkill(t, root, "pdf", "P.", "Mine.", nil)
+	mine, err := store.ReadSkill(dir, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := writeSkill(t, t.TempDir(), "pdf", "P.", "Theirs.", nil)
+	stale := publisherWithHook(t, srv.JS, func() { push(t, pb, skillstore.Global, false, theirs) })
+	if _, err := stale.Push(ctx, skillstore.Global, []store.Local{mine}, false); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("new skill: racing push = %v, want ErrChanged", err)
+	}
+	if _, err := pb.Remove(ctx, skillstore.Global, "pdf"); err != nil {
+		t.Fatal(err)
+	}
+	stale = publisherWithHook(t, srv.JS, func() {
+		push(t, pb, skillstore.Global, false, theirs)
+		if _, err := pb.Remove(ctx, skillstore.Global, "pdf"); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := stale.Push(ctx, skillstore.Global, []store.Local{mine}, false); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("removed skill: racing push = %v, want ErrChanged", err)
+	}
+	got, _ := revs(t, pb, "pdf")
+	if !slices.Equal(numbers(got), []uint64{1, 2, 3, 4}) {
+		t.Fatalf("history = %v, want 1 (theirs), 2 (removed), 3 (theirs), 4 (removed)", got)
+	}
+	if c := push(t, pb, skillstore.Global, false, dir)[0]; c.Action != store.Added || c.Rev != 5 {
+		t.Fatalf("push after = %+v, want added at revision 5", c)
+	}
+}
