@@ -214,6 +214,7 @@ type Publisher struct {
 	js  jetstream.JetStream
 	kv  jetstream.KeyValue
 	obs jetstream.ObjectStore
+	idx jetstream.Stream // the index's stream (see neverWritten)
 	now func() time.Time
 
 	beforeWrite  func() // test hook: runs between the read and the write of a key
@@ -226,7 +227,11 @@ func NewPublisher(ctx context.Context, js jetstream.JetStream, cfg Config) (*Pub
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{cfg: cfg, js: js, kv: kv, obs: obs, now: time.Now}, nil
+	idx, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("skill index bucket %s: %w", cfg.Bucket, err)
+	}
+	return &Publisher{cfg: cfg, js: js, kv: kv, obs: obs, idx: idx, now: time.Now}, nil
 }
 
 // Epoch is the epoch of the store's buckets now: the identity of this

@@ -153,7 +153,14 @@ func (pb *Publisher) headOf(ctx context.Context, scope skillstore.Scope, name st
 		if rec, derr := decodeRecord(name, e.Value()); derr == nil && rec.Rev > 0 && rec.Rev <= maxRev {
 			return head{last: e.Revision(), rev: rec.Rev, rec: rec, live: true, exists: true}, nil
 		}
-	case errors.Is(err, jetstream.ErrKeyNotFound): // never written, or removed
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// Never written (most keys a first push writes: no history to
+		// read), or removed.
+		if never, err := pb.neverWritten(ctx, key); err != nil {
+			return head{}, err
+		} else if never {
+			return head{}, nil
+		}
 	default:
 		return head{}, fmt.Errorf("read %s: %w", key, err)
 	}
@@ -166,6 +173,20 @@ func (pb *Publisher) headOf(ctx context.Context, scope skillstore.Scope, name st
 	}
 	h := hist[len(hist)-1]
 	return head{last: h.Revision, rev: h.Rev, rec: h.Record, live: !h.Removed && h.Err == nil, exists: !h.Removed}, nil
+}
+
+// neverWritten reports whether the index holds no entry at all of key,
+// not even a removal: one read of the index's stream (the bucket's own,
+// named and laid out as every NATS key-value bucket is).
+func (pb *Publisher) neverWritten(ctx context.Context, key string) (bool, error) {
+	_, err := pb.idx.GetLastMsgForSubject(ctx, "$KV."+pb.cfg.Bucket+"."+key)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	return false, nil
 }
 
 // numbersOf numbers, in one watch of the index's history under filter,
