@@ -243,7 +243,7 @@ func TestSkillsGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr := run(1, "gc", "--min-age", "0")
-	if stdout != "" || !strings.Contains(stderr, "cannot read global.odd-skill rev ") || !strings.Contains(stderr, "nothing was removed") {
+	if stdout != "" || !strings.Contains(stderr, "cannot read global.odd-skill at store revision ") || !strings.Contains(stderr, "nothing was removed") {
 		t.Fatalf("gc with a malformed entry:\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	if err := kv.Purge(context.Background(), "global.odd-skill"); err != nil {

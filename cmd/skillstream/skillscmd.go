@@ -482,7 +482,7 @@ func (a *app) collect(ctx context.Context, pb *store.Publisher, opts store.Colle
 	var ue *store.UnreadableError
 	if errors.As(err, &ue) {
 		for _, e := range ue.Entries {
-			fmt.Fprintf(a.stderr, "skillstream skills gc: cannot read %s rev %d: %v\n", e.Key, e.Revision, e.Err)
+			fmt.Fprintf(a.stderr, "skillstream skills gc: cannot read %s at store revision %d: %v\n", e.Key, e.Revision, e.Err)
 		}
 		fmt.Fprintf(a.stderr, "skillstream skills gc: nothing was removed, since these revisions may name any object; "+
 			"remove them from the index (`nats kv purge <bucket> <key>` drops every revision of a key) "+
