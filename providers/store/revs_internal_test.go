@@ -40,3 +40,26 @@ func TestNumber(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the records claim, the numbers start at 1 or later and rise
+// by at least one per entry.
+func FuzzNumber(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var recorded []uint64
+		for i := 0; i+8 <= len(data) && len(recorded) < 64; i += 8 {
+			var r uint64
+			for _, b := range data[i : i+8] {
+				r = r<<8 | uint64(b)
+			}
+			recorded = append(recorded, r)
+		}
+		nums, _ := number(recorded)
+		for i, n := range nums {
+			if n < 1 || (i > 0 && n <= nums[i-1]) {
+				t.Fatalf("number(%v) = %v", recorded, nums)
+			}
+		}
+	})
+}
