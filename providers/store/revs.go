@@ -43,13 +43,6 @@ type At struct {
 	Store uint64
 }
 
-func (a At) String() string {
-	if a.Store != 0 {
-		return fmt.Sprintf("store revision %d", a.Store)
-	}
-	return fmt.Sprintf("revision %d", a.Rev)
-}
-
 // number gives each of a key's kept entries (oldest first; recorded[i] is
 // the number entry i records, 0 for none) its number in the skill's
 // history. The first entry recording a number that leaves room for the
