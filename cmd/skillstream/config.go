@@ -174,7 +174,7 @@ func (c *Config) skillFlags(cmd *command) {
 	cmd.cfgBool(&c.UserInvocation, "user-invocation", false,
 		"let a user invoke a skill by writing /<name> in a message (a pre-step's userText): its instructions are appended after the step's catalog, and every catalog ends with one more line saying so")
 	cmd.cfgString(&c.CatalogUpdates, "catalog-updates", string(catalog.UpdatesFull),
-		"how a session's changed catalog reaches the model: `full` appends the whole list again; changes appends only the skills added, changed or removed when they are few (at most 64, and half of the list), the whole list otherwise")
+		"how a session's changed catalog reaches the model, by `mode`: full appends the whole list again; changes appends only the skills added, changed or removed when they are few (at most 64, and half of the list), the whole list otherwise")
 	cmd.cfgBool(&c.SkillSearch, "skill-search", false,
 		"serve the skill_search tool beside the skill tool: a session whose tool view holds both lists fewer skills, whole, and is told that skill_search finds the rest")
 	cmd.cfgInt(&c.CatalogListedMax, "catalog-listed-max", 0,
@@ -242,7 +242,7 @@ func (c *Config) natsFlags(cmd *command) {
 	cmd.cfgString(&c.NATSTLSCert, "nats-tls-cert", "", "client certificate `file` (with --nats-tls-key)")
 	cmd.cfgString(&c.NATSTLSKey, "nats-tls-key", "", "client key `file` (with --nats-tls-cert)")
 	cmd.cfgString(&c.Tenants, "tenants", "", "tenants `file`: serve serves every tenant it lists, each in its own NATS account (with --nats-url; see the manual's Tenants)")
-	cmd.cfgString(&c.Tenant, "tenant", "", "act for this tenant of --tenants, with its credentials (\""+libraryTenant+"\": the shared library's)")
+	cmd.cfgString(&c.Tenant, "tenant", "", "act for the tenant of --tenants called `name`, with its credentials (\""+libraryTenant+"\": the shared library's)")
 }
 
 // streamFlags registers the stream, consumer group and processing settings.
@@ -297,7 +297,7 @@ func (c *Config) opsFlags(cmd *command, metrics bool) {
 	if metrics {
 		cmd.cfgString(&c.MetricsListen, "metrics-listen", "", "serve /metrics, /healthz and /readyz on this `address` (off when empty)")
 		cmd.cfgString(&c.MetricsTokenFile, "metrics-token-file", "", "`file` holding a bearer token that /metrics and /readyz then require (Authorization: Bearer); /healthz stays open")
-		cmd.cfgInt(&c.MetricsSkillLimit, "metrics-skill-limit", processorDefaults().SkillLabelLimit, "distinct skill `names` with series of their own in skill_loads_total and skill_invocations_total; later ones count as _other")
+		cmd.cfgInt(&c.MetricsSkillLimit, "metrics-skill-limit", processorDefaults().SkillLabelLimit, "at most `n` distinct skill names get series of their own in skill_loads_total and skill_invocations_total; later ones count as _other")
 		cmd.cfgDuration(&c.StartRetryMin, "start-retry-min", supervise.DefaultBackoffMin, "first wait before a processor (a tenant's) whose start failed is started again; it doubles after each failure")
 		cmd.cfgDuration(&c.StartRetryMax, "start-retry-max", supervise.DefaultBackoffMax, "longest wait before a processor whose start failed is started again")
 		cmd.cfgDuration(&c.StartTimeout, "start-timeout", defaultStartTimeout, "bound on each start of a processor (opening its skill store, preparing its stream and consumer); one not done by then is retried")

@@ -37,7 +37,7 @@ model searches the skills by what they do.`[1:], `
 	cmd.group("Flags")
 	cmd.localBool(&keep, "keep", false, "keep the temporary folder (skills and JetStream store) and print where it is")
 	cmd.localBool(&userInvocation, "user-invocation", false, "run the processor with user invocation on, and show a user's /name")
-	cmd.cfgString(&updates, "catalog-updates", string(catalog.UpdatesFull), "how the processor shows a changed catalog: `full` or changes (the added skill is then a change list)")
+	cmd.cfgString(&updates, "catalog-updates", string(catalog.UpdatesFull), "how the processor shows a changed catalog, by `mode`: full or changes (the added skill is then a change list)")
 	cmd.cfgBool(&skillSearch, "skill-search", false, "run the processor with skill search on: the tool view holds skill_search, and the model searches")
 	cmd.cfgInt(&listedMax, "catalog-listed-max", 0, "with --skill-search, list at most this many skills in the catalog; 0 for no count limit")
 	return cmd, func(ctx context.Context, args []string) error {

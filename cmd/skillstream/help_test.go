@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,40 @@ func TestHelpRendersEveryFlag(t *testing.T) {
 		if m := helpRunOn.FindString(stdout); m != "" {
 			t.Errorf("%s --help runs a back-quoted word into the next: %q", sc.name, m)
 		}
+	}
+}
+
+// TestHelpMetavarsNameTheArgument: the word --help shows after a flag
+// names what the flag takes (MODE, DIR, N), never one of its values: the
+// first back-quoted word of a usage becomes that name, so a usage that
+// quotes a value first ("`full` or changes") shows the value as if it
+// were the argument's name. Neither is it the flag package's bare kind
+// ("string"), which names nothing, and a number's name says it counts.
+func TestHelpMetavarsNameTheArgument(t *testing.T) {
+	for _, sc := range commands() {
+		cmd, _ := sc.build(&app{stdout: io.Discard, stderr: io.Discard, lookupEnv: envMap(nil)})
+		cmd.fs.VisitAll(func(f *flag.Flag) {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); f.Usage == "" || ok && b.IsBoolFlag() {
+				return
+			}
+			name, _ := flag.UnquoteUsage(f)
+			if _, isList := f.Value.(listValue); isList && name == "value" {
+				name = "dir" // as --help shows it
+			}
+			where := sc.name + " --" + f.Name
+			switch {
+			case strings.EqualFold(name, f.DefValue):
+				t.Errorf("%s shows its default value %q as its argument's name: %q", where, f.DefValue, f.Usage)
+			case regexp.MustCompile("`" + regexp.QuoteMeta(name) + "` or | or `" + regexp.QuoteMeta(name) + "`").MatchString(f.Usage):
+				t.Errorf("%s shows one of the values it lists as its argument's name (%s): %q", where, strings.ToUpper(name), f.Usage)
+			case name == "string" || name == "value":
+				t.Errorf("%s shows the bare kind %s as its argument's name; back-quote the word that names it: %q", where, strings.ToUpper(name), f.Usage)
+			}
+			if g, ok := f.Value.(flag.Getter); ok {
+				if _, isInt := g.Get().(int); isInt && !slices.Contains([]string{"int", "n", "count"}, strings.ToLower(name)) {
+					t.Errorf("%s takes a number but calls it %s: %q", where, strings.ToUpper(name), f.Usage)
+				}
+			}
+		})
 	}
 }
