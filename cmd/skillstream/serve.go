@@ -191,6 +191,12 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	if !c.NoSkillStore {
 		where = append(where, "skill_store", c.SkillStoreBucket)
 	}
+	// The options that shape the model's text: the update mode always,
+	// the others when they are on.
+	where = append(where, "catalog_updates", c.CatalogUpdates)
+	if c.UserInvocation {
+		where = append(where, "user_invocation", "on")
+	}
 	if c.SkillSearch {
 		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
 	}
