@@ -58,7 +58,7 @@ func TestSkillsPushLsHistoryRmGet(t *testing.T) {
 		t.Fatalf("history:\n%s", hist)
 	}
 	ls := run(0, "ls")
-	if !strings.Contains(ls, "global a-skill rev 2 ") || !strings.Contains(ls, "global b-skill rev 1 ") {
+	if !hasRow(ls, []string{"global", "a-skill", "2"}) || !hasRow(ls, []string{"global", "b-skill", "1"}) {
 		t.Fatalf("ls:\n%s", ls)
 	}
 	dest := t.TempDir()

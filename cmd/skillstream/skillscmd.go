@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -136,7 +137,9 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
   ls [--scope S]
-      the published skills (every scope without --scope).
+      the published skills (every scope without --scope), one row each
+      under a header: scope, name, the skill's revision, digest (first 12 hex
+      digits), time published; nothing when there are none.
   history NAME [--scope S]
       the revisions the index keeps of a skill: revision, digest, time
       and store revision.
@@ -293,9 +296,7 @@ tool results carry as value.revision.`[1:], `
 				} else {
 					ps, err = pb.List(ctx, sc)
 				}
-				for _, p := range ps {
-					fmt.Fprintf(a.stdout, "%s %s rev %d %s %s\n", p.Scope, p.Record.Name, p.Rev, skillstore.Short(p.Record.Digest), stamp(p.Created))
-				}
+				printPublished(a.stdout, ps)
 				return err
 			}
 		case "history":
@@ -626,6 +627,20 @@ func printHistory(w io.Writer, hs []store.Revision) {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// printPublished writes skills ls's table: a header, then one aligned row
+// per skill; nothing at all when the store holds none.
+func printPublished(w io.Writer, ps []store.Published) {
+	if len(ps) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCOPE\tNAME\tREVISION\tDIGEST\tPUBLISHED")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", p.Scope, p.Record.Name, p.Rev, skillstore.Short(p.Record.Digest), stamp(p.Created))
+	}
+	tw.Flush()
+}
 
 // parseNameRev splits NAME[@REV] (see parseRevision).
 func parseNameRev(s string) (string, store.At, error) {

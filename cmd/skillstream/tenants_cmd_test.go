@@ -59,7 +59,7 @@ func storeHistory(t *testing.T, ctx context.Context, natsURL, user, password, bu
 func lsNames(out string) []string {
 	var ns []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] != "SCOPE" { // not the header
 			ns = append(ns, f[1])
 		}
 	}
