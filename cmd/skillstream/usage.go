@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -284,11 +285,7 @@ func printUsage(w io.Writer, r *usage.Report) {
 	for i, n := range r.ListedNeverUsed {
 		names[i] = printable(n)
 	}
-	list := strings.Join(names, ", ")
-	if len(names) == 0 {
-		list = "-"
-	}
-	fmt.Fprintf(w, "listed, never used (%d): %s\n", len(names), list)
+	printList(w, fmt.Sprintf("listed, never used (%d)", len(names)), names)
 	printSearches(w, r.Searches, p != nil)
 	if p == nil {
 		for _, s := range r.Partial {
@@ -391,11 +388,70 @@ func printSearches(w io.Writer, su usage.SearchUsage, projected bool) {
 	if su.NoMatchOther > 0 {
 		queries = append(queries, fmt.Sprintf("%d more", su.NoMatchOther))
 	}
-	list := strings.Join(queries, ", ")
-	if len(queries) == 0 {
-		list = "-"
+	printList(w, fmt.Sprintf("found nothing (%d)", su.NoMatch), queries)
+}
+
+// listWidth is the widest line printList writes, in columns (a column
+// per rune: the items are printable or quoted).
+const listWidth = 100
+
+// printList writes "heading: a, b, c" when it fits on a line of listWidth
+// columns, "heading: -" for no items, and otherwise the heading then the
+// items under it, indented, in as many aligned columns as fit in
+// listWidth, sorted down each column as ls sorts them (an item wider than
+// a line alone on its line).
+func printList(w io.Writer, heading string, items []string) {
+	if len(items) == 0 {
+		fmt.Fprintf(w, "%s: -\n", heading)
+		return
 	}
-	fmt.Fprintf(w, "found nothing (%d): %s\n", su.NoMatch, list)
+	if line := heading + ": " + strings.Join(items, ", "); utf8.RuneCountInString(line) <= listWidth {
+		fmt.Fprintln(w, line)
+		return
+	}
+	fmt.Fprintf(w, "%s:\n", heading)
+	const indent, gap = "  ", 2
+	width := make([]int, len(items))
+	narrowest := listWidth
+	for i, it := range items {
+		width[i] = utf8.RuneCountInString(it)
+		narrowest = min(narrowest, width[i])
+	}
+	// The most columns that fit: each as wide as its widest item.
+	var rows int
+	var colWidth []int
+	for cols := min(len(items), (listWidth-len(indent)+gap)/(narrowest+gap)); cols >= 1; cols-- {
+		rows = (len(items) + cols - 1) / cols
+		colWidth = colWidth[:0]
+		total := len(indent) - gap
+		for c := 0; c*rows < len(items); c++ {
+			widest := 0
+			for _, n := range width[c*rows : min(len(items), (c+1)*rows)] {
+				widest = max(widest, n)
+			}
+			colWidth = append(colWidth, widest)
+			total += widest + gap
+		}
+		if total <= listWidth {
+			break
+		}
+	}
+	var line strings.Builder
+	for r := range rows {
+		line.Reset()
+		line.WriteString(indent)
+		for c := range colWidth {
+			i := c*rows + r
+			if i >= len(items) {
+				break
+			}
+			if c > 0 {
+				line.WriteString(strings.Repeat(" ", colWidth[c-1]+gap-width[i-rows]))
+			}
+			line.WriteString(items[i])
+		}
+		fmt.Fprintln(w, line.String())
+	}
 }
 
 // printable quotes a name that holds anything but printable characters
