@@ -14,6 +14,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +25,15 @@ import (
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
 )
+
+const usage = `usage: worker [PROJECT_DIR]
+
+The smallest skillstream worker: one pre-step for a session in PROJECT_DIR
+(default: the current directory), printing the catalog the model is to be
+shown, then a skill call for the first skill listed, printing its result.
+It connects to $SKILLSTREAM_URL (default nats://127.0.0.1:4222), where
+skillstream serve listens.
+`
 
 func main() {
 	os.Exit(cli(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
@@ -34,13 +45,23 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if url == "" {
 		url = "nats://127.0.0.1:4222"
 	}
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	} else if err != nil {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
 	dir := "."
-	switch len(args) {
+	switch args = fs.Args(); len(args) {
 	case 0:
 	case 1:
 		dir = args[0]
 	default:
-		fmt.Fprintln(stderr, "usage: worker [PROJECT_DIR]")
+		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	dir, err := filepath.Abs(dir) // a trigger's cwd is absolute
