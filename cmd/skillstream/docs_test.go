@@ -710,3 +710,32 @@ func TestDocsREADMEIsAFrontDoor(t *testing.T) {
 		t.Errorf("the README has %d lines; keep it to %d and move details into cmd/skillstream/MANUAL.md", n, most)
 	}
 }
+
+// TestDocsTestCommandSaysWhatToExpect: `go test ./...` runs for minutes
+// and prints nothing while a slow package runs; the README's line says so
+// beside the command, and the manual's Tests section says how to watch
+// progress.
+func TestDocsTestCommandSaysWhatToExpect(t *testing.T) {
+	said := false
+	for _, b := range blocks(readDoc(t, "README.md"), "sh") {
+		for _, line := range strings.Split(b, "\n") {
+			cmd, comment, _ := strings.Cut(line, " #")
+			if strings.TrimSpace(cmd) == "go test ./..." {
+				said = strings.Contains(comment, "minutes") && strings.Contains(comment, "each package ends")
+				if !said {
+					t.Errorf("the README's test command does not say how long it runs and when it prints: %q", line)
+				}
+			}
+		}
+	}
+	if !said {
+		t.Error("the README shows no go test ./... line saying what to expect")
+	}
+	manual := readDoc(t, "cmd/skillstream/MANUAL.md")
+	tests := manual[strings.Index(manual, "\n## Tests\n"):]
+	for _, want := range []string{"go test -json ./...", "-p 1"} {
+		if !strings.Contains(tests, want) {
+			t.Errorf("the manual's Tests section does not say %q", want)
+		}
+	}
+}
