@@ -11,6 +11,7 @@
 // directory (default: the current one; npm runs scripts in this folder).
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
+import { parseArgs } from "node:util";
 
 import { connect, skillTool } from "../src/index.js";
 
@@ -38,9 +39,32 @@ async function worker(url: string, dir: string): Promise<void> {
   }
 }
 
-const url = process.env.SKILLSTREAM_URL ?? "nats://127.0.0.1:4222";
-const dir = resolve(process.argv[2] ?? "."); // a trigger's cwd is absolute
-worker(url, dir).catch((err: unknown) => {
-  console.error("worker:", err instanceof Error ? err.message : err);
-  process.exitCode = 1;
-});
+const usage = `usage: worker [PROJECT_DIR]
+
+The smallest skillstream worker: one pre-step for a session in PROJECT_DIR
+(default: the current directory), printing the catalog the model is to be
+shown, then a skill call for the first skill listed, printing its result.
+It connects to $SKILLSTREAM_URL (default nats://127.0.0.1:4222), where
+skillstream serve listens.
+`;
+
+let args: { values: { help?: boolean }; positionals: string[] } | undefined;
+try {
+  args = parseArgs({ options: { help: { type: "boolean", short: "h" } }, allowPositionals: true });
+} catch (err) {
+  process.stderr.write(`worker: ${err instanceof Error ? err.message : err}\n${usage}`);
+  process.exitCode = 2;
+}
+if (args?.values.help) {
+  process.stdout.write(usage); // and nothing else: no connection
+} else if (args && args.positionals.length > 1) {
+  process.stderr.write(usage);
+  process.exitCode = 2;
+} else if (args) {
+  const url = process.env.SKILLSTREAM_URL ?? "nats://127.0.0.1:4222";
+  const dir = resolve(args.positionals[0] ?? "."); // a trigger's cwd is absolute
+  worker(url, dir).catch((err: unknown) => {
+    console.error("worker:", err instanceof Error ? err.message : err);
+    process.exitCode = 1;
+  });
+}

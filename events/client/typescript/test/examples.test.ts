@@ -34,3 +34,21 @@ test("examples/worker.js: a pre-step shows the catalog, the skill call loads the
     assert.ok(stdout.includes(want), `output lacks ${JSON.stringify(want)}:\n${stdout}`);
   }
 });
+
+test("examples/worker.js: -h and --help print the usage and exit 0 without connecting; an unknown flag exits 2", async () => {
+  const worker = join(here, "..", "examples", "worker.js");
+  // Where nothing listens: a worker that connected would fail.
+  const env = { ...process.env, SKILLSTREAM_URL: "nats://127.0.0.1:1" };
+  for (const flag of ["-h", "--help"]) {
+    const { stdout, stderr } = await run(process.execPath, [worker, flag], { env, timeout: 60_000 });
+    assert.ok(stdout.startsWith("usage: worker [PROJECT_DIR]\n") && stdout.includes("$SKILLSTREAM_URL"), stdout);
+    assert.equal(stderr, "");
+  }
+  const failed = await run(process.execPath, [worker, "--verbose"], { env, timeout: 60_000 }).then(
+    () => undefined,
+    (err: { code?: number; stdout?: string; stderr?: string }) => err,
+  );
+  assert.equal(failed?.code, 2);
+  assert.equal(failed?.stdout, "");
+  assert.match(failed?.stderr ?? "", /--verbose/);
+});
