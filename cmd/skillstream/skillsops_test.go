@@ -374,7 +374,7 @@ func TestSkillsRevisionsPerSkill(t *testing.T) {
 	if digest := func(i int) string { return strings.Fields(lines[i])[2] }; digest(2) != digest(0) || digest(4) != digest(1) || digest(0) == digest(1) {
 		t.Fatalf("history (want rev 3's files rev 1's, rev 5's rev 2's):\n%s", out)
 	}
-	if out, _ := run(0, "ls"); !strings.Contains(out, "global pdf rev 5 ") || !strings.Contains(out, "global a-skill rev 1 ") {
+	if out, _ := run(0, "ls"); !hasRow(out, []string{"global", "pdf", "5"}) || !hasRow(out, []string{"global", "a-skill", "1"}) {
 		t.Fatalf("ls:\n%s", out)
 	}
 	if _, stderr := run(1, "diff", "pdf", "4"); !strings.Contains(stderr, "revision 4 (store revision 6) is a removal") {
@@ -434,7 +434,7 @@ func TestSkillsRevisionsBoundedAndOld(t *testing.T) {
 		!strings.Contains(stderr, "no revision the index keeps of old records its number") {
 		t.Fatalf("history of old records:\n%s%s", out, stderr)
 	}
-	if out, _ := run(0, "ls"); !strings.Contains(out, "global old rev 3 ") || !strings.Contains(out, "global pdf rev 5 ") {
+	if out, _ := run(0, "ls"); !hasRow(out, []string{"global", "old", "3"}) || !hasRow(out, []string{"global", "pdf", "5"}) {
 		t.Fatalf("ls with old records:\n%s", out)
 	}
 	writeFile(t, root, "old/SKILL.md", skillMD("New.", "name: old", "description: Old."))
