@@ -90,7 +90,8 @@ var changesSample = Catalog{V: 1, Session: "sess-1", Step: "step-9", ID: "sess-1
 	Source: CatalogSource{Kind: SourceKindCatalog, Producer: "skillstream", Update: UpdateChanges, Base: 60,
 		Changes: []Change{{Name: "docx", Change: ChangeRemoved}, {Name: "pdf-tools", Change: ChangeChanged, Description: "Work with PDF files & forms, faster"}, {Name: "xlsx", Change: ChangeAdded}},
 		Count:   2, Digest: "5d41402abc4b2a76b9719d911017c592ae4b4cbc0e52a7c4e3e4e8f4b2a1c0d9",
-		View: &View{Revision: 12, Instance: "host-a-1f2e3d4c"}}}
+		View:    &View{Revision: 12, Instance: "host-a-1f2e3d4c"},
+		Options: &CatalogOptions{DescriptionMax: 500, MaxLength: 24000, MaxSkillBytes: 262144, Updates: "changes", UserInvocation: true}}}
 
 // invocationText is the text of invocationRecord: the skill tool's
 // success text for pdf-tools.

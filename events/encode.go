@@ -107,7 +107,7 @@ func (s CatalogSource) EncodeMsgpack(e *msgpack.Encoder) error {
 
 // encodeFull writes a full catalog's source (no Base, Changes or Count)
 // field by field, as the library writes the struct: a map of its fields
-// in order, omitted and view left out when empty. A catalog of thousands
+// in order, omitted, view and options left out when empty. A catalog of thousands
 // of entries is written once per view, and the library's reflection cost
 // milliseconds of it (FuzzCatalogSourceEncoding holds the two equal).
 func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
@@ -116,6 +116,9 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 		n++
 	}
 	if s.View != nil {
+		n++
+	}
+	if s.Options != nil {
 		n++
 	}
 	err := e.EncodeMapLen(n)
@@ -141,6 +144,11 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 	if err == nil && s.View != nil {
 		if err = e.EncodeString("view"); err == nil {
 			err = e.Encode(s.View)
+		}
+	}
+	if err == nil && s.Options != nil {
+		if err = e.EncodeString("options"); err == nil {
+			err = e.Encode(s.Options)
 		}
 	}
 	return err
@@ -171,15 +179,16 @@ func (s CatalogSource) MarshalJSON() ([]byte, error) {
 // changesSource is how a change list's source is written: no entries,
 // and base, changes and count always.
 type changesSource struct {
-	Kind     string   `msgpack:"kind" json:"kind"`
-	Producer string   `msgpack:"producer" json:"producer"`
-	Update   string   `msgpack:"update" json:"update"`
-	Base     uint64   `msgpack:"base" json:"base"`
-	Changes  []Change `msgpack:"changes" json:"changes"`
-	Count    int      `msgpack:"count" json:"count"`
-	Digest   string   `msgpack:"digest" json:"digest"`
-	Omitted  int      `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
-	View     *View    `msgpack:"view,omitempty" json:"view,omitempty"`
+	Kind     string          `msgpack:"kind" json:"kind"`
+	Producer string          `msgpack:"producer" json:"producer"`
+	Update   string          `msgpack:"update" json:"update"`
+	Base     uint64          `msgpack:"base" json:"base"`
+	Changes  []Change        `msgpack:"changes" json:"changes"`
+	Count    int             `msgpack:"count" json:"count"`
+	Digest   string          `msgpack:"digest" json:"digest"`
+	Omitted  int             `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
+	View     *View           `msgpack:"view,omitempty" json:"view,omitempty"`
+	Options  *CatalogOptions `msgpack:"options,omitempty" json:"options,omitempty"`
 }
 
 func changesSourceOf(s CatalogSource) changesSource {
@@ -187,7 +196,7 @@ func changesSourceOf(s CatalogSource) changesSource {
 		s.Changes = []Change{}
 	}
 	return changesSource{Kind: s.Kind, Producer: s.Producer, Update: s.Update, Base: s.Base, Changes: s.Changes,
-		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, View: s.View}
+		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, View: s.View, Options: s.Options}
 }
 
 // marshalJSON is json.Marshal without HTML escaping: payload text is full of

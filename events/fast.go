@@ -146,6 +146,18 @@ func (r *plain) int() (int64, bool) {
 	return 0, false
 }
 
+// bool reads a boolean.
+func (r *plain) bool() (bool, bool) {
+	c, ok := r.code()
+	switch {
+	case ok && c == 0xc2:
+		return false, true
+	case ok && c == 0xc3:
+		return true, true
+	}
+	return false, false
+}
+
 // fields reads a map, calling field for each key, which reads the value
 // and returns the key's bit; a key given twice, or field reporting false,
 // makes it report false.
@@ -544,6 +556,9 @@ func (r *plain) source(s *CatalogSource) bool {
 			n, ok = r.int()
 			s.Count = int(n)
 			return 1 << 9, ok && n >= math.MinInt && n <= math.MaxInt
+		case "options":
+			s.Options = new(CatalogOptions)
+			return 1 << 10, r.catalogOptions(s.Options)
 		case "view":
 			s.View = new(View)
 			return 1 << 6, r.fields(func(key string) (uint, bool) {
@@ -561,6 +576,38 @@ func (r *plain) source(s *CatalogSource) bool {
 				}
 				return 0, false
 			})
+		}
+		return 0, false
+	})
+}
+
+// catalogOptions reads a catalog source's options.
+func (r *plain) catalogOptions(o *CatalogOptions) bool {
+	num := func(dst *int) bool {
+		n, ok := r.int()
+		*dst = int(n)
+		return ok && n >= math.MinInt && n <= math.MaxInt
+	}
+	return r.fields(func(key string) (uint, bool) {
+		var ok bool
+		switch key {
+		case "descriptionMax":
+			return 1 << 0, num(&o.DescriptionMax)
+		case "maxLength":
+			return 1 << 1, num(&o.MaxLength)
+		case "maxSkillBytes":
+			return 1 << 2, num(&o.MaxSkillBytes)
+		case "listedMax":
+			return 1 << 3, num(&o.ListedMax)
+		case "search":
+			o.Search, ok = r.bool()
+			return 1 << 4, ok
+		case "updates":
+			o.Updates, ok = r.str()
+			return 1 << 5, ok
+		case "userInvocation":
+			o.UserInvocation, ok = r.bool()
+			return 1 << 6, ok
 		}
 		return 0, false
 	})

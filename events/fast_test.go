@@ -450,6 +450,18 @@ func TestFastAnswersTakePlainShape(t *testing.T) {
 	if !c.fastMsgpack(enc(cat)) || len(c.Source.Changes) != 2 || c.Source.Base != 13 || c.Source.Count != 4 {
 		t.Errorf("change list not taken: %+v", c)
 	}
+	// A source with the options that shaped it, full and change list.
+	opts := &CatalogOptions{DescriptionMax: 300, MaxLength: 0, MaxSkillBytes: 1 << 20, ListedMax: 40, Search: true, Updates: "changes", UserInvocation: true}
+	withOpts := cat
+	withOpts.Source.Options = opts
+	if !c.fastMsgpack(enc(withOpts)) || c.Source.Options == nil || *c.Source.Options != *opts {
+		t.Errorf("change list with options not taken: %+v", c.Source.Options)
+	}
+	full := Catalog{V: 1, Session: "s", Step: "8", ID: "i", Role: "user", Text: "t",
+		Source: CatalogSource{Kind: "skill-catalog", Producer: "p", Update: "initial", Entries: []Entry{{Name: "a", Description: "A."}}, Digest: "d", Options: opts}}
+	if !c.fastMsgpack(enc(full)) || c.Source.Options == nil || *c.Source.Options != *opts || len(c.Source.Entries) != 1 {
+		t.Errorf("full catalog with options not taken: %+v", c.Source.Options)
+	}
 	if !d.fastMsgpack(enc(Decision{V: 1, Session: "s", Step: "8", Outcome: "appended", Catalog: &cat, CatalogSeq: 20,
 		CatalogSeqs: []uint64{13, 20}, CurrentList: &CurrentList{Entries: seedList(3, ""), Digest: "d"}})) {
 		t.Error("decision with a change list not taken")

@@ -317,6 +317,26 @@ type CatalogSource struct {
 	Base    uint64   `msgpack:"base,omitempty" json:"base,omitempty"`
 	Changes []Change `msgpack:"changes,omitempty" json:"changes,omitempty"`
 	Count   int      `msgpack:"count,omitempty" json:"count,omitempty"`
+	// Options are the processor's options that shaped the catalog's text
+	// (and the other model text of its session): metadata for a replay,
+	// which the model never sees. Absent in records of older processors.
+	Options *CatalogOptions `msgpack:"options,omitempty" json:"options,omitempty"`
+}
+
+// CatalogOptions are the options of a processor that shape model text,
+// recorded with each catalog it appends so that a recording of the
+// session says what it was made under: the description cap, the catalog
+// size limit (0: none), the instruction size limit (0: none), the cap on
+// entries listed where search is offered (0: none), skill search, how
+// changes reach the model ("full" or "changes") and user invocation.
+type CatalogOptions struct {
+	DescriptionMax int    `msgpack:"descriptionMax" json:"descriptionMax"`
+	MaxLength      int    `msgpack:"maxLength" json:"maxLength"`
+	MaxSkillBytes  int    `msgpack:"maxSkillBytes" json:"maxSkillBytes"`
+	ListedMax      int    `msgpack:"listedMax,omitempty" json:"listedMax,omitempty"`
+	Search         bool   `msgpack:"search,omitempty" json:"search,omitempty"`
+	Updates        string `msgpack:"updates,omitempty" json:"updates,omitempty"`
+	UserInvocation bool   `msgpack:"userInvocation,omitempty" json:"userInvocation,omitempty"`
 }
 
 // UpdateChanges is CatalogSource.Update of a change list: a catalog

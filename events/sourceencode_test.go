@@ -60,6 +60,10 @@ func FuzzCatalogSourceEncoding(f *testing.F) {
 		if view {
 			s.View = &View{Revision: rev, Instance: instance, Epoch: desc[:len(desc)/2]}
 		}
+		if n%3 == 1 {
+			s.Options = &CatalogOptions{DescriptionMax: n, MaxLength: omitted, MaxSkillBytes: int(rev % 1000), ListedMax: n % 7,
+				Search: view, Updates: update, UserInvocation: compact}
+		}
 		want, got := libraryEncode(t, s, compact), ourEncode(t, s, compact)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("encoding differs from the library's:\n got %x\nwant %x", got, want)

@@ -483,7 +483,7 @@ func newCatalogBodies() *catalogBodies {
 }
 
 // get returns the shared part of the catalog decided by d.
-func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string) (*events.CatalogBody, error) {
+func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
 	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
 	e, ok := c.cache.Get(k)
 	if !ok {
@@ -501,6 +501,7 @@ func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer
 			Digest:   d.Digest,
 			Omitted:  d.Omitted,
 			View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
+			Options:  opts,
 		})
 	})
 	if e.err != nil {
@@ -508,6 +509,18 @@ func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer
 		return nil, e.err
 	}
 	return e.body, nil
+}
+
+// RecordedOptions are the options of o that shape model text, as a
+// catalog record carries them (the session's recording then says what it
+// was made under).
+func RecordedOptions(o catalog.Options) *events.CatalogOptions {
+	u := string(o.Updates)
+	if u == "" {
+		u = string(catalog.UpdatesFull)
+	}
+	return &events.CatalogOptions{DescriptionMax: o.DescriptionMaxLength, MaxLength: o.MaxLength, MaxSkillBytes: o.MaxSkillBytes,
+		ListedMax: o.ListedMax, Search: o.SkillSearch, Updates: u, UserInvocation: o.UserInvocation}
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {

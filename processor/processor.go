@@ -40,20 +40,23 @@ type Processor struct {
 	version     string                 // of the binary, for the micro service
 	statsPeriod time.Duration          // consumerStatsPeriod; shorter in tests
 
-	beats        *heartbeats                 // progress heartbeats of the triggers in flight
-	recognised   *recognitions               // conclusions of recognise, by stream sequence
-	bodies       *catalogBodies              // catalogs' shared parts, encoded once (prestep.go)
-	heads        *heads                      // sessions' newest large catalogs, read by their heads (head.go)
-	chains       *chains                     // sessions' current lists made of change lists, and lists by digest (chain.go)
-	headMin      int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
-	kinds        map[events.Kind]kindHandler // the kinds consumed (trigger.go)
-	inflight     *budget                     // Config.InflightBytes
-	rate         *triggerRate                // Config.MaxTriggerRate
-	spent        *outputBudget               // Config.CatalogResends, CatalogBytes, InvocationBytes (outbudget.go)
-	limit        messageLimit                // the largest output; the stream's part is known once provisioned
-	streamLimits StreamLimits                // the stream's, once provisioned (provision.go)
-	prepared     jetstream.Consumer          // the consumer, once Prepare succeeded
-	cwds         cwdRoots                    // Config.CwdRoots
+	beats      *heartbeats    // progress heartbeats of the triggers in flight
+	recognised *recognitions  // conclusions of recognise, by stream sequence
+	bodies     *catalogBodies // catalogs' shared parts, encoded once (prestep.go)
+	// recordedOptions: the options that shape model text, as every catalog
+	// record carries them (RecordedOptions).
+	recordedOptions *events.CatalogOptions
+	heads           *heads                      // sessions' newest large catalogs, read by their heads (head.go)
+	chains          *chains                     // sessions' current lists made of change lists, and lists by digest (chain.go)
+	headMin         int                         // catalogs of this many bytes get a head; 0: none (catalogHeadMin)
+	kinds           map[events.Kind]kindHandler // the kinds consumed (trigger.go)
+	inflight        *budget                     // Config.InflightBytes
+	rate            *triggerRate                // Config.MaxTriggerRate
+	spent           *outputBudget               // Config.CatalogResends, CatalogBytes, InvocationBytes (outbudget.go)
+	limit           messageLimit                // the largest output; the stream's part is known once provisioned
+	streamLimits    StreamLimits                // the stream's, once provisioned (provision.go)
+	prepared        jetstream.Consumer          // the consumer, once Prepare succeeded
+	cwds            cwdRoots                    // Config.CwdRoots
 
 	divergences   *divergences  // view divergences found and not resolved (view.go)
 	recheckPeriod time.Duration // divergenceRecheck; shorter in tests
@@ -116,17 +119,18 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		version:     o.version,
 		statsPeriod: consumerStatsPeriod,
 
-		beats:      newHeartbeats(cfg.AckWait / 3),
-		recognised: newRecognitions(recognitionMemoSize),
-		bodies:     newCatalogBodies(),
-		heads:      newHeads(),
-		chains:     newChains(),
-		headMin:    catalogHeadMin,
-		inflight:   newBudget(cfg.InflightBytes),
-		rate:       newTriggerRate(cfg.MaxTriggerRate),
-		spent:      newOutputBudget(cfg),
-		limit:      newMessageLimit(nc.MaxPayload(), 0),
-		cwds:       newCwdRoots(cfg.CwdRoots),
+		beats:           newHeartbeats(cfg.AckWait / 3),
+		recognised:      newRecognitions(recognitionMemoSize),
+		bodies:          newCatalogBodies(),
+		recordedOptions: RecordedOptions(cfg.Catalog),
+		heads:           newHeads(),
+		chains:          newChains(),
+		headMin:         catalogHeadMin,
+		inflight:        newBudget(cfg.InflightBytes),
+		rate:            newTriggerRate(cfg.MaxTriggerRate),
+		spent:           newOutputBudget(cfg),
+		limit:           newMessageLimit(nc.MaxPayload(), 0),
+		cwds:            newCwdRoots(cfg.CwdRoots),
 
 		recheckPeriod: divergenceRecheck,
 	}
