@@ -144,7 +144,14 @@ func Export(ctx context.Context, js jetstream.JetStream, opts ExportOptions, w i
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	rw, err := NewWriter(w, Header{Session: opts.Session, Prefix: opts.Prefix, Layout: opts.Layout, Stream: opts.Stream, Created: opts.Now.UTC()})
+	if err := events.CheckSessionIn(opts.Layout, opts.Session); err != nil {
+		return 0, fmt.Errorf("new recording: %w", err)
+	}
+	recOpts, err := SessionOptions(ctx, js, opts.Stream, opts.Prefix, opts.Layout, opts.Session)
+	if err != nil {
+		return 0, err
+	}
+	rw, err := NewWriter(w, Header{Session: opts.Session, Prefix: opts.Prefix, Layout: opts.Layout, Stream: opts.Stream, Created: opts.Now.UTC(), Options: recOpts})
 	if err != nil {
 		return 0, err
 	}

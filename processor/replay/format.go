@@ -75,6 +75,10 @@ type Header struct {
 	// Created is when the recording was written (informational; replay
 	// output never depends on it).
 	Created time.Time `json:"created,omitzero"`
+	// Options are the options that shaped the session's model text, as
+	// its newest catalog record carries them: absent when it has none (a
+	// session recorded by an older processor, or never given a catalog).
+	Options *events.CatalogOptions `json:"options,omitempty"`
 }
 
 // Event is one message of the session log, as stored in the stream.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -207,6 +208,10 @@ type pending struct {
 	// trigger) or at the end, once its invocations are in.
 	userText    bool
 	invocations []Event
+	// nextAt is when the session's next pre-step (of another step id)
+	// was stored: the worker asks for it only once this one was
+	// answered, so the processor answered by then. Zero when none came.
+	nextAt time.Time
 }
 
 // Replayer replays a recording fed to it one item at a time; see Run and
@@ -328,6 +333,9 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 			// no output never will.
 			for _, q := range r.queue {
 				if !q.done && q.kind == events.KindPreStep && q.id != p.id {
+					if q.nextAt.IsZero() {
+						q.nextAt = e.Time
+					}
 					if err := r.settle(ctx, q); err != nil {
 						return err
 					}
@@ -597,7 +605,14 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	s.Replayed.Invocations = invs
 	r.verdict(s)
 	if s.Differs && ps.DeadlineMs != 0 && !s.Recorded.appends() {
-		s.Note = "the trigger had a deadline: the processor may have found it expired"
+		// Only a deadline that may have passed before the processor
+		// answered: the worker's next step shows when it had its answer.
+		switch {
+		case p.nextAt.IsZero():
+			s.Note = "the trigger had a deadline and no later step shows when it was answered: the processor may have found it expired"
+		case p.nextAt.UnixMilli() > ps.DeadlineMs:
+			s.Note = "the trigger's deadline passed before the worker's next step: the processor may have found it expired"
+		}
 	}
 	return nil
 }
@@ -751,9 +766,12 @@ func idOf(l events.Layout, e Event, kind events.Kind) string {
 
 // shownAt is what the recording shows of the skills at trigger p, whose
 // history (before its output) is h: for a pre-step, the entries of the
-// catalog it appended or else of the newest one before it.
+// catalog it appended or else of the newest one before it, as the model
+// read them (an entry the size limit listed without its description is
+// bare), and stand-ins for what the size limit took (see shown).
 func (r *Replayer) shownAt(p *pending, h history.State) shown {
-	sh := shown{results: r.results, captured: recordedSkills(r.recorded), maxBytes: r.opts.Catalog.MaxSkillBytes}
+	sh := shown{results: r.results, captured: recordedSkills(r.recorded), maxBytes: r.opts.Catalog.MaxSkillBytes,
+		descMax: r.opts.Catalog.DescriptionMaxLength}
 	if p.kind != events.KindPreStep {
 		return sh // a call's own result is already the newest of its name
 	}
@@ -763,21 +781,37 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 		c, err = h.Newest.DecodeIn(r.layout)
 		ok = err == nil
 	}
-	if ok && c.Source.Update == events.UpdateChanges {
+	if !ok {
+		return sh
+	}
+	if c.Source.Update == events.UpdateChanges {
 		// A change list has no entries: the list it leads to does.
 		sh.entries, ok = r.changedList(p, h, c)
+	} else if l, parsed := catalog.ParseList(c.Text); parsed && len(l.Entries) == len(c.Source.Entries) {
+		sh.entries = l.Entries
+	} else {
+		sh.entries = catalogEntries(c.Source.Entries)
 	}
-	if ok {
-		if c.Source.Update != events.UpdateChanges {
-			sh.entries = c.Source.Entries
-		}
-		if o := c.Source.Omitted; o > 0 && r.opts.Catalog.SkillSearch && strings.Contains(c.Text, "\n"+catalog.SearchNotice(o)+"\n") {
-			// Shortened for search: the skills left out are stood in for
-			// (a replay without search would list the stand-ins).
-			sh.omitted = placeholders(sh.entries, o, r.opts.Catalog.DescriptionMaxLength)
-		}
+	if !ok {
+		return sh
+	}
+	if o := c.Source.Omitted; o > 0 {
+		// The skills left out are stood in for: the list the step's
+		// options make of the stand-ins and the entries shown is the one
+		// recorded, for search (where it was offered at this step) or the
+		// size limit alike.
+		sh.omitted = placeholders(sh.entries, o, r.opts.Catalog.DescriptionMaxLength)
 	}
 	return sh
+}
+
+// catalogEntries are wire entries as catalog entries (none bare).
+func catalogEntries(es []events.Entry) []catalog.Entry {
+	out := make([]catalog.Entry, len(es))
+	for i, e := range es {
+		out[i] = catalog.Entry{Name: e.Name, Description: e.Description}
+	}
+	return out
 }
 
 // recordedSkills serves the skills captured in a recording.
@@ -960,9 +994,9 @@ func ask[T any](ctx context.Context, kept map[named]answer[T], name string, q ca
 // changedList is the list the change list c leads to, as the recording
 // holds it at trigger p (whose history before its output is h): read back
 // through its chain, as the processor does.
-func (r *Replayer) changedList(p *pending, h history.State, c events.Catalog) ([]events.Entry, bool) {
+func (r *Replayer) changedList(p *pending, h history.State, c events.Catalog) ([]catalog.Entry, bool) {
 	if h.Chain != nil && h.Chain.List != nil && h.Newest != nil && h.Newest.Changes && h.Newest.Digest == c.Source.Digest {
-		return listEntries(h.Chain.List), true // the newest before: its chain is read
+		return h.Chain.List.Entries, true // the newest before: its chain is read
 	}
 	upTo := r.st.last
 	if p.output != nil {
@@ -981,5 +1015,5 @@ func (r *Replayer) changedList(p *pending, h history.State, c events.Catalog) ([
 	if err != nil || ch == nil {
 		return nil, false
 	}
-	return listEntries(ch.List), true
+	return ch.List.Entries, true
 }

@@ -230,21 +230,28 @@ func searchValue(l events.Layout, out *Event) *events.SearchValue {
 	return nil
 }
 
+// longestDescription is a description as long as a catalog line can make
+// one under the description cap descMax: descMax code points that each
+// escape to five.
+func longestDescription(descMax int) string {
+	return strings.Repeat("&", max(descMax, catalog.MinDescriptionMaxLength))
+}
+
 // placeholderPrefix begins the names of the skills that stand in for the
-// skills a catalog shortened for search left out (shown): letters that
-// sort after the name of any skill a catalog lists, and an eight-digit
-// number.
+// skills a shortened catalog left out (shown): letters that sort after
+// the name of any skill a catalog lists, and an eight-digit number.
 var placeholderPrefix = strings.Repeat("z", catalog.MaxNameLength-9) + "-"
 
-// placeholders are omitted skills no longer than any skill can be, whose
-// names sort after every name of listed (by placeholderPrefix): where
-// search is offered they are the first left out, and the catalog lists
-// listed and leaves omitted out as the processor did. Each is at least as
+// placeholders are omitted skills no shorter than any skill can be, whose
+// names sort after every name of listed (by placeholderPrefix) and whose
+// source ranks lowest: they are the first the size limit or search's
+// shortening gives up, and the catalog lists listed and leaves omitted
+// out as the processor did. Each is at least as
 // long as any skill it stands in for (a description of descMax code
 // points that each escape to five), so that where the skills left out did
 // not fit, the placeholders do not either. None when a listed name sorts
 // at or after the prefix.
-func placeholders(listed []events.Entry, omitted, descMax int) []catalog.Summary {
+func placeholders(listed []catalog.Entry, omitted, descMax int) []catalog.Summary {
 	if omitted <= 0 || omitted > 99999999 {
 		return nil
 	}
@@ -253,10 +260,10 @@ func placeholders(listed []events.Entry, omitted, descMax int) []catalog.Summary
 			return nil
 		}
 	}
-	desc := strings.Repeat("&", max(descMax, catalog.MinDescriptionMaxLength))
+	desc := longestDescription(descMax)
 	out := make([]catalog.Summary, omitted)
 	for i := range out {
-		out[i] = catalog.Summary{Name: fmt.Sprintf("%s%08d", placeholderPrefix, i), Description: desc,
+		out[i] = catalog.Summary{Name: fmt.Sprintf("%s%08d", placeholderPrefix, i), Description: desc, Source: sourceLeft,
 			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}
 	}
 	return out

@@ -246,7 +246,7 @@ func TestReplaySearches(t *testing.T) {
 // sort after every listed name, are as long as any entry can be, and
 // stand aside when a listed name would sort after them.
 func TestPlaceholders(t *testing.T) {
-	ps := placeholders([]events.Entry{{Name: "zz"}}, 3, 1024)
+	ps := placeholders([]catalog.Entry{{Name: "zz"}}, 3, 1024)
 	if len(ps) != 3 {
 		t.Fatalf("%d placeholders", len(ps))
 	}
@@ -258,7 +258,7 @@ func TestPlaceholders(t *testing.T) {
 			t.Errorf("placeholder is not listed as it is: %+v", e)
 		}
 	}
-	if ps := placeholders([]events.Entry{{Name: strings.Repeat("z", 64)}}, 3, 1024); ps != nil {
+	if ps := placeholders([]catalog.Entry{{Name: strings.Repeat("z", 64)}}, 3, 1024); ps != nil {
 		t.Errorf("placeholders beside a name after them: %v", ps)
 	}
 }

@@ -18,28 +18,48 @@ import (
 //   - The catalog list: the entries of the catalog the trigger appended,
 //     else those of the newest catalog of ours recorded before it (the
 //     processor found the view unchanged or could not see it), else none
-//     (nothing was ever listed: the view was empty). A catalog shortened
-//     for search names how many skills it left out, not which: as many
-//     placeholders stand in for them (see placeholders), so that the
-//     catalog lists and leaves out what it did.
+//     (nothing was ever listed: the view was empty). A shortened catalog
+//     names how many skills it left out, not which: as many placeholders
+//     stand in for them (see placeholders). An entry it listed without
+//     its description ("- `name`", where a skill without one reads
+//     "- `name`: ") gets the longest description there can be. The
+//     stand-ins rank below the entries listed whole, the placeholders
+//     lowest, so the size limit (or search's shortening) gives way in
+//     the same places: the catalog lists, strips and leaves out exactly
+//     what it did (nothing of the real skills' lengths or sources is
+//     needed: a stand-in at least as long as what it stands for does not
+//     fit where that did not, and once it is gone the rest is exact).
 //   - A skill a call names: the tool result the call got (a loaded body
 //     with its provider and resource base, or unknown, not invocable, a
 //     provider error), else the newest result an earlier call of that name
 //     got, else the skills captured in the recording for the call's
 //     working directory, else unknown.
 type shown struct {
-	entries  []events.Entry
+	entries  []catalog.Entry              // as the model read them: Bare when listed without a description
 	omitted  []catalog.Summary            // placeholders of the skills left out
 	results  map[string]events.ToolResult // by skill name
 	captured recordedSkills
 	maxBytes int // the instruction size limit
+	descMax  int // the description cap
 }
+
+// The ranks (sources, by their precedence) of the skills shown: an entry
+// listed whole, one listed without its description (given up first), a
+// placeholder (left out first).
+const (
+	sourceListed = catalog.SourceProject
+	sourceBare   = catalog.SourceBundled
+	sourceLeft   = ""
+)
 
 func (s shown) Snapshot(context.Context, catalog.Query) (catalog.Snapshot, error) {
 	snap := catalog.Snapshot{Complete: true, Skills: make([]catalog.Summary, len(s.entries), len(s.entries)+len(s.omitted))}
 	for i, e := range s.entries {
-		snap.Skills[i] = catalog.Summary{Name: e.Name, Description: e.Description,
+		snap.Skills[i] = catalog.Summary{Name: e.Name, Description: e.Description, Source: sourceListed,
 			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}
+		if e.Bare {
+			snap.Skills[i].Description, snap.Skills[i].Source = longestDescription(s.descMax), sourceBare
+		}
 	}
 	snap.Skills = append(snap.Skills, s.omitted...) // their names sort last
 	return snap, nil
