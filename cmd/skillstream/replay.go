@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -127,13 +130,35 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
 		defer out.Flush()
+		// The options the session was recorded under, unless a flag on
+		// the command line says otherwise (the environment is serve's
+		// configuration, which the recording already says).
+		rec, err := a.recordedOptions(ctx, &c, sid, args)
+		if err != nil {
+			return err
+		}
+		given := map[string]bool{}
+		cmd.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		catOpts, settings := replay.MergeOptions(c.catalogOptions(), func(name string) bool { return given[name] }, rec)
+		if err := catOpts.Validate(); err != nil {
+			return inputf("the options the session was recorded under: %w", err)
+		}
+		// The first line, written with the first step (or the summary): a
+		// replay refused before it prints nothing.
+		optionsLine := sync.OnceValue(func() error { return printOptions(out, asJSON, settings, rec != nil) })
+		emitStep := stepPrinter(out, asJSON)
 		opts := replay.Options{
 			ToolOwner:  c.ToolOwner,
-			Catalog:    c.catalogOptions(),
+			Catalog:    catOpts,
 			Recorded:   recorded,
 			AsRecorded: asRec,
 			CwdMap:     maps,
-			Emit:       stepPrinter(out, asJSON),
+			Emit: func(s replay.Step) error {
+				if err := optionsLine(); err != nil {
+					return err
+				}
+				return emitStep(s)
+			},
 		}
 		if !recorded && !asRec {
 			if err := c.validateStore(); err != nil {
@@ -156,6 +181,9 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			out.Flush()
 			return err
 		}
+		if err := optionsLine(); err != nil {
+			return err
+		}
 		if err := printSummary(out, asJSON, sum); err != nil {
 			return err
 		}
@@ -167,6 +195,60 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 		}
 		return nil
 	}
+}
+
+// recordedOptions returns the options the session to replay was recorded
+// under: those the recording file says (args[0]), or with sid those of the
+// session's newest catalog in the stream; nil when it does not say.
+func (a *app) recordedOptions(ctx context.Context, c *Config, sid string, args []string) (*events.CatalogOptions, error) {
+	if sid == "" {
+		if err := verifyRecording(args[0]); err != nil {
+			return nil, err
+		}
+		r, closeFile, err := openRecording(args[0])
+		if err != nil {
+			return nil, err
+		}
+		defer closeFile()
+		o, err := replay.RecordedOptions(r)
+		return o, recordingError(args[0], err)
+	}
+	js, closeJS, err := a.openSessions(c)
+	if err != nil {
+		return nil, err
+	}
+	defer closeJS()
+	return replay.SessionOptions(ctx, js, c.Stream, c.Prefix, c.layout(), sid)
+}
+
+// printOptions writes the replay's first line: the options it uses, and
+// which of them differ from the recording (or that the recording does not
+// say).
+func printOptions(w io.Writer, asJSON bool, settings []replay.Setting, recorded bool) error {
+	if asJSON {
+		return newJSONEncoder(w).Encode(struct {
+			Options  []replay.Setting `json:"options"`
+			Recorded bool             `json:"recorded"`
+		}{settings, recorded})
+	}
+	var used, differ []string
+	for _, s := range settings {
+		used = append(used, "--"+s.Flag+"="+s.Value)
+		if s.Differs() {
+			differ = append(differ, fmt.Sprintf("--%s=%s (recorded %s)", s.Flag, s.Value, s.Recorded))
+		}
+	}
+	line := "options: " + strings.Join(used, " ")
+	switch {
+	case !recorded:
+		line += " (from flags: the recording does not say which options it was made under)"
+	case len(differ) == 0:
+		line += " (as recorded)"
+	default:
+		line += "; differ from the recording: " + strings.Join(differ, ", ")
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
 }
 
 // openRecording opens a recording file; problems with the file are the

@@ -105,10 +105,17 @@ func TestReplayHistorySearches(t *testing.T) {
 		}
 	}
 
-	// Without --skill-search the searches are refused: those with a
-	// result to show differ.
+	// The recording says search was on: a replay without the flag has it
+	// on too, and says so.
 	code, out, _ := runMain(t, append([]string{"replay", rec, "--recorded-skills"}, skills...)...)
-	if code != exitFailure || !strings.Contains(out, `search s1 ("deploy a service"): recorded ok (seq 4); replayed rejected bad_request: DIFFERS`) {
+	if first, _, _ := strings.Cut(out, "\n"); code != exitOK || !strings.Contains(first, "--skill-search=true") || !strings.HasSuffix(first, "(as recorded)") {
+		t.Errorf("replay with the recorded options: exit %d\n%s", code, out)
+	}
+	// With search turned off by the flag, the searches are refused: those
+	// with a result to show differ, and the first line names the option.
+	code, out, _ = runMain(t, append([]string{"replay", rec, "--recorded-skills", "--skill-search=false"}, skills...)...)
+	if code != exitFailure || !strings.Contains(out, `search s1 ("deploy a service"): recorded ok (seq 4); replayed rejected bad_request: DIFFERS`) ||
+		!strings.Contains(out, "differ from the recording: --skill-search=false (recorded true)") {
 		t.Errorf("replay without --skill-search: exit %d\n%s", code, out)
 	}
 
