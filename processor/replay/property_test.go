@@ -120,16 +120,31 @@ func randomOptions(rng *rand.Rand) catalog.Options {
 
 // playRandomSession plays one random session through the real processor
 // and returns its recording and whether its skills changed during it.
-func playRandomSession(t *testing.T, seed uint64) ([]byte, bool, *mutableSkills, catalog.Options) {
+// shape is what a targeted test may fix of a random session: its options,
+// how many skills it starts with, whether they change, and whether every
+// step offers search (when it is on).
+type shape struct {
+	opts         catalog.Options
+	skills       int
+	edits        bool
+	alwaysSearch bool
+}
+
+// A targeted test may fix the session's shape (fix, nil for none).
+func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, bool, *mutableSkills, catalog.Options) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	opts := randomOptions(rng)
+	sh := shape{opts: randomOptions(rng), skills: rng.IntN(401), edits: rng.IntN(3) != 0} // a third of the sessions keep their skills
+	if fix != nil {
+		fix(&sh)
+	}
+	opts, n, edits := sh.opts, sh.skills, sh.edits
 	skills := &mutableSkills{skills: map[string]catalog.Skill{}}
 	next := 0
 	newName := func() string {
 		next++
 		return fmt.Sprintf("s%04d-%s", next, []string{"a", "tool", "helper", "x"}[rng.IntN(4)])
 	}
-	for range rng.IntN(401) {
+	for range n {
 		skills.set(randomSkill(rng, newName()))
 	}
 	srv := natstest.Start(t)
@@ -156,7 +171,6 @@ func playRandomSession(t *testing.T, seed uint64) ([]byte, bool, *mutableSkills,
 	tools := []events.Tool{{Name: "read", Owner: "host"}, {Name: "skill", Owner: processor.DefaultToolOwner}}
 	withSearch := append(slices.Clone(tools), events.Tool{Name: catalog.SearchToolName, Owner: processor.DefaultToolOwner})
 	hidden := tools[:1]
-	edits := rng.IntN(3) != 0 // a third of the sessions keep their skills
 	changed := false
 	steps := 4 + rng.IntN(8)
 	compactions := 0
@@ -186,7 +200,7 @@ func playRandomSession(t *testing.T, seed uint64) ([]byte, bool, *mutableSkills,
 		}
 		view := tools
 		switch r := rng.IntN(10); {
-		case r < 6 && opts.SkillSearch:
+		case (r < 6 || sh.alwaysSearch) && opts.SkillSearch:
 			view = withSearch
 		case r == 9:
 			view = hidden
@@ -239,39 +253,51 @@ func TestReplayPropertyRandomSessions(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rec, changed, skills, played := playRandomSession(t, seed)
-			r, err := NewReader(bytes.NewReader(rec))
-			if err != nil {
-				t.Fatal(err)
-			}
-			recOpts, err := RecordedOptions(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A session that appended no catalog says nothing: the
-			// options it was played with stand in.
-			opts, _ := MergeOptions(catalog.DefaultOptions(), nil, recOpts)
-			if recOpts != nil && opts != played {
-				t.Fatalf("recorded options %+v, played with %+v", opts, played)
-			}
-			if recOpts == nil {
-				opts = played
-			}
-			steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true})
-			t.Logf("seed %d: %d triggers, %s", seed, sum.Triggers, coverage(steps))
-			if sum.Differ != 0 {
-				t.Errorf("seed %d (options %+v): as recorded, %d of %d triggers differ\n%s", seed, played, sum.Differ, sum.Triggers, differing(steps))
-			}
-			if !changed {
-				reg := providers.NewRegistry([]providers.Provider{skills})
-				defer reg.Close()
-				steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, Skills: reg})
-				if sum.Differ != 0 {
-					t.Errorf("seed %d (options %+v): against the unchanged skills, %d of %d triggers differ\n%s", seed, played, sum.Differ, sum.Triggers, differing(steps))
-				}
-			}
+			checkRandomSession(t, seed, nil)
 		})
 	}
+}
+
+// checkRandomSession plays the session of seed (fix as for
+// playRandomSession), replays it and returns the steps replayed as
+// recorded.
+func checkRandomSession(t *testing.T, seed uint64, fix func(*shape)) []Step {
+	t.Helper()
+	rec, changed, skills, played := playRandomSession(t, seed, fix)
+	r, err := NewReader(bytes.NewReader(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recOpts, err := RecordedOptions(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A session that appended no catalog says nothing: the
+	// options it was played with stand in.
+	opts, _ := MergeOptions(catalog.DefaultOptions(), nil, recOpts)
+	if played.Updates == "" {
+		played.Updates = catalog.UpdatesFull
+	}
+	if recOpts != nil && opts != played {
+		t.Fatalf("recorded options %+v, played with %+v", opts, played)
+	}
+	if recOpts == nil {
+		opts = played
+	}
+	steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true})
+	t.Logf("seed %d: %d triggers, %s", seed, sum.Triggers, coverage(steps))
+	if sum.Differ != 0 {
+		t.Errorf("seed %d (options %+v): as recorded, %d of %d triggers differ\n%s", seed, played, sum.Differ, sum.Triggers, differing(steps))
+	}
+	if !changed {
+		reg := providers.NewRegistry([]providers.Provider{skills})
+		defer reg.Close()
+		steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, Skills: reg})
+		if sum.Differ != 0 {
+			t.Errorf("seed %d (options %+v): against the unchanged skills, %d of %d triggers differ\n%s", seed, played, sum.Differ, sum.Triggers, differing(steps))
+		}
+	}
+	return steps
 }
 
 // coverage counts what the recorded catalogs of steps show: shortened

@@ -1,0 +1,123 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// recordedTexts counts the recorded pre-step texts for which has holds.
+func recordedTexts(steps []Step, has func(string) bool) int {
+	n := 0
+	for _, s := range steps {
+		if s.Kind == TriggerPreStep && s.Recorded.Text != "" && has(s.Recorded.Text) {
+			n++
+		}
+	}
+	return n
+}
+
+const limitNotice = "(Shortened to fit the catalog size limit: "
+
+// A session of 300 skills under the default options: the size limit lists
+// many without their description, while skills are edited, added and
+// removed. Every step replays as recorded.
+func TestAsRecordedSizeLimited(t *testing.T) {
+	steps := checkRandomSession(t, 7, func(s *shape) {
+		s.opts = catalog.DefaultOptions()
+		s.skills, s.edits = 300, true
+	})
+	if n := recordedTexts(steps, func(text string) bool {
+		return strings.Contains(text, limitNotice) && !strings.Contains(text, "size limit: 0 skills listed without")
+	}); n < 2 {
+		t.Fatalf("%d catalogs with entries listed without their description, want a few\n%s", n, outcomes(steps))
+	}
+}
+
+// A limit so small that skills are left out entirely, not only their
+// descriptions: the stand-ins leave out as many.
+func TestAsRecordedSizeLimitLeavesOut(t *testing.T) {
+	steps := checkRandomSession(t, 8, func(s *shape) {
+		s.opts = catalog.DefaultOptions()
+		s.opts.MaxLength = catalog.MinMaxLength
+		s.skills, s.edits = 120, true
+	})
+	if n := recordedTexts(steps, func(text string) bool {
+		return strings.Contains(text, limitNotice) && !strings.Contains(text, ", 0 skills not listed.")
+	}); n < 2 {
+		t.Fatalf("%d catalogs leaving skills out, want a few\n%s", n, outcomes(steps))
+	}
+}
+
+// Change lists of a size-limited list: no invented "changed" lines for
+// entries listed without their description, no change list replayed as
+// a replacement.
+func TestAsRecordedChangeListsSizeLimited(t *testing.T) {
+	steps := checkRandomSession(t, 9, func(s *shape) {
+		s.opts = catalog.DefaultOptions()
+		s.opts.MaxLength, s.opts.Updates = 8000, catalog.UpdatesChanges
+		s.skills, s.edits = 200, true
+	})
+	if n := recordedTexts(steps, func(text string) bool { return strings.Contains(text, "<skill_catalog_changes>") }); n < 2 {
+		t.Fatalf("%d change lists, want a few\n%s", n, outcomes(steps))
+	}
+}
+
+// Change lists of a list shortened for search whose notice did not change:
+// their text does not say how many skills were left out, the record does.
+func TestAsRecordedSearchChangeLists(t *testing.T) {
+	// The first of a few seeds whose session has such a change list.
+	for seed := uint64(10); ; seed++ {
+		steps := checkRandomSession(t, seed, func(s *shape) {
+			s.opts = catalog.DefaultOptions()
+			s.opts.SkillSearch, s.opts.ListedMax, s.opts.Updates = true, 40, catalog.UpdatesChanges
+			s.skills, s.edits, s.alwaysSearch = 60, true, true
+		})
+		if recordedTexts(steps, func(text string) bool {
+			return strings.Contains(text, "<skill_catalog_changes>") && !strings.Contains(text, "more skills are available but not listed here")
+		}) > 0 {
+			break
+		}
+		if seed == 20 {
+			t.Fatalf("no change list without the search notice\n%s", outcomes(steps))
+		}
+	}
+}
+
+// The expiry note: a recorded step that appended nothing while the replay
+// appends is said to have perhaps expired only when its deadline may have
+// passed before the processor answered, which the worker's next step
+// bounds.
+func TestReplayExpiryNote(t *testing.T) {
+	sk := testSkills()
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // after the trigger's time
+		nextAt   time.Duration // the next step's time after the trigger's
+		note     string
+	}{
+		{"answered in time", time.Minute, time.Second, ""},
+		{"deadline passed before the next step", time.Second, time.Minute, "deadline passed before the worker's next step"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSession(t, "s1")
+			at := s.at.Add(time.Second) // the time add gives the trigger
+			// Step 1 recorded without a catalog, though the skills would
+			// give one: it differs.
+			s.add(events.KindPreStep, events.PreStep{V: 1, Session: "s1", Step: "1", Cwd: "/work/app", Tools: ours(s.owner),
+				DeadlineMs: at.Add(tc.deadline).UnixMilli()}, nil)
+			s.at = at.Add(tc.nextAt - time.Second)
+			s.preStep("2", "/work/app", ours(s.owner))
+			steps, _ := replayBytes(t, s.recording(), Options{ToolOwner: s.owner, Catalog: catalog.DefaultOptions(), Skills: sk})
+			if !steps[0].Differs {
+				t.Fatalf("step 1 does not differ: %s", outcomes(steps))
+			}
+			if got := steps[0].Note; (tc.note == "") != (got == "") || !strings.Contains(got, tc.note) {
+				t.Errorf("note %q, want %q", got, tc.note)
+			}
+		})
+	}
+}
