@@ -121,19 +121,23 @@ func randomOptions(rng *rand.Rand) catalog.Options {
 // playRandomSession plays one random session through the real processor
 // and returns its recording and whether its skills changed during it.
 // shape is what a targeted test may fix of a random session: its options,
-// how many skills it starts with, whether they change, and whether every
-// step offers search (when it is on).
+// how many skills it starts with, whether they change, whether every step
+// offers search (when it is on), and its session layout.
 type shape struct {
 	opts         catalog.Options
 	skills       int
 	edits        bool
 	alwaysSearch bool
+	layout       events.Layout
 }
 
 // A targeted test may fix the session's shape (fix, nil for none).
 func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, bool, *mutableSkills, catalog.Options) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	sh := shape{opts: randomOptions(rng), skills: rng.IntN(401), edits: rng.IntN(3) != 0} // a third of the sessions keep their skills
+	if rng.IntN(2) == 0 {
+		sh.layout = events.LayoutOwner
+	}
 	if fix != nil {
 		fix(&sh)
 	}
@@ -152,7 +156,7 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 	t.Cleanup(func() { reg.Close() })
 	ix := search.New(reg, search.Options{})
 	t.Cleanup(func() { ix.Close() })
-	p, err := processor.New(srv.Conn, reg, processor.Config{Catalog: opts}, processor.WithLogger(discardLogger()), processor.WithSearcher(ix))
+	p, err := processor.New(srv.Conn, reg, processor.Config{Catalog: opts, Layout: sh.layout, AnyOwnerInbox: true}, processor.WithLogger(discardLogger()), processor.WithSearcher(ix))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,10 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 	})
 	waitStream(t, srv.JS, processor.DefaultStream)
 	sid := fmt.Sprintf("prop-%d", seed)
-	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: sid, cwd: "/work/app"}
+	if sh.layout == events.LayoutOwner {
+		sid = "agent-7." + sid
+	}
+	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: sid, cwd: "/work/app", layout: sh.layout}
 	tools := []events.Tool{{Name: "read", Owner: "host"}, {Name: "skill", Owner: processor.DefaultToolOwner}}
 	withSearch := append(slices.Clone(tools), events.Tool{Name: catalog.SearchToolName, Owner: processor.DefaultToolOwner})
 	hidden := tools[:1]
@@ -212,7 +219,7 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 			}
 		}
 		b := w.ask(events.KindPreStep, events.JSON, ps)
-		if _, err := events.DecodeDecision(events.JSON, b); err != nil {
+		if _, err := events.DecodeDecisionIn(sh.layout, events.JSON, b); err != nil {
 			t.Fatalf("decision for step %d: %v", step, err)
 		}
 		for range rng.IntN(3) {
@@ -234,14 +241,16 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 		}
 	}
 	var rec bytes.Buffer
-	if err := Record(context.Background(), srv.JS, processor.DefaultStream, events.DefaultPrefix, sid, &rec); err != nil {
+	if _, err := Export(context.Background(), srv.JS, ExportOptions{Stream: processor.DefaultStream, Prefix: events.DefaultPrefix,
+		Session: sid, Layout: sh.layout}, &rec); err != nil {
 		t.Fatal(err)
 	}
 	return rec.Bytes(), changed, skills, opts
 }
 
 // TestReplayPropertyRandomSessions: random sessions (0 to 400 skills,
-// edited, added and removed between steps, random options, compactions)
+// edited, added and removed between steps, random options, either session
+// layout, compactions)
 // played through the real processor replay with 0 differences as
 // recorded, under the options the recording says; those whose skills did
 // not change replay with 0 differences against the skills too. A few

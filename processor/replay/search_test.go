@@ -61,7 +61,7 @@ func searchOptions() catalog.Options {
 func (w *worker) search(id string, args events.SearchArgs) events.ToolResult {
 	w.t.Helper()
 	b := w.ask(events.KindSkillSearch, events.Msgpack, events.SkillSearch{V: 1, Session: w.sid, Call: id, Cwd: w.cwd, Args: args})
-	r, err := events.DecodeToolResult(events.Msgpack, b)
+	r, err := events.DecodeToolResultIn(w.layout, events.Msgpack, b)
 	if err != nil {
 		w.t.Fatalf("result of search %s: %v", id, err)
 	}

@@ -83,6 +83,9 @@ type worker struct {
 	js  jetstream.JetStream
 	sid string
 	cwd string
+	// layout is the session layout answers are read in (the zero value:
+	// flat).
+	layout events.Layout
 }
 
 func (w *worker) publish(kind events.Kind, enc events.Encoding, v any, inbox string) uint64 {
@@ -136,7 +139,7 @@ func (w *worker) preStep(step string, tools []events.Tool) string {
 func (w *worker) call(id, name string) bool {
 	w.t.Helper()
 	b := w.ask(events.KindSkillCall, events.Msgpack, events.SkillCall{V: 1, Session: w.sid, Call: id, Cwd: w.cwd, Args: events.SkillArgs{Name: name}})
-	r, err := events.DecodeToolResult(events.Msgpack, b)
+	r, err := events.DecodeToolResultIn(w.layout, events.Msgpack, b)
 	if err != nil {
 		w.t.Fatalf("result of call %s: %v", id, err)
 	}
