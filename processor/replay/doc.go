@@ -8,6 +8,17 @@
 //
 //	{"format":"skillstream-recording","version":1,"session":"s1","prefix":"ev","stream":"SESSIONS","created":"..."}
 //
+// The header says, in "options", the options that shaped the session's
+// model text, as its newest catalog record carries them (Options of
+// events.CatalogSource: description cap, catalog and instruction size
+// limits, listed max, search, catalog updates, user invocation); a
+// session recorded by an older processor, or that never got a catalog,
+// has none. RecordedOptions reads them from a recording (its header, else
+// its newest catalog that carries them), SessionOptions from a session of
+// the stream, and MergeOptions puts them under the caller's flags: a
+// replay uses what the recording says unless a flag was given, and each
+// Setting says the value used and the recorded one.
+//
 // A session of the owner layout (events.LayoutOwner) says so:
 // "session":"a1.s7","prefix":"ev","layout":"owner"; its events are on
 // ev.a1.s7.<kind>, and the recording is read and replayed in that layout
@@ -82,8 +93,12 @@
 // replayed. Rejected and expired triggers are compared by fate only: the
 // processor's clock is not in the recording, so a recorded expiry stands,
 // and a deadline already past when the trigger was stored replays as
-// expired. A worker's retry answered with an existing output is reported
-// as a retry, not compared.
+// expired. A pre-step recorded without a catalog that the replay would
+// append one for differs; its note says the processor may have found it
+// expired only when its deadline passed before the worker's next step was
+// stored (the worker asks for that step once it has its answer), or when
+// no later step tells. A worker's retry answered with an existing output
+// is reported as a retry, not compared.
 //
 // Skills are one of three:
 //
@@ -107,9 +122,21 @@
 //     error), else the captured skills, else none: the recording does not
 //     hold every candidate a ranking needs, so the ranking stands as
 //     recorded and the rest of the search (argument checks, the entries,
-//     the text) is the processor's. A catalog shortened for search names
-//     how many skills it left out: as many placeholders, longer than any
-//     skill and sorting last, stand in for them, so it is rebuilt exactly. An unchanged processor then
+//     the text) is the processor's. A shortened catalog (by the size
+//     limit, or for search) names how many skills it left out, not which,
+//     and the size limit lists some entries without their description
+//     (their line, "- `name`", tells them from a skill without one,
+//     "- `name`: "; a change list's are read back from its chain): as
+//     many placeholders, at least as long as any skill can be, stand in
+//     for the skills left out, and an entry listed bare gets the longest
+//     description there can be; the placeholders rank lowest and the bare
+//     entries next, so the step's options (search offered or not, told by
+//     its tool view) shorten the stand-ins exactly where they shortened
+//     the real skills, and every catalog and change list is rebuilt
+//     exactly. No length, count or source of the real skills is needed:
+//     a stand-in no shorter than what it stands for does not fit where
+//     that did not, and once it is given up the rest is exact. An
+//     unchanged processor then
 //     reproduces every recorded output even when skills were added,
 //     edited or removed during the session: the regression check for a
 //     processor upgrade, where any difference is the processor's. Store
@@ -117,10 +144,7 @@
 //     value.revision) are not consulted yet: what the recording shows
 //     stands for them. A body the instruction size limit cut is stood in
 //     for by its kept prefix and filler up to its recorded total, so the
-//     limit cuts it again the same way. A catalog the catalog size limit
-//     shortened cannot be rebuilt from what it shows (the left-out skills
-//     and cut descriptions are not in the recording): such steps may
-//     differ.
+//     limit cuts it again the same way.
 //
 // The same recording and skills always give the same steps.
 //
