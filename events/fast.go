@@ -608,6 +608,11 @@ func (r *plain) catalogOptions(o *CatalogOptions) bool {
 		case "userInvocation":
 			o.UserInvocation, ok = r.bool()
 			return 1 << 6, ok
+		case "resendsPerMinute":
+			return 1 << 7, num(&o.ResendsPerMinute)
+		case "catalogBytesPerMinute":
+			o.CatalogBytesPerMinute, ok = r.int()
+			return 1 << 8, ok
 		}
 		return 0, false
 	})

@@ -328,15 +328,20 @@ type CatalogSource struct {
 // session says what it was made under: the description cap, the catalog
 // size limit (0: none), the instruction size limit (0: none), the cap on
 // entries listed where search is offered (0: none), skill search, how
-// changes reach the model ("full" or "changes") and user invocation.
+// changes reach the model ("full" or "changes") and user invocation; and
+// the session's output budget for catalogs, which decides whether a
+// catalog is appended at all: full catalogs re-sent and bytes of catalogs
+// after the first, per minute (0: no bound).
 type CatalogOptions struct {
-	DescriptionMax int    `msgpack:"descriptionMax" json:"descriptionMax"`
-	MaxLength      int    `msgpack:"maxLength" json:"maxLength"`
-	MaxSkillBytes  int    `msgpack:"maxSkillBytes" json:"maxSkillBytes"`
-	ListedMax      int    `msgpack:"listedMax,omitempty" json:"listedMax,omitempty"`
-	Search         bool   `msgpack:"search,omitempty" json:"search,omitempty"`
-	Updates        string `msgpack:"updates,omitempty" json:"updates,omitempty"`
-	UserInvocation bool   `msgpack:"userInvocation,omitempty" json:"userInvocation,omitempty"`
+	DescriptionMax        int    `msgpack:"descriptionMax" json:"descriptionMax"`
+	MaxLength             int    `msgpack:"maxLength" json:"maxLength"`
+	MaxSkillBytes         int    `msgpack:"maxSkillBytes" json:"maxSkillBytes"`
+	ListedMax             int    `msgpack:"listedMax,omitempty" json:"listedMax,omitempty"`
+	Search                bool   `msgpack:"search,omitempty" json:"search,omitempty"`
+	Updates               string `msgpack:"updates,omitempty" json:"updates,omitempty"`
+	UserInvocation        bool   `msgpack:"userInvocation,omitempty" json:"userInvocation,omitempty"`
+	ResendsPerMinute      int    `msgpack:"resendsPerMinute,omitempty" json:"resendsPerMinute,omitempty"`
+	CatalogBytesPerMinute int64  `msgpack:"catalogBytesPerMinute,omitempty" json:"catalogBytesPerMinute,omitempty"`
 }
 
 // UpdateChanges is CatalogSource.Update of a change list: a catalog

@@ -511,16 +511,19 @@ func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer
 	return e.body, nil
 }
 
-// RecordedOptions are the options of o that shape model text, as a
-// catalog record carries them (the session's recording then says what it
-// was made under).
-func RecordedOptions(o catalog.Options) *events.CatalogOptions {
+// RecordedOptions are the options of cfg (after its defaults) that shape
+// model text, and the catalog output budget that decides whether a
+// catalog is appended, as a catalog record carries them (the session's
+// recording then says what it was made under).
+func RecordedOptions(cfg Config) *events.CatalogOptions {
+	o := cfg.Catalog
 	u := string(o.Updates)
 	if u == "" {
 		u = string(catalog.UpdatesFull)
 	}
 	return &events.CatalogOptions{DescriptionMax: o.DescriptionMaxLength, MaxLength: o.MaxLength, MaxSkillBytes: o.MaxSkillBytes,
-		ListedMax: o.ListedMax, Search: o.SkillSearch, Updates: u, UserInvocation: o.UserInvocation}
+		ListedMax: o.ListedMax, Search: o.SkillSearch, Updates: u, UserInvocation: o.UserInvocation,
+		ResendsPerMinute: max(cfg.CatalogResends, 0), CatalogBytesPerMinute: max(cfg.CatalogBytes, 0)}
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {

@@ -161,6 +161,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			Recorded:   recorded,
 			AsRecorded: asRec,
 			CwdMap:     maps,
+			Recording:  rec,
 			Emit: func(s replay.Step) error {
 				if err := optionsLine(); err != nil {
 					return err

@@ -1,12 +1,19 @@
 package replay
 
 import (
+	"bytes"
+	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/providers"
 )
 
 // recordedTexts counts the recorded pre-step texts for which has holds.
@@ -119,5 +126,66 @@ func TestReplayExpiryNote(t *testing.T) {
 				t.Errorf("note %q, want %q", got, tc.note)
 			}
 		})
+	}
+}
+
+// A session that compacts at every step has its catalog re-sent until the
+// output budget refuses: those steps append nothing, and the replay,
+// following the budget the recording says, reports them the same.
+func TestAsRecordedOverBudget(t *testing.T) {
+	srv := natstest.Start(t)
+	skills := &mutableSkills{skills: map[string]catalog.Skill{}}
+	for _, n := range []string{"a-skill", "b-skill"} {
+		skills.set(catalog.Skill{Summary: catalog.Summary{Name: n, Description: "Does " + n + ".", Source: catalog.SourceProject,
+			Invocation: catalog.Invocation{ModelInvocable: true}}})
+	}
+	reg := providers.NewRegistry([]providers.Provider{skills})
+	t.Cleanup(func() { reg.Close() })
+	p, err := processor.New(srv.Conn, reg, processor.Config{CatalogResends: 1}, processor.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("processor: %v", err)
+		}
+	})
+	waitStream(t, srv.JS, processor.DefaultStream)
+	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: "budget-1", cwd: "/work/app"}
+	tools := []events.Tool{{Name: "skill", Owner: processor.DefaultToolOwner}}
+	var outcomes []string
+	for step := 1; step <= 4; step++ {
+		outcomes = append(outcomes, w.preStep(strconv.Itoa(step), tools))
+		seq := w.publish("message.user", events.JSON, map[string]any{"v": 1, "text": "hello"}, "")
+		w.publish(events.KindCompaction, events.JSON, events.Compaction{V: 1, Session: w.sid, RetainFrom: seq + 1}, "")
+	}
+	// The first catalog, one re-send, then refusals.
+	if want := []string{"appended", "appended", "incomplete", "incomplete"}; !slices.Equal(outcomes, want) {
+		t.Fatalf("outcomes %v, want %v", outcomes, want)
+	}
+	var rec bytes.Buffer
+	if err := Record(context.Background(), srv.JS, processor.DefaultStream, events.DefaultPrefix, w.sid, &rec); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(rec.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recOpts, err := RecordedOptions(r)
+	if err != nil || recOpts == nil || recOpts.ResendsPerMinute != 1 {
+		t.Fatalf("recorded options %+v, %v", recOpts, err)
+	}
+	opts, _ := MergeOptions(catalog.DefaultOptions(), nil, recOpts)
+	steps, sum := replayBytes(t, rec.Bytes(), Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true, Recording: recOpts})
+	if sum.Differ != 0 || !strings.Contains(steps[2].Note, "output budget (catalog re-sends per minute)") {
+		t.Errorf("as recorded: %+v\n%s", sum, differing(steps))
+	}
+	// Without what the recording says of its budget, the refusals differ.
+	if _, sum := replayBytes(t, rec.Bytes(), Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true}); sum.Differ != 2 {
+		t.Errorf("without the budget: %+v, want 2 steps differing", sum)
 	}
 }

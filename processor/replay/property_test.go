@@ -293,7 +293,7 @@ func checkRandomSession(t *testing.T, seed uint64, fix func(*shape)) []Step {
 	if recOpts == nil {
 		opts = played
 	}
-	steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true})
+	steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: opts, AsRecorded: true, Recording: recOpts})
 	t.Logf("seed %d: %d triggers, %s", seed, sum.Triggers, coverage(steps))
 	if sum.Differ != 0 {
 		t.Errorf("seed %d (options %+v): as recorded, %d of %d triggers differ\n%s", seed, played, sum.Differ, sum.Triggers, differing(steps))

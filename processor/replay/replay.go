@@ -171,6 +171,10 @@ type Options struct {
 	// Layout is the session layout of a live replay (Live). A recording
 	// says its own, which NewReplayer takes from its header.
 	Layout events.Layout
+	// Recording is what the recording says of the options it was made
+	// under (RecordedOptions), nil when it says nothing: its output budget
+	// tells a step the processor refused over budget from a difference.
+	Recording *events.CatalogOptions
 	// Emit receives every Step, in trigger order.
 	Emit func(Step) error
 }
@@ -234,6 +238,7 @@ type Replayer struct {
 	// The search indexes of the skills replayed against and of the
 	// captured ones, built at the first search that needs them.
 	skillsIndex, recordedIndex *searchIndex
+	budget                     *budget
 }
 
 // NewReplayer starts a replay of the session named by h.
@@ -268,6 +273,7 @@ func NewReplayer(h Header, opts Options) (*Replayer, error) {
 		answered: map[string]uint64{},
 		recorded: map[string]*SkillSet{},
 		results:  map[string]events.ToolResult{},
+		budget:   newBudget(opts.Recording),
 	}, nil
 }
 
@@ -296,6 +302,13 @@ func (r *Replayer) Add(ctx context.Context, it Item) error {
 	case events.KindCatalog, events.KindToolResult:
 		before := r.st.mark()
 		r.st.observe(e, kind)
+		if kind == events.KindCatalog && r.budget != nil {
+			if c, ok := r.st.recognise(record(e)); ok {
+				if d, err := c.DecodeIn(r.layout); err == nil {
+					r.budget.spent(e, d)
+				}
+			}
+		}
 		if p := r.outputOf(e, kind); p != nil {
 			p.output, p.outAt, p.seen = &e, before, r.st.mark()
 			if !p.userText {
@@ -593,6 +606,14 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		return err
 	}
 	d := history.Decide(prepared, h, opts)
+	if part := r.budget.refuses(d, h, p.event.Time); part != "" && s.Recorded.Outcome == OutcomeNone {
+		// Recorded without a catalog, and over the session's output
+		// budget: the processor refused to append it.
+		s.Replayed = Outcome{Outcome: string(catalog.OutcomeIncomplete)}
+		s.Note = "over the session's output budget (" + part + " per minute) as the recording shows it: nothing appended"
+		r.verdict(s)
+		return nil
+	}
 	s.Replayed = Outcome{Outcome: string(d.Outcome)}
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
