@@ -97,8 +97,12 @@
 // append one for differs; its note says the processor may have found it
 // expired only when its deadline passed before the worker's next step was
 // stored (the worker asks for that step once it has its answer), or when
-// no later step tells. A worker's retry answered with an existing output
-// is reported as a retry, not compared.
+// no later step tells. A pre-step the session's output budget refused
+// (answered incomplete, nothing appended) is told from a difference by
+// following the budget the recording says (Options.Recording) from the
+// recorded catalogs at their stored times; the step is then the same,
+// with a note. A worker's retry answered with an existing output is
+// reported as a retry, not compared.
 //
 // Skills are one of three:
 //
