@@ -1,0 +1,44 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+)
+
+// MergeOptions: the recording's options where no flag was given, the
+// flag's where one was, each setting saying both; an older recording
+// leaves the flags as they are.
+func TestMergeOptions(t *testing.T) {
+	flags := catalog.DefaultOptions()
+	flags.SkillSearch = false
+	rec := &events.CatalogOptions{DescriptionMax: 40, MaxLength: 2000, MaxSkillBytes: 4096, ListedMax: 9, Search: true, Updates: "changes", UserInvocation: true}
+	got, settings := MergeOptions(flags, func(f string) bool { return f == "skill-search" }, rec)
+	want := catalog.Options{DescriptionMaxLength: 40, MaxLength: 2000, MaxSkillBytes: 4096, ListedMax: 9, SkillSearch: false,
+		Updates: catalog.UpdatesChanges, UserInvocation: true}
+	if got != want {
+		t.Errorf("merged %+v, want %+v", got, want)
+	}
+	differ := 0
+	for _, s := range settings {
+		if s.Differs() {
+			differ++
+			if s.Flag != "skill-search" || s.Value != "false" || s.Recorded != "true" || !s.Given {
+				t.Errorf("differing setting %+v", s)
+			}
+		}
+	}
+	if differ != 1 || len(settings) != 7 {
+		t.Errorf("%d settings, %d differ: %+v", len(settings), differ, settings)
+	}
+	got, settings = MergeOptions(flags, nil, nil)
+	if got != flags {
+		t.Errorf("without recorded options: %+v, want the flags %+v", got, flags)
+	}
+	for _, s := range settings {
+		if s.Recorded != "" || s.Differs() {
+			t.Errorf("setting of an older recording %+v", s)
+		}
+	}
+}
