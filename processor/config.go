@@ -512,10 +512,9 @@ func WithVersion(v string) Option {
 	return func(o *options) { o.version = v }
 }
 
-// WithOnReady has Run call f once it serves (see Run), right before Ready
+// WithOnReady has Run call f once it serves (see Run), right after Ready
 // is closed and before Run logs anything more: serve announces itself
-// there, so that its announcement is its first line about serving, and no
-// readiness probe watching Ready answers before it.
+// there, so that its announcement is its first line about serving.
 func WithOnReady(f func()) Option {
 	return func(o *options) { o.onReady = f }
 }

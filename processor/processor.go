@@ -269,13 +269,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		<-recheckDone
 		p.divergences.clear()
 	}()
-	// The hook first (serve logs that it serves there), then Ready: what
-	// watches Ready (readiness probes) never sees the processor serving
-	// before that line is written.
+	close(p.ready)
 	if p.onReady != nil {
 		p.onReady()
 	}
-	close(p.ready)
 	p.log.Info("processor started", "stream", p.cfg.Stream, "consumer", p.cfg.Consumer,
 		"prefix", p.cfg.Prefix, "session_layout", p.cfg.Layout.String(), "workers", p.cfg.Workers, "owner", p.cfg.ToolOwner, "instance", p.cfg.Instance)
 	if p.cfg.Catalog.MaxLength == 0 || p.cfg.Catalog.MaxSkillBytes == 0 {
