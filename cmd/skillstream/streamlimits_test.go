@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,20 @@ import (
 // servingLine is serve's "skillstream serving" log line, decoded.
 func (s *served) servingLine(t testing.TB) map[string]any {
 	t.Helper()
-	for line := range strings.SplitSeq(s.stderr.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "skillstream serving" {
-			return rec
+	// Readiness may answer a moment before the line is written: the
+	// processor is ready first, then serve says so.
+	var rec map[string]any
+	eventually(t, 10*time.Second, "the serving line", func() error {
+		for line := range strings.SplitSeq(s.stderr.String(), "\n") {
+			var r map[string]any
+			if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == "skillstream serving" {
+				rec = r
+				return nil
+			}
 		}
-	}
-	t.Fatalf("no serving line:\n%s", s.stderr)
-	return nil
+		return fmt.Errorf("no serving line in:\n%s", s.stderr)
+	})
+	return rec
 }
 
 // streamConfig is the session stream's config as the server has it.
