@@ -449,10 +449,15 @@ type Revision struct {
 // first, numbered in the skill's history (see At). It returns an error
 // wrapping catalog.ErrNotFound when there are none.
 func (pb *Publisher) History(ctx context.Context, scope skillstore.Scope, name string) ([]Revision, error) {
+	return history(ctx, pb.kv, scope, name)
+}
+
+// history is History, read from the index kv.
+func history(ctx context.Context, kv jetstream.KeyValue, scope skillstore.Scope, name string) ([]Revision, error) {
 	if err := catalog.CheckName(name); err != nil {
 		return nil, err
 	}
-	es, err := pb.kv.History(ctx, scope.Key(name))
+	es, err := kv.History(ctx, scope.Key(name))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("skill %q in %s: %w", name, scope, catalog.ErrNotFound)
 	}

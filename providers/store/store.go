@@ -114,6 +114,14 @@ type Config struct {
 	// warnEvery is the period of the warnings' rate limits (warnEvery by
 	// default); tests shorten it.
 	warnEvery time.Duration
+	// Pins shows each named skill at the revision it names instead of
+	// its current one, whatever the index later holds: its summary,
+	// body and files are that revision's, ranked where the scope's skills
+	// rank; a revision that is a removal shows the skill as absent. Open
+	// reads each from the index's kept history and checks its object,
+	// failing for a skill, revision or scope it cannot find. For judging
+	// a revision on recorded sessions (eval); nil pins nothing.
+	Pins []Pin
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -257,6 +265,7 @@ type Provider struct {
 	wasBroken bool                                  // the watch broke once: log when it is back
 	why       error                                 // why not healthy
 	scopes    map[string]map[string]entry           // project id ("" global) -> name -> entry
+	pins      map[string]map[string]pinned          // project id -> name -> shown in place of scopes' (Config.Pins)
 	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced  chan struct{}                         // closed when revision advances or health changes
 	reload    bool                                  // the next load starts the revision over
@@ -325,6 +334,18 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		ok, ch := p.healthy, p.advanced
 		p.mu.Unlock()
 		if ok {
+			if len(cfg.Pins) == 0 {
+				return p, nil
+			}
+			pins, err := p.resolvePins(ctx, cfg.Pins)
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
+			p.mu.Lock()
+			p.pins = pins
+			p.closeAll()
+			p.mu.Unlock()
 			return p, nil
 		}
 		select {
@@ -484,12 +505,12 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 		return nil, nil
 	}
 	if p.cfg.Library {
-		out = p.candidates(out, p.scopes[""], catalog.SourceLibrary, providers.RankLibrary, q)
+		out = p.candidates(out, p.view(""), catalog.SourceLibrary, providers.RankLibrary, q)
 	} else {
 		if q.Project != "" {
-			out = p.candidates(out, p.scopes[q.Project], catalog.SourceStoreProject, providers.RankStoreProject, q)
+			out = p.candidates(out, p.view(q.Project), catalog.SourceStoreProject, providers.RankStoreProject, q)
 		}
-		out = p.candidates(out, p.scopes[""], catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
+		out = p.candidates(out, p.view(""), catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
 	}
 	healthy, why := p.healthy, p.why
 	p.mu.Unlock()
@@ -529,15 +550,15 @@ func (p *Provider) find(name string, q catalog.Query) (entry, string, bool) {
 		return entry{}, "", false
 	}
 	if p.cfg.Library {
-		e, ok := p.scopes[""][name]
+		e, ok := p.lookup("", name)
 		return e, catalog.SourceLibrary, ok
 	}
 	if q.Project != "" {
-		if e, ok := p.scopes[q.Project][name]; ok {
+		if e, ok := p.lookup(q.Project, name); ok {
 			return e, catalog.SourceStoreProject, true
 		}
 	}
-	e, ok := p.scopes[""][name]
+	e, ok := p.lookup("", name)
 	return e, catalog.SourceStoreGlobal, ok
 }
 
