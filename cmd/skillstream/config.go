@@ -130,6 +130,9 @@ type Config struct {
 	// library, when set, is the shared library's store: the registry
 	// offers it below the tenant's own store (serve with --tenants).
 	library *libraryStore
+	// pins shows skills of the store at given revisions (eval's
+	// --skill-revision).
+	pins []store.Pin
 }
 
 // libraryStore is where the shared library is read.

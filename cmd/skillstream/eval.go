@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor/replay"
 	"github.com/skillstream/skillstream/processor/replay/eval"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 func (a *app) evalCommand() (*command, runFunc) {
@@ -27,6 +29,8 @@ func (a *app) evalCommand() (*command, runFunc) {
 		since  string
 		until  string
 		most   int
+		revs   []string
+		scope  string
 	)
 	cmd := newCommand("eval", "skillstream eval FILE... | --since DURATION|TIME [--until TIME] [--fail-on KEY=LIMIT,...] [--cwd-map OLD=NEW] [--json] [--steps] [flags]", `
 Judge a change to the skills or the catalog options on sessions already
@@ -36,7 +40,11 @@ from where export reads; --tenant for a tenant's). The baseline is what each rec
 shows; the candidate is what this command's skill flags and catalog flags give
 now (the same flags and SKILLSTREAM_* variables as serve): point
 --skills-dir at the changed folder, add --skill-search or --catalog-listed-max
-to try an option. Every recording is replayed against the candidate with
+to try an option. --skill-revision NAME@REV shows one skill of the skill store
+at another of its revisions instead of its current one (REV as "skills
+history NAME" lists it: the skill's own number, or store:N, a store revision;
+--scope for a project's skill): its description, whenToUse and instructions
+are that revision's, and a revision that is a removal leaves it out. Every recording is replayed against the candidate with
 replay's own code, over as many workers as there are CPUs, with one search
 index of the candidate's skills for them all.
 
@@ -64,6 +72,7 @@ truncated recording, an unknown gate, bad flags).`[1:], `
   skillstream eval recordings/*.jsonl --skills-dir ./skills --no-skill-store
   skillstream eval recordings/*.jsonl --skills-dir ./skills --skill-search --fail-on hit5-drop=0.05,failures=0
   skillstream eval --since 7d --skills-dir ./skills --skill-search --nats-url nats://nats:4222 --json
+  skillstream eval recordings/*.jsonl --skill-revision pdf-forms@3 --nats-url nats://nats:4222
   skillstream eval 7f3a.jsonl --skills-dir ./skills --cwd-map /srv/app=$HOME/src/app --json --steps`[1:])
 	cmd.group("Flags")
 	cmd.fs.Func("fail-on", "exit 1 when a gate `KEY=LIMIT` trips: hit1-drop, hit5-drop, mrr-drop, failures, bytes-growth; comma-separated, repeatable", func(s string) error {
@@ -80,6 +89,12 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 	cmd.localInt(&window, "window", eval.DefaultWindow, "pair a search with a load at most this many pre-steps after it")
 	cmd.fs.Var(&maps, "cwd-map", "evaluate working directory `OLD=NEW`; repeatable")
 	cmd.add("cwd-map", false)
+	cmd.fs.Func("skill-revision", "show the skill store's skill `NAME@REV` at that revision (the skill's own number, or store:N) instead of its current one; repeatable", func(s string) error {
+		revs = append(revs, s)
+		return nil
+	})
+	cmd.add("skill-revision", false)
+	cmd.localString(&scope, "scope", "", "with --skill-revision, the skills' `scope`: global or project/<id>; default global")
 	cmd.localBool(&asJSON, "json", false, "print the report as one JSON object")
 	cmd.localBool(&steps, "steps", false, "also report every pre-step's catalog, before and after")
 	c.skillFlags(cmd)
@@ -119,13 +134,19 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 				}
 			}
 		}
+		pins, err := parsePins(revs, scope, c.NoSkillStore)
+		if err != nil {
+			return err
+		}
+		c.pins = pins
 		if err := c.validateSkills(); err != nil {
 			return err
 		}
 		if err := c.validateStore(); err != nil {
 			return err
 		}
-		js, closeNC, err := a.dialStore(&c, "eval", false)
+		// A revision of the store needs the store: no preview without it.
+		js, closeNC, err := a.dialStore(&c, "eval", len(pins) > 0)
 		if err != nil {
 			return err
 		}
@@ -135,6 +156,9 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 		// question, and an eval asks about every skill its sessions named.
 		reg, err := c.registryWith(ctx, nil, true, js)
 		if err != nil {
+			if len(pins) > 0 && (errors.Is(err, catalog.ErrNotFound) || errors.Is(err, store.ErrNotKept)) {
+				return inputf("--skill-revision: %w", err)
+			}
 			return err
 		}
 		defer reg.Close()
@@ -196,6 +220,44 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 		}
 		return nil
 	}
+}
+
+// parsePins reads eval's --skill-revision values, each NAME@REV, in the
+// skill store's scope.
+func parsePins(revs []string, scope string, noStore bool) ([]store.Pin, error) {
+	if len(revs) == 0 {
+		if scope != "" {
+			return nil, usagef("--scope applies to --skill-revision only")
+		}
+		return nil, nil
+	}
+	if noStore {
+		return nil, usagef("--skill-revision names a revision of the skill store: drop --no-skill-store")
+	}
+	sc := skillstore.Global
+	if scope != "" {
+		var err error
+		if sc, err = skillstore.ParseScope(scope); err != nil {
+			return nil, usagef("--scope: %v", err)
+		}
+	}
+	pins := make([]store.Pin, 0, len(revs))
+	seen := map[string]bool{}
+	for _, s := range revs {
+		name, at, err := parseNameRev(s)
+		if err != nil {
+			return nil, usagef("--skill-revision %q: %v", s, err)
+		}
+		if at == (store.At{}) {
+			return nil, usagef("--skill-revision %q: want NAME@REV (REV the skill's revision, or store:N)", s)
+		}
+		if seen[name] {
+			return nil, usagef("--skill-revision %q: skill %s is named twice", s, name)
+		}
+		seen[name] = true
+		pins = append(pins, store.Pin{Scope: sc, Name: name, At: at})
+	}
+	return pins, nil
 }
 
 // evalError marks a recording that cannot be read as bad input.

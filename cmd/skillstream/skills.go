@@ -65,6 +65,7 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 	ps := []providers.Provider{fs}
 	if js != nil && !c.NoSkillStore {
 		cfg := c.storeConfig()
+		cfg.Pins = c.pins
 		// A process that follows the store (serve, mcp) lists its records
 		// at once and checks their objects in the background: it starts
 		// answering in the time the index takes to read, whatever the
