@@ -40,13 +40,14 @@ from where export reads; --tenant for a tenant's). The baseline is what each rec
 shows; the candidate is what this command's skill flags and catalog flags give
 now (the same flags and SKILLSTREAM_* variables as serve): point
 --skills-dir at the changed folder, add --skill-search or --catalog-listed-max
-to try an option. --skill-revision NAME@REV shows one skill of the skill store
-at another of its revisions instead of its current one (REV as "skills
-history NAME" lists it: the skill's own number, or store:N, a store revision;
---scope for a project's skill): its description, whenToUse and instructions
-are that revision's, and a revision that is a removal leaves it out. Every recording is replayed against the candidate with
-replay's own code, over as many workers as there are CPUs, with one search
-index of the candidate's skills for them all.
+to try an option, or --skill-revision NAME@REV to try another revision of a
+skill of the skill store in place of its current one (REV as "skills history
+NAME" lists it: the skill's own number, or store:N, a store revision; --scope
+for a project's skill): its description, whenToUse and instructions are that
+revision's, and a revision that is a removal leaves the skill out. Every
+recording is replayed against the candidate with replay's own code, over as
+many workers as there are CPUs, with one search index of the candidate's
+skills for them all.
 
 Per session and in sum it reports:
   * the catalog in view at each pre-step, before and after: entries added,

@@ -12,7 +12,7 @@ import (
 var (
 	// helpFlagLine is a flag's line in --help: its name, then the name of
 	// its argument in capitals when it takes one.
-	helpFlagLine = regexp.MustCompile(`^  --([a-z0-9]+(?:-[a-z0-9]+)*)(?: ([A-Z][A-Z0-9_]*(?:=[A-Z][A-Z0-9_]*)?))?$`)
+	helpFlagLine = regexp.MustCompile(`^  --([a-z0-9]+(?:-[a-z0-9]+)*)(?: ([A-Z][A-Z0-9_]*(?:[=@][A-Z][A-Z0-9_]*)?))?$`)
 	// helpRunOn is a back-quoted word run into the next one ("`load`run").
 	helpRunOn = regexp.MustCompile("`[^`\\s]+`[[:alnum:]]")
 )
