@@ -71,4 +71,9 @@
 // Revision.Revision): it is what read-your-writes compares.
 // Publisher.Materialize writes a skill's files to a directory atomically
 // and read-only (skillstore.Materialize), for `skills get`.
+//
+// Config.Pins opens a view of the store in which named skills stay at a
+// given revision (read from the kept history, their objects checked as a
+// load checks them), ranked where the scope's skills rank, or absent for
+// a revision that is a removal: what `eval --skill-revision` judges.
 package store
