@@ -77,6 +77,8 @@ func commands() []subcommand {
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},
 		{"mcp", "serve the skills to an MCP host over stdio", (*app).mcpCommand},
 		{"bench", "measure throughput and latency under load, next to a same-run baseline", (*app).benchCommand},
+		{"tenants", "write the passwords of a tenant deployment to one env file", (*app).tenantsCommand},
+		{"nats-server", "run a NATS server from a configuration file (the embedded nats-server)", (*app).natsServerCommand},
 		{"version", "print the version", (*app).versionCommand},
 	}
 }
@@ -197,7 +199,7 @@ Usage: skillstream <command> [flags] [arguments]
 Commands:
 `)
 	for _, sc := range commands() {
-		fmt.Fprintf(&b, "  %-9s %s\n", sc.name, sc.summary)
+		fmt.Fprintf(&b, "  %-11s %s\n", sc.name, sc.summary)
 	}
 	b.WriteString(`
 Run "skillstream <command> --help" (or "skillstream help <command>") for a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -53,20 +54,70 @@ func Start(o Options, log *slog.Logger) (*server.Server, error) {
 	}
 	if o.Listen == "" {
 		opts.DontListen = true
-	} else {
-		host, portText, err := net.SplitHostPort(o.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
-		}
-		port, err := net.LookupPort("tcp", portText)
-		if err != nil {
-			return nil, fmt.Errorf("embedded NATS listen address %q: %w", o.Listen, err)
-		}
-		if port == 0 {
-			port = server.RANDOM_PORT // for nats-server, 0 would mean 4222
-		}
-		opts.Host, opts.Port = host, port
+	} else if err := listenOn(opts, o.Listen); err != nil {
+		return nil, err
 	}
+	return start(opts, log)
+}
+
+// listenOn sets opts' client address to listen (host:port, port 0: a free
+// one).
+func listenOn(opts *server.Options, listen string) error {
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("embedded NATS listen address %q: %w", listen, err)
+	}
+	port, err := net.LookupPort("tcp", portText)
+	if err != nil {
+		return fmt.Errorf("embedded NATS listen address %q: %w", listen, err)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // for nats-server, 0 would mean 4222
+	}
+	opts.Host, opts.Port = host, port
+	return nil
+}
+
+// StartConfig starts a NATS server from the configuration file path, as
+// nats-server -c path would, and waits until it accepts connections;
+// storeDir (nats-server's -sd) and listen, when given, replace the file's
+// store_dir and listen. Before the server reads the file, every variable
+// it names without defining is checked at once (CheckVariables), where
+// the server would stop at the first. The caller owns the server.
+func StartConfig(path, storeDir, listen string, lookup func(string) (string, bool), log *slog.Logger) (*server.Server, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("NATS configuration: %w", err)
+	}
+	if err := CheckVariables(Variables(string(text)), lookup); err != nil {
+		return nil, fmt.Errorf("NATS configuration %s: %w", path, err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("NATS configuration %s: %w", path, err)
+	}
+	switch {
+	case storeDir != "":
+		if opts.StoreDir, err = filepath.Abs(storeDir); err != nil {
+			return nil, fmt.Errorf("NATS store %s: %w", storeDir, err)
+		}
+	case opts.StoreDir == "":
+		return nil, fmt.Errorf("NATS configuration %s names no store_dir: give the JetStream store directory with -sd DIR", path)
+	}
+	if !opts.JetStream {
+		return nil, fmt.Errorf("NATS configuration %s: JetStream is not enabled (add a jetstream block)", path)
+	}
+	if listen != "" {
+		if err := listenOn(opts, listen); err != nil {
+			return nil, err
+		}
+	}
+	opts.NoSigs = true // signals belong to the caller
+	return start(opts, log)
+}
+
+// start starts the server of opts and waits until it serves JetStream.
+func start(opts *server.Options, log *slog.Logger) (*server.Server, error) {
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS server: %w", err)
