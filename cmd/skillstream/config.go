@@ -123,6 +123,7 @@ type Config struct {
 	// serveTenants marks serve, which serves every tenant of the file.
 	tenantAuth  *tenantAuth
 	libraryAuth *tenantAuth // the file's library, when acting for a tenant
+	tenantsFile *tenantsFile
 	// onAsyncError, when set, also hears the connection's asynchronous
 	// errors (skills: the server's refusals).
 	onAsyncError func(error)

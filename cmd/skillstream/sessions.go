@@ -68,7 +68,12 @@ func (c *Config) validateNATS() error {
 			if c.Tenant != "" {
 				return usagef("serve serves every tenant of --tenants; --tenant is for the other commands")
 			}
-			if _, err := loadTenants(c.Tenants); err != nil {
+			f, err := loadTenants(c.Tenants)
+			if err != nil {
+				return err
+			}
+			// MCP tokens only when serve serves MCP.
+			if err := f.checkSecrets(f.everyone(c.MCP.Listen != "")); err != nil {
 				return err
 			}
 		} else if err := c.useTenant(); err != nil {

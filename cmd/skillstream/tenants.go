@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -143,9 +144,6 @@ func loadTenants(path string) (*tenantsFile, error) {
 		if err := t.check(); err != nil {
 			return nil, usagef("--tenants %s: tenant %q: %v", path, t.Name, err)
 		}
-		if t.MCPTokenEnv != "" && os.Getenv(t.MCPTokenEnv) == "" {
-			return nil, usagef("--tenants %s: tenant %q: mcp_token_env names %s, which is not set", path, t.Name, t.MCPTokenEnv)
-		}
 	}
 	if f.Library != nil {
 		if err := f.Library.check(); err != nil {
@@ -161,7 +159,70 @@ func loadTenants(path string) (*tenantsFile, error) {
 	return &f, nil
 }
 
-// check reports credentials that are missing, given twice or unreadable.
+// secretsNeeded says which secrets of a tenants file a command needs:
+// serve every tenant's and the library's (and, with --mcp-listen, every
+// tenant's MCP token), a command acting for one tenant that tenant's only.
+type secretsNeeded struct {
+	tenants []string // names; libraryTenant for the library
+	mcp     bool
+}
+
+// checkSecrets reports, all at once, every environment variable of f that
+// need names and that is not set, and every credentials file that cannot
+// be read, each with what it is for.
+func (f *tenantsFile) checkSecrets(need secretsNeeded) error {
+	var missing, unreadable []string
+	add := func(who string, a tenantAuth) {
+		for _, v := range []struct{ key, name string }{{"password_env", a.PasswordEnv}, {"token_env", a.TokenEnv}} {
+			if v.name != "" && os.Getenv(v.name) == "" {
+				missing = append(missing, fmt.Sprintf("%s (%s's %s)", v.name, who, v.key))
+			}
+		}
+		for _, file := range []string{a.NKey, a.Creds} {
+			if file == "" {
+				continue
+			}
+			if _, err := os.ReadFile(file); err != nil {
+				unreadable = append(unreadable, fmt.Sprintf("%s's credentials: %v", who, err))
+			}
+		}
+	}
+	for _, name := range need.tenants {
+		if name == libraryTenant {
+			if f.Library != nil {
+				add("the library", *f.Library)
+			}
+			continue
+		}
+		for _, t := range f.Tenants {
+			if t.Name != name {
+				continue
+			}
+			add("tenant "+t.Name, t.tenantAuth)
+			if need.mcp && t.MCPTokenEnv != "" && os.Getenv(t.MCPTokenEnv) == "" {
+				missing = append(missing, fmt.Sprintf("%s (tenant %s's mcp_token_env, for --mcp-listen)", t.MCPTokenEnv, t.Name))
+			}
+		}
+	}
+	var msgs []string
+	if len(missing) > 0 {
+		msgs = append(msgs, fmt.Sprintf("not set in the environment: %s; set each to the secret of its user in the NATS server's configuration (skillstream tenants init writes every variable of the shipped files to one env file)", strings.Join(missing, ", ")))
+	}
+	msgs = append(msgs, unreadable...)
+	if len(msgs) > 0 {
+		return inputf("--tenants %s: %s", f.path, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// everyone is what serve needs: every tenant, and the library.
+func (f *tenantsFile) everyone(mcp bool) secretsNeeded {
+	need := secretsNeeded{tenants: append(f.names(), libraryTenant), mcp: mcp}
+	return need
+}
+
+// check reports credentials that are missing or given twice; the secrets
+// they name are checked by checkSecrets, for the tenants a command needs.
 func (a tenantAuth) check() error {
 	n := 0
 	for _, set := range []bool{a.User != "", a.TokenEnv != "", a.NKey != "", a.Creds != ""} {
@@ -178,18 +239,6 @@ func (a tenantAuth) check() error {
 		return fmt.Errorf("user %q without password_env (the environment variable holding its password)", a.User)
 	case a.PasswordEnv != "" && a.User == "":
 		return errors.New("password_env without user")
-	case a.PasswordEnv != "" && os.Getenv(a.PasswordEnv) == "":
-		return fmt.Errorf("password_env names %s, which is not set", a.PasswordEnv)
-	case a.TokenEnv != "" && os.Getenv(a.TokenEnv) == "":
-		return fmt.Errorf("token_env names %s, which is not set", a.TokenEnv)
-	}
-	for _, file := range []string{a.NKey, a.Creds} {
-		if file == "" {
-			continue
-		}
-		if _, err := os.ReadFile(file); err != nil {
-			return fmt.Errorf("credentials: %w", err)
-		}
 	}
 	return nil
 }
@@ -257,6 +306,12 @@ func (c *Config) useTenant() error {
 	if !ok {
 		return usagef("--tenant %s: not in %s (tenants: %v)", c.Tenant, c.Tenants, f.names())
 	}
+	// Only the secrets of the tenant acted for: an administrator's file
+	// may list the others without their passwords being set.
+	if err := f.checkSecrets(secretsNeeded{tenants: []string{c.Tenant}}); err != nil {
+		return err
+	}
+	c.tenantsFile = f
 	c.tenantAuth = &auth
 	// A tenant's processor user and the library's reader may subscribe to
 	// skillstream's own inboxes only (see deploy/tenants.conf): the
@@ -279,6 +334,9 @@ func (c *Config) useTenant() error {
 func (c *Config) dialLibrary(stderr io.Writer) (func(), error) {
 	if c.libraryAuth == nil {
 		return func() {}, nil
+	}
+	if err := c.tenantsFile.checkSecrets(secretsNeeded{tenants: []string{libraryTenant}}); err != nil {
+		return nil, err
 	}
 	nc, err := c.connectTenant(c.newLogger(stderr), libraryTenant, *c.libraryAuth)
 	if err != nil {
@@ -414,4 +472,13 @@ func (c *Config) connectTenants(ctx context.Context, log *slog.Logger, f *tenant
 		tenants = append(tenants, t)
 	}
 	return tenants, library, nil
+}
+
+// natsUserName is the user c connects as, when it is named (a tenant's
+// user, or --nats-user); "" otherwise.
+func (c *Config) natsUserName() string {
+	if c.tenantAuth != nil {
+		return c.tenantAuth.User
+	}
+	return c.NATSUser
 }

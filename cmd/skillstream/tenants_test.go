@@ -377,9 +377,9 @@ func TestTenantsBadConfiguration(t *testing.T) {
 		want       string
 	}{
 		{"unset password", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: NO_SUCH_VARIABLE_SET\n",
-			exitUsage, `tenant "acme": password_env names NO_SUCH_VARIABLE_SET, which is not set`},
+			exitUsage, `not set in the environment: NO_SUCH_VARIABLE_SET (tenant acme's password_env)`},
 		{"missing creds file", "tenants:\n  - name: acme\n    creds: /nonexistent/acme.creds\n",
-			exitUsage, `tenant "acme": credentials: open /nonexistent/acme.creds`},
+			exitUsage, `tenant acme's credentials: open /nonexistent/acme.creds`},
 		{"wrong password", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: WRONG_PASSWORD\n",
 			exitFailure, "tenant acme: connect to"},
 		{"one account twice", "tenants:\n  - name: acme\n    user: acme-processor\n    password_env: ACME_PROCESSOR_PASSWORD\n" +
