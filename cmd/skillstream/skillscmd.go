@@ -424,7 +424,12 @@ tool results carry as value.revision.`[1:], `
 		default:
 			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback or gc", action)
 		}
-		refused := &refusals{}
+		// A refusal by the server stops the command at once: the refused
+		// publish would otherwise be noticed only when its acknowledgement
+		// times out.
+		ctx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		refused := &refusals{stop: stop, user: c.natsUserName()}
 		c.onAsyncError = refused.note
 		js, closeNC, err := a.dialStore(&c, "skills", true)
 		if err != nil {
@@ -444,6 +449,8 @@ tool results carry as value.revision.`[1:], `
 // operation that made it fails later with a timeout; the refusal is what
 // the operator needs to read.
 type refusals struct {
+	stop  context.CancelCauseFunc // cancels the operation at the first refusal
+	user  string                  // the user connected as, for the message ("" when unknown)
 	mu    sync.Mutex
 	first error
 }
@@ -453,10 +460,14 @@ func (r *refusals) note(err error) {
 		return
 	}
 	r.mu.Lock()
-	if r.first == nil {
+	first := r.first == nil
+	if first {
 		r.first = err
 	}
 	r.mu.Unlock()
+	if first && r.stop != nil {
+		r.stop(err)
+	}
 }
 
 // explain adds the refusal to err, when there was one.
@@ -466,7 +477,15 @@ func (r *refusals) explain(err error) error {
 	if err == nil || r.first == nil {
 		return err
 	}
-	return fmt.Errorf("%w: the NATS server refused it (%v): these credentials may not do this", err, r.first)
+	who := "these credentials"
+	if r.user != "" {
+		who = "user " + r.user
+	}
+	if errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The operation stopped because of the refusal: say only that.
+		return fmt.Errorf("the NATS server refused it (%v): %s may not do this", r.first, who)
+	}
+	return fmt.Errorf("%w: the NATS server refused it (%v): %s may not do this", err, r.first, who)
 }
 
 // collect runs skills gc: a line per object removed (or that would be),
