@@ -37,6 +37,7 @@ type Client struct {
 
 	prefix         string
 	inboxPrefix    string // the connection's inbox prefix this client was asked to use; "" = any
+	user, password string // the credentials Connect connects with (WithUserInfo)
 	maxPending     int
 	enc            events.Encoding
 	retry          time.Duration
@@ -167,6 +168,21 @@ func WithInboxPrefix(prefix string) Option {
 			return fmt.Errorf("client: inbox prefix %q: want a literal subject such as _INBOX.worker-a (no wildcards, no empty tokens)", prefix)
 		}
 		c.inboxPrefix = prefix
+		return nil
+	}
+}
+
+// WithUserInfo makes Connect connect as user with password (a server's
+// users, such as a tenant's workers in cmd/skillstream/deploy/tenants.conf);
+// New, which is given its connection, ignores it. Such a user may usually
+// subscribe only under an inbox prefix of its own: give it with
+// WithInboxPrefix ("_INBOX.<user>" in the shipped files).
+func WithUserInfo(user, password string) Option {
+	return func(c *Client) error {
+		if user == "" {
+			return errors.New("client: WithUserInfo: empty user")
+		}
+		c.user, c.password = user, password
 		return nil
 	}
 }
@@ -392,6 +408,9 @@ func Connect(url string, opts ...Option) (*Client, error) {
 	nopts := []nats.Option{nats.Name("skillstream worker"), nats.MaxReconnects(-1)}
 	if probe.inboxPrefix != "" {
 		nopts = append(nopts, nats.CustomInboxPrefix(probe.inboxPrefix))
+	}
+	if probe.user != "" {
+		nopts = append(nopts, nats.UserInfo(probe.user, probe.password))
 	}
 	nc, err := nats.Connect(url, nopts...)
 	if err != nil {

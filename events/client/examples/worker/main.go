@@ -9,6 +9,12 @@
 // `skillstream serve` listens; PROJECT_DIR (default: the current directory)
 // is the session's working directory. The repository's README shows its
 // worker function, and a test runs it against a real processor.
+//
+// Against a NATS server that names its workers (the shipped permission
+// files: a tenant's workers, or the single-tenant file's), set
+// SKILLSTREAM_USER and SKILLSTREAM_PASSWORD: it connects as that user and
+// takes its answers under the inbox prefix _INBOX.<user>, the only inboxes
+// those files let the user subscribe to.
 package main
 
 import (
@@ -69,15 +75,15 @@ func cli(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "worker:", err)
 		return 2
 	}
-	if err := worker(ctx, url, dir, stdout, stderr); err != nil {
+	if err := worker(ctx, url, dir, stdout, stderr, as(getenv)...); err != nil {
 		fmt.Fprintln(stderr, "worker:", err)
 		return 1
 	}
 	return 0
 }
 
-func worker(ctx context.Context, url, dir string, out, stderr io.Writer) error {
-	c, err := client.Connect(url)
+func worker(ctx context.Context, url, dir string, out, stderr io.Writer, opts ...client.Option) error {
+	c, err := client.Connect(url, opts...)
 	if err != nil {
 		return err
 	}
@@ -111,4 +117,15 @@ func worker(ctx context.Context, url, dir string, out, stderr io.Writer) error {
 	// An unknown skill is not an error: r.IsError is set, r.Text says why.
 	fmt.Fprintf(out, "skill %s (the tool result for the model):\n%s\n", name, r.Text)
 	return nil
+}
+
+// as returns the client options of the user SKILLSTREAM_USER names, with
+// its password from SKILLSTREAM_PASSWORD: its credentials, and its inbox
+// prefix _INBOX.<user>; none when it is not set.
+func as(getenv func(string) string) []client.Option {
+	user := getenv("SKILLSTREAM_USER")
+	if user == "" {
+		return nil
+	}
+	return []client.Option{client.WithUserInfo(user, getenv("SKILLSTREAM_PASSWORD")), client.WithInboxPrefix("_INBOX." + user)}
 }

@@ -9,14 +9,18 @@
 // It connects to $SKILLSTREAM_URL, by default nats://127.0.0.1:4222, where
 // `skillstream serve` listens; PROJECT_DIR is the session's working
 // directory (default: the current one; npm runs scripts in this folder).
+// Against a NATS server that names its workers (cmd/skillstream/deploy's
+// files), set SKILLSTREAM_USER and SKILLSTREAM_PASSWORD: it connects as
+// that user and takes its answers under _INBOX.<user>, the only inboxes
+// those files let the user subscribe to.
 import { randomUUID } from "node:crypto";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 import { connect, skillTool } from "../src/index.js";
 
-async function worker(url: string, dir: string): Promise<void> {
-  const c = await connect({ servers: url });
+async function worker(url: string, dir: string, user?: string, pass?: string): Promise<void> {
+  const c = await connect(user ? { servers: url, user, pass, inboxPrefix: `_INBOX.${user}` } : { servers: url });
   try {
     const session = randomUUID(); // session ids are secrets: random, 128 bits or more
     const tools = [{ name: "bash", owner: "my-agent" }, skillTool("skillstream")];
@@ -45,7 +49,8 @@ The smallest skillstream worker: one pre-step for a session in PROJECT_DIR
 (default: the current directory), printing the catalog the model is to be
 shown, then a skill call for the first skill listed, printing its result.
 It connects to $SKILLSTREAM_URL (default nats://127.0.0.1:4222), where
-skillstream serve listens.
+skillstream serve listens; with SKILLSTREAM_USER and SKILLSTREAM_PASSWORD set,
+as that user, taking its answers under _INBOX.<user>.
 `;
 
 let args: { values: { help?: boolean }; positionals: string[] } | undefined;
@@ -63,7 +68,7 @@ if (args?.values.help) {
 } else if (args) {
   const url = process.env.SKILLSTREAM_URL ?? "nats://127.0.0.1:4222";
   const dir = resolve(args.positionals[0] ?? "."); // a trigger's cwd is absolute
-  worker(url, dir).catch((err: unknown) => {
+  worker(url, dir, process.env.SKILLSTREAM_USER, process.env.SKILLSTREAM_PASSWORD).catch((err: unknown) => {
     console.error("worker:", err instanceof Error ? err.message : err);
     process.exitCode = 1;
   });
