@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// quickStartLine is one command line of the manual's tenant quick start.
+type quickStartLine struct {
+	text     string // as shown, without its comment
+	exit     int    // the exit status its comment announces ("# exit 1: ..."), else 0
+	ran      bool
+	code     int
+	out, err string
+}
+
+// quickStartLines returns the command lines of the sh blocks of the
+// manual's "Tenant quick start" section, in order.
+func quickStartLines(t *testing.T) []*quickStartLine {
+	t.Helper()
+	manual := readDoc(t, "cmd/skillstream/MANUAL.md")
+	start := strings.Index(manual, "\n### Tenant quick start\n")
+	if start < 0 {
+		t.Fatal(`the manual has no "Tenant quick start" section`)
+	}
+	section := manual[start+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	exitRE := regexp.MustCompile(`#\s*exit (\d+)`)
+	var out []*quickStartLine
+	for _, b := range blocks(section, "sh") {
+		for _, raw := range strings.Split(b, "\n") {
+			line := strings.TrimSpace(raw)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			l := &quickStartLine{text: line}
+			if i := strings.Index(line, " #"); i >= 0 {
+				if m := exitRE.FindStringSubmatch(line[i:]); m != nil {
+					l.exit, _ = strconv.Atoi(m[1])
+				}
+				l.text = strings.TrimSpace(line[:i])
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestTenantQuickStart runs the manual's tenant quick start as written, in
+// a folder holding the repository's files (cmd, events, go.mod), with
+// nothing set in the environment but where its NATS server listens (a
+// free port, given as SKILLSTREAM_NATS_URL when the env file is written,
+// and to skillstream nats-server as SKILLSTREAM_LISTEN, which replaces the
+// shipped file's 127.0.0.1:4222) and the user skills folder: the shipped
+// files as they are, a real NATS server loaded from tenants.conf, a real
+// serve for both tenants and the library, a push by acme's administrator
+// and the curator, a push refused at once, and a worker of each tenant
+// answered with its own tenant's skills and the library's. skillstream
+// lines run in-process (Main), the others in sh; the TypeScript worker
+// runs when its dependencies are installed (npm ci).
+func TestTenantQuickStart(t *testing.T) {
+	lines := quickStartLines(t)
+	root := t.TempDir()
+	for _, f := range []string{"cmd", "events", "go.mod", "go.sum"} {
+		if err := os.Symlink(filepath.Join(repoRoot, f), filepath.Join(root, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(root)
+	port := freePort(t)
+	t.Setenv("SKILLSTREAM_NATS_URL", fmt.Sprintf("nats://127.0.0.1:%d", port))
+	t.Setenv("SKILLSTREAM_LISTEN", fmt.Sprintf("127.0.0.1:%d", port))
+	t.Setenv("SKILLSTREAM_USER_SKILLS_DIR", t.TempDir())
+	for _, v := range []string{"SKILLSTREAM_URL", "SKILLSTREAM_USER", "SKILLSTREAM_PASSWORD"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	npm := ""
+	if _, err := os.Stat(filepath.Join(repoRoot, "events/client/typescript/node_modules")); err == nil {
+		npm, _ = exec.LookPath("npm")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	envLine := regexp.MustCompile(`^set -a; \. (\S+); set \+a$`)
+	for _, l := range lines {
+		switch args, isSkillstream := skillstreamArgs(strings.TrimSuffix(l.text, " &")); {
+		case l.text == "go build -o skillstream ./cmd/skillstream":
+			t.Logf("%s: skillstream runs in-process (Main)", l.text)
+		case envLine.MatchString(l.text):
+			loadEnvFile(t, envLine.FindStringSubmatch(l.text)[1])
+			l.ran = true
+		case isSkillstream && strings.HasSuffix(l.text, " &"):
+			ready := map[string]string{"nats-server": "nats-server listening", "serve": "skillstream serving"}[args[0]]
+			if ready == "" {
+				t.Fatalf("%s: which line says it is ready?", l.text)
+			}
+			background(t, l.text, args, ready)
+			l.ran = true
+		case isSkillstream:
+			var stdout, stderr syncBuffer
+			a := &app{stdout: &stdout, stderr: &stderr, lookupEnv: os.LookupEnv}
+			l.code = a.main(ctx, args)
+			l.out, l.err, l.ran = stdout.String(), stderr.String(), true
+		case strings.Contains(l.text, "npm ") && npm == "":
+			t.Logf("%s: skipped, the TypeScript client's dependencies are not installed (npm ci in events/client/typescript)", l.text)
+		case strings.HasPrefix(l.text, "npm ") && strings.HasSuffix(l.text, " ci"):
+			t.Logf("%s: skipped, installed already", l.text)
+		default:
+			cmd := exec.CommandContext(ctx, "sh", "-c", l.text)
+			cmd.Dir = root
+			var stdout, stderr syncBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			l.code = cmd.ProcessState.ExitCode()
+			if err != nil && l.code == 0 {
+				l.code = -1
+			}
+			l.out, l.err, l.ran = stdout.String(), stderr.String(), true
+		}
+		if l.ran {
+			t.Logf("%s: exit %d\n%s%s", l.text, l.code, l.out, l.err)
+		}
+		if l.ran && l.code != l.exit {
+			t.Fatalf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", l.text, l.code, l.exit, l.out, l.err)
+		}
+	}
+
+	find := func(prefix string) *quickStartLine {
+		t.Helper()
+		for _, l := range lines {
+			if strings.HasPrefix(l.text, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("the quick start has no line starting %q", prefix)
+		return nil
+	}
+	init := find("./skillstream tenants init ")
+	for _, v := range tenantUsers {
+		if !strings.Contains(init.out, v) {
+			t.Errorf("tenants init does not list %s:\n%s", v, init.out)
+		}
+	}
+	if l := find("./skillstream skills push quickstart/acme --tenants cmd/skillstream/deploy/tenants-admin.yaml"); !strings.Contains(l.out, "added release-notes") {
+		t.Errorf("acme's administrator's push: %s%s", l.out, l.err)
+	}
+	if l := find("./skillstream skills push quickstart/library --tenants cmd/skillstream/deploy/tenants-admin.yaml"); !strings.Contains(l.out, "added house-style") {
+		t.Errorf("the curator's push: %s%s", l.out, l.err)
+	}
+	refused := find("./skillstream skills push quickstart/library --tenants cmd/skillstream/deploy/tenants.yaml")
+	for _, want := range []string{"the NATS server refused it", "Permissions Violation for Publish to", "user acme-processor may not do this"} {
+		if !strings.Contains(refused.err, want) {
+			t.Errorf("the refused push does not say %q:\n%s", want, refused.err)
+		}
+	}
+	if strings.Contains(refused.err, "timeout") {
+		t.Errorf("the refused push waited for an acknowledgement:\n%s", refused.err)
+	}
+	workers := []struct {
+		prefix    string
+		see, miss []string
+	}{
+		{"SKILLSTREAM_USER=acme-worker-1 ", []string{"- `release-notes`", "- `house-style`"}, nil},
+		{"SKILLSTREAM_USER=globex-worker-1 ", []string{"- `house-style`"}, []string{"release-notes"}},
+	}
+	for _, w := range workers {
+		l := find(w.prefix)
+		if !l.ran {
+			continue
+		}
+		if !strings.Contains(l.out, "pre-step: appended") {
+			t.Errorf("%s: not answered:\n%s%s", l.text, l.out, l.err)
+		}
+		for _, s := range w.see {
+			if !strings.Contains(l.out, s) {
+				t.Errorf("%s: the catalog lacks %s:\n%s", l.text, s, l.out)
+			}
+		}
+		for _, s := range w.miss {
+			if strings.Contains(l.out, s) {
+				t.Errorf("%s: the catalog shows %s, another tenant's skill:\n%s", l.text, s, l.out)
+			}
+		}
+	}
+}
+
+// loadEnvFile sets the variables of an env file tenants init wrote, as
+// `set -a; . FILE; set +a` does, until the test ends.
+func loadEnvFile(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("%s: not a variable: %q", path, line)
+		}
+		t.Setenv(k, v)
+		n++
+	}
+	if err := sc.Err(); err != nil || n == 0 {
+		t.Fatalf("%s: %d variables, %v", path, n, err)
+	}
+}
+
+// background runs a long-running skillstream command line (one the quick
+// start leaves running with &) until the test ends, and waits until its
+// log says ready; at the end it must exit 0.
+func background(t *testing.T, line string, args []string, ready string) {
+	t.Helper()
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		a := &app{stdout: logs, stderr: logs, lookupEnv: os.LookupEnv}
+		done <- a.main(ctx, args)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("%s: exit %d:\n%s", line, code, logs)
+		}
+	})
+	eventually(t, 60*time.Second, line, func() error {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("%s: exit %d:\n%s", line, code, logs)
+		default:
+		}
+		if !strings.Contains(logs.String(), ready) {
+			return fmt.Errorf("not yet %q:\n%s", ready, logs)
+		}
+		return nil
+	})
+}
