@@ -255,3 +255,50 @@ func background(t *testing.T, line string, args []string, ready string) {
 		return nil
 	})
 }
+
+// TestTenantsSecretsNeeded: each command needs the secrets it uses, and
+// names every one missing at once, with the file, rather than pointing at
+// --help: serve needs no MCP token without --mcp-listen, and an
+// administrator's command only the password of the entry it acts for.
+func TestTenantsSecretsNeeded(t *testing.T) {
+	natsURL, _ := tenantServer(t)
+	yaml := tenantsYAMLPath(t)
+	adminYAML, err := filepath.Abs("deploy/tenants-admin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ACME_MCP_TOKEN", "")
+	t.Setenv("GLOBEX_MCP_TOKEN", "")
+	startTenantServe(t, natsURL)
+
+	code, _, stderr := runMain(t, "serve", "--nats-url", natsURL, "--tenants", yaml, "--mcp-listen", "127.0.0.1:0")
+	for _, want := range []string{yaml, "ACME_MCP_TOKEN (tenant acme's mcp_token_env, for --mcp-listen)", "GLOBEX_MCP_TOKEN (tenant globex's mcp_token_env"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("serve --mcp-listen without the tokens: exit %d, want %d and %q:\n%s", code, exitUsage, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "--help") {
+		t.Errorf("the error points at --help, which does not name the variables:\n%s", stderr)
+	}
+
+	// An administrator's command: only its own entry's password.
+	t.Setenv("GLOBEX_ADMIN_PASSWORD", "")
+	t.Setenv("SKILLSTREAM_CURATOR_PASSWORD", "")
+	if code, stdout, stderr := runMain(t, "skills", "ls", "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", "acme"); code != exitOK {
+		t.Errorf("acme's administrator, the others' passwords unset: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = runMain(t, "skills", "ls", "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", "globex")
+	if code != exitUsage || !strings.Contains(stderr, "GLOBEX_ADMIN_PASSWORD (tenant globex's password_env)") || strings.Contains(stderr, "ACME_ADMIN_PASSWORD") {
+		t.Errorf("globex's administrator without its password: exit %d\n%s", code, stderr)
+	}
+
+	// serve: every missing password at once.
+	t.Setenv("ACME_PROCESSOR_PASSWORD", "")
+	t.Setenv("SKILLSTREAM_LIBRARY_READER_PASSWORD", "")
+	code, _, stderr = runMain(t, "serve", "--nats-url", natsURL, "--tenants", yaml)
+	for _, want := range []string{"ACME_PROCESSOR_PASSWORD (tenant acme's password_env)", "SKILLSTREAM_LIBRARY_READER_PASSWORD (the library's password_env)", "skillstream tenants init"} {
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("serve without two passwords: exit %d, want %d and %q:\n%s", code, exitUsage, want, stderr)
+		}
+	}
+}

@@ -107,8 +107,9 @@ func unquotedCode(line string) string {
 // CheckVariables reports, all at once, the variables that lookup does not
 // give (unset or empty) and those whose value the server's configuration
 // parser would not read back as the same text (a password starting with a
-// digit is read as a number and refused, "true" is read as a boolean, and
-// so on): the server itself stops at the first.
+// digit may be read as a number, a size or a date, or refused: "Expected a
+// digit"; "true" is read as a boolean, and so on): the server itself
+// stops at the first.
 func CheckVariables(vars []Variable, lookup func(string) (string, bool)) error {
 	var missing, unsafe []string
 	for _, v := range vars {
@@ -127,7 +128,7 @@ func CheckVariables(vars []Variable, lookup func(string) (string, bool)) error {
 	}
 	if len(unsafe) > 0 {
 		msgs = append(msgs, fmt.Sprintf("the server's configuration parser would not read the value of %s as the same text "+
-			"(a value must not start with a digit, hold spaces or quotes, or read as true/false): use letters and digits, starting with a letter",
+			"(one starting with a digit may be read as a number, a size or a date, and refused; true, no, spaces and commas are not read as text either): use letters and digits, starting with a letter",
 			strings.Join(unsafe, ", ")))
 	}
 	if len(msgs) == 0 {
@@ -162,18 +163,24 @@ func Password() string {
 		letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 		alnum   = letters + "0123456789"
 	)
-	for {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
+	out := make([]byte, 0, 32)
+	var b [64]byte
+	for len(out) < cap(out) {
+		if _, err := rand.Read(b[:]); err != nil {
 			panic(err) // crypto/rand does not fail on supported platforms
 		}
-		out := make([]byte, len(b))
-		out[0] = letters[int(b[0])%len(letters)]
-		for i := 1; i < len(b); i++ {
-			out[i] = alnum[int(b[i])%len(alnum)]
-		}
-		if p := string(out); ReadsBack(p) {
-			return p
+		for _, c := range b {
+			set := alnum
+			if len(out) == 0 {
+				set = letters
+			}
+			// Bytes past the largest multiple of the set's size are
+			// dropped, so that every character is equally likely.
+			if int(c) >= 256/len(set)*len(set) || len(out) == cap(out) {
+				continue
+			}
+			out = append(out, set[int(c)%len(set)])
 		}
 	}
+	return string(out)
 }
