@@ -302,3 +302,125 @@ func TestTenantsSecretsNeeded(t *testing.T) {
 		}
 	}
 }
+
+// TestNATSServerAsPlainUser: step 3 of the quick start run by a user who
+// is not root (nobody, through setpriv, which needs root to run): with
+// the shipped file and -sd in a folder of the user's, the server starts;
+// with the store_dir the file used to name (/var/lib/nats), it cannot
+// create its store and says why. The step is this test binary, run again
+// as that user.
+func TestNATSServerAsPlainUser(t *testing.T) {
+	if args := os.Getenv("SKILLSTREAM_TEST_PLAIN_USER_STEP"); args != "" {
+		plainUserStep(t, strings.Fields(args))
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("running a command as another user needs root")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("no setpriv")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "skillstream-plain-user-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(tenantsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldConf := strings.Replace(string(conf), "\njetstream {}\n", "\njetstream {\n  store_dir: /var/lib/nats\n}\n", 1)
+	if oldConf == string(conf) {
+		t.Fatal("the shipped file has no `jetstream {}` line to put the old store_dir in")
+	}
+	for name, data := range map[string]string{"cmd.test": string(bin), "tenants.conf": string(conf), "old.conf": oldConf} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	for _, v := range tenantUsers {
+		env = append(env, v+"=p"+randomToken(t))
+	}
+	asNobody := func(step string) (string, error) {
+		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+			filepath.Join(dir, "cmd.test"), "-test.run=^TestNATSServerAsPlainUser$", "-test.v")
+		cmd.Dir = home
+		cmd.Env = append(env, "SKILLSTREAM_TEST_PLAIN_USER_STEP="+step)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := asNobody("-c " + filepath.Join(dir, "tenants.conf") + " -sd quickstart/nats")
+	if err != nil || !strings.Contains(out, "nats-server listening") || !strings.Contains(out, "--- PASS") {
+		t.Errorf("as nobody, the shipped file with -sd: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "quickstart", "nats", "jetstream")); err != nil {
+		t.Errorf("the store was not made in nobody's folder: %v", err)
+	}
+	t.Logf("as nobody, the shipped file with -sd:\n%s", out)
+	out, err = asNobody("-c " + filepath.Join(dir, "old.conf") + " want-failure")
+	if err != nil || !strings.Contains(out, "permission denied") {
+		t.Errorf("as nobody, the old store_dir: %v\n%s", err, out)
+	}
+}
+
+// plainUserStep is TestNATSServerAsPlainUser's step, run as the plain
+// user: skillstream nats-server with args until it serves (or, with
+// want-failure last, until it fails).
+func plainUserStep(t *testing.T, args []string) {
+	wantFailure := args[len(args)-1] == "want-failure"
+	if wantFailure {
+		args = args[:len(args)-1]
+	}
+	t.Setenv("SKILLSTREAM_LISTEN", "127.0.0.1:0")
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		a := &app{stdout: logs, stderr: logs, lookupEnv: os.LookupEnv}
+		done <- a.main(ctx, append([]string{"nats-server"}, args...))
+	}()
+	if wantFailure {
+		if code := <-done; code == exitOK {
+			t.Fatalf("started:\n%s", logs)
+		}
+		t.Logf("refused, as expected:\n%s", logs)
+		return
+	}
+	eventually(t, 30*time.Second, "nats-server listening", func() error {
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d:\n%s", code, logs)
+		default:
+		}
+		if !strings.Contains(logs.String(), "nats-server listening") {
+			return fmt.Errorf("not yet:\n%s", logs)
+		}
+		return nil
+	})
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d:\n%s", code, logs)
+	}
+	t.Logf("%s", logs)
+}
