@@ -59,11 +59,23 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 			return nil, noop, err
 		}
 	}
+	// The handler runs on the connection's own goroutine, which Close does
+	// not wait for: once closed, it no longer writes (the command is
+	// printing its result on the same stderr).
+	var (
+		asyncMu sync.Mutex
+		closed  bool
+	)
 	if c.onAsyncError != nil {
 		log := c.newLogger(a.stderr)
 		note := c.onAsyncError
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			note(err)
+			asyncMu.Lock()
+			defer asyncMu.Unlock()
+			if closed {
+				return
+			}
 			subject := ""
 			if sub != nil {
 				subject = sub.Subject
@@ -80,7 +92,12 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 		nc.Close()
 		return nil, noop, fmt.Errorf("jetstream context: %w", err)
 	}
-	return js, nc.Close, nil
+	return js, func() {
+		nc.Close()
+		asyncMu.Lock()
+		closed = true
+		asyncMu.Unlock()
+	}, nil
 }
 
 func (a *app) skillsCommand() (*command, runFunc) {
