@@ -86,7 +86,9 @@
 // (skillstore.Direct). WithInboxPrefix makes the
 // client create every inbox under that prefix: Connect sets it on the
 // connection it opens (nats.CustomInboxPrefix); New wants a connection
-// opened with it.
+// opened with it. WithUserInfo gives Connect the user and password (the
+// shipped files' workers take "_INBOX.<user>" as their prefix, as the
+// example worker does with SKILLSTREAM_USER).
 //
 // With the owner session layout (serve --session-layout owner,
 // WithLayout(events.LayoutOwner)) a session id names its owner too:
