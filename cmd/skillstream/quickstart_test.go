@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillstream/skillstream/processor/embedded"
 )
 
 // quickStartLine is one command line of the manual's tenant quick start.
@@ -423,4 +425,75 @@ func plainUserStep(t *testing.T, args []string) {
 		t.Errorf("exit %d:\n%s", code, logs)
 	}
 	t.Logf("%s", logs)
+}
+
+// TestTenantsInit: the env file holds every variable of the shipped files,
+// is readable by its owner only, holds passwords the NATS configuration
+// parser reads back, and is never replaced; files given instead of the
+// shipped ones are read, and what is neither a configuration nor a
+// tenants file is refused.
+func TestTenantsInit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "qs")
+	t.Setenv("SKILLSTREAM_NATS_URL", "")
+	code, stdout, stderr := runMain(t, "tenants", "init", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	path := filepath.Join(dir, "tenants.env")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, mode %v", path, err, fi.Mode())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			vars[k] = v
+		}
+	}
+	for _, v := range append(mapValues(tenantUsers), "ACME_MCP_TOKEN", "GLOBEX_MCP_TOKEN") {
+		if !embedded.ReadsBack(vars[v]) || len(vars[v]) < 32 {
+			t.Errorf("%s=%q", v, vars[v])
+		}
+		if !strings.Contains(stdout, v) {
+			t.Errorf("the output does not say what %s is for:\n%s", v, stdout)
+		}
+	}
+	if vars["SKILLSTREAM_NATS_URL"] != "nats://127.0.0.1:4222" || vars["SKILLSTREAM_URL"] != "nats://127.0.0.1:4222" {
+		t.Errorf("addresses: %q, %q", vars["SKILLSTREAM_NATS_URL"], vars["SKILLSTREAM_URL"])
+	}
+	if code, _, stderr := runMain(t, "tenants", "init", dir); code != exitFailure || !strings.Contains(stderr, path+" exists") {
+		t.Errorf("a second init: exit %d\n%s", code, stderr)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(b) {
+		t.Error("a second init changed the env file")
+	}
+
+	conf := filepath.Join(t.TempDir(), "one.conf")
+	if err := os.WriteFile(conf, []byte("accounts {\n  A {\n    users: [{user: u, password: $ONLY_ONE}]\n  }\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	code, stdout, stderr = runMain(t, "tenants", "init", "--nats-url", "nats://10.0.0.1:4222", other, conf)
+	got, _ := os.ReadFile(filepath.Join(other, "tenants.env"))
+	if code != exitOK || !strings.Contains(string(got), "\nONLY_ONE=") || strings.Contains(string(got), "ACME") ||
+		!strings.Contains(string(got), "SKILLSTREAM_NATS_URL=nats://10.0.0.1:4222\n") || !strings.Contains(stdout, "password of user u (account A)") {
+		t.Errorf("init with a file of its own: exit %d\n%s%s\n%s", code, stdout, stderr, got)
+	}
+	for _, args := range [][]string{{"tenants"}, {"tenants", "init"}, {"tenants", "frob", "x"}, {"tenants", "init", t.TempDir(), "MANUAL.md"}} {
+		if code, _, stderr := runMain(t, args...); code != exitUsage {
+			t.Errorf("%q: exit %d\n%s", args, code, stderr)
+		}
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
