@@ -217,8 +217,7 @@ func (f *tenantsFile) checkSecrets(need secretsNeeded) error {
 
 // everyone is what serve needs: every tenant, and the library.
 func (f *tenantsFile) everyone(mcp bool) secretsNeeded {
-	need := secretsNeeded{tenants: append(f.names(), libraryTenant), mcp: mcp}
-	return need
+	return secretsNeeded{tenants: append(f.names(), libraryTenant), mcp: mcp}
 }
 
 // check reports credentials that are missing or given twice; the secrets

@@ -40,7 +40,8 @@ var (
 // Variables lists the variables of a NATS server configuration's text
 // that it does not define itself, in the order they first appear. It reads
 // the text as the server's parser does for this purpose: comments (# and
-// //) and quoted strings hold no references.
+// //) and quoted strings hold no references. Files the text includes
+// (include FILE) are not read: their variables are the server's to report.
 func Variables(text string) []Variable {
 	defined := map[string]bool{}
 	var out []Variable
