@@ -7,15 +7,17 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { connect as natsConnect, type NatsConnection } from "@nats-io/transport-node";
 
 import { connect, isStoreSkill, resourcePath, searchValue, skillTool, type Client } from "../src/index.js";
 import { fetchObject } from "../src/materialize.js";
-import { NatsServer, removeTree, Serve, tempDir, writeSkill } from "./helpers.js";
+import { here, NatsServer, removeTree, Serve, tempDir, writeSkill } from "./helpers.js";
 
 const pw = { processor: randomBytes(16).toString("hex"), operator: randomBytes(16).toString("hex"), worker: randomBytes(16).toString("hex") };
 
@@ -151,4 +153,15 @@ test("a worker that may publish only its triggers and the object stream's direct
     await c?.close();
     await nc.close();
   }
+});
+
+test("the example worker, given SKILLSTREAM_USER and SKILLSTREAM_PASSWORD, is answered on the user's own inboxes", async () => {
+  const run = promisify(execFile);
+  const env = { ...process.env, SKILLSTREAM_URL: nats.url, SKILLSTREAM_USER: "worker", SKILLSTREAM_PASSWORD: pw.worker };
+  const { stdout } = await run(process.execPath, [join(here, "..", "examples", "worker.js"), work], { env, timeout: 60_000 });
+  assert.ok(stdout.includes("pre-step: appended\n"), stdout);
+  assert.ok(stdout.includes("- `big-skill`: A skill of many chunks."), stdout);
+  // Without them it connects as no one, which this server refuses.
+  const { SKILLSTREAM_USER: _u, SKILLSTREAM_PASSWORD: _p, ...anonymous } = env;
+  await assert.rejects(run(process.execPath, [join(here, "..", "examples", "worker.js"), work], { env: anonymous, timeout: 60_000 }));
 });
