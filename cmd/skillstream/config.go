@@ -126,7 +126,7 @@ type Config struct {
 	tenantsFile *tenantsFile
 	// onAsyncError, when set, also hears the connection's asynchronous
 	// errors (skills: the server's refusals).
-	onAsyncError func(error)
+	onAsyncError func(error) (reported bool)
 	serveTenants bool
 	// library, when set, is the shared library's store: the registry
 	// offers it below the tenant's own store (serve with --tenants).

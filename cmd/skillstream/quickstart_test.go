@@ -167,6 +167,9 @@ func TestTenantQuickStart(t *testing.T) {
 			t.Errorf("the refused push does not say %q:\n%s", want, refused.err)
 		}
 	}
+	if strings.Contains(refused.err, "NATS asynchronous error") {
+		t.Errorf("the refused push logs the refusal besides saying it:\n%s", refused.err)
+	}
 	if strings.Contains(refused.err, "timeout") {
 		t.Errorf("the refused push waited for an acknowledgement:\n%s", refused.err)
 	}

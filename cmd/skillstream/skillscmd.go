@@ -70,11 +70,11 @@ func (a *app) dialStore(c *Config, name string, required bool) (jetstream.JetStr
 		log := c.newLogger(a.stderr)
 		note := c.onAsyncError
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			note(err)
+			reported := note(err)
 			asyncMu.Lock()
 			defer asyncMu.Unlock()
-			if closed {
-				return
+			if closed || reported {
+				return // the command's own error says it
 			}
 			subject := ""
 			if sub != nil {
@@ -472,9 +472,12 @@ type refusals struct {
 	first error
 }
 
-func (r *refusals) note(err error) {
+// note hears an asynchronous error of the connection; it reports whether
+// the command's own error will say it (a refusal), so that it is not
+// logged as well.
+func (r *refusals) note(err error) bool {
 	if !errors.Is(err, nats.ErrPermissionViolation) && !strings.Contains(strings.ToLower(err.Error()), "permissions violation") {
-		return
+		return false
 	}
 	r.mu.Lock()
 	first := r.first == nil
@@ -485,6 +488,7 @@ func (r *refusals) note(err error) {
 	if first && r.stop != nil {
 		r.stop(err)
 	}
+	return true
 }
 
 // explain adds the refusal to err, when there was one.
