@@ -136,7 +136,8 @@ type match struct {
 // that begin it ("config" and "configur", "postgresql" and "postgr");
 // when it has at least sharedLead bytes, the terms that begin with the
 // same sharedLead bytes ("respond" and "respons"). At most maxPartial
-// partial matches count per word, the first in byte order.
+// partial matches count per word, the first in byte order. The result is
+// aligned with terms: a term matching nothing has no match.
 func (c *corpus) matches(terms []string) [][]match {
 	var out [][]match
 	c.dict.mu.RLock()
@@ -170,11 +171,21 @@ func (c *corpus) matches(terms []string) [][]match {
 				}
 			}
 		}
-		if len(g) > 0 {
-			out = append(out, g)
-		}
+		out = append(out, g)
 	}
 	return out
+}
+
+// df is the number of candidates whose text holds term t.
+func (c *corpus) df(t string) int {
+	c.dict.mu.RLock()
+	id, ok := c.dict.ids[t]
+	c.dict.mu.RUnlock()
+	if !ok {
+		return 0
+	}
+	docs, _ := c.postings(id)
+	return len(docs)
 }
 
 // has reports whether some candidate holds term id.
@@ -200,12 +211,23 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // rank scores the candidates against the query terms and returns the
 // positions of the matches from offset, at most limit of them, in rank
 // order, and the number of matches.
-func (c *corpus) rank(terms []string, limit, offset int) (page []int, total int) {
+//
+// learned, when not nil, is aligned with terms: the candidates each term
+// matches through the learned field. A word's score in a candidate is
+// then its best over the text's terms plus its learned score, and a word
+// matched only there counts as matched.
+func (c *corpus) rank(terms []string, learned [][]lposting, limit, offset int) (page []int, total int) {
 	if len(terms) == 0 || c.n == 0 {
 		return nil, 0
 	}
 	groups := c.matches(terms)
-	if len(groups) == 0 {
+	nwords := 0
+	for i, g := range groups {
+		if len(g) > 0 || (learned != nil && len(learned[i]) > 0) {
+			nwords++
+		}
+	}
+	if nwords == 0 {
 		return nil, 0
 	}
 	sc := scratchPool.Get().(*scratch)
@@ -217,8 +239,15 @@ func (c *corpus) rank(terms []string, limit, offset int) (page []int, total int)
 	}
 	score, words, word := sc.score[:c.n], sc.words[:c.n], sc.word[:c.n]
 	touched := sc.touched[:0]
-	for _, g := range groups {
-		if len(g) == 1 {
+	for gi, g := range groups {
+		var lp []lposting
+		if learned != nil {
+			lp = learned[gi]
+		}
+		if len(g) == 0 && len(lp) == 0 {
+			continue
+		}
+		if len(g) == 1 && len(lp) == 0 {
 			docs, ws := c.postings(g[0].id)
 			w := g[0].factor * idf(c.n, len(docs))
 			for i, d := range docs {
@@ -243,6 +272,12 @@ func (c *corpus) rank(terms []string, limit, offset int) (page []int, total int)
 				word[d] = max(word[d], w*float64(ws[i]))
 			}
 		}
+		for _, p := range lp {
+			if word[p.doc] == 0 {
+				hit = append(hit, p.doc)
+			}
+			word[p.doc] += p.score
+		}
 		for _, d := range hit {
 			if words[d] == 0 {
 				touched = append(touched, d)
@@ -254,9 +289,9 @@ func (c *corpus) rank(terms []string, limit, offset int) (page []int, total int)
 		sc.wordHit = hit
 	}
 	// Coverage: a skill matching more of the query's words goes first.
-	if len(groups) > 1 {
+	if nwords > 1 {
 		for _, d := range touched {
-			score[d] *= math.Pow(float64(words[d])/float64(len(groups)), coverage)
+			score[d] *= math.Pow(float64(words[d])/float64(nwords), coverage)
 		}
 	}
 	total = len(touched)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 	"weak"
 
@@ -48,6 +49,12 @@ type Options struct {
 	// ones, name first); default 256. Each field is analysed for its
 	// first 16 KiB.
 	MaxSkillTerms int
+	// LearnHalfLife is the age at which a learned query counts half
+	// (default 30 days); MaxLearned bounds the (term, skill) pairs
+	// learned (default 65,536), past which new pairs are left out until
+	// ForgetLearned.
+	LearnHalfLife time.Duration
+	MaxLearned    int
 }
 
 // Index ranks the skills a registry offers for a query's session. It is
@@ -71,6 +78,8 @@ type Index struct {
 	seed     maphash.Seed
 
 	leftOut atomic.Uint64 // words left out of analyses by the bounds
+
+	learned *learned // what searches followed by loads taught (own lock)
 }
 
 // LeftOut is how many words of the skills analysed so far the bounds
@@ -93,7 +102,14 @@ func New(reg *providers.Registry, opts Options) *Index {
 	if opts.MaxSkillTerms <= 0 {
 		opts.MaxSkillTerms = DefaultSkillTerms
 	}
-	ix := &Index{reg: reg, opts: opts, dict: newDictOf(2 * opts.MaxTerms), seed: maphash.MakeSeed()}
+	if opts.LearnHalfLife <= 0 {
+		opts.LearnHalfLife = DefaultLearnHalfLife
+	}
+	if opts.MaxLearned <= 0 {
+		opts.MaxLearned = DefaultMaxLearned
+	}
+	ix := &Index{reg: reg, opts: opts, dict: newDictOf(2 * opts.MaxTerms), seed: maphash.MakeSeed(),
+		learned: newLearned(opts.LearnHalfLife, opts.MaxLearned)}
 	// Guarded by ix.mu with the rest, so the LRU without a lock of its own.
 	ix.analyses, _ = simplelru.NewLRU[text, *analysis](opts.MaxAnalyses, nil)
 	ix.corpora, _ = simplelru.NewLRU[uint64, *corpus](opts.MaxCorpora, nil)
@@ -105,6 +121,9 @@ type Result struct {
 	Matches  []catalog.Summary // the page shown, in rank order
 	Total    int               // all matches
 	Complete bool              // the snapshot searched was complete
+	// Learned is the version of the learned terms the ranking used (zero
+	// when the index learned nothing: the skills' text alone).
+	Learned LearnedVersion
 }
 
 // Search returns the matches of text among the candidates of q: the skills
@@ -138,8 +157,9 @@ func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit
 	if err != nil {
 		return Result{}, fmt.Errorf("search skills: %w", err)
 	}
-	page, total := c.rank(terms, limit, max(offset, 0))
-	res.Total = total
+	lp, ver := ix.learned.postings(terms, cv.skills, c.df)
+	page, total := c.rank(terms, lp, limit, max(offset, 0))
+	res.Total, res.Learned = total, ver
 	if len(page) > 0 {
 		res.Matches = make([]catalog.Summary, len(page))
 		for i, d := range page {

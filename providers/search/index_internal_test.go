@@ -129,7 +129,7 @@ func TestDictBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if page, total := c.rank(queryTerms("walrus"), 8, 0); total != 1 || page[0] != 0 {
+		if page, total := c.rank(queryTerms("walrus"), nil, 8, 0); total != 1 || page[0] != 0 {
 			t.Fatalf("round %d: %v of %d", i, page, total)
 		}
 		if c.dict.size() > 8+6 {

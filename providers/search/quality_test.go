@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -148,4 +149,94 @@ func (f *floor) rank(q string) []string {
 		out[i] = f.names[j]
 	}
 	return out
+}
+
+// TestLearnedQuality measures what learned terms bring on the evaluation
+// set. Half of its queries (the odd ones) are "used": each is learned as a
+// search followed by the load of its first expected skill. The used half
+// is then measured (the queries the index learned from, asked again) and
+// the held-out half (queries it never saw). Learning must lift the whole
+// set to hit@5 0.80 at least, must not lower the used half, may cost the
+// held-out half at most one query out of the top 5, and ForgetLearned
+// must give today's ranking back exactly.
+func TestLearnedQuality(t *testing.T) {
+	skills := evalSkills(t)
+	queries := readJSON[[]evalQuery](t, "testdata/queries.json")
+	var used, held []evalQuery
+	for i, q := range queries {
+		if i%2 == 1 {
+			used = append(used, q)
+		} else {
+			held = append(held, q)
+		}
+	}
+	ix, _ := newIndex(t, search.Options{}, newMemory(skills))
+	rank := func(q string) []string {
+		r, err := ix.Search(context.Background(), catalog.At("/w"), q, len(skills), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(r)
+	}
+	all0 := measure(t, "before", queries, rank)
+	used0 := measure(t, "before, used half", used, rank)
+	held0 := measure(t, "before, held-out half", held, rank)
+	before := make(map[string][]string)
+	for _, q := range queries {
+		before[q.Query] = rank(q.Query)
+	}
+
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, q := range used {
+		if err := ix.Learn(q.Expect[0], q.Query, at.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all1 := measure(t, "learned", queries, rank)
+	used1 := measure(t, "learned, used half", used, rank)
+	held1 := measure(t, "learned, held-out half", held, rank)
+	ver, _ := ix.Learned()
+	t.Logf("learned %d pairs (digest %x)", ver.Pairs, ver.Digest)
+	t.Logf("all      before: hit@1 %.3f  hit@5 %.3f  MRR %.3f; learned: hit@1 %.3f  hit@5 %.3f  MRR %.3f", all0.hit1, all0.hit5, all0.mrr, all1.hit1, all1.hit5, all1.mrr)
+	t.Logf("used     before: hit@1 %.3f  hit@5 %.3f  MRR %.3f; learned: hit@1 %.3f  hit@5 %.3f  MRR %.3f", used0.hit1, used0.hit5, used0.mrr, used1.hit1, used1.hit5, used1.mrr)
+	t.Logf("held-out before: hit@1 %.3f  hit@5 %.3f  MRR %.3f; learned: hit@1 %.3f  hit@5 %.3f  MRR %.3f", held0.hit1, held0.hit5, held0.mrr, held1.hit1, held1.hit5, held1.mrr)
+	worse := 0
+	for _, q := range held {
+		got := rank(q.Query)
+		pos := func(ns []string) int {
+			p := slices.IndexFunc(ns, func(n string) bool { return slices.Contains(q.Expect, n) })
+			if p < 0 {
+				return len(skills)
+			}
+			return p
+		}
+		if b, a := pos(before[q.Query]), pos(got); a > b && b < 5 && a >= 5 {
+			worse++
+			t.Logf("held-out query fell out of the top 5: %q: %v from %d to %d", q.Query, q.Expect, b+1, a+1)
+		}
+	}
+	t.Logf("held-out queries that fell out of the top 5: %d of %d", worse, len(held))
+	if used1.hit5 < 0.80 {
+		t.Errorf("used half: hit@5 %.3f with learned terms; want at least 0.80", used1.hit5)
+	}
+	if all1.hit5 < 0.80 || used1.hit5 < used0.hit5 || used1.mrr < used0.mrr {
+		t.Errorf("learning: all hit@5 %.3f (want 0.80), used hit@5 %.3f→%.3f MRR %.3f→%.3f",
+			all1.hit5, used0.hit5, used1.hit5, used0.mrr, used1.mrr)
+	}
+	// The held-out half loses a little (words learned for one skill that
+	// another query uses for another): it must stay within one query's
+	// worth of today's hit@5.
+	if held1.hit5 < held0.hit5-1.5/float64(len(held)) || worse > 1 {
+		t.Errorf("held-out half: hit@5 %.3f→%.3f, %d queries fell out of the top 5", held0.hit5, held1.hit5, worse)
+	}
+
+	ix.ForgetLearned()
+	if v, _ := ix.Learned(); v != (search.LearnedVersion{}) {
+		t.Errorf("version after ForgetLearned: %+v; want zero", v)
+	}
+	for _, q := range queries {
+		if got := rank(q.Query); !slices.Equal(got, before[q.Query]) {
+			t.Fatalf("after ForgetLearned, %q ranks %v; before learning %v", q.Query, got[:min(5, len(got))], before[q.Query][:min(5, len(before[q.Query]))])
+		}
+	}
 }

@@ -1,0 +1,205 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+)
+
+// Defaults of the learned terms' options.
+const (
+	DefaultLearnHalfLife = 30 * 24 * time.Hour
+	DefaultMaxLearned    = 1 << 16
+)
+
+// learnWeight is the weight of the learned field against the skill's own
+// text (name 2, description 1, whenToUse 1): what users asked for before
+// counts, but less than what the skill says of itself.
+const learnWeight = 0.05
+
+// learnEpoch is the instant weights are stored relative to, so that
+// learning a pair never rescales the others: a pair learned at t adds
+// 2^((t − epoch)/halfLife), and a search multiplies by
+// 2^(−(asOf − epoch)/halfLife).
+var learnEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ErrLearn wraps what Learn refuses.
+var ErrLearn = errors.New("learn search terms")
+
+// learned is what an index learned from searches followed by loads: for
+// each query term, the skills loaded after it and each pair's weight
+// (relative to learnEpoch). Its version is the number of pairs learned
+// and a digest of them in order; the ranking depends on nothing else.
+type learned struct {
+	mu       sync.RWMutex
+	halfLife float64 // seconds
+	max      int
+	terms    map[string]map[string]float64
+	pairs    int
+	asOf     time.Time // the latest instant learned: decay is reckoned to it
+	version  LearnedVersion
+	dropped  uint64
+}
+
+// LearnedVersion identifies what an index learned: Pairs learned since
+// the last reset and a digest of them (skill, query terms, instant) in the
+// order learned. The zero version is an index that learned nothing, whose
+// ranking is the skills' text alone.
+type LearnedVersion struct {
+	Pairs  uint64 `json:"pairs,omitempty"`
+	Digest uint64 `json:"digest,omitempty"`
+}
+
+func newLearned(halfLife time.Duration, max int) *learned {
+	return &learned{halfLife: halfLife.Seconds(), max: max, terms: make(map[string]map[string]float64)}
+}
+
+// Learn records that a search for query was followed, in the same
+// session and before any other search, by the load of skill at the
+// instant at: the query's terms are added to the skill's learned field,
+// weighted by their age (halved every Options.LearnHalfLife, reckoned to
+// the latest instant learned). It costs a few map updates, whatever the
+// number of skills. A query of stop words alone teaches nothing. An
+// invalid skill name or a zero instant is refused (ErrLearn).
+func (ix *Index) Learn(skill, query string, at time.Time) error {
+	if !catalog.ValidName(skill) {
+		return fmt.Errorf("%w: skill name %q is invalid", ErrLearn, skill)
+	}
+	if at.IsZero() {
+		return fmt.Errorf("%w: no instant given for skill %q", ErrLearn, skill)
+	}
+	terms := queryTerms(query)
+	if len(terms) == 0 {
+		return nil
+	}
+	l := ix.learned
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := math.Exp2(at.Sub(learnEpoch).Seconds() / l.halfLife)
+	if math.IsInf(w, 0) || w == 0 {
+		return fmt.Errorf("%w: instant %v out of range", ErrLearn, at)
+	}
+	for _, t := range terms {
+		m := l.terms[t]
+		if _, ok := m[skill]; !ok && l.pairs >= l.max {
+			l.dropped++
+			continue
+		}
+		if m == nil {
+			m = make(map[string]float64)
+			l.terms[t] = m
+		}
+		if _, ok := m[skill]; !ok {
+			l.pairs++
+		}
+		m[skill] += w
+	}
+	if at.After(l.asOf) {
+		l.asOf = at
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], l.version.Digest)
+	h.Write(b[:])
+	h.Write([]byte(skill))
+	for _, t := range terms {
+		h.Write([]byte{0})
+		h.Write([]byte(t))
+	}
+	binary.LittleEndian.PutUint64(b[:], uint64(at.UnixNano()))
+	h.Write(b[:])
+	l.version.Pairs++
+	l.version.Digest = h.Sum64()
+	return nil
+}
+
+// ForgetLearned drops every learned term: the ranking is the skills' text
+// alone again, and the version is zero.
+func (ix *Index) ForgetLearned() {
+	l := ix.learned
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.terms = make(map[string]map[string]float64)
+	l.pairs = 0
+	l.asOf = time.Time{}
+	l.version = LearnedVersion{}
+}
+
+// Learned returns the version of what the index learned, and how many
+// (term, skill) pairs the bound (Options.MaxLearned) left out.
+func (ix *Index) Learned() (LearnedVersion, uint64) {
+	l := ix.learned
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.version, l.dropped
+}
+
+// lposting is a candidate a query word matches through the learned field,
+// with the word's score there (idf times the saturated weight).
+type lposting struct {
+	doc   uint32
+	score float64
+}
+
+// postings returns, aligned with terms, the candidates (positions in
+// skills, which are in name order) whose learned field holds each term,
+// or nil when no term has any: then the ranking is the text's alone.
+//
+// A term's idf counts the candidates whose text holds it (textDF) as well
+// as those that learned it, so that a word common in the skills' text
+// counts as little learned as it does there.
+func (l *learned) postings(terms []string, skills []catalog.Summary, textDF func(string) int) ([][]lposting, LearnedVersion) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.version.Pairs == 0 {
+		return nil, LearnedVersion{}
+	}
+	scale := math.Exp2(-l.asOf.Sub(learnEpoch).Seconds() / l.halfLife)
+	var out [][]lposting
+	n := len(skills)
+	for i, t := range terms {
+		m := l.terms[t]
+		if len(m) == 0 {
+			continue
+		}
+		var ps []lposting
+		for name, w := range m {
+			d, ok := slices.BinarySearchFunc(skills, name, func(s catalog.Summary, n string) int {
+				switch {
+				case s.Name < n:
+					return -1
+				case s.Name > n:
+					return 1
+				}
+				return 0
+			})
+			if !ok {
+				continue
+			}
+			tf := learnWeight * w * scale
+			ps = append(ps, lposting{doc: uint32(d), score: tf * (k1 + 1) / (k1 + tf)})
+		}
+		if len(ps) == 0 {
+			continue
+		}
+		// Map order is random: order by candidate so sums are made in a
+		// fixed order.
+		slices.SortFunc(ps, func(a, b lposting) int { return int(a.doc) - int(b.doc) })
+		f := idf(n, min(n, len(ps)+textDF(t)))
+		for j := range ps {
+			ps[j].score *= f
+		}
+		if out == nil {
+			out = make([][]lposting, len(terms))
+		}
+		out[i] = ps
+	}
+	return out, l.version
+}
