@@ -157,7 +157,7 @@ func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit
 	if err != nil {
 		return Result{}, fmt.Errorf("search skills: %w", err)
 	}
-	lp, ver := ix.learned.postings(terms, cv.skills, c.df)
+	lp, ver := ix.learned.postings(terms, cv, c.df)
 	page, total := c.rank(terms, lp, limit, max(offset, 0))
 	res.Total, res.Learned = total, ver
 	if len(page) > 0 {
@@ -205,6 +205,21 @@ type candidates struct {
 	skills   []catalog.Summary // model-invocable winners, in name order
 	complete bool
 	corpus   atomic.Pointer[weak.Pointer[corpus]]
+	pos      atomic.Pointer[map[string]uint32] // skills' positions by name, made when learned terms need them
+}
+
+// positions returns the candidates' positions by name, making them at
+// the first call.
+func (cv *candidates) positions() map[string]uint32 {
+	if p := cv.pos.Load(); p != nil {
+		return *p
+	}
+	m := make(map[string]uint32, len(cv.skills))
+	for i, s := range cv.skills {
+		m[s.Name] = uint32(i)
+	}
+	cv.pos.Store(&m)
+	return m
 }
 
 // candidatesOf keeps the model-invocable skills of a snapshot, sharing

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +22,11 @@ const (
 // text (name 2, description 1, whenToUse 1): what users asked for before
 // counts, but less than what the skill says of itself.
 const learnWeight = 0.05
+
+// maxTermSkills bounds the skills one term is learned for: past it, the
+// weakest goes. It bounds a search's work in the learned field to
+// maxTermSkills postings a query word.
+const maxTermSkills = 32
 
 // learnEpoch is the instant weights are stored relative to, so that
 // learning a pair never rescales the others: a pair learned at t adds
@@ -88,9 +92,25 @@ func (ix *Index) Learn(skill, query string, at time.Time) error {
 	}
 	for _, t := range terms {
 		m := l.terms[t]
-		if _, ok := m[skill]; !ok && l.pairs >= l.max {
-			l.dropped++
-			continue
+		if _, ok := m[skill]; !ok {
+			if l.pairs >= l.max {
+				l.dropped++
+				continue
+			}
+			if len(m) >= maxTermSkills {
+				// The term's weakest skill makes room (ties: the last
+				// name); a word learned for this many skills tells
+				// little of any of them.
+				var weakest string
+				for n, v := range m {
+					if weakest == "" || v < m[weakest] || (v == m[weakest] && n > weakest) {
+						weakest = n
+					}
+				}
+				delete(m, weakest)
+				l.pairs--
+				l.dropped++
+			}
 		}
 		if m == nil {
 			m = make(map[string]float64)
@@ -155,7 +175,7 @@ type lposting struct {
 // A term's idf counts the candidates whose text holds it (textDF) as well
 // as those that learned it, so that a word common in the skills' text
 // counts as little learned as it does there.
-func (l *learned) postings(terms []string, skills []catalog.Summary, textDF func(string) int) ([][]lposting, LearnedVersion) {
+func (l *learned) postings(terms []string, cv *candidates, textDF func(string) int) ([][]lposting, LearnedVersion) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.version.Pairs == 0 {
@@ -163,35 +183,27 @@ func (l *learned) postings(terms []string, skills []catalog.Summary, textDF func
 	}
 	scale := math.Exp2(-l.asOf.Sub(learnEpoch).Seconds() / l.halfLife)
 	var out [][]lposting
-	n := len(skills)
+	n := len(cv.skills)
+	pos := cv.positions()
 	for i, t := range terms {
 		m := l.terms[t]
 		if len(m) == 0 {
 			continue
 		}
 		var ps []lposting
+		// Each candidate has one posting a term, so the order of the
+		// postings (the map's, random) changes no sum.
 		for name, w := range m {
-			d, ok := slices.BinarySearchFunc(skills, name, func(s catalog.Summary, n string) int {
-				switch {
-				case s.Name < n:
-					return -1
-				case s.Name > n:
-					return 1
-				}
-				return 0
-			})
+			d, ok := pos[name]
 			if !ok {
 				continue
 			}
 			tf := learnWeight * w * scale
-			ps = append(ps, lposting{doc: uint32(d), score: tf * (k1 + 1) / (k1 + tf)})
+			ps = append(ps, lposting{doc: d, score: tf * (k1 + 1) / (k1 + tf)})
 		}
 		if len(ps) == 0 {
 			continue
 		}
-		// Map order is random: order by candidate so sums are made in a
-		// fixed order.
-		slices.SortFunc(ps, func(a, b lposting) int { return int(a.doc) - int(b.doc) })
 		f := idf(n, min(n, len(ps)+textDF(t)))
 		for j := range ps {
 			ps[j].score *= f
