@@ -197,6 +197,10 @@ func codePoint(r rune) string {
 type Matches struct {
 	Skills []Summary
 	Total  int
+	// Learned names the version of what the index learned that ranked
+	// them ("" when it learned nothing: the skills' text alone). It is
+	// recorded, never shown to the model.
+	Learned string
 }
 
 // Searcher is what Search needs from the search index, already bound to
@@ -218,6 +222,7 @@ type SearchValue struct {
 	Offset  int
 	Total   int
 	Results []Entry
+	Learned string // Matches.Learned: recorded, not shown
 }
 
 // SearchResult is the outcome of one search: exactly one of Value and Err
@@ -265,7 +270,7 @@ func Search(ctx context.Context, s Searcher, args SearchArgs, opts Options) Sear
 	if len(results) > 0 {
 		total = max(total, req.Offset+len(results))
 	}
-	return SearchResult{Value: &SearchValue{Query: req.Query, Offset: req.Offset, Total: total, Results: results}}
+	return SearchResult{Value: &SearchValue{Query: req.Query, Offset: req.Offset, Total: total, Results: results, Learned: m.Learned}}
 }
 
 // Text returns exactly what the model reads for this result: "Error: " and

@@ -528,6 +528,10 @@ type SearchValue struct {
 	Offset  int     `msgpack:"offset" json:"offset"`
 	Total   int     `msgpack:"total" json:"total"`
 	Results []Entry `msgpack:"results" json:"results"`
+	// Learned, when set, names the version of the terms the search index
+	// had learned from the log that ranked the matches (absent: the
+	// skills' text alone). It is metadata for replay, not model text.
+	Learned string `msgpack:"learned,omitempty" json:"learned,omitempty"`
 }
 
 // ResourceBase mirrors catalog.ResourceBase on the wire.

@@ -130,6 +130,7 @@ type resultValueWire struct {
 	Offset     int     `msgpack:"offset" json:"offset"`
 	Total      int     `msgpack:"total" json:"total"`
 	Results    []Entry `msgpack:"results" json:"results"`
+	Learned    string  `msgpack:"learned" json:"learned"`
 }
 
 // finish puts the value read where it belongs: Search when it is a
@@ -143,7 +144,7 @@ func (w *toolResultWire) finish(r *ToolResult) error {
 		if results == nil {
 			results = []Entry{}
 		}
-		r.Search = &SearchValue{Query: *v.Query, Offset: v.Offset, Total: v.Total, Results: results}
+		r.Search = &SearchValue{Query: *v.Query, Offset: v.Offset, Total: v.Total, Results: results, Learned: v.Learned}
 	default:
 		sv := v.SkillValue
 		r.Value = &sv

@@ -129,7 +129,7 @@ func searchResult(t *trigger, r catalog.SearchResult) events.ToolResult {
 		out.Error = &events.ErrorInfo{Code: string(r.Err.Code), Message: r.Err.Message}
 	case r.Value != nil:
 		v := &events.SearchValue{Query: r.Value.Query, Offset: r.Value.Offset, Total: r.Value.Total,
-			Results: make([]events.Entry, len(r.Value.Results))}
+			Results: make([]events.Entry, len(r.Value.Results)), Learned: r.Value.Learned}
 		for i, e := range r.Value.Results {
 			v.Results[i] = events.Entry{Name: e.Name, Description: e.Description}
 		}

@@ -82,6 +82,12 @@ type Config struct {
 	UsageBucket     string
 	UsageProjection bool
 
+	// Learned search terms (searchlearn.go): serve's.
+	SearchLearn       bool
+	SearchLearnWindow time.Duration
+	SearchLearnSince  string
+	searchLearnFrom   time.Time // the instant reading starts (validated)
+
 	// What workers may make serve do.
 	MaxTriggerBytes int64
 	CatalogResends  int   // per session per minute; 0: no bound

@@ -78,6 +78,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.mcpFlags(cmd)
 	c.opsFlags(cmd, true)
 	c.usageProjectionFlags(cmd)
+	c.searchLearnFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("serve takes no arguments, got %q", args[0])
@@ -89,6 +90,11 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if err := c.validateServe(); err != nil {
 			return err
 		}
+		learnFrom, err := c.validateSearchLearn(time.Now())
+		if err != nil {
+			return err
+		}
+		c.searchLearnFrom = learnFrom
 		if err := c.validateStart(); err != nil {
 			return err
 		}
@@ -470,6 +476,9 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 		}
 	}
 	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog}
+	if c.SearchLearn {
+		r.learnFrom = &c.searchLearnFrom
+	}
 	if t := u.conn; t.maxBytes > 0 {
 		r.pcfg.MaxBytes = t.maxBytes
 	}
@@ -508,6 +517,9 @@ type unitRun struct {
 	pcfg processor.Config
 	p    *processor.Processor
 	proj *projection.Projector // nil without --usage-projection
+	// learnFrom, with --search-learn, is where the index's learning
+	// reads the log from.
+	learnFrom *time.Time
 }
 
 // Run runs the processor, and the usage projector beside it, until ctx
@@ -517,6 +529,9 @@ func (r *unitRun) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if r.proj != nil {
 		wg.Go(func() { _ = r.proj.Run(pctx) })
+	}
+	if r.learnFrom != nil && r.u.index != nil {
+		wg.Go(func() { r.learnSearches(pctx, *r.learnFrom) })
 	}
 	err := r.p.Run(ctx)
 	cancel()

@@ -182,7 +182,7 @@ type searcher struct {
 
 func (s searcher) Search(ctx context.Context, text string, limit, offset int) (catalog.Matches, error) {
 	r, err := s.ix.Search(ctx, s.q, text, limit, offset)
-	return catalog.Matches{Skills: r.Matches, Total: r.Total}, err
+	return catalog.Matches{Skills: r.Matches, Total: r.Total, Learned: r.Learned.String()}, err
 }
 
 // Close drops what the index keeps; later searches fail with ErrClosed.

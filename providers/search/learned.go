@@ -61,6 +61,15 @@ type LearnedVersion struct {
 	Digest uint64 `json:"digest,omitempty"`
 }
 
+// String is the version as a search result records it: "<pairs>-<digest
+// in hex>", or "" for the zero version.
+func (v LearnedVersion) String() string {
+	if v == (LearnedVersion{}) {
+		return ""
+	}
+	return fmt.Sprintf("%d-%016x", v.Pairs, v.Digest)
+}
+
 func newLearned(halfLife time.Duration, max int) *learned {
 	return &learned{halfLife: halfLife.Seconds(), max: max, terms: make(map[string]map[string]float64)}
 }
