@@ -44,6 +44,25 @@
 // query's words it matched, so that a skill matching most of a task's
 // words goes before one matching a single rare word.
 //
+// # Learned terms
+//
+// Learn(skill, query, at) adds a query's terms to a skill's learned
+// field: a search followed by a load of that skill (the caller finds
+// such pairs in the log). A query term scores a candidate there too: the
+// pairs' weights, each 2^(−age/Options.LearnHalfLife) with the age
+// reckoned to the latest instant learned (not the clock: the same pairs
+// give the same ranking on every process), summed, times 0.05,
+// saturated with k1, and multiplied by the idf of the candidates holding
+// the term in their text or learned field. That score adds to the
+// word's best score from the text, and a word matched only there counts
+// as matched for the coverage factor. A term keeps its 32 strongest
+// skills; Options.MaxLearned (default 65,536) bounds the (term, skill)
+// pairs. Learning costs a few map updates, whatever the number of
+// skills; nothing is rebuilt. Learned returns the version (the pairs
+// learned and a digest of them in order), which every Result carries;
+// ForgetLearned drops everything, after which the ranking is the text's
+// alone, as it is for an index that never learned.
+//
 // A match is a candidate with a positive score, that is one matching at
 // least one query word; Total counts them. Matches come in descending
 // score, ties by name in byte order, from offset, at most limit of them.
