@@ -51,11 +51,14 @@
 // such pairs in the log). A query term scores a candidate there too: the
 // pairs' weights, each 2^(−age/Options.LearnHalfLife) with the age
 // reckoned to the latest instant learned (not the clock: the same pairs
-// give the same ranking on every process), summed, times 0.05,
-// saturated with k1, and multiplied by the idf of the candidates holding
-// the term in their text or learned field. That score adds to the
-// word's best score from the text, and a word matched only there counts
-// as matched for the coverage factor. A term keeps its 32 strongest
+// give the same ranking on every process), summed, times 0.2, saturated
+// with k1, and multiplied by the idf of the candidates holding the term
+// in their text or learned field. A candidate's learned field counts for
+// a query only when it holds at least half of the query's terms, and at
+// least two (both of a two-term query): a word a past query shared with
+// this one by chance says nothing. That score adds to the word's best
+// score from the text, and a word matched only there counts as matched
+// for the coverage factor. A term keeps its 32 strongest
 // skills; Options.MaxLearned (default 65,536) bounds the (term, skill)
 // pairs. Learning costs a few map updates, whatever the number of
 // skills; nothing is rebuilt. Learned returns the version (the pairs

@@ -21,7 +21,16 @@ const (
 // learnWeight is the weight of the learned field against the skill's own
 // text (name 2, description 1, whenToUse 1): what users asked for before
 // counts, but less than what the skill says of itself.
-const learnWeight = 0.05
+const learnWeight = 0.2
+
+// A candidate's learned field counts for a query only when it holds at
+// least learnedShare of the query's terms, and at least minLearnedWords
+// of them (or all, for a shorter query): a word or two a past query
+// shared with this one by chance says nothing of what this one wants.
+const (
+	minLearnedWords = 2
+	learnedShare    = 0.5
+)
 
 // maxTermSkills bounds the skills one term is learned for: past it, the
 // weakest goes. It bounds a search's work in the learned field to
@@ -221,6 +230,34 @@ func (l *learned) postings(terms []string, cv *candidates, textDF func(string) i
 			out = make([][]lposting, len(terms))
 		}
 		out[i] = ps
+	}
+	if out == nil || len(terms) < 2 {
+		return out, l.version
+	}
+	count := make(map[uint32]int)
+	for _, ps := range out {
+		for _, p := range ps {
+			count[p.doc]++
+		}
+	}
+	need := max(min(minLearnedWords, len(terms)), int(math.Ceil(learnedShare*float64(len(terms)))))
+	kept := false
+	for i, ps := range out {
+		held := ps[:0]
+		for _, p := range ps {
+			if count[p.doc] >= need {
+				held = append(held, p)
+			}
+		}
+		if len(held) == 0 {
+			held = nil
+		} else {
+			kept = true
+		}
+		out[i] = held
+	}
+	if !kept {
+		return nil, l.version
 	}
 	return out, l.version
 }

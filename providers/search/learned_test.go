@@ -44,6 +44,15 @@ func TestLearn(t *testing.T) {
 	if got := names(r); !slices.Equal(got, []string{"capacity-planning"}) {
 		t.Errorf("after learning, \"black friday\" matches %v; want [capacity-planning]", got)
 	}
+	// A query sharing only two of its seven words with what was learned
+	// does not count it.
+	r, err = ix.Search(ctx, q, "forecast next quarter's sales pipeline for black friday", 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(r); slices.Contains(got, "capacity-planning") {
+		t.Errorf("a query sharing two of seven words with a learned one matches %v; want no capacity-planning", got)
+	}
 	v, _ := ix.Learned()
 	if v.Pairs != 1 || v.Digest == 0 || r.Learned != v {
 		t.Errorf("version %+v, result's %+v; want one pair with a digest, the same in both", v, r.Learned)

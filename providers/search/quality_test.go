@@ -156,9 +156,9 @@ func (f *floor) rank(q string) []string {
 // search followed by the load of its first expected skill. The used half
 // is then measured (the queries the index learned from, asked again) and
 // the held-out half (queries it never saw). Learning must lift the whole
-// set to hit@5 0.80 at least, must not lower the used half, may cost the
-// held-out half at most one query out of the top 5, and ForgetLearned
-// must give today's ranking back exactly.
+// set to hit@5 0.80 at least, must lower neither half's hit@5 nor MRR nor
+// push any held-out query out of the top 5, and ForgetLearned must give
+// today's ranking back exactly.
 func TestLearnedQuality(t *testing.T) {
 	skills := evalSkills(t)
 	queries := readJSON[[]evalQuery](t, "testdata/queries.json")
@@ -223,11 +223,8 @@ func TestLearnedQuality(t *testing.T) {
 		t.Errorf("learning: all hit@5 %.3f (want 0.80), used hit@5 %.3f→%.3f MRR %.3f→%.3f",
 			all1.hit5, used0.hit5, used1.hit5, used0.mrr, used1.mrr)
 	}
-	// The held-out half loses a little (words learned for one skill that
-	// another query uses for another): it must stay within one query's
-	// worth of today's hit@5.
-	if held1.hit5 < held0.hit5-1.5/float64(len(held)) || worse > 1 {
-		t.Errorf("held-out half: hit@5 %.3f→%.3f, %d queries fell out of the top 5", held0.hit5, held1.hit5, worse)
+	if held1.hit5 < held0.hit5 || held1.mrr < held0.mrr || worse > 0 {
+		t.Errorf("held-out half: hit@5 %.3f→%.3f, MRR %.3f→%.3f, %d queries fell out of the top 5", held0.hit5, held1.hit5, held0.mrr, held1.mrr, worse)
 	}
 
 	ix.ForgetLearned()
