@@ -113,6 +113,7 @@ consumer, --workers).`[1:], `
 	cmd.localInt(&o.steps, "steps", 20, "pre-steps per session")
 	cmd.localInt(&o.calls, "calls", 0, "skill tool calls after each pre-step")
 	cmd.localInt(&o.searches, "searches", 0, "skill searches after each pre-step's calls, each for one area of the generated skills (one in ten matching nothing); turns --skill-search on")
+	cmd.cfgBool(&c.SearchLearn, "search-learn", false, "with --searches, the processor's search index learns from the bench's searches followed by loads, as serve --search-learn")
 	cmd.localInt(&o.changes, "changes", 0, "catalog changes during the run (each session in flight sees every one)")
 	cmd.localInt(&o.concurrency, "concurrency", 0, "sessions in flight at once (default: min(sessions, 1000))")
 	cmd.localInt(&o.skillCount, "skill-count", 50, "skills in the generated skills folder (with --scale: in the reference store)")

@@ -15,6 +15,7 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/bench"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
+	"github.com/skillstream/skillstream/processor/usage"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers/search"
 )
@@ -49,6 +50,25 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		index = search.New(reg, search.Options{})
 		opts = append(opts, processor.WithSearcher(index))
 	}
+	stopLearner := func() {}
+	if c.SearchLearn && index != nil {
+		// The index learns from the bench's stream, as serve's does.
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			reg.Close()
+			return nil, fmt.Errorf("search learning: %w", err)
+		}
+		pc := c.processorConfig()
+		lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = usage.FollowSearchLoads(lctx, js, usage.FollowOptions{Stream: pc.Stream, Prefix: pc.Prefix, Layout: pc.Layout},
+				func(p usage.SearchLoad) { _ = index.Learn(p.Skill, p.Query, p.At) })
+		}()
+		stopLearner = func() { cancel(); <-done }
+	}
 	stopProjector := func() {}
 	if c.UsageProjection {
 		// The usage projector, as serve runs it beside the processor.
@@ -70,6 +90,7 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 	}
 	return bench.StartProcessor(ctx, nc, reg, c.processorConfig(), log, func() {
 		stopProjector()
+		stopLearner()
 		nc.Close()
 		if index != nil {
 			index.Close()
