@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,21 @@ func TestServeSearchLearn(t *testing.T) {
 	})
 	if code := s.stop(); code != exitOK {
 		t.Fatalf("serve: exit %d\n%s", code, s.stderr)
+	}
+	// A replay of the search that used learned terms: as recorded, the
+	// same; by today's skills, ranked by their text alone, and it says so.
+	skills := []string{"--no-bundled", "--user-skills-dir=", "--skills-dir", root}
+	rec := filepath.Join(t.TempDir(), "b.jsonl")
+	sid := fmt.Sprintf("b%d", n)
+	if code, _, stderr := runMain(t, append([]string{"export", "--session", sid, "--out", rec, "--data", data, "--listen", quietAddr(t)}, skills...)...); code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	if code, out, stderr := runMain(t, "replay", rec, "--as-recorded", "--skill-search"); code != exitOK || strings.Contains(out, "learned search terms") {
+		t.Errorf("replay --as-recorded: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr := runMain(t, append([]string{"replay", rec, "--skill-search"}, skills...)...)
+	if code != exitFailure || !strings.Contains(out, "recorded with learned search terms (version 1-") {
+		t.Errorf("replay by today's skills: exit %d\n%s%s", code, out, stderr)
 	}
 	// Reset: what the log holds before now is not learned.
 	since := time.Now().UTC().Add(time.Second).Format(time.RFC3339)

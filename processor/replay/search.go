@@ -65,6 +65,14 @@ func (r *Replayer) replaySearch(ctx context.Context, p *pending, s *Step) error 
 	if res.Err != nil {
 		s.Replayed.Outcome, s.Replayed.Code = OutcomeError, string(res.Err.Code)
 	}
+	if !r.opts.AsRecorded {
+		// The terms the processor's index had learned from the log are
+		// not in the recording: the ranking is rebuilt from the skills'
+		// text alone.
+		if out, ok := decodeResult(r.layout, p.output); ok && out.Search != nil && out.Search.Learned != "" {
+			s.Note = "recorded with learned search terms (version " + out.Search.Learned + "); replayed by the skills' text alone (--as-recorded replays the recorded ranking)"
+		}
+	}
 	r.verdict(s)
 	return nil
 }
