@@ -28,6 +28,11 @@
 // session returned that a later successful skill tool result of the same
 // session loaded, counted once per session and skill. Records are read in
 // stream order, so "later" is the log's order.
+//
+// FollowSearchLoads reads the same tool results, from an instant on and
+// then as they are written, for what a search index learns from: each
+// search followed, within the session's next SearchLoadSteps skill tool
+// results and before it searches again, by a load (SearchLoads).
 package usage
 
 import (
