@@ -83,7 +83,7 @@ func ListOf(v View) List {
 // left out, "" when it was not shortened.
 func noticeOf(entries []Entry, omitted int, search bool) string {
 	switch {
-	case !shortened(entries, omitted):
+	case !hasNotice(entries, omitted, search):
 		return ""
 	case search:
 		return SearchNotice(omitted)

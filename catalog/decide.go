@@ -178,6 +178,17 @@ func (v View) render(u Update) string {
 // opts.MaxLength and opts.ListedMax. An incomplete snapshot gives a View
 // with Complete false and nothing else.
 func Prepare(snap Snapshot, opts Options) View {
+	return PrepareRanked(snap, opts, nil)
+}
+
+// PrepareRanked is Prepare with the entries shortened by use when
+// opts.Rank is RankUse: ShortenRanked, or where search is offered
+// ShortenForSearchRanked, with rank. rank is ignored under any other
+// Rank; without use in it the View is Prepare's.
+func PrepareRanked(snap Snapshot, opts Options, rank Ranking) View {
+	if opts.Rank != RankUse {
+		rank = nil
+	}
 	search := opts.searchShortening()
 	if !snap.Complete {
 		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics}
@@ -185,9 +196,9 @@ func Prepare(snap Snapshot, opts Options) View {
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	var omitted int
 	if search {
-		entries, omitted = ShortenForSearch(entries, SourcePrecedence(snap.Skills), opts.MaxLength, opts.ListedMax)
+		entries, omitted = ShortenForSearchRanked(entries, SourcePrecedence(snap.Skills), rank, opts.MaxLength, opts.ListedMax)
 	} else {
-		entries, omitted = Shorten(entries, SourcePrecedence(snap.Skills), opts.MaxLength)
+		entries, omitted = ShortenRanked(entries, SourcePrecedence(snap.Skills), rank, opts.MaxLength)
 	}
 	return View{Entries: entries, Omitted: omitted, Digest: digestList(entries, omitted, search), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
 		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts),

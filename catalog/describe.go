@@ -47,6 +47,19 @@ func CheckToolDescriptionMax(n int) error {
 // opts.UserInvocation plays no part: a host's user does not invoke skills
 // through a session's pre-steps, so the catalog does not say they may.
 func DescribeTool(snap Snapshot, opts Options, maxUnits int) string {
+	return DescribeToolRanked(snap, opts, maxUnits, nil)
+}
+
+// DescribeToolRanked is DescribeTool with the list shortened by use when
+// opts.Rank is RankUse (see ShortenRanked and ShortenForSearchRanked):
+// within the budget, the most used skills keep their descriptions, then,
+// where search is offered, further names without one, then the notice and
+// the closing lines. rank is ignored under any other Rank; without use in
+// it the text is DescribeTool's.
+func DescribeToolRanked(snap Snapshot, opts Options, maxUnits int, rank Ranking) string {
+	if opts.Rank != RankUse {
+		rank = nil
+	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	if len(entries) == 0 {
 		return ToolDescription
@@ -62,9 +75,9 @@ func DescribeTool(snap Snapshot, opts Options, maxUnits int) string {
 	search := opts.searchShortening()
 	var omitted int
 	if search {
-		entries, omitted = shortenSearch(entries, SourcePrecedence(snap.Skills), fits, opts.ListedMax)
+		entries, omitted = shortenSearch(entries, SourcePrecedence(snap.Skills), rank, fits, opts.ListedMax)
 	} else {
-		entries, omitted = shorten(entries, SourcePrecedence(snap.Skills), fits)
+		entries, omitted = shorten(entries, SourcePrecedence(snap.Skills), rank, fits)
 	}
 	return head + render(UpdateInitial, entries, omitted, false, search)
 }

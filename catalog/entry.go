@@ -206,7 +206,7 @@ func appendList(dst []byte, entries []Entry, omitted int, search bool) []byte {
 		}
 		dst = appendLine(dst, e)
 	}
-	if shortened(entries, omitted) {
+	if hasNotice(entries, omitted, search) {
 		if len(entries) > 0 {
 			dst = append(dst, '\n')
 		}

@@ -78,6 +78,12 @@ type Options struct {
 	// (see DecideView). Initial catalogs and tombstones are the same
 	// either way.
 	Updates Updates
+	// Rank says which skills a shortened catalog keeps (flag
+	// --catalog-rank): "" or RankName, by name as always; RankUse, the
+	// most used (see PrepareRanked and ShortenForSearchRanked), given a
+	// Ranking. Without a Ranking that counts some use, RankUse ranks by
+	// name.
+	Rank Rank
 }
 
 // DefaultOptions returns the options used when nothing is configured.
@@ -106,6 +112,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if err := CheckUpdates(o.Updates); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if err := CheckRank(o.Rank); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return nil

@@ -98,6 +98,17 @@ func shortened(entries []Entry, omitted int) bool {
 	return omitted > 0 || slices.ContainsFunc(entries, func(e Entry) bool { return e.Bare })
 }
 
+// hasNotice reports whether a list of entries, with omitted more left out,
+// ends with a notice: for a list shortened for search (search set) only
+// when some were left out (its bare entries, listed by use, need none);
+// otherwise as shortened says.
+func hasNotice(entries []Entry, omitted int, search bool) bool {
+	if search {
+		return omitted > 0
+	}
+	return shortened(entries, omitted)
+}
+
 // bareCount counts the entries listed without a description.
 func bareCount(entries []Entry) int {
 	n := 0
@@ -177,13 +188,24 @@ func Shorten(entries []Entry, precedence func(Entry) int, maxLen int) ([]Entry, 
 	if maxLen <= 0 {
 		return entries, 0
 	}
-	return shorten(entries, precedence, func(l listLen) bool { return l.points <= maxLen })
+	return shorten(entries, precedence, nil, func(l listLen) bool { return l.points <= maxLen })
+}
+
+// ShortenRanked is Shorten with the order of sacrifice taken from rank
+// within one precedence: the least used first, and among equally used
+// (never used included) the last name in byte order first. A rank without
+// a positive count gives exactly Shorten's result.
+func ShortenRanked(entries []Entry, precedence func(Entry) int, rank Ranking, maxLen int) ([]Entry, int) {
+	if maxLen <= 0 {
+		return entries, 0
+	}
+	return shorten(entries, precedence, rank, func(l listLen) bool { return l.points <= maxLen })
 }
 
 // shorten is Shorten with the limit given as fits, which is asked whether
 // a list text of a given length is short enough. fits must hold for
 // shorter texts whenever it holds for a longer one.
-func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) bool) ([]Entry, int) {
+func shorten(entries []Entry, precedence func(Entry) int, rank Ranking, fits func(listLen) bool) ([]Entry, int) {
 	if len(entries) == 0 {
 		return entries, 0
 	}
@@ -196,7 +218,7 @@ func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) boo
 	if fits(sum.plus(len(entries) - 1)) {
 		return entries, 0
 	}
-	order := sacrifice(entries, precedence)
+	order := sacrifice(entries, precedence, rank)
 	shown, bare, omitted := len(entries), 0, 0
 	// The block is the shown lines, a "\n" after each, then the notice
 	// (ASCII: as many units as code points).
@@ -239,18 +261,23 @@ func shorten(entries []Entry, precedence func(Entry) int, fits func(listLen) boo
 }
 
 // sacrifice returns the indexes of entries in the order of sacrifice:
-// the lowest precedence first and, within one precedence, the last name in
-// byte order first.
-func sacrifice(entries []Entry, precedence func(Entry) int) []int {
+// the lowest precedence first and, within one precedence, the least used
+// by rank first (nil: all equal), then the last name in byte order first.
+func sacrifice(entries []Entry, precedence func(Entry) int, rank Ranking) []int {
 	order := make([]int, len(entries))
 	prec := make([]int, len(entries))
+	uses := make([]int, len(entries))
 	for i, e := range entries {
 		order[i] = i
 		prec[i] = precedence(e)
+		uses[i] = rank.use(e.Name)
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		if prec[a] != prec[b] {
 			return prec[a] - prec[b]
+		}
+		if uses[a] != uses[b] {
+			return uses[a] - uses[b]
 		}
 		return strings.Compare(entries[b].Name, entries[a].Name)
 	})
@@ -271,12 +298,27 @@ func sacrifice(entries []Entry, precedence func(Entry) int) []int {
 // Only a notice longer than maxLen on its own can leave the text over the
 // limit.
 func ShortenForSearch(entries []Entry, precedence func(Entry) int, maxLen, maxCount int) ([]Entry, int) {
-	return shortenSearch(entries, precedence, func(l listLen) bool { return maxLen <= 0 || l.points <= maxLen }, maxCount)
+	return shortenSearch(entries, precedence, nil, func(l listLen) bool { return maxLen <= 0 || l.points <= maxLen }, maxCount)
+}
+
+// ShortenForSearchRanked is ShortenForSearch by use. Within one
+// precedence the order of sacrifice is the least used by rank first, and
+// among equally used (never used included) the last name in byte order
+// first. maxCount then counts the entries listed with their description;
+// after those, further entries are listed as names without a description
+// (Bare), in the same order, while the list text, the notice included,
+// still holds at most maxLen code points (0: no limit, so every other
+// entry is listed bare). The rest are left out and counted by the notice,
+// which is SearchNotice and appears only when some were left out. Entries
+// keep their order by name. A rank without a positive count gives exactly
+// ShortenForSearch's result.
+func ShortenForSearchRanked(entries []Entry, precedence func(Entry) int, rank Ranking, maxLen, maxCount int) ([]Entry, int) {
+	return shortenSearch(entries, precedence, rank, func(l listLen) bool { return maxLen <= 0 || l.points <= maxLen }, maxCount)
 }
 
 // shortenSearch is ShortenForSearch with the length limit given as fits
 // (see shorten).
-func shortenSearch(entries []Entry, precedence func(Entry) int, fits func(listLen) bool, maxCount int) ([]Entry, int) {
+func shortenSearch(entries []Entry, precedence func(Entry) int, rank Ranking, fits func(listLen) bool, maxCount int) ([]Entry, int) {
 	if len(entries) == 0 {
 		return entries, 0
 	}
@@ -290,9 +332,12 @@ func shortenSearch(entries []Entry, precedence func(Entry) int, fits func(listLe
 	if countFits(len(entries)) && fits(sum.plus(len(entries)-1)) {
 		return entries, 0
 	}
+	if rank.active() {
+		return shortenSearchByUse(entries, lens, sacrifice(entries, precedence, rank), fits, countFits)
+	}
 	shown, omitted := len(entries), 0
 	left := make([]bool, len(entries))
-	for _, i := range sacrifice(entries, precedence) {
+	for _, i := range sacrifice(entries, precedence, nil) {
 		// The block is the shown lines, a "\n" after each, then the
 		// notice (ASCII: as many units as code points).
 		if omitted > 0 && countFits(shown) && fits(sum.plus(shown+searchNoticeLen(omitted))) {
@@ -311,4 +356,53 @@ func shortenSearch(entries []Entry, precedence func(Entry) int, fits func(listLe
 		}
 	}
 	return out, omitted
+}
+
+// shortenSearchByUse is shortenSearch with an active ranking: order is
+// the order of sacrifice, lens each entry's line length. It keeps, from
+// the end of order, the most entries with their description that
+// countFits and fits allow, then as many more bare as fits allows.
+func shortenSearchByUse(entries []Entry, lens []listLen, order []int, fits func(listLen) bool, countFits func(int) bool) ([]Entry, int) {
+	n := len(entries)
+	// The block is the shown lines, a "\n" after each but the last, then
+	// (when some are left out) a "\n" and the notice.
+	blockLen := func(sum listLen, shown int) listLen {
+		if shown == n {
+			return sum.plus(shown - 1)
+		}
+		return sum.plus(shown + searchNoticeLen(n-shown))
+	}
+	var sum listLen
+	full, bare := make([]bool, n), make([]bool, n)
+	shown := 0
+	k := n - 1 // order[k] is the next entry to keep
+	for ; k >= 0; k-- {
+		i := order[k]
+		if !countFits(shown+1) || !fits(blockLen(sum.add(lens[i]), shown+1)) {
+			break
+		}
+		sum = sum.add(lens[i])
+		full[i] = true
+		shown++
+	}
+	for ; k >= 0; k-- {
+		i := order[k]
+		b := lineLen(Entry{Name: entries[i].Name, Bare: true})
+		if !fits(blockLen(sum.add(b), shown+1)) {
+			break
+		}
+		sum = sum.add(b)
+		bare[i] = true
+		shown++
+	}
+	out := make([]Entry, 0, shown)
+	for i, e := range entries {
+		switch {
+		case full[i]:
+			out = append(out, e)
+		case bare[i]:
+			out = append(out, Entry{Name: e.Name, Bare: true})
+		}
+	}
+	return out, n - shown
 }
