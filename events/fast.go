@@ -613,6 +613,12 @@ func (r *plain) catalogOptions(o *CatalogOptions) bool {
 		case "catalogBytesPerMinute":
 			o.CatalogBytesPerMinute, ok = r.int()
 			return 1 << 8, ok
+		case "catalogRank":
+			o.Rank, ok = r.str()
+			return 1 << 9, ok
+		case "catalogRanking":
+			o.Ranking, ok = r.str()
+			return 1 << 10, ok
 		}
 		return 0, false
 	})

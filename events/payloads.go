@@ -342,6 +342,12 @@ type CatalogOptions struct {
 	UserInvocation        bool   `msgpack:"userInvocation,omitempty" json:"userInvocation,omitempty"`
 	ResendsPerMinute      int    `msgpack:"resendsPerMinute,omitempty" json:"resendsPerMinute,omitempty"`
 	CatalogBytesPerMinute int64  `msgpack:"catalogBytesPerMinute,omitempty" json:"catalogBytesPerMinute,omitempty"`
+	// Rank is "use" when the catalog lists the most used skills first
+	// (absent: by name), and Ranking the use it was decided with: the
+	// positive load counts of the skills it could list, "name=count"
+	// joined by ",", by name (absent: none counted).
+	Rank    string `msgpack:"catalogRank,omitempty" json:"catalogRank,omitempty"`
+	Ranking string `msgpack:"catalogRanking,omitempty" json:"catalogRanking,omitempty"`
 }
 
 // UpdateChanges is CatalogSource.Update of a change list: a catalog

@@ -243,7 +243,7 @@ func (s *preStepPlan) current(ctx context.Context) error {
 func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*events.CatalogBody, error) {
 	p := s.p
 	if d.Update != catalog.UpdateChanges {
-		return p.bodies.get(d, rev, epoch, p.cfg.ToolOwner, p.cfg.Instance, p.recordedOptions)
+		return p.bodies.get(d, rev, epoch, p.cfg.ToolOwner, p.cfg.Instance, s.recordedOptions())
 	}
 	return events.NewCatalogBody(d.Text, events.CatalogSource{
 		Kind:     events.SourceKindCatalog,
@@ -255,7 +255,7 @@ func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*event
 		Digest:   d.Digest,
 		Omitted:  d.Omitted,
 		View:     &events.View{Revision: rev, Instance: p.cfg.Instance, Epoch: epoch},
-		Options:  p.recordedOptions,
+		Options:  s.recordedOptions(),
 	})
 }
 

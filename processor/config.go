@@ -474,6 +474,7 @@ type Option func(*options)
 
 type options struct {
 	search     Searcher
+	ranker     Ranker
 	version    string
 	logger     *slog.Logger
 	registerer prometheus.Registerer
@@ -504,6 +505,20 @@ type hooks struct {
 // ignored otherwise.
 func WithSearcher(s Searcher) Option {
 	return func(o *options) { o.search = s }
+}
+
+// Ranker gives the current use of the tenant's skills, for catalogs
+// listed by use (catalog.RankUse): a projection.Uses satisfies it. Ranking
+// is called at a pre-step and must not block (it returns what it read in
+// the background); nil means no use known.
+type Ranker interface {
+	Ranking() catalog.Ranking
+}
+
+// WithRanker gives the processor the use ranking its catalogs list by when
+// Config.Catalog.Rank is catalog.RankUse; without one they list by name.
+func WithRanker(r Ranker) Option {
+	return func(o *options) { o.ranker = r }
 }
 
 // WithVersion sets the version of the running binary, reported by the

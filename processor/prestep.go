@@ -183,6 +183,12 @@ type preStepPlan struct {
 	caughtUp bool            // this pre-step waited for the store once (view.go)
 	behind   error           // the store revision the pre-step asks for was not reached (fresh.go)
 	checked  uint64          // the catalog the view rule last allowed to replace
+	// Of a catalog listed by use (rank.go): whether prepared was ranked,
+	// the view by name it was ranked from (nil: not ranked), the ranking
+	// to record ("" for none).
+	ranked  bool
+	byName  *catalog.View
+	ranking string
 
 	// Of the current attempt: the catalog history existing read, which
 	// build decides on; when that read began (the decide stage's latency);
@@ -213,6 +219,7 @@ func (s *preStepPlan) prepare(ctx context.Context) error {
 		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
 	}
 	s.prepared = &cv
+	s.ranked, s.byName, s.ranking = false, nil, ""
 	return nil
 }
 
@@ -282,6 +289,9 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 		dec.Error = &events.ErrorInfo{Code: codeUnavailable, Message: s.behind.Error()}
 		return built[events.Decision]{answer: dec}, nil
 	}
+	if err := s.rank(ctx); err != nil {
+		return built[events.Decision]{}, err
+	}
 	if err := s.current(ctx); err != nil {
 		return built[events.Decision]{}, err
 	}
@@ -302,7 +312,7 @@ func (s *preStepPlan) build(ctx context.Context) (built[events.Decision], error)
 	if ref := replacedCatalog(s.prepared, s.hist, d); ref != nil && ref.Seq != s.checked {
 		// A replacement of a catalog with another digest: the one place
 		// where members' views may disagree (view.go).
-		switch p.checkView(ctx, t.sid, s.q, s.opts.SearchOffered, s.prepared, ref, &s.caughtUp) {
+		switch p.checkView(ctx, t.sid, s.q, s.opts.SearchOffered, s.viewByName(), ref, &s.caughtUp) {
 		case viewAgain:
 			if err := s.prepare(ctx); err != nil {
 				return built[events.Decision]{}, err
@@ -469,6 +479,7 @@ type catalogBodyKey struct {
 	update   catalog.Update
 	revision uint64
 	epoch    string
+	ranking  string // the ranking recorded (catalogs listed by use)
 }
 
 // catalogBodiesSize bounds the kept bodies: a processor appends one
@@ -484,7 +495,7 @@ func newCatalogBodies() *catalogBodies {
 
 // get returns the shared part of the catalog decided by d.
 func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch, ranking: opts.Ranking}
 	e, ok := c.cache.Get(k)
 	if !ok {
 		e = &catalogBodyEntry{}
@@ -523,7 +534,26 @@ func RecordedOptions(cfg Config) *events.CatalogOptions {
 	}
 	return &events.CatalogOptions{DescriptionMax: o.DescriptionMaxLength, MaxLength: o.MaxLength, MaxSkillBytes: o.MaxSkillBytes,
 		ListedMax: o.ListedMax, Search: o.SkillSearch, Updates: u, UserInvocation: o.UserInvocation,
-		ResendsPerMinute: max(cfg.CatalogResends, 0), CatalogBytesPerMinute: max(cfg.CatalogBytes, 0)}
+		ResendsPerMinute: max(cfg.CatalogResends, 0), CatalogBytesPerMinute: max(cfg.CatalogBytes, 0), Rank: rankRecorded(o.Rank)}
+}
+
+// rankRecorded is the rank a record carries: "use", or "" for by name.
+func rankRecorded(r catalog.Rank) string {
+	if r == catalog.RankUse {
+		return string(r)
+	}
+	return ""
+}
+
+// recordedOptions are the options this pre-step's catalog records: the
+// processor's, with the ranking it was decided with.
+func (s *preStepPlan) recordedOptions() *events.CatalogOptions {
+	if s.ranking == "" {
+		return s.p.recordedOptions
+	}
+	o := *s.p.recordedOptions
+	o.Ranking = s.ranking
+	return &o
 }
 
 func wireEntries(es []catalog.Entry) []events.Entry {

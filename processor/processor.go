@@ -40,9 +40,11 @@ type Processor struct {
 	version     string                 // of the binary, for the micro service
 	statsPeriod time.Duration          // consumerStatsPeriod; shorter in tests
 
-	beats      *heartbeats    // progress heartbeats of the triggers in flight
-	recognised *recognitions  // conclusions of recognise, by stream sequence
-	bodies     *catalogBodies // catalogs' shared parts, encoded once (prestep.go)
+	beats      *heartbeats      // progress heartbeats of the triggers in flight
+	recognised *recognitions    // conclusions of recognise, by stream sequence
+	bodies     *catalogBodies   // catalogs' shared parts, encoded once (prestep.go)
+	ranker     Ranker           // the tenant's use, for Rank use (rank.go); nil: none
+	rankings   *sessionRankings // sessions' kept rankings (rank.go)
 	// recordedOptions: the options that shape model text, as every catalog
 	// record carries them (RecordedOptions).
 	recordedOptions *events.CatalogOptions
@@ -108,6 +110,8 @@ func New(nc *nats.Conn, skills Skills, cfg Config, opts ...Option) (*Processor, 
 		js:          js,
 		skills:      skills,
 		search:      o.search,
+		ranker:      o.ranker,
+		rankings:    newSessionRankings(),
 		cfg:         cfg,
 		log:         o.logger,
 		m:           m,

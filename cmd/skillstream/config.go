@@ -36,6 +36,7 @@ type Config struct {
 	MaxSkillBytes        int    // bytes of instructions in a tool result; 0 = none
 	UserInvocation       bool   // /<name> in a user's message loads that skill (--user-invocation)
 	CatalogUpdates       string // how a changed catalog reaches the model: full or changes (--catalog-updates)
+	CatalogRank          string // which skills a shortened catalog keeps: name or use (--catalog-rank)
 	SkillSearch          bool   // serve the skill_search tool; offered catalogs list fewer skills (--skill-search)
 	CatalogListedMax     int    // entries an offered catalog lists at most; 0 = no count limit (--catalog-listed-max)
 	ToolOwner            string
@@ -189,6 +190,8 @@ func (c *Config) skillFlags(cmd *command) {
 		"serve the skill_search tool beside the skill tool: a session whose tool view holds both lists fewer skills, whole, and is told that skill_search finds the rest")
 	cmd.cfgInt(&c.CatalogListedMax, "catalog-listed-max", 0,
 		"with --skill-search, list at most this many skills in a session offered search, lowest precedence left out first; 0 for no count limit (--catalog-max-length still applies)")
+	cmd.cfgString(&c.CatalogRank, "catalog-rank", string(catalog.RankName),
+		"which skills a catalog that cannot list every skill with its description keeps, by `rank`: name (the last names give way first) or use (the skills the tenant loaded least over the last 7 days give way first, read from the usage projection; with --skill-search the listed max then counts skills with a description, and further names fill the size limit)")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")
 }
 
@@ -326,7 +329,17 @@ func (c *Config) catalogOptions() catalog.Options {
 		Updates:              catalog.Updates(c.CatalogUpdates),
 		SkillSearch:          c.SkillSearch,
 		ListedMax:            c.CatalogListedMax,
+		Rank:                 c.catalogRank(),
 	}
+}
+
+// catalogRank is the rank of the catalog options: "" for name, so that
+// options by name are the options as they always were.
+func (c *Config) catalogRank() catalog.Rank {
+	if c.CatalogRank == string(catalog.RankUse) {
+		return catalog.RankUse
+	}
+	return ""
 }
 
 // validateSkills checks the part of the configuration every skills command
@@ -347,6 +360,9 @@ func (c *Config) validateSkills() error {
 	}
 	if catalog.CheckUpdates(catalog.Updates(c.CatalogUpdates)) != nil {
 		return usagef("--catalog-updates %q: must be %s or %s", c.CatalogUpdates, catalog.UpdatesFull, catalog.UpdatesChanges)
+	}
+	if catalog.CheckRank(catalog.Rank(c.CatalogRank)) != nil || c.CatalogRank == "" {
+		return usagef("--catalog-rank %q: must be %s or %s", c.CatalogRank, catalog.RankName, catalog.RankUse)
 	}
 	if strings.TrimSpace(c.ToolOwner) == "" {
 		return usagef("--tool-owner must not be empty")

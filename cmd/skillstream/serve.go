@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
@@ -205,6 +206,9 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	}
 	if c.SkillSearch {
 		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
+	}
+	if c.CatalogRank == string(catalog.RankUse) {
+		where = append(where, "catalog_rank", c.CatalogRank)
 	}
 
 	storeWarnings := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "store_warnings_total",
@@ -494,6 +498,9 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 	if u.index != nil {
 		popts = append(popts, processor.WithSearcher(u.index))
 	}
+	if r.uses = c.useRanking(log, u, r.pcfg); r.uses != nil {
+		popts = append(popts, processor.WithRanker(r.uses))
+	}
 	if r.p, err = processor.New(u.nc, u.reg, r.pcfg, popts...); err != nil {
 		return nil, supervise.Permanent(err)
 	}
@@ -520,6 +527,7 @@ type unitRun struct {
 	// learnFrom, with --search-learn, is where the index's learning
 	// reads the log from.
 	learnFrom *time.Time
+	uses      *projection.Uses // nil without --catalog-rank use
 }
 
 // Run runs the processor, and the usage projector beside it, until ctx
@@ -532,6 +540,9 @@ func (r *unitRun) Run(ctx context.Context) error {
 	}
 	if r.learnFrom != nil && r.u.index != nil {
 		wg.Go(func() { r.learnSearches(pctx, *r.learnFrom) })
+	}
+	if r.uses != nil {
+		wg.Go(func() { _ = r.uses.Run(pctx) })
 	}
 	err := r.p.Run(ctx)
 	cancel()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
@@ -48,4 +49,22 @@ func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.
 		o.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
 	}
 	return projection.New(u.js, o)
+}
+
+// useRanking is what a processor ranks its catalogs by with --catalog-rank
+// use: the tenant's loads over the last week, read from its usage
+// projection every minute (nil with --catalog-rank name). Without a
+// projection (no --usage-projection here or on another member) the
+// ranking stays empty and catalogs list by name.
+func (c *Config) useRanking(log *slog.Logger, u *servedUnit, pcfg processor.Config) *projection.Uses {
+	if c.catalogRank() != catalog.RankUse {
+		return nil
+	}
+	o := c.usageOptions()
+	o.Stream, o.Prefix, o.Layout = pcfg.Stream, pcfg.Prefix, pcfg.Layout
+	o.Logger = log
+	if u.tenant != "" {
+		o.Logger = log.With("tenant", u.tenant)
+	}
+	return projection.NewUses(u.js, o, projection.DefaultUseWindow, projection.DefaultUseRefresh)
 }

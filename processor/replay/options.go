@@ -65,6 +65,23 @@ var optionFlags = []struct {
 		func(o catalog.Options) string { return strconv.FormatBool(o.UserInvocation) },
 		func(r events.CatalogOptions) string { return strconv.FormatBool(r.UserInvocation) },
 		func(o *catalog.Options, r events.CatalogOptions) { o.UserInvocation = r.UserInvocation }},
+	{"catalog-rank",
+		func(o catalog.Options) string { return rankName(string(o.Rank)) },
+		func(r events.CatalogOptions) string { return rankName(r.Rank) },
+		func(o *catalog.Options, r events.CatalogOptions) {
+			o.Rank = ""
+			if r.Rank == string(catalog.RankUse) {
+				o.Rank = catalog.RankUse
+			}
+		}},
+}
+
+// rankName is a rank as its flag says it: "" is name.
+func rankName(r string) string {
+	if r == "" {
+		return string(catalog.RankName)
+	}
+	return r
 }
 
 func updatesName(u string) string {

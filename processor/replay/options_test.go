@@ -13,10 +13,10 @@ import (
 func TestMergeOptions(t *testing.T) {
 	flags := catalog.DefaultOptions()
 	flags.SkillSearch = false
-	rec := &events.CatalogOptions{DescriptionMax: 40, MaxLength: 2000, MaxSkillBytes: 4096, ListedMax: 9, Search: true, Updates: "changes", UserInvocation: true}
+	rec := &events.CatalogOptions{DescriptionMax: 40, MaxLength: 2000, MaxSkillBytes: 4096, ListedMax: 9, Search: true, Updates: "changes", UserInvocation: true, Rank: "use"}
 	got, settings := MergeOptions(flags, func(f string) bool { return f == "skill-search" }, rec)
 	want := catalog.Options{DescriptionMaxLength: 40, MaxLength: 2000, MaxSkillBytes: 4096, ListedMax: 9, SkillSearch: false,
-		Updates: catalog.UpdatesChanges, UserInvocation: true}
+		Updates: catalog.UpdatesChanges, UserInvocation: true, Rank: catalog.RankUse}
 	if got != want {
 		t.Errorf("merged %+v, want %+v", got, want)
 	}
@@ -29,7 +29,7 @@ func TestMergeOptions(t *testing.T) {
 			}
 		}
 	}
-	if differ != 1 || len(settings) != 7 {
+	if differ != 1 || len(settings) != 8 {
 		t.Errorf("%d settings, %d differ: %+v", len(settings), differ, settings)
 	}
 	got, settings = MergeOptions(flags, nil, nil)

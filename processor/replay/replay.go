@@ -161,6 +161,11 @@ type Options struct {
 	// changed during the session. Skills are not asked; captured skills
 	// serve calls the recording shows nothing about.
 	AsRecorded bool
+	// Ranking, when set, is the tenant's use of its skills today, for a
+	// catalog listed by use (catalog.RankUse): a replay that is not
+	// AsRecorded notes the steps whose recorded ranking differs from it.
+	// Every replay rebuilds a decision with the ranking it recorded.
+	Ranking catalog.Ranking
 	// CwdMap rewrites trigger working directories before asking Skills;
 	// paths under New in replayed tool results are written back under Old
 	// before comparing. The first matching mapping applies.
@@ -592,11 +597,17 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	// Search offered or not by the step's tools, as the processor decides.
 	opts := history.Offer(r.opts.Catalog, ps.Tools, r.opts.ToolOwner)
 	var prepared *catalog.View // nil when the tool is not visible
+	rankNote := ""             // today's ranking differs (rank.go)
 	if history.Visible(ps.Tools, r.opts.ToolOwner) {
 		skills, q, _ := r.skillsFor(p, h, history.PreStepQuery(ps))
 		cv, err := history.Prepare(ctx, skills, q, opts)
 		if err != nil {
 			return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, q.Cwd, err)
+		}
+		if opts.Rank == catalog.RankUse && cv.Complete {
+			if cv, rankNote, err = r.ranked(ctx, p, h, skills, q, opts, cv); err != nil {
+				return fmt.Errorf("replay step %s: skills of %q: %w", ps.Step, q.Cwd, err)
+			}
 		}
 		prepared = &cv
 	}
@@ -625,6 +636,9 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	}
 	s.Replayed.Invocations = invs
 	r.verdict(s)
+	if rankNote != "" && s.Note == "" {
+		s.Note = rankNote
+	}
 	if s.Differs && ps.DeadlineMs != 0 && !s.Recorded.appends() {
 		// Only a deadline that may have passed before the processor
 		// answered: the worker's next step shows when it had its answer.
