@@ -66,6 +66,14 @@ type Config struct {
 	// in the skill tool's description is shortened for search (a host is
 	// shown both tools: search is offered).
 	Options catalog.Options
+	// Ranker, with Options.Rank catalog.RankUse, gives the use of the
+	// served skills (a projection.Uses satisfies it): the catalog in the
+	// skill tool's description then keeps the most used skills, with
+	// their descriptions, within its budget (catalog.DescribeToolRanked).
+	// The ranking is taken when the description is made, that is when the
+	// served skills change: use alone does not change what hosts were
+	// shown. nil: by name.
+	Ranker interface{ Ranking() catalog.Ranking }
 	// Search is the index skill_search runs against, over the served
 	// registry; needed when Options.SkillSearch is on, ignored otherwise.
 	Search Searcher

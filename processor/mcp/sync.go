@@ -127,7 +127,11 @@ func (s *Server) Sync(ctx context.Context) error {
 	// incomplete one keeps what the model was last shown), except that
 	// until a complete one was seen it shows what has resolved.
 	if snap.Complete || !s.described {
-		next.tool = catalog.DescribeTool(snap, s.cfg.Options, s.cfg.ToolDescriptionMax)
+		var rank catalog.Ranking
+		if s.cfg.Ranker != nil && s.cfg.Options.Rank == catalog.RankUse {
+			rank = s.cfg.Ranker.Ranking()
+		}
+		next.tool = catalog.DescribeToolRanked(snap, s.cfg.Options, s.cfg.ToolDescriptionMax, rank)
 		s.described = s.described || snap.Complete
 	} else {
 		next.tool = old.tool

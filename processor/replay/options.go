@@ -36,35 +36,40 @@ var optionFlags = []struct {
 	get  func(catalog.Options) string
 	rec  func(events.CatalogOptions) string
 	set  func(*catalog.Options, events.CatalogOptions)
+	// optional options are named only when on, given or recorded on
+	// (off is their value when off), so the report of a replay without
+	// them is as it was.
+	optional bool
+	off      string
 }{
 	{"catalog-max-length",
 		func(o catalog.Options) string { return strconv.Itoa(o.MaxLength) },
 		func(r events.CatalogOptions) string { return strconv.Itoa(r.MaxLength) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.MaxLength = r.MaxLength }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.MaxLength = r.MaxLength }, false, ""},
 	{"catalog-description-max-length",
 		func(o catalog.Options) string { return strconv.Itoa(o.DescriptionMaxLength) },
 		func(r events.CatalogOptions) string { return strconv.Itoa(r.DescriptionMax) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.DescriptionMaxLength = r.DescriptionMax }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.DescriptionMaxLength = r.DescriptionMax }, false, ""},
 	{"max-skill-bytes",
 		func(o catalog.Options) string { return strconv.Itoa(o.MaxSkillBytes) },
 		func(r events.CatalogOptions) string { return strconv.Itoa(r.MaxSkillBytes) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.MaxSkillBytes = r.MaxSkillBytes }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.MaxSkillBytes = r.MaxSkillBytes }, false, ""},
 	{"skill-search",
 		func(o catalog.Options) string { return strconv.FormatBool(o.SkillSearch) },
 		func(r events.CatalogOptions) string { return strconv.FormatBool(r.Search) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.SkillSearch = r.Search }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.SkillSearch = r.Search }, false, ""},
 	{"catalog-listed-max",
 		func(o catalog.Options) string { return strconv.Itoa(o.ListedMax) },
 		func(r events.CatalogOptions) string { return strconv.Itoa(r.ListedMax) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.ListedMax = r.ListedMax }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.ListedMax = r.ListedMax }, false, ""},
 	{"catalog-updates",
 		func(o catalog.Options) string { return updatesName(string(o.Updates)) },
 		func(r events.CatalogOptions) string { return updatesName(r.Updates) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.Updates = catalog.Updates(updatesName(r.Updates)) }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.Updates = catalog.Updates(updatesName(r.Updates)) }, false, ""},
 	{"user-invocation",
 		func(o catalog.Options) string { return strconv.FormatBool(o.UserInvocation) },
 		func(r events.CatalogOptions) string { return strconv.FormatBool(r.UserInvocation) },
-		func(o *catalog.Options, r events.CatalogOptions) { o.UserInvocation = r.UserInvocation }},
+		func(o *catalog.Options, r events.CatalogOptions) { o.UserInvocation = r.UserInvocation }, false, ""},
 	{"catalog-rank",
 		func(o catalog.Options) string { return rankName(string(o.Rank)) },
 		func(r events.CatalogOptions) string { return rankName(r.Rank) },
@@ -73,7 +78,7 @@ var optionFlags = []struct {
 			if r.Rank == string(catalog.RankUse) {
 				o.Rank = catalog.RankUse
 			}
-		}},
+		}, true, string(catalog.RankName)},
 }
 
 // rankName is a rank as its flag says it: "" is name.
@@ -110,6 +115,9 @@ func MergeOptions(flags catalog.Options, given func(flag string) bool, rec *even
 			}
 		}
 		s.Value = f.get(out)
+		if f.optional && !s.Given && s.Value == f.off && (s.Recorded == "" || s.Recorded == f.off) {
+			continue // an option added later, off on both sides: not named
+		}
 		settings = append(settings, s)
 	}
 	return out, settings
