@@ -175,7 +175,7 @@ func (e *env) startOn(nc *nats.Conn, mutate ...func(*Config, *options)) *Process
 	for _, m := range mutate {
 		m(&cfg, &o)
 	}
-	p, err := New(nc, e.registry, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg), WithVersion(o.version), WithSearcher(o.search))
+	p, err := New(nc, e.registry, cfg, WithLogger(quietLogger()), WithRegisterer(e.reg), WithVersion(o.version), WithSearcher(o.search), WithRanker(o.ranker))
 	if err != nil {
 		e.t.Fatal(err)
 	}
