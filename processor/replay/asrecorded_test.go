@@ -94,6 +94,27 @@ func TestAsRecordedSearchChangeLists(t *testing.T) {
 	}
 }
 
+// Catalogs listed by use, the ranking drawn again at every step: with
+// search (names fill the size limit after the listed max) and without
+// (the size limit alone), every step replays as recorded, and against the
+// unchanged skills, with the rankings the recording holds.
+func TestAsRecordedRankUse(t *testing.T) {
+	for i, search := range []bool{true, false} {
+		steps := checkRandomSession(t, uint64(30+i), func(s *shape) {
+			s.opts = catalog.DefaultOptions()
+			s.opts.Rank = catalog.RankUse
+			s.opts.MaxLength = 3000
+			if search {
+				s.opts.SkillSearch, s.opts.ListedMax = true, 5
+			}
+			s.skills, s.edits, s.alwaysSearch, s.ranked = 80, true, search, true
+		})
+		if n := recordedTexts(steps, func(text string) bool { return strings.Contains(text, "`\n") }); n < 1 {
+			t.Errorf("search %v: no catalog lists a name without its description\n%s", search, outcomes(steps))
+		}
+	}
+}
+
 // The expiry note: a recorded step that appended nothing while the replay
 // appends is said to have perhaps expired only when its deadline may have
 // passed before the processor answered, which the worker's next step

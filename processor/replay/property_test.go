@@ -129,6 +129,8 @@ type shape struct {
 	edits        bool
 	alwaysSearch bool
 	layout       events.Layout
+	// ranked: a use ranking (Options.Rank use) drawn again at every step
+	ranked bool
 }
 
 // A targeted test may fix the session's shape (fix, nil for none).
@@ -156,7 +158,12 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 	t.Cleanup(func() { reg.Close() })
 	ix := search.New(reg, search.Options{})
 	t.Cleanup(func() { ix.Close() })
-	p, err := processor.New(srv.Conn, reg, processor.Config{Catalog: opts, Layout: sh.layout, AnyOwnerInbox: true}, processor.WithLogger(discardLogger()), processor.WithSearcher(ix))
+	popts := []processor.Option{processor.WithLogger(discardLogger()), processor.WithSearcher(ix)}
+	ranker := &stepRanker{}
+	if sh.ranked {
+		popts = append(popts, processor.WithRanker(ranker))
+	}
+	p, err := processor.New(srv.Conn, reg, processor.Config{Catalog: opts, Layout: sh.layout, AnyOwnerInbox: true}, popts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +211,15 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 			for range rng.IntN(4) { // additions
 				skills.set(randomSkill(rng, newName()))
 			}
+		}
+		if sh.ranked {
+			use := catalog.Ranking{}
+			for _, name := range skills.names() {
+				if rng.IntN(3) == 0 {
+					use[name] = 1 + rng.IntN(50)
+				}
+			}
+			ranker.set(use)
 		}
 		view := tools
 		switch r := rng.IntN(10); {
@@ -343,4 +359,22 @@ func differing(steps []Step) string {
 		}
 	}
 	return b.String()
+}
+
+// stepRanker is a processor.Ranker whose use a session draws at each step.
+type stepRanker struct {
+	mu  sync.Mutex
+	use catalog.Ranking
+}
+
+func (r *stepRanker) set(use catalog.Ranking) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.use = use
+}
+
+func (r *stepRanker) Ranking() catalog.Ranking {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.use
 }
