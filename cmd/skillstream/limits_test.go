@@ -174,3 +174,27 @@ func TestCatalogUpdatesEverySurface(t *testing.T) {
 		t.Errorf("from the environment: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestCatalogRankFlag: --catalog-rank (and its variable) is taken by the
+// commands that serve model text from a fleet's use, and only name or use
+// is accepted.
+func TestCatalogRankFlag(t *testing.T) {
+	for _, name := range []string{"serve", "replay", "mcp"} {
+		_, stdout, _ := runMain(t, name, "--help")
+		for _, want := range []string{"--catalog-rank", "SKILLSTREAM_CATALOG_RANK"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%s --help lacks %s", name, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"catalog", "--catalog-rank", "popular"}, {"serve", "--catalog-rank="}} {
+		code, _, stderr := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "must be name or use") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	t.Setenv("SKILLSTREAM_CATALOG_RANK", "often")
+	if code, _, stderr := runMain(t, "catalog"); code != exitUsage || !strings.Contains(stderr, `--catalog-rank "often": must be name or use`) {
+		t.Errorf("from the environment: exit %d, stderr %q", code, stderr)
+	}
+}

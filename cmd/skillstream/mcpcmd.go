@@ -146,7 +146,7 @@ type mcpHTTP struct {
 // tenant is not served yet).
 func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logger, metrics *prometheus.Registry, version string) (*mcpHTTP, error) {
 	if units[0].tenant == "" {
-		return c.startMCP(units[0].late, c.mcpSearch(units[0].late), token, log, metrics, version)
+		return c.startMCP(units[0].late, c.mcpSearch(units[0].late), units[0], token, log, metrics, version)
 	}
 	if token != "" {
 		return nil, usagef("--mcp-token-file is not used with --tenants: each tenant's hosts use the token its mcp_token_env names")
@@ -157,6 +157,7 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 			return nil, usagef("--mcp-listen with --tenants: tenant %s has no mcp_token_env in %s (each tenant's hosts need a token of their own)", u.tenant, c.Tenants)
 		}
 		cfg := c.mcpConfig(c.mcpSearch(u.late), log.With("tenant", u.tenant), prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics), version)
+		cfg.Ranker = u
 		srv, err := mcpserver.New(u.late, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("mcp for tenant %s: %w", u.tenant, err)
@@ -198,8 +199,12 @@ func (c *Config) mcpConfig(index mcpserver.Searcher, log *slog.Logger, metrics p
 // startMCP creates the MCP server for serve and binds its listener. index
 // is the processor's search index (nil without --skill-search): hosts
 // search the same one.
-func (c *Config) startMCP(reg mcpserver.Registry, index mcpserver.Searcher, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
-	srv, err := mcpserver.New(reg, c.mcpConfig(index, log, metrics, version))
+func (c *Config) startMCP(reg mcpserver.Registry, index mcpserver.Searcher, u *servedUnit, token string, log *slog.Logger, metrics prometheus.Registerer, version string) (*mcpHTTP, error) {
+	cfg := c.mcpConfig(index, log, metrics, version)
+	if u != nil {
+		cfg.Ranker = u // the unit's use ranking (--catalog-rank use)
+	}
+	srv, err := mcpserver.New(reg, cfg)
 	if err != nil {
 		return nil, err
 	}

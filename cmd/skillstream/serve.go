@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -404,7 +405,8 @@ type servedUnit struct {
 	dial            func(context.Context) error // connects nc, js and conn (tenants added at run time); nil otherwise
 	conn            tenantConn
 	mcpToken        string
-	late            *supervise.Late // the registry and index as the MCP front door reads them
+	late            *supervise.Late                 // the registry and index as the MCP front door reads them
+	uses            atomic.Pointer[projection.Uses] // the use ranking of the unit's current start (--catalog-rank use)
 	reg             *providers.Registry
 	index           *search.Index
 }
@@ -453,6 +455,17 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 			return nil, supervise.Permanent(fmt.Errorf("jetstream context%s: %w", u.label(), err))
 		}
 	}
+	// The use ranking is read once before the registry reaches the MCP
+	// front door, whose first tool description hosts may keep.
+	uses := c.useRanking(ulog, u, c.processorConfig())
+	if uses != nil {
+		rctx, cancel := context.WithTimeout(ctx, useFirstRead)
+		if err := uses.Refresh(rctx); err != nil {
+			ulog.Warn("read skill use for the catalog ranking", "err", err)
+		}
+		cancel()
+		u.uses.Store(uses)
+	}
 	if u.reg == nil {
 		var sjs jetstream.JetStream
 		if !c.NoSkillStore {
@@ -498,8 +511,8 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 	if u.index != nil {
 		popts = append(popts, processor.WithSearcher(u.index))
 	}
-	if r.uses = c.useRanking(log, u, r.pcfg); r.uses != nil {
-		popts = append(popts, processor.WithRanker(r.uses))
+	if r.uses = uses; uses != nil {
+		popts = append(popts, processor.WithRanker(uses))
 	}
 	if r.p, err = processor.New(u.nc, u.reg, r.pcfg, popts...); err != nil {
 		return nil, supervise.Permanent(err)

@@ -12,7 +12,8 @@ func TestServingLineSaysModelTextOptions(t *testing.T) {
 		want  map[string]any
 		not   []string
 	}{
-		{nil, map[string]any{"catalog_updates": "full"}, []string{"user_invocation", "skill_search"}},
+		{nil, map[string]any{"catalog_updates": "full"}, []string{"user_invocation", "skill_search", "catalog_rank"}},
+		{[]string{"--catalog-rank", "use"}, map[string]any{"catalog_rank": "use"}, nil},
 		{[]string{"--catalog-updates", "changes", "--user-invocation", "--skill-search"},
 			map[string]any{"catalog_updates": "changes", "user_invocation": "on", "skill_search": "on"}, nil},
 	} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -67,4 +68,17 @@ func (c *Config) useRanking(log *slog.Logger, u *servedUnit, pcfg processor.Conf
 		o.Logger = log.With("tenant", u.tenant)
 	}
 	return projection.NewUses(u.js, o, projection.DefaultUseWindow, projection.DefaultUseRefresh)
+}
+
+// useFirstRead bounds the read of the use ranking at a unit's start.
+const useFirstRead = 5 * time.Second
+
+// Ranking is the use ranking of the unit's current start (nil without
+// --catalog-rank use, or before it read any): what its MCP front door's
+// tool description ranks by.
+func (u *servedUnit) Ranking() catalog.Ranking {
+	if x := u.uses.Load(); x != nil {
+		return x.Ranking()
+	}
+	return nil
 }
