@@ -233,6 +233,13 @@
 // notice pointing to the search; members asked for their view of such a
 // session (One view per session) are asked for the offered one.
 //
+// With Config.Catalog.Rank catalog.RankUse and a Ranker (WithRanker: the
+// tenant's loads, read in the background), a session's catalog keeps its
+// most used skills (see catalog.PrepareRanked; rank.go): the ranking is
+// taken at the session's first catalog, recorded in each catalog's
+// options, and kept until the session's skills change. Members compare
+// their views by name, as without it.
+//
 // # Stages and files
 //
 // Every trigger goes through the same stages, whatever its kind; each stage

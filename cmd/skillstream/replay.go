@@ -78,11 +78,12 @@ the regression check for a processor upgrade. It reads no skill roots.
 
 The options that shape model text (--catalog-max-length,
 --catalog-description-max-length, --max-skill-bytes, --skill-search,
---catalog-listed-max, --catalog-updates, --user-invocation) are the ones the
+--catalog-listed-max, --catalog-updates, --user-invocation, --catalog-rank) are the ones the
 recording says it was made under, unless given on the command line. The first
 line names the options used and those that differ from the recording; an
 older recording, which does not say, is replayed with the flags and the
-first line says so.
+first line says so. A catalog listed by use (--catalog-rank use) is decided
+again with the ranking its record carries.
 
 With today's skills, --cwd-map OLD=NEW replays triggers whose working
 directory is OLD, or under it, in NEW instead (for a recording made on
