@@ -10,7 +10,9 @@ import (
 )
 
 // testRanker is a Ranker whose use a test sets.
-type testRanker struct{ r atomic.Pointer[catalog.Ranking] }
+type testRanker struct {
+	r atomic.Pointer[catalog.Ranking]
+}
 
 func (t *testRanker) set(r catalog.Ranking) { t.r.Store(&r) }
 func (t *testRanker) Ranking() catalog.Ranking {
