@@ -99,13 +99,18 @@ func TestAsRecordedSearchChangeLists(t *testing.T) {
 // (the size limit alone), every step replays as recorded, and against the
 // unchanged skills, with the rankings the recording holds.
 func TestAsRecordedRankUse(t *testing.T) {
-	for i, search := range []bool{true, false} {
+	for i, c := range []struct {
+		search  bool
+		updates catalog.Updates
+	}{{true, catalog.UpdatesFull}, {false, catalog.UpdatesFull}, {true, catalog.UpdatesChanges}} {
+		search := c.search
 		steps := checkRandomSession(t, uint64(30+i), func(s *shape) {
 			s.opts = catalog.DefaultOptions()
-			s.opts.Rank = catalog.RankUse
+			s.opts.Rank, s.opts.Updates = catalog.RankUse, c.updates
 			s.opts.MaxLength = 3000
 			if search {
-				s.opts.SkillSearch, s.opts.ListedMax = true, 5
+				// Names fill part of the list, the rest is left out.
+				s.opts.SkillSearch, s.opts.ListedMax, s.opts.MaxLength = true, 5, 1500
 			}
 			s.skills, s.edits, s.alwaysSearch, s.ranked = 80, true, search, true
 		})
