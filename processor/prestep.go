@@ -495,7 +495,10 @@ func newCatalogBodies() *catalogBodies {
 
 // get returns the shared part of the catalog decided by d.
 func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch, ranking: opts.Ranking}
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
+	if opts != nil {
+		k.ranking = opts.Ranking
+	}
 	e, ok := c.cache.Get(k)
 	if !ok {
 		e = &catalogBodyEntry{}

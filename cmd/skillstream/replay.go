@@ -10,10 +10,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor/replay"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
 // cwdMaps is the repeatable --cwd-map flag.
@@ -83,7 +85,9 @@ recording says it was made under, unless given on the command line. The first
 line names the options used and those that differ from the recording; an
 older recording, which does not say, is replayed with the flags and the
 first line says so. A catalog listed by use (--catalog-rank use) is decided
-again with the ranking its record carries.
+again with the ranking its record carries; against today's skills, a step
+is noted when today's use (the usage projection's last 7 days, when the
+store's server holds one) would rank the skills otherwise.
 
 With today's skills, --cwd-map OLD=NEW replays triggers whose working
 directory is OLD, or under it, in NEW instead (for a recording made on
@@ -185,6 +189,13 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			}
 			defer reg.Close()
 			opts.Skills = reg
+			if catOpts.Rank == catalog.RankUse && js != nil {
+				// Today's use, to note the catalogs it would rank
+				// otherwise; none without a projection.
+				if rep, err := projection.Read(ctx, js, c.usageOptions(), time.Now().Add(-projection.DefaultUseWindow)); err == nil {
+					opts.Ranking = projection.RankingOf(rep)
+				}
+			}
 		}
 		sum, err := a.replaySession(ctx, &c, sid, args, opts)
 		if err != nil {

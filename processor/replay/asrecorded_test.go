@@ -215,3 +215,43 @@ func TestAsRecordedOverBudget(t *testing.T) {
 		t.Errorf("without the budget: %+v, want 2 steps differing", sum)
 	}
 }
+
+// A replay against today's skills rebuilds each catalog listed by use with
+// the ranking it recorded (0 differences), and notes the steps whose
+// recorded ranking today's use (Options.Ranking) would not give; an
+// as-recorded replay does not.
+func TestReplayRankUseToday(t *testing.T) {
+	rec, changed, skills, played := playRandomSession(t, 40, func(s *shape) {
+		s.opts = catalog.DefaultOptions()
+		s.opts.Rank, s.opts.SkillSearch, s.opts.ListedMax = catalog.RankUse, true, 3
+		s.skills, s.edits, s.alwaysSearch, s.ranked = 30, false, true, true
+	})
+	if changed {
+		t.Fatal("the skills changed")
+	}
+	reg := providers.NewRegistry([]providers.Provider{skills})
+	defer reg.Close()
+	today := catalog.Ranking{"no-such-skill": 3}
+	for _, name := range skills.names() {
+		today[name] = 1000 // every skill used alike: no recorded ranking says so
+	}
+	steps, sum := replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: played, Skills: reg, Ranking: today})
+	if sum.Differ != 0 {
+		t.Fatalf("%d of %d triggers differ\n%s", sum.Differ, sum.Triggers, differing(steps))
+	}
+	notes := 0
+	for _, s := range steps {
+		if strings.Contains(s.Note, "today's use ranks the skills otherwise") {
+			notes++
+		}
+	}
+	if notes == 0 {
+		t.Errorf("no step notes today's ranking\n%s", outcomes(steps))
+	}
+	steps, _ = replayBytes(t, rec, Options{ToolOwner: processor.DefaultToolOwner, Catalog: played, AsRecorded: true, Ranking: today})
+	for _, s := range steps {
+		if strings.Contains(s.Note, "today's use") {
+			t.Errorf("as recorded, a step notes today's ranking: %+v", s)
+		}
+	}
+}
