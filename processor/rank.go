@@ -77,8 +77,13 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 		s.p.log.Debug("read the ranking of a catalog", "session", s.t.sid, "err", err)
 		kept = ""
 	}
-	if s.hist.Newest == nil && len(today) == 0 {
+	switch {
+	case s.hist.Newest == nil && len(today) == 0:
 		return nil // nothing ranks: by name
+	case s.hist.Newest != nil && kept == "" && s.prepared.Digest == s.hist.Newest.Digest:
+		// The session's list was decided by name and its skills stay:
+		// kept, without taking the snapshot again.
+		return nil
 	}
 	snap, err := s.p.skills.Snapshot(ctx, s.q)
 	if err != nil {
