@@ -160,6 +160,16 @@
 // the next pre-step. With the option off, or the tool not in the view,
 // every text stays as it was, byte for byte.
 //
+// Options.Rank RankUse lists by use: given a Ranking (each skill's loads;
+// PrepareRanked, DescribeToolRanked), within one precedence the least used
+// give way first, equals and the never used by the name rule. Where
+// search is offered, ListedMax then counts the entries with a description,
+// and further ones follow as names alone while the list holds MaxLength
+// (ShortenForSearchRanked); the notice counts only those left out.
+// Entries stay in name order. A Ranking without use gives every text as
+// by name. A record keeps the part of a Ranking a decision used
+// (Ranking.For, EncodeRanked), and DecodeRanked reads it back.
+//
 // Search(ctx, searcher, args, opts) runs one call against a Searcher (the
 // index) bound to the calling session's query:
 //
