@@ -1,6 +1,9 @@
 package processor
 
 import (
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -99,5 +102,81 @@ func TestCatalogRankUse(t *testing.T) {
 	}
 	if o := e.catalogs("a")[1].Source.Options; o == nil || o.Ranking != "pdf-tables=40,release-notes=5" {
 		t.Fatalf("recorded options %+v", o)
+	}
+}
+
+// TestCatalogHitRateRealSessions measures through real sessions, on 300
+// skills whose loads follow a long-tailed (Zipf, exponent 1.2) use and
+// with listed max 40 and search offered, the share of recorded loads whose
+// skill the session's catalog listed with its description: sessions
+// before any use is known (by name, today's choice) and after (by use,
+// the use of an earlier window of loads). The figures are logged.
+func TestCatalogHitRateRealSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("300 skills and 240 sessions")
+	}
+	e := newEnv(t)
+	const n = 300
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("skill-%03d", i)
+		e.writeSkill(names[i], fmt.Sprintf("Use for task %d: what it checks, what it needs and what it produces, with examples.", i))
+	}
+	e.waitSkills(names...)
+	r := &testRanker{}
+	search := e.withSearch(40)
+	e.start(func(c *Config, o *options) {
+		search(c, o)
+		c.Catalog.Rank = catalog.RankUse
+		o.ranker = r
+	})
+	w := e.worker()
+	rng := rand.New(rand.NewPCG(52, 1))
+	perm := rng.Perm(n)
+	weights := make([]float64, n)
+	total := 0.0
+	for k := range weights {
+		weights[k] = 1 / math.Pow(float64(k+1), 1.2)
+		total += weights[k]
+	}
+	draw := func() string {
+		x := rng.Float64() * total
+		k := 0
+		for ; k < n-1 && x > weights[k]; k++ {
+			x -= weights[k]
+		}
+		return names[perm[k]]
+	}
+	play := func(prefix string, sessions int) float64 {
+		hits := 0
+		for i := range sessions {
+			sid := fmt.Sprintf("%s-%d", prefix, i)
+			d := w.preStep(events.PreStep{Session: sid, Step: "1", Cwd: e.cwd, Tools: searchTools()})
+			if d.Outcome != events.OutcomeAppended {
+				t.Fatalf("session %s: %+v", sid, d)
+			}
+			name := draw()
+			if res := w.call(events.SkillCall{Session: sid, Call: "c", Cwd: e.cwd, Args: events.SkillArgs{Name: name}}); res.IsError {
+				t.Fatalf("load %s: %+v", name, res)
+			}
+			// What the model saw, as the log holds it.
+			for _, en := range e.catalogs(sid)[0].Source.Entries {
+				if en.Name == name && en.Description != "" {
+					hits++
+				}
+			}
+		}
+		return float64(hits) / float64(sessions)
+	}
+	byName := play("name", 120)
+	past := catalog.Ranking{}
+	for range 5000 {
+		past[draw()]++
+	}
+	r.set(past)
+	byUse := play("use", 120)
+	t.Logf("catalog hit rate of recorded loads, 300 skills, Zipf 1.2, listed max 40, search offered: by name %.3f, by use %.3f", byName, byUse)
+	if byUse <= byName {
+		t.Errorf("by use %.3f not above by name %.3f", byUse, byName)
 	}
 }
