@@ -80,11 +80,11 @@ the regression check for a processor upgrade. It reads no skill roots.
 
 The options that shape model text (--catalog-max-length,
 --catalog-description-max-length, --max-skill-bytes, --skill-search,
---catalog-listed-max, --catalog-updates, --user-invocation, --catalog-rank) are the ones the
-recording says it was made under, unless given on the command line. The first
-line names the options used and those that differ from the recording; an
-older recording, which does not say, is replayed with the flags and the
-first line says so. A catalog listed by use (--catalog-rank use) is decided
+--catalog-listed-max, --catalog-updates, --user-invocation, --catalog-rank)
+are the ones the recording says it was made under, unless given on the
+command line. The first line names the options used and those that differ
+from the recording; an older recording, which does not say, is replayed with
+the flags and the first line says so. A catalog listed by use (--catalog-rank use) is decided
 again with the ranking its record carries; against today's skills, a step
 is noted when today's use (the usage projection's last 7 days, when the
 store's server holds one) would rank the skills otherwise.
