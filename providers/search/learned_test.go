@@ -190,16 +190,5 @@ func BenchmarkSearchLearned(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	ctx, q := context.Background(), catalog.At("/w")
-	var took []time.Duration
-	i := 0
-	for b.Loop() {
-		start := time.Now()
-		if _, err := ix.Search(ctx, q, queries[i%len(queries)].Query, 8, 0); err != nil {
-			b.Fatal(err)
-		}
-		took = append(took, time.Since(start))
-		i++
-	}
-	reportPercentiles(b, took)
+	timeSearches(b, ix, queries)
 }
