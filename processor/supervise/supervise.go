@@ -440,8 +440,12 @@ func (s *Supervisor) once(ctx context.Context, u *unit) error {
 		s.invalidate()
 		err = <-done
 		s.setUp(u, 0)
+		why := err // until keep records the stop's error, readiness says this
+		if why == nil {
+			why = errors.New("stopped")
+		}
 		s.mu.Lock()
-		u.serving = nil
+		u.serving, u.lastErr = nil, why
 		s.mu.Unlock()
 		s.invalidate()
 	}
@@ -554,6 +558,9 @@ func (s *Supervisor) Readiness(ctx context.Context) Report {
 		ur := &r.Units[i]
 		ur.Name = st.name
 		if st.serving == nil {
+			if st.err == nil { // never so (a unit not serving has its reason), but never a crash
+				st.err = errStarting
+			}
 			ur.Why = "not serving: " + st.err.Error()
 			if st.err == errStarting {
 				ur.Why = "processor starting"

@@ -76,9 +76,11 @@ func (s *Supervisor) Watch(ctx context.Context, cfg WatchConfig, current map[str
 		return fmt.Errorf("watch %s: %w", dir, err)
 	}
 	keys := maps(current)
-	settle := time.NewTimer(time.Hour)
-	settle.Stop()
+	// One look at the file once it is watched: an edit made after the
+	// caller read it (current) and before the watch began has no event.
+	settle := time.NewTimer(cfg.Settle)
 	defer settle.Stop()
+	first := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,7 +104,9 @@ func (s *Supervisor) Watch(ctx context.Context, cfg WatchConfig, current map[str
 			if err != nil {
 				log.Error("configuration file not applied: the running units serve on as before", "file", path, "err", err)
 			}
-			if cfg.Applied != nil {
+			quiet := first && err == nil && len(added) == 0 && len(removed) == 0 // the first look found it as read
+			first = false
+			if cfg.Applied != nil && !quiet {
 				cfg.Applied(added, removed, err)
 			}
 		}
