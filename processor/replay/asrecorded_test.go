@@ -171,15 +171,7 @@ func TestAsRecordedOverBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	runUntilCleanup(t, p)
 	waitStream(t, srv.JS, processor.DefaultStream)
 	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: "budget-1", cwd: "/work/app"}
 	tools := []events.Tool{{Name: "skill", Owner: processor.DefaultToolOwner}}

@@ -167,15 +167,7 @@ func playRandomSession(t *testing.T, seed uint64, fix func(*shape)) ([]byte, boo
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	runUntilCleanup(t, p)
 	waitStream(t, srv.JS, processor.DefaultStream)
 	sid := fmt.Sprintf("prop-%d", seed)
 	if sh.layout == events.LayoutOwner {

@@ -82,15 +82,7 @@ func playSearches(t testing.TB, srv *natstest.Server, project, sid string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("processor: %v", err)
-		}
-	})
+	runUntilCleanup(t, p)
 	w := &worker{t: t, nc: srv.Conn, js: srv.JS, sid: sid, cwd: project}
 	waitStream(t, srv.JS, processor.DefaultStream)
 	tools := []events.Tool{{Name: "read", Owner: "host"}, {Name: "skill", Owner: processor.DefaultToolOwner},

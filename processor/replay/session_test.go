@@ -154,6 +154,12 @@ func runProcessor(t testing.TB, srv *natstest.Server, cfg processor.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runUntilCleanup(t, p)
+}
+
+// runUntilCleanup runs p until the test ends, and reports its error then.
+func runUntilCleanup(t testing.TB, p *processor.Processor) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
