@@ -154,11 +154,14 @@ func (d Diagnostic) String() string {
 // the skill store's project scope id (empty: the global scope only);
 // ResourceDir is the absolute path on the worker's host under which the
 // worker materialises store skills' files (empty: store skills have no
-// resource base). A Query is comparable and keys caches.
+// resource base); Canary names the skills whose release candidate the
+// session takes (Cohort: empty for a session in no canary). A Query is
+// comparable and keys caches.
 type Query struct {
 	Cwd         string `json:"cwd,omitempty"`
 	Project     string `json:"project,omitempty"`
 	ResourceDir string `json:"resourceDir,omitempty"`
+	Canary      string `json:"canary,omitempty"`
 }
 
 // At is the Query of a working directory alone.

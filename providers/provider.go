@@ -207,3 +207,13 @@ type Version struct {
 type Versioner interface {
 	Version(name string, q catalog.Query) Version
 }
+
+// Releaser is implemented by providers whose skills can be released to a
+// share of sessions first (the skill store's canaries). Releases returns,
+// from memory and without blocking, the releases in progress that q's
+// skills have, whatever q.Canary says; a session's Query.Canary
+// (catalog.Cohort over them) then names those whose candidate List and Load
+// answer with for it. A skill pinned for q's scope has no release there.
+type Releaser interface {
+	Releases(q catalog.Query) []catalog.Release
+}

@@ -460,3 +460,15 @@ func (r *Registry) SnapshotVersions(ctx context.Context, q catalog.Query) (catal
 	}
 	return snap, vs, nil
 }
+
+// Releases returns the releases in progress of every Releaser provider
+// for q (see Releaser), in provider order.
+func (r *Registry) Releases(q catalog.Query) []catalog.Release {
+	var out []catalog.Release
+	for _, p := range r.ps {
+		if rl, ok := p.(Releaser); ok {
+			out = append(out, rl.Releases(q)...)
+		}
+	}
+	return out
+}

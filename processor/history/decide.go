@@ -79,6 +79,25 @@ func CallQuery(sc events.SkillCall) catalog.Query {
 	return catalog.Query{Cwd: sc.Cwd, Project: sc.Project, ResourceDir: sc.ResourceDir}
 }
 
+// Releaser is implemented by skills that release new revisions to a
+// share of sessions first (providers.Registry).
+type Releaser interface {
+	Releases(q catalog.Query) []catalog.Release
+}
+
+// InCohort returns q with its Canary set for session of tenant: the
+// releases whose candidate the session takes (catalog.Cohort over the
+// skills' releases for q). Skills that release nothing leave q as it is.
+func InCohort(s Skills, tenant, session string, q catalog.Query) catalog.Query {
+	q.Canary = ""
+	if rl, ok := s.(Releaser); ok {
+		if rels := rl.Releases(q); len(rels) > 0 {
+			q.Canary = catalog.Cohort(tenant, session, rels)
+		}
+	}
+	return q
+}
+
 // Decide decides a pre-step: catalog.DecideView on the skills prepared
 // for it (nil when our tool is not visible: a complete, empty view) and
 // the session's catalog history; opts says how a hidden tool's tombstone
