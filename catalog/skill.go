@@ -104,7 +104,29 @@ type Summary struct {
 	Source       string        `json:"source"`
 	Provider     string        `json:"provider"`
 	ResourceBase *ResourceBase `json:"resourceBase,omitempty"`
+	// Origin says which revision of a store skill this is and why the
+	// session gets it (zero outside the store). It never reaches the
+	// model's text.
+	Origin Origin `json:"origin,omitzero"`
 }
+
+// Origin is the evidence of where a store skill's revision came from:
+// its number in the skill's history, its digest, and the channel that
+// chose it for the session (ChannelStable, ChannelCanary, ChannelPin).
+type Origin struct {
+	Rev     uint64 `json:"rev,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	Channel string `json:"channel,omitempty"`
+}
+
+// The channels of Origin: the revision every session gets, a release's
+// candidate that the session's cohort takes, a revision pinned for the
+// session's scope.
+const (
+	ChannelStable = "stable"
+	ChannelCanary = "canary"
+	ChannelPin    = "pin"
+)
 
 // Skill is a loaded skill: its summary and its instruction body.
 type Skill struct {

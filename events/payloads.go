@@ -297,6 +297,15 @@ type Entry struct {
 	Description string `msgpack:"description" json:"description"`
 }
 
+// EntryOrigin is where one catalog entry's skill came from: its store
+// revision number, digest and channel ("stable", "canary", "pin").
+type EntryOrigin struct {
+	Name    string `msgpack:"name" json:"name"`
+	Rev     uint64 `msgpack:"rev,omitempty" json:"rev,omitempty"`
+	Digest  string `msgpack:"digest,omitempty" json:"digest,omitempty"`
+	Channel string `msgpack:"channel,omitempty" json:"channel,omitempty"`
+}
+
 // CatalogSource describes where a catalog message came from.
 type CatalogSource struct {
 	Kind     string  `msgpack:"kind" json:"kind"` // always "skill-catalog"
@@ -306,6 +315,11 @@ type CatalogSource struct {
 	Digest   string  `msgpack:"digest" json:"digest"`
 	// Omitted counts the skills the catalog size limit left out.
 	Omitted int `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
+	// Origins name, for each entry of a store skill the catalog carries
+	// (or, for a change list, each entry it adds or changes), the
+	// revision and channel it came from, in entry order; absent in older
+	// records and for skills outside the store.
+	Origins []EntryOrigin `msgpack:"origins,omitempty" json:"origins,omitempty"`
 	// View is what the catalog was decided on.
 	View *View `msgpack:"view,omitempty" json:"view,omitempty"`
 	// Base, Changes and Count are a change list's (Update
@@ -565,6 +579,11 @@ type SkillValue struct {
 	// skills only).
 	Digest   string `msgpack:"digest,omitempty" json:"digest,omitempty"`
 	Revision uint64 `msgpack:"revision,omitempty" json:"revision,omitempty"`
+	// Rev is the skill's revision number in its own history and Channel
+	// why the session got that revision ("stable", "canary" or "pin"):
+	// store skills only, absent in older records.
+	Rev     uint64 `msgpack:"rev,omitempty" json:"rev,omitempty"`
+	Channel string `msgpack:"channel,omitempty" json:"channel,omitempty"`
 	// Truncated is set when the instruction size limit shortened Content.
 	Truncated *Truncated `msgpack:"truncated,omitempty" json:"truncated,omitempty"`
 }

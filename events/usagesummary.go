@@ -31,6 +31,8 @@ type UsageSummary struct {
 	Skill    string `json:"s,omitempty"`
 	Digest   string `json:"d,omitempty"`
 	Revision uint64 `json:"r,omitempty"`
+	Rev      uint64 `json:"v,omitempty"` // the skill's own revision number
+	Channel  string `json:"c,omitempty"` // "canary" or "pin"; stable is left out
 }
 
 // Kinds of UsageSummary.
