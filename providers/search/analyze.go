@@ -25,6 +25,7 @@ const (
 	fieldName = iota
 	fieldDescription
 	fieldWhenToUse
+	fieldBody // the instruction body, indexed only with Options.Bodies
 	nFields
 )
 
@@ -204,14 +205,17 @@ func (d *dict) stemLocked(w string) string {
 }
 
 // text is what the index analyses of a skill, and the key of its
-// analysis: a skill whose name, description and whenToUse are unchanged
-// is not analysed again.
+// analysis: a skill whose name, description, whenToUse and body are
+// unchanged is not analysed again. The body is keyed by a hash of the
+// text indexed (0: no body), so that the analyses kept do not hold it.
 type text struct {
 	name, description, whenToUse string
+	body                         uint64
 }
 
-func textOf(s catalog.Summary) text {
-	return text{s.Name, s.Description, s.WhenToUse}
+// textOf is the key of s's analysis with the body whose key is body.
+func textOf(s catalog.Summary, body uint64) text {
+	return text{s.Name, s.Description, s.WhenToUse, body}
 }
 
 // analysis is one skill's text as terms: its distinct terms (ids of one
@@ -229,11 +233,11 @@ type analysis struct {
 // text (a skill folder's) is analysed for its beginning.
 const maxFieldBytes = 16 << 10
 
-// analyze makes the analysis of t with d, whose lock the caller holds
-// for writing, keeping at most maxTerms distinct terms (0: no bound):
+// analyze makes the analysis of t, whose body's text is body, with d,
+// whose lock the caller holds for writing, keeping at most maxTerms distinct terms (0: no bound):
 // words of terms past it, or that d has no room left for, are left out.
 // scratch is reused between calls. It returns the words left out.
-func analyze(d *dict, t text, maxTerms int, sc *analyzeScratch) (*analysis, int) {
+func analyze(d *dict, t text, body string, maxTerms int, sc *analyzeScratch) (*analysis, int) {
 	a := &analysis{}
 	left := 0
 	sc.counts = sc.counts[:0]
@@ -241,7 +245,7 @@ func analyze(d *dict, t text, maxTerms int, sc *analyzeScratch) (*analysis, int)
 		sc.pos = make(map[uint32]int)
 	}
 	clear(sc.pos)
-	for f, s := range [nFields]string{t.name, t.description, t.whenToUse} {
+	for f, s := range [nFields]string{t.name, t.description, t.whenToUse, body} {
 		if len(s) > maxFieldBytes {
 			s = s[:maxFieldBytes]
 		}

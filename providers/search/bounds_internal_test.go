@@ -36,7 +36,7 @@ func TestSearchIndexBoundsTermsInAll(t *testing.T) {
 		t.Error("no word counted as left out")
 	}
 	// A text far past the bytes analysed costs what its first bytes do.
-	a, _ := analyze(newDict(), text{name: "x", description: strings.Repeat("alpha ", 1<<20)}, 0, &analyzeScratch{})
+	a, _ := analyze(newDict(), text{name: "x", description: strings.Repeat("alpha ", 1<<20)}, "", 0, &analyzeScratch{})
 	if n := a.length[fieldDescription]; int(n) > maxFieldBytes/len("alpha ")+1 {
 		t.Errorf("%d words of a 6 MiB description analysed, want at most its first %d bytes'", n, maxFieldBytes)
 	}

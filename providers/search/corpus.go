@@ -22,9 +22,16 @@ const (
 )
 
 var (
-	fieldWeight = [nFields]float64{fieldName: 2, fieldDescription: 1, fieldWhenToUse: 1}
-	fieldB      = [nFields]float64{fieldName: 0.3, fieldDescription: 0.75, fieldWhenToUse: 0.75}
+	fieldWeight = [nFields]float64{fieldName: 2, fieldDescription: 1, fieldWhenToUse: 1, fieldBody: bodyWeight}
+	fieldB      = [nFields]float64{fieldName: 0.3, fieldDescription: 0.75, fieldWhenToUse: 0.75, fieldBody: 0.75}
 )
+
+// bodyWeight is the body's weight against the name (2), the description
+// and whenToUse (1): a body names the tools and steps of a task, many of
+// them shared with other skills, so it counts, but less than what the
+// skill says it is for. A skill without a body (Options.Bodies off) has
+// no term in the field, which adds exactly 0 to every score.
+const bodyWeight = 0.3
 
 // corpus is the postings of one set of candidates: for each term of its
 // dict, the candidates (by position in the set) whose text holds it, each
@@ -36,6 +43,7 @@ type corpus struct {
 	dict    *dict
 	skills  []catalog.Summary // the candidates it was built for (shared, read only)
 	as      []*analysis       // their analyses
+	bodies  []uint64          // their bodies' keys (nil: no body indexed)
 	serials []uint64          // the analyses' serials
 	n       int
 	offsets []uint32 // term t's postings are [offsets[t], offsets[t+1])
@@ -43,10 +51,11 @@ type corpus struct {
 	weights []float32
 }
 
-// buildCorpus builds the postings of skills, analysed as as (all made
-// with d, which has nterms terms at least as large as every id in them).
-func buildCorpus(d *dict, skills []catalog.Summary, as []*analysis, serials []uint64, nterms int) *corpus {
-	c := &corpus{dict: d, skills: skills, as: as, serials: serials, n: len(as)}
+// buildCorpus builds the postings of skills, with bodies keyed as bodies
+// (nil: none), analysed as as (all made with d, which has nterms terms at
+// least as large as every id in them).
+func buildCorpus(d *dict, skills []catalog.Summary, bodies []uint64, as []*analysis, serials []uint64, nterms int) *corpus {
+	c := &corpus{dict: d, skills: skills, bodies: bodies, as: as, serials: serials, n: len(as)}
 	var avg [nFields]float64
 	for _, a := range as {
 		for f := range avg {
@@ -90,21 +99,30 @@ func buildCorpus(d *dict, skills []catalog.Summary, as []*analysis, serials []ui
 	return c
 }
 
-// reuse sets as[i] to c's analysis of skills[i] when c was built for a
-// skill of the same text; both are in name order. An unchanged skill's
+// reuse sets as[i] to c's analysis of skills[i] (whose body is keyed
+// bodies[i], bodies nil for none) when c was built for a skill of the
+// same text; both are in name order. An unchanged skill's
 // strings are usually the very strings c was built for, which compare
 // without reading them: finding the analyses of a view that differs from
 // c's by one skill costs a pass over the names, not hashing every text.
-func (c *corpus) reuse(skills []catalog.Summary, as []*analysis) {
+func (c *corpus) reuse(skills []catalog.Summary, bodies []uint64, as []*analysis) {
 	j := 0
 	for i, s := range skills {
 		for j < len(c.skills) && c.skills[j].Name < s.Name {
 			j++
 		}
-		if j < len(c.skills) && textOf(c.skills[j]) == textOf(s) {
+		if j < len(c.skills) && textOf(c.skills[j], bodyKey(c.bodies, j)) == textOf(s, bodyKey(bodies, i)) {
 			as[i] = c.as[j]
 		}
 	}
+}
+
+// bodyKey is keys[i], or 0 (no body) when keys is nil.
+func bodyKey(keys []uint64, i int) uint64 {
+	if keys == nil {
+		return 0
+	}
+	return keys[i]
 }
 
 // postings returns the candidates holding term id and their weights.

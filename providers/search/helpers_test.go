@@ -22,6 +22,8 @@ type memory struct {
 	mu     sync.Mutex
 	skills []catalog.Summary
 	ch     chan struct{}
+	bodies map[string]string // a skill's body by name; "body" when absent
+	loads  int               // Load calls
 }
 
 func newMemory(skills []catalog.Summary) *memory {
@@ -43,9 +45,14 @@ func (m *memory) List(ctx context.Context, q catalog.Query) ([]providers.Candida
 func (m *memory) Load(ctx context.Context, name string, q catalog.Query) (catalog.Skill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.loads++
 	for _, s := range m.skills {
 		if s.Name == name {
-			return catalog.Skill{Summary: s, Content: "body"}, nil
+			body, ok := m.bodies[name]
+			if !ok {
+				body = "body"
+			}
+			return catalog.Skill{Summary: s, Content: body}, nil
 		}
 	}
 	return catalog.Skill{}, fmt.Errorf("no %q: %w", name, catalog.ErrNotFound)

@@ -55,7 +55,16 @@ type Options struct {
 	// ForgetLearned.
 	LearnHalfLife time.Duration
 	MaxLearned    int
+	// Bodies indexes each skill's instruction body too, its first
+	// MaxBodyBytes, at a low weight (see the package documentation). Off,
+	// the ranking is the name's, description's and whenToUse's alone and
+	// no body is read.
+	Bodies bool
 }
+
+// MaxBodyBytes bounds the bytes of a skill's body that Options.Bodies
+// indexes: its beginning, where a body says what it does.
+const MaxBodyBytes = 4 << 10
 
 // Index ranks the skills a registry offers for a query's session. It is
 // safe for concurrent use; see the package documentation for the rules.
@@ -77,7 +86,9 @@ type Index struct {
 	corpora  *simplelru.LRU[uint64, *corpus]
 	seed     maphash.Seed
 
-	leftOut atomic.Uint64 // words left out of analyses by the bounds
+	leftOut    atomic.Uint64 // words left out of analyses by the bounds
+	bodyErrors atomic.Uint64 // bodies that could not be read (indexed empty)
+	bodyReads  atomic.Uint64 // bodies read
 
 	learned *learned // what searches followed by loads taught (own lock)
 }
@@ -153,7 +164,13 @@ func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit
 	if len(terms) == 0 || len(cv.skills) == 0 {
 		return res, nil
 	}
-	c, err := ix.corpusOf(cv)
+	var bodies []uint64
+	if ix.opts.Bodies {
+		if bodies, err = ix.bodiesOf(ctx, q, cv); err != nil {
+			return Result{}, fmt.Errorf("search skills: %w", err)
+		}
+	}
+	c, err := ix.corpusOf(cv, bodies)
 	if err != nil {
 		return Result{}, fmt.Errorf("search skills: %w", err)
 	}
@@ -206,6 +223,12 @@ type candidates struct {
 	complete bool
 	corpus   atomic.Pointer[weak.Pointer[corpus]]
 	pos      atomic.Pointer[map[string]uint32] // skills' positions by name, made when learned terms need them
+
+	// With Options.Bodies: the skills' bodies as indexed (their first
+	// MaxBodyBytes) and their keys, read at the view's first search.
+	bodyMu    sync.Mutex
+	bodyTexts []string
+	bodyKeys  []uint64
 }
 
 // positions returns the candidates' positions by name, making them at
@@ -238,15 +261,20 @@ func candidatesOf(s catalog.Snapshot) any {
 	return cv
 }
 
-// corpusOf returns the corpus of cv's skills: the one cv last used while
-// it lives, else one of the same texts the index keeps, else a new one.
-func (ix *Index) corpusOf(cv *candidates) (*corpus, error) {
+// corpusOf returns the corpus of cv's skills, with their bodies keyed as
+// bodies (nil: none): the one cv last used while it lives, else one of
+// the same texts the index keeps, else a new one.
+func (ix *Index) corpusOf(cv *candidates, bodies []uint64) (*corpus, error) {
 	if wp := cv.corpus.Load(); wp != nil {
 		if c := wp.Value(); c != nil {
 			return c, nil
 		}
 	}
-	c, err := ix.corpusFor(cv.skills)
+	var texts []string
+	if bodies != nil {
+		texts = cv.bodyTexts
+	}
+	c, err := ix.corpusWith(cv.skills, bodies, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -255,13 +283,19 @@ func (ix *Index) corpusOf(cv *candidates) (*corpus, error) {
 	return c, nil
 }
 
-// corpusFor returns a corpus of skills, building what it lacks: the
+// corpusFor is corpusWith, without bodies.
+func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
+	return ix.corpusWith(skills, nil, nil)
+}
+
+// corpusWith returns a corpus of skills, whose bodies are keyed bodies
+// and read texts (both nil: no body), building what it lacks: the
 // analyses of skills whose text it has not analysed (or no longer keeps),
 // and the postings when it keeps none of exactly these analyses.
-func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
+func (ix *Index) corpusWith(skills []catalog.Summary, bodies []uint64, texts []string) (*corpus, error) {
 	ix.build.Lock()
 	defer ix.build.Unlock()
-	as, err := ix.analysesOf(skills)
+	as, err := ix.analysesOf(skills, bodies, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +310,7 @@ func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
 	if ok && c.dict == ix.dict && slices.Equal(c.serials, serials) {
 		return c, nil
 	}
-	c = buildCorpus(ix.dict, skills, as, serials, ix.dict.size())
+	c = buildCorpus(ix.dict, skills, bodies, as, serials, ix.dict.size())
 	ix.last = c
 	ix.mu.Lock()
 	if !ix.closed {
@@ -286,10 +320,11 @@ func (ix *Index) corpusFor(skills []catalog.Summary) (*corpus, error) {
 	return c, nil
 }
 
-// analysesOf returns the analysis of each skill, analysing those the
+// analysesOf returns the analysis of each skill (with its body keyed
+// bodies[i] and read texts[i], both nil for none), analysing those the
 // index does not keep. The caller holds ix.build. When the dict has grown
 // past its bound, it starts a new one and analyses every skill again.
-func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
+func (ix *Index) analysesOf(skills []catalog.Summary, bodies []uint64, texts []string) ([]*analysis, error) {
 	if ix.dict.size() > ix.opts.MaxTerms {
 		ix.dict = newDictOf(2 * ix.opts.MaxTerms)
 		ix.mu.Lock()
@@ -298,7 +333,7 @@ func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 	}
 	as := make([]*analysis, len(skills))
 	if ix.last != nil && ix.last.dict == ix.dict {
-		ix.last.reuse(skills, as)
+		ix.last.reuse(skills, bodies, as)
 	}
 	var missing []int
 	ix.mu.Lock()
@@ -310,7 +345,7 @@ func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 		if as[i] != nil {
 			continue
 		}
-		if a, ok := ix.analyses.Get(textOf(s)); ok {
+		if a, ok := ix.analyses.Get(textOf(s, bodyKey(bodies, i))); ok {
 			as[i] = a
 		} else {
 			missing = append(missing, i)
@@ -325,7 +360,11 @@ func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 	from := len(d.terms)
 	for _, i := range missing {
 		var left int
-		as[i], left = analyze(d, textOf(skills[i]), ix.opts.MaxSkillTerms, &ix.scratch)
+		body := ""
+		if texts != nil {
+			body = texts[i]
+		}
+		as[i], left = analyze(d, textOf(skills[i], bodyKey(bodies, i)), body, ix.opts.MaxSkillTerms, &ix.scratch)
 		ix.leftOut.Add(uint64(left))
 	}
 	d.sortNew(from)
@@ -334,7 +373,7 @@ func (ix *Index) analysesOf(skills []catalog.Summary) ([]*analysis, error) {
 	for _, i := range missing {
 		ix.serial++
 		as[i].serial = ix.serial
-		ix.analyses.Add(textOf(skills[i]), as[i])
+		ix.analyses.Add(textOf(skills[i], bodyKey(bodies, i)), as[i])
 	}
 	ix.mu.Unlock()
 	return as, nil

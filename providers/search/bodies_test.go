@@ -1,0 +1,115 @@
+package search_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers/search"
+)
+
+// qualityRun is the measures of one configuration of the index over the
+// evaluation set: all queries, the used half, the held-out half, and each
+// query's rank list.
+type qualityRun struct {
+	all, used, held scores
+	ranks           map[string][]string
+}
+
+// measureConfig builds an index with opts over the evaluation skills
+// (with their bodies from testdata/bodies.json), teaches it the used half
+// when learn is set (each used query followed by the load of its first
+// expected skill, as TestLearnedQuality does), and measures it.
+func measureConfig(t *testing.T, label string, opts search.Options, learn bool, used, held []evalQuery) qualityRun {
+	t.Helper()
+	skills := evalSkills(t)
+	m := newMemory(skills)
+	m.bodies = readJSON[map[string]string](t, "testdata/bodies.json")
+	ix, _ := newIndex(t, opts, m)
+	rank := func(q string) []string {
+		r, err := ix.Search(context.Background(), catalog.At("/w"), q, len(skills), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names(r)
+	}
+	if learn {
+		at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		for i, q := range used {
+			if err := ix.Learn(q.Expect[0], q.Query, at.Add(time.Duration(i)*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := append(slices.Clone(held), used...)
+	run := qualityRun{
+		all:   measure(t, label, all, rank),
+		used:  measure(t, label+", used half", used, rank),
+		held:  measure(t, label+", held-out half", held, rank),
+		ranks: make(map[string][]string),
+	}
+	for _, q := range all {
+		run.ranks[q.Query] = rank(q.Query)
+	}
+	if reads, errs := ix.BodyReads(); opts.Bodies && (reads != uint64(len(skills)) || errs != 0) {
+		t.Errorf("%s: %d bodies read, %d failed; want each of the %d skills' once", label, reads, errs, len(skills))
+	}
+	return run
+}
+
+// TestBodyQuality measures what indexing the skills' bodies brings on the
+// evaluation set, without and with learned terms (the odd queries used,
+// as in TestLearnedQuality): hit@1, hit@5 and mean reciprocal rank of all
+// queries, the used half and the held-out half. With bodies, no class may
+// get worse than without (hit@5 and MRR of each), with or without
+// learning, and no query may fall out of the top 5.
+func TestBodyQuality(t *testing.T) {
+	queries := readJSON[[]evalQuery](t, "testdata/queries.json")
+	var used, held []evalQuery
+	for i, q := range queries {
+		if i%2 == 1 {
+			used = append(used, q)
+		} else {
+			held = append(held, q)
+		}
+	}
+	type config struct {
+		label       string
+		bodies, lrn bool
+	}
+	runs := map[config]qualityRun{}
+	for _, c := range []config{{"text", false, false}, {"text+bodies", true, false}, {"text, learned", false, true}, {"text+bodies, learned", true, true}} {
+		runs[c] = measureConfig(t, c.label, search.Options{Bodies: c.bodies}, c.lrn, used, held)
+		r := runs[c]
+		t.Logf("%-22s all hit@1 %.3f hit@5 %.3f MRR %.3f | used hit@5 %.3f MRR %.3f | held-out hit@1 %.3f hit@5 %.3f MRR %.3f",
+			c.label, r.all.hit1, r.all.hit5, r.all.mrr, r.used.hit5, r.used.mrr, r.held.hit1, r.held.hit5, r.held.mrr)
+	}
+	for _, lrn := range []bool{false, true} {
+		off, on := runs[config{map[bool]string{false: "text", true: "text, learned"}[lrn], false, lrn}],
+			runs[config{map[bool]string{false: "text+bodies", true: "text+bodies, learned"}[lrn], true, lrn}]
+		for _, cl := range []struct {
+			name    string
+			off, on scores
+		}{{"all", off.all, on.all}, {"used half", off.used, on.used}, {"held-out half", off.held, on.held}} {
+			if cl.on.hit5 < cl.off.hit5 || cl.on.mrr < cl.off.mrr {
+				t.Errorf("learned %v, %s: bodies lower hit@5 %.3f→%.3f or MRR %.3f→%.3f", lrn, cl.name, cl.off.hit5, cl.on.hit5, cl.off.mrr, cl.on.mrr)
+			}
+		}
+		fell := 0
+		for _, q := range queries {
+			pos := func(ns []string) int {
+				if p := slices.IndexFunc(ns, func(n string) bool { return slices.Contains(q.Expect, n) }); p >= 0 {
+					return p
+				}
+				return len(ns) + 1000
+			}
+			if b, a := pos(off.ranks[q.Query]), pos(on.ranks[q.Query]); b < 5 && a >= 5 {
+				fell++
+				t.Logf("learned %v: with bodies %q fell out of the top 5 (%v from %d to %d)", lrn, q.Query, q.Expect, b+1, a+1)
+			}
+		}
+		t.Logf("learned %v: queries that fell out of the top 5 with bodies: %d of %d", lrn, fell, len(queries))
+	}
+}
