@@ -47,7 +47,7 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 	var opts []processor.Option
 	var index *search.Index
 	if c.SkillSearch {
-		index = search.New(reg, search.Options{})
+		index = search.New(reg, c.searchOptions())
 		opts = append(opts, processor.WithSearcher(index))
 	}
 	stopLearner := func() {}

@@ -39,6 +39,7 @@ type Config struct {
 	CatalogRank          string // which skills a shortened catalog keeps: name or use (--catalog-rank)
 	SkillSearch          bool   // serve the skill_search tool; offered catalogs list fewer skills (--skill-search)
 	CatalogListedMax     int    // entries an offered catalog lists at most; 0 = no count limit (--catalog-listed-max)
+	SearchBodies         bool   // the search index holds the skills' bodies too (--search-bodies)
 	ToolOwner            string
 
 	// Skill store: serve, catalog, load, replay, skills.
@@ -190,6 +191,8 @@ func (c *Config) skillFlags(cmd *command) {
 		"serve the skill_search tool beside the skill tool: a session whose tool view holds both lists fewer skills, whole, and is told that skill_search finds the rest")
 	cmd.cfgInt(&c.CatalogListedMax, "catalog-listed-max", 0,
 		"with --skill-search, list at most this many skills in a session offered search, lowest precedence left out first; 0 for no count limit (--catalog-max-length still applies)")
+	cmd.cfgBool(&c.SearchBodies, "search-bodies", false,
+		"with --skill-search, the search index holds each skill's body too (its first 4 KiB, at a low weight), read once whenever the skills change, never per search; changes rankings, so off by default")
 	cmd.cfgString(&c.CatalogRank, "catalog-rank", string(catalog.RankName),
 		"which skills a catalog that cannot list every skill with its description keeps, by `rank`: name (the last names give way first) or use (the skills the tenant loaded least over the last 7 days give way first, read from the usage projection; with --skill-search the listed max then counts skills with a description, and further names fill the size limit)")
 	cmd.cfgString(&c.ToolOwner, "tool-owner", defaultToolOwner, "owner `id` of our skill tool in the agent's tool view; also the catalog producer")

@@ -185,7 +185,7 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 			}
 		}
 		rep, err := eval.Run(ctx, sources, eval.Options{Window: window, Steps: steps, Candidate: eval.Candidate{
-			ToolOwner: c.ToolOwner, Catalog: c.catalogOptions(), Skills: reg, CwdMap: maps,
+			ToolOwner: c.ToolOwner, Catalog: c.catalogOptions(), Skills: reg, CwdMap: maps, Bodies: c.SearchBodies,
 		}})
 		if err != nil {
 			return evalError(err)

@@ -283,7 +283,7 @@ It takes the same skills flags and SKILLSTREAM_* variables as serve.`)[1:], `
 			Logger:             log.With("component", "mcp"),
 		}
 		if p.c.SkillSearch {
-			ix := search.New(reg.Registry, search.Options{})
+			ix := search.New(reg.Registry, p.c.searchOptions())
 			defer ix.Close()
 			cfg.Search = ix
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/processor/usage"
+	"github.com/skillstream/skillstream/providers/search"
 )
 
 // defaultSearchLearnWindow is how far back --search-learn reads the log
@@ -47,6 +48,20 @@ func (c *Config) validateSearchLearn(now time.Time) (time.Time, error) {
 		since = w
 	}
 	return since, nil
+}
+
+// validateSearchBodies checks --search-bodies: it shapes the skill
+// search index, so it needs --skill-search.
+func (c *Config) validateSearchBodies() error {
+	if c.SearchBodies && !c.SkillSearch {
+		return usagef("--search-bodies indexes the skills' bodies for skill search: it needs --skill-search")
+	}
+	return nil
+}
+
+// searchOptions is the search index's share of the configuration.
+func (c *Config) searchOptions() search.Options {
+	return search.Options{Bodies: c.SearchBodies}
 }
 
 // learnSearches feeds the unit's search index the searches followed by

@@ -96,6 +96,9 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		if err != nil {
 			return err
 		}
+		if err := c.validateSearchBodies(); err != nil {
+			return err
+		}
 		c.searchLearnFrom = learnFrom
 		if err := c.validateStart(); err != nil {
 			return err
@@ -207,6 +210,9 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	}
 	if c.SkillSearch {
 		where = append(where, "skill_search", "on", "catalog_listed_max", c.CatalogListedMax)
+		if c.SearchBodies {
+			where = append(where, "search_bodies", "on")
+		}
 	}
 	if c.CatalogRank == string(catalog.RankUse) {
 		where = append(where, "catalog_rank", c.CatalogRank)
@@ -486,7 +492,7 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 		if c.SkillSearch {
 			// The index follows the registry: built per changed skill,
 			// never per search.
-			u.index = search.New(u.reg, search.Options{})
+			u.index = search.New(u.reg, c.searchOptions())
 			u.late.Set(u.reg, u.index)
 		} else {
 			u.late.Set(u.reg, nil)

@@ -153,6 +153,10 @@ type Options struct {
 	// skills: a replay then builds no index of its own. Only searches
 	// against Skills use it.
 	Index *Index
+	// Bodies: the search index the replay builds holds the skills' bodies
+	// (search.Options.Bodies), as the processor's does with serve's
+	// --search-bodies.
+	Bodies bool
 	// Recorded replays against the skills captured in the recording.
 	Recorded bool
 	// AsRecorded replays every trigger against the skills the session saw

@@ -118,7 +118,7 @@ type searchIndex struct {
 func (r *Replayer) index(at **searchIndex, skills history.Skills) *search.Index {
 	if *at == nil {
 		reg := providers.NewRegistry([]providers.Provider{skillsProvider{skills}})
-		*at = &searchIndex{reg: reg, ix: search.New(reg, search.Options{})}
+		*at = &searchIndex{reg: reg, ix: search.New(reg, search.Options{Bodies: r.opts.Bodies})}
 	}
 	return (*at).ix
 }
@@ -130,11 +130,12 @@ func (r *Replayer) index(at **searchIndex, skills history.Skills) *search.Index 
 // the skills once per query and skill name, and is safe for concurrent use.
 type Index struct{ si *searchIndex }
 
-// NewIndex returns the search index of skills. Close it once the replays
+// NewIndex returns the search index of skills, holding their bodies too
+// when bodies is set (search.Options.Bodies). Close it once the replays
 // using it are done.
-func NewIndex(skills history.Skills) *Index {
+func NewIndex(skills history.Skills, bodies bool) *Index {
 	reg := providers.NewRegistry([]providers.Provider{skillsProvider{newMemo(skills)}})
-	return &Index{&searchIndex{reg: reg, ix: search.New(reg, search.Options{})}}
+	return &Index{&searchIndex{reg: reg, ix: search.New(reg, search.Options{Bodies: bodies})}}
 }
 
 // Searcher is the index bound to the working directory and project of q.

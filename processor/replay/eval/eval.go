@@ -99,6 +99,9 @@ type Candidate struct {
 	// CwdMap rewrites the recorded working directories before asking
 	// Skills (replay.Options.CwdMap).
 	CwdMap []replay.CwdMapping
+	// Bodies: the candidate's search index holds the skills' bodies
+	// (search.Options.Bodies, serve's --search-bodies).
+	Bodies bool
 }
 
 // Options configure an evaluation.
@@ -289,7 +292,7 @@ func Run(ctx context.Context, sources []Source, opts Options) (*Report, error) {
 	// Every session sees the same skills, asked once per working
 	// directory and name, and one search index of them.
 	skills := replay.Memo(c.Skills)
-	ix := replay.NewIndex(skills)
+	ix := replay.NewIndex(skills, opts.Candidate.Bodies)
 	defer ix.Close()
 	e := &evaluator{opts: opts, ix: ix, skills: skills}
 	out := make([]Session, len(sources))
