@@ -55,17 +55,28 @@ func timeSearches(b *testing.B, ix *search.Index, queries []evalQuery) {
 // the postings of the new view. BenchmarkCollectOneChange is the
 // registry's part alone, for comparison.
 func BenchmarkReindexOneChange(b *testing.B) {
-	benchmarkChange(b, true)
+	benchmarkChange(b, true, false)
 }
 
 func BenchmarkCollectOneChange(b *testing.B) {
-	benchmarkChange(b, false)
+	benchmarkChange(b, false, false)
 }
 
-func benchmarkChange(b *testing.B, searching bool) {
+// BenchmarkReindexOneChangeBodies is BenchmarkReindexOneChange with the
+// bodies indexed (Options.Bodies): the new view's bodies are read again,
+// all of them (from memory here), the changed skill analysed with its
+// body, the postings built.
+func BenchmarkReindexOneChangeBodies(b *testing.B) {
+	benchmarkChange(b, true, true)
+}
+
+func benchmarkChange(b *testing.B, searching, bodies bool) {
 	skills := synthetic(b, 10000)
 	m := newMemory(slices.Clone(skills))
-	ix, reg := newIndex(b, search.Options{}, m)
+	if bodies {
+		m.bodies = syntheticBodies(b, skills)
+	}
+	ix, reg := newIndex(b, search.Options{Bodies: bodies}, m)
 	ctx := context.Background()
 	q := catalog.At("/w")
 	if _, err := ix.Search(ctx, q, "warm up", 8, 0); err != nil {

@@ -2,7 +2,9 @@ package search_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +118,82 @@ func TestBodyQuality(t *testing.T) {
 		}
 		t.Logf("learned %v: queries that fell out of the top 5 with bodies: %d of %d", lrn, fell, len(queries))
 	}
+}
+
+// TestBodiesBadInput indexes hostile bodies: one of 10 MiB (indexed for
+// its first MaxBodyBytes: a word at its start matches, one past the bound
+// does not), one of binary junk, an empty one, and one whose read fails
+// (indexed empty and counted). Searches work, and give the same answer
+// twice.
+func TestBodiesBadInput(t *testing.T) {
+	junk := make([]byte, 64<<10)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range junk {
+		junk[i] = byte(r.IntN(256))
+	}
+	huge := "frobnicate the widget\n" + strings.Repeat("padding words here ", (search.MaxBodyBytes/19)+1) + "zanzibar\n" + strings.Repeat("x", 10<<20)
+	skills := []catalog.Summary{
+		summary("huge-body", "A skill with a large body.", ""),
+		summary("junk-body", "A skill whose body is binary junk.", ""),
+		summary("empty-body", "A skill with no body.", ""),
+		summary("failing-body", "A skill whose body cannot be read.", ""),
+		summary("plain", "A plain skill.", ""),
+	}
+	m := newMemory(skills)
+	m.bodies = map[string]string{"huge-body": huge, "junk-body": string(junk), "empty-body": "", "plain": "Steps: run quuxtool."}
+	m.fail = map[string]bool{"failing-body": true}
+	ix, _ := newIndex(t, search.Options{Bodies: true}, m)
+	ctx, q := context.Background(), catalog.At("/w")
+	for query, want := range map[string][]string{
+		"frobnicate":       {"huge-body"},
+		"zanzibar":         nil, // past the bound
+		"quuxtool":         {"plain"},
+		"skill body":       {"empty-body", "failing-body", "huge-body", "junk-body", "plain"},
+		string(junk[:300]): nil,
+	} {
+		r, err := ix.Search(ctx, q, query, 10, 0)
+		if err != nil {
+			t.Fatalf("%.20q: %v", query, err)
+		}
+		got := names(r)
+		if want != nil && !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Errorf("%.20q: %v; want %v", query, got, want)
+		}
+		if want == nil && query == "zanzibar" && len(got) != 0 {
+			t.Errorf("a word past the body's first %d bytes matched: %v", search.MaxBodyBytes, got)
+		}
+		again, err := ix.Search(ctx, q, query, 10, 0)
+		if err != nil || !slices.Equal(names(again), got) {
+			t.Errorf("%.20q: second search %v, %v; first %v", query, names(again), err, got)
+		}
+	}
+	if reads, errs := ix.BodyReads(); reads != 5 || errs != 1 {
+		t.Errorf("%d bodies read, %d failed; want 5 read (once each, whatever the searches) and 1 failed", reads, errs)
+	}
+}
+
+// FuzzBodies indexes a body of any bytes beside the evaluation skills'
+// and searches it: no panic, at most limit matches, the same answer twice.
+func FuzzBodies(f *testing.F) {
+	for _, s := range []string{"", "pdftk qpdf", "\x00\xff\xfe", strings.Repeat("é", 3000), "don't 's ’", strings.Repeat("a", 5000) + "ñ"} {
+		f.Add(s, "pdf form")
+	}
+	skills := evalSkills(f)
+	f.Fuzz(func(t *testing.T, body, query string) {
+		m := newMemory(slices.Clone(skills))
+		m.bodies = map[string]string{skills[0].Name: body, skills[1].Name: body + body}
+		ix, _ := newIndex(t, search.Options{Bodies: true}, m)
+		ctx, q := context.Background(), catalog.At("/w")
+		r, err := ix.Search(ctx, q, query, 5, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Matches) > 5 || r.Total < len(r.Matches) {
+			t.Fatalf("%d matches, total %d", len(r.Matches), r.Total)
+		}
+		again, err := ix.Search(ctx, q, query, 5, 0)
+		if err != nil || !slices.Equal(names(again), names(r)) || again.Total != r.Total {
+			t.Fatalf("second search differs: %v / %v, %v", names(r), names(again), err)
+		}
+	})
 }

@@ -23,7 +23,9 @@ type memory struct {
 	skills []catalog.Summary
 	ch     chan struct{}
 	bodies map[string]string // a skill's body by name; "body" when absent
+	fail   map[string]bool   // skills whose Load fails
 	loads  int               // Load calls
+	pos    map[string]int    // skills' positions by name, made at the first Load
 }
 
 func newMemory(skills []catalog.Summary) *memory {
@@ -46,14 +48,21 @@ func (m *memory) Load(ctx context.Context, name string, q catalog.Query) (catalo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.loads++
-	for _, s := range m.skills {
-		if s.Name == name {
-			body, ok := m.bodies[name]
-			if !ok {
-				body = "body"
-			}
-			return catalog.Skill{Summary: s, Content: body}, nil
+	if m.fail[name] {
+		return catalog.Skill{}, fmt.Errorf("memory: reading %q failed", name)
+	}
+	if m.pos == nil {
+		m.pos = make(map[string]int, len(m.skills))
+		for i, s := range m.skills {
+			m.pos[s.Name] = i
 		}
+	}
+	if i, ok := m.pos[name]; ok {
+		body, ok := m.bodies[name]
+		if !ok {
+			body = "body"
+		}
+		return catalog.Skill{Summary: m.skills[i], Content: body}, nil
 	}
 	return catalog.Skill{}, fmt.Errorf("no %q: %w", name, catalog.ErrNotFound)
 }
@@ -67,6 +76,10 @@ func (m *memory) Changes(catalog.Query) <-chan struct{} {
 // set replaces skill i and announces the change.
 func (m *memory) set(i int, s catalog.Summary) {
 	m.mu.Lock()
+	if m.pos != nil {
+		delete(m.pos, m.skills[i].Name)
+		m.pos[s.Name] = i
+	}
 	m.skills[i] = s
 	close(m.ch)
 	m.ch = make(chan struct{})
@@ -166,6 +179,23 @@ func names(r search.Result) []string {
 	var out []string
 	for _, s := range r.Matches {
 		out = append(out, s.Name)
+	}
+	return out
+}
+
+// syntheticBodies gives each of skills (synthetic's) the body of the
+// evaluation skill it was made from (testdata/bodies.json), with its own
+// name in the first line so that no two are the same text.
+func syntheticBodies(t testing.TB, skills []catalog.Summary) map[string]string {
+	t.Helper()
+	base := readJSON[map[string]string](t, "testdata/bodies.json")
+	out := make(map[string]string, len(skills))
+	for _, s := range skills {
+		name := s.Name
+		if i := strings.LastIndexByte(name, '-'); i > 0 && base[name] == "" {
+			name = name[:i]
+		}
+		out[s.Name] = "# " + s.Name + "\n" + base[name]
 	}
 	return out
 }
