@@ -112,32 +112,40 @@ func reportPercentiles(b *testing.B, took []time.Duration) {
 
 // TestMemory logs the heap the index holds for 10,000 skills: its
 // analyses, its term dict and one corpus, beside the registry's own view
-// of them. It asserts nothing.
+// of them; and the same with the skills' bodies indexed (Options.Bodies:
+// the bodies as indexed, kept with the view, and their terms). It asserts
+// nothing.
 func TestMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 10,000 skills")
 	}
 	skills := synthetic(t, 10000)
-	ix, reg := newIndex(t, search.Options{}, newMemory(skills))
-	ctx := context.Background()
-	q := catalog.At("/w")
-	heap := func() uint64 {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
+	for _, bodies := range []bool{false, true} {
+		m := newMemory(skills)
+		if bodies {
+			m.bodies = syntheticBodies(t, skills)
+		}
+		ix, reg := newIndex(t, search.Options{Bodies: bodies}, m)
+		ctx := context.Background()
+		q := catalog.At("/w")
+		heap := func() uint64 {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		if _, err := reg.Snapshot(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		before := heap()
+		start := time.Now()
+		if _, err := ix.Search(ctx, q, "terraform plan review", 8, 0); err != nil {
+			t.Fatal(err)
+		}
+		built := time.Since(start)
+		after := heap()
+		t.Logf("10,000 skills, bodies %v: index heap %.1f MiB (%d bytes a skill), first search (everything read, analysed and built) %v",
+			bodies, float64(after-before)/(1<<20), (after-before)/10000, built)
+		runtime.KeepAlive(ix)
 	}
-	if _, err := reg.Snapshot(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	before := heap()
-	start := time.Now()
-	if _, err := ix.Search(ctx, q, "terraform plan review", 8, 0); err != nil {
-		t.Fatal(err)
-	}
-	built := time.Since(start)
-	after := heap()
-	t.Logf("10,000 skills: index heap %.1f MiB (%d bytes a skill), first search (everything analysed and built) %v",
-		float64(after-before)/(1<<20), (after-before)/10000, built)
-	runtime.KeepAlive(ix)
 }

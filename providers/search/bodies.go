@@ -18,7 +18,7 @@ const bodyMaxFieldBytes = MaxBodyBytes
 // per change of the skills, never per search. Every body is read again
 // then, as a body may change alone. A body that cannot be read (the skill
 // went away since, its provider failed) is indexed empty and counted
-// (BodyErrors); only ctx's end fails the search, and the next search
+// (BodyReads); only ctx's end fails the search, and the next search
 // reads again.
 func (ix *Index) bodiesOf(ctx context.Context, q catalog.Query, cv *candidates) ([]uint64, error) {
 	cv.bodyMu.Lock()
