@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/search"
 )
 
@@ -55,11 +56,11 @@ func timeSearches(b *testing.B, ix *search.Index, queries []evalQuery) {
 // the postings of the new view. BenchmarkCollectOneChange is the
 // registry's part alone, for comparison.
 func BenchmarkReindexOneChange(b *testing.B) {
-	benchmarkChange(b, true, false)
+	benchmarkChange(b, true, false, false)
 }
 
 func BenchmarkCollectOneChange(b *testing.B) {
-	benchmarkChange(b, false, false)
+	benchmarkChange(b, false, false, false)
 }
 
 // BenchmarkReindexOneChangeBodies is BenchmarkReindexOneChange with the
@@ -67,16 +68,32 @@ func BenchmarkCollectOneChange(b *testing.B) {
 // all of them (from memory here), the changed skill analysed with its
 // body, the postings built.
 func BenchmarkReindexOneChangeBodies(b *testing.B) {
-	benchmarkChange(b, true, true)
+	benchmarkChange(b, true, true, false)
 }
 
-func benchmarkChange(b *testing.B, searching, bodies bool) {
+// BenchmarkReindexOneChangeBodiesQuick is BenchmarkReindexOneChangeBodies
+// with a provider that answers loads from memory in the caller's
+// goroutine (a providers.QuickLoader, as the skills folders' provider is
+// when its files are watched and unchanged), not through the registry's
+// supervised call.
+func BenchmarkReindexOneChangeBodiesQuick(b *testing.B) {
+	benchmarkChange(b, true, true, true)
+}
+
+// benchmarkChange changes one skill among 10,000 per operation, and
+// searches (or collects the registry's view), with the bodies indexed or
+// not, through a provider that loads quickly (QuickLoader) or not.
+func benchmarkChange(b *testing.B, searching, bodies, quickLoads bool) {
 	skills := synthetic(b, 10000)
 	m := newMemory(slices.Clone(skills))
 	if bodies {
 		m.bodies = syntheticBodies(b, skills)
 	}
-	ix, reg := newIndex(b, search.Options{Bodies: bodies}, m)
+	var p providers.Provider = m
+	if quickLoads {
+		p = quickMemory{m}
+	}
+	ix, reg := newIndex(b, search.Options{Bodies: bodies}, p)
 	ctx := context.Background()
 	q := catalog.At("/w")
 	if _, err := ix.Search(ctx, q, "warm up", 8, 0); err != nil {

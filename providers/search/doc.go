@@ -87,8 +87,9 @@
 // On the evaluation set (TestBodyQuality) bodies lift hit@5 from 0.655
 // to 0.713 and the mean reciprocal rank from 0.542 to 0.605; with
 // learned terms, from 0.825 to 0.871. Reading 10,000 bodies again costs
-// tens of milliseconds per change (BenchmarkReindexOneChangeBodies, from
-// memory), and the view keeps its bodies as indexed (TestMemory).
+// tens of milliseconds per change (BenchmarkReindexOneChangeBodies and
+// its Quick variant, from memory), and the view keeps its bodies as
+// indexed (TestMemory).
 //
 // Terms related by co-occurrence in the skills' own text (a query word
 // expanded by the words that share skills with it) were tried and made

@@ -199,3 +199,12 @@ func syntheticBodies(t testing.TB, skills []catalog.Summary) map[string]string {
 	}
 	return out
 }
+
+// quickMemory is memory answering every load from memory in the caller's
+// goroutine (providers.QuickLoader).
+type quickMemory struct{ *memory }
+
+func (m quickMemory) LoadQuick(name string, q catalog.Query) (catalog.Skill, bool) {
+	sk, err := m.Load(context.Background(), name, q)
+	return sk, err == nil
+}
