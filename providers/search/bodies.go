@@ -19,18 +19,20 @@ const bodyMaxFieldBytes = MaxBodyBytes
 // then, as a body may change alone. A body that cannot be read (the skill
 // went away since, its provider failed) is indexed empty and counted
 // (BodyReads); only ctx's end fails the search, and the next search
-// reads again.
+// goes on from the bodies read so far.
 func (ix *Index) bodiesOf(ctx context.Context, q catalog.Query, cv *candidates) ([]uint64, error) {
 	cv.bodyMu.Lock()
 	defer cv.bodyMu.Unlock()
 	if cv.bodyKeys != nil {
 		return cv.bodyKeys, nil
 	}
-	texts := make([]string, len(cv.skills))
-	keys := make([]uint64, len(cv.skills))
+	if cv.bodyTexts == nil {
+		cv.bodyTexts, cv.bodyRead = make([]string, len(cv.skills)), make([]uint64, len(cv.skills))
+	}
 	lk := ix.reg.Lookup(q)
-	for i, s := range cv.skills {
-		sk, err := lk.Load(ctx, s.Name)
+	for ; cv.bodyNext < len(cv.skills); cv.bodyNext++ {
+		i := cv.bodyNext
+		sk, err := lk.Load(ctx, cv.skills[i].Name)
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
@@ -39,11 +41,11 @@ func (ix *Index) bodiesOf(ctx context.Context, q catalog.Query, cv *candidates) 
 			ix.bodyErrors.Add(1)
 			continue
 		}
-		texts[i] = boundBody(sk.Content)
-		keys[i] = ix.bodyKeyOf(texts[i])
+		cv.bodyTexts[i] = boundBody(sk.Content)
+		cv.bodyRead[i] = ix.bodyKeyOf(cv.bodyTexts[i])
 	}
-	cv.bodyTexts, cv.bodyKeys = texts, keys
-	return keys, nil
+	cv.bodyKeys = cv.bodyRead
+	return cv.bodyKeys, nil
 }
 
 // boundBody is the beginning of body that is indexed: at most

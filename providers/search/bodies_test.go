@@ -2,6 +2,8 @@ package search_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -196,4 +198,39 @@ func FuzzBodies(f *testing.F) {
 			t.Fatalf("second search differs: %v / %v, %v", names(r), names(again), err)
 		}
 	})
+}
+
+// TestBodiesReadResumes: a search whose context ends while the bodies are
+// read fails with the context's error; the next search goes on from the
+// bodies read so far (each is read once) and finds a skill by its body.
+func TestBodiesReadResumes(t *testing.T) {
+	var skills []catalog.Summary
+	bodies := map[string]string{}
+	for i := range 6 {
+		name := fmt.Sprintf("skill-%d", i)
+		skills = append(skills, summary(name, "A skill.", ""))
+		bodies[name] = fmt.Sprintf("Run tool%d on the files.", i)
+	}
+	m := newMemory(skills)
+	m.bodies = bodies
+	ctx, cancel := context.WithCancel(context.Background())
+	m.onLoad = func(n int) {
+		if n == 3 {
+			cancel()
+		}
+	}
+	ix, _ := newIndex(t, search.Options{Bodies: true}, m)
+	if _, err := ix.Search(ctx, catalog.At("/w"), "tool5", 8, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("search cancelled while reading bodies: %v; want context.Canceled", err)
+	}
+	if reads, _ := ix.BodyReads(); reads != 2 {
+		t.Errorf("%d bodies read before the cancel; want 2", reads)
+	}
+	r, err := ix.Search(context.Background(), catalog.At("/w"), "tool5", 8, 0)
+	if err != nil || !slices.Equal(names(r), []string{"skill-5"}) {
+		t.Fatalf("next search: %v, %v; want [skill-5]", names(r), err)
+	}
+	if reads, errs := ix.BodyReads(); reads != 6 || errs != 0 {
+		t.Errorf("%d bodies read, %d failed; want 6 and 0", reads, errs)
+	}
 }

@@ -80,7 +80,8 @@
 // per change the providers announce, never per search; every body of the
 // view is read again then, as a body may change alone. A body that
 // cannot be read is indexed empty (BodyReads counts it); a search whose
-// context ends while they are read fails, and the next one reads them.
+// context ends while they are read fails, and the next one goes on from
+// the bodies read so far.
 // Each analysis is keyed by a hash of the body as well, so an unchanged
 // body is not analysed again. Off, no skill has a term in the field:
 // every score, and so every ranking, is what it was without the option.

@@ -25,6 +25,7 @@ type memory struct {
 	bodies map[string]string // a skill's body by name; "body" when absent
 	fail   map[string]bool   // skills whose Load fails
 	loads  int               // Load calls
+	onLoad func(n int)       // called with the Load calls so far, the lock held
 	pos    map[string]int    // skills' positions by name, made at the first Load
 }
 
@@ -48,6 +49,9 @@ func (m *memory) Load(ctx context.Context, name string, q catalog.Query) (catalo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.loads++
+	if m.onLoad != nil {
+		m.onLoad(m.loads)
+	}
 	if m.fail[name] {
 		return catalog.Skill{}, fmt.Errorf("memory: reading %q failed", name)
 	}

@@ -225,9 +225,13 @@ type candidates struct {
 	pos      atomic.Pointer[map[string]uint32] // skills' positions by name, made when learned terms need them
 
 	// With Options.Bodies: the skills' bodies as indexed (their first
-	// MaxBodyBytes) and their keys, read at the view's first search.
+	// MaxBodyBytes) and their keys, read at the view's first search
+	// (bodyNext of them so far, when a search ended while reading: the
+	// next goes on); bodyKeys is set once all are read.
 	bodyMu    sync.Mutex
 	bodyTexts []string
+	bodyRead  []uint64
+	bodyNext  int
 	bodyKeys  []uint64
 }
 
