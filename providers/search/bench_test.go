@@ -16,12 +16,22 @@ import (
 // BenchmarkSearch searches n skills with the evaluation queries, one per
 // operation, the index built and the registry's view cached (the state
 // between two changes). It reports the median and 99th percentile of one
-// search.
+// search. The "bodies" runs index the skills' bodies too.
 func BenchmarkSearch(b *testing.B) {
 	queries := readJSON[[]evalQuery](b, "testdata/queries.json")
-	for _, n := range []int{100, 1000, 10000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			ix, _ := newIndex(b, search.Options{}, newMemory(synthetic(b, n)))
+	for _, n := range []int{100, 1000, 10000, -10000} {
+		name, bodies := fmt.Sprint(n), n < 0
+		if bodies {
+			n = -n
+			name = fmt.Sprint(n, "-bodies")
+		}
+		b.Run(name, func(b *testing.B) {
+			skills := synthetic(b, n)
+			m := newMemory(skills)
+			if bodies {
+				m.bodies = syntheticBodies(b, skills)
+			}
+			ix, _ := newIndex(b, search.Options{Bodies: bodies}, m)
 			ctx := context.Background()
 			q := catalog.At("/w")
 			if _, err := ix.Search(ctx, q, "warm up", 8, 0); err != nil {
