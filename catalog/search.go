@@ -201,6 +201,23 @@ type Matches struct {
 	// them ("" when it learned nothing: the skills' text alone). It is
 	// recorded, never shown to the model.
 	Learned string
+	// LearnedTerms is what of the learned terms ranked them (nil for
+	// nothing), recorded so that a replay can rebuild the ranking; never
+	// shown to the model.
+	LearnedTerms []LearnedTerm
+}
+
+// LearnedTerm is, for one term of a query, the skills whose learned terms
+// held it when a search ran, each with its weight there.
+type LearnedTerm struct {
+	Term   string
+	Skills []LearnedWeight
+}
+
+// LearnedWeight is one skill's weight for a learned term.
+type LearnedWeight struct {
+	Name   string
+	Weight float64
 }
 
 // Searcher is what Search needs from the search index, already bound to
@@ -218,11 +235,12 @@ type Searcher interface {
 // matches shown, each a name and its description normalised and capped as
 // a catalog entry's (Entries), not escaped.
 type SearchValue struct {
-	Query   string
-	Offset  int
-	Total   int
-	Results []Entry
-	Learned string // Matches.Learned: recorded, not shown
+	Query        string
+	Offset       int
+	Total        int
+	Results      []Entry
+	Learned      string        // Matches.Learned: recorded, not shown
+	LearnedTerms []LearnedTerm // Matches.LearnedTerms: recorded, not shown
 }
 
 // SearchResult is the outcome of one search: exactly one of Value and Err
@@ -270,7 +288,7 @@ func Search(ctx context.Context, s Searcher, args SearchArgs, opts Options) Sear
 	if len(results) > 0 {
 		total = max(total, req.Offset+len(results))
 	}
-	return SearchResult{Value: &SearchValue{Query: req.Query, Offset: req.Offset, Total: total, Results: results, Learned: m.Learned}}
+	return SearchResult{Value: &SearchValue{Query: req.Query, Offset: req.Offset, Total: total, Results: results, Learned: m.Learned, LearnedTerms: m.LearnedTerms}}
 }
 
 // Text returns exactly what the model reads for this result: "Error: " and

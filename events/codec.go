@@ -119,6 +119,12 @@ func sizeHint(v any) int {
 			for _, e := range p.Search.Results {
 				n += len(e.Name) + len(e.Description) + 24
 			}
+			for _, lt := range p.Search.LearnedTerms {
+				n += len(lt.Term) + 16
+				for _, w := range lt.Skills {
+					n += len(w.Name) + 24
+				}
+			}
 		}
 		return n
 	}

@@ -552,6 +552,25 @@ type SearchValue struct {
 	// had learned from the log that ranked the matches (absent: the
 	// skills' text alone). It is metadata for replay, not model text.
 	Learned string `msgpack:"learned,omitempty" json:"learned,omitempty"`
+	// LearnedTerms, when set, is what of the learned terms ranked the
+	// matches: for each term of the query some candidate had learned, those
+	// candidates and their weights. With the candidates' text it rebuilds
+	// the ranking (replay --as-recorded). At most 64 terms of at most 32
+	// skills each; metadata for replay, not model text.
+	LearnedTerms []LearnedTerm `msgpack:"learnedTerms,omitempty" json:"learnedTerms,omitempty"`
+}
+
+// LearnedTerm is one term of a search's query and the skills whose
+// learned terms held it, each with its weight there.
+type LearnedTerm struct {
+	Term   string          `msgpack:"term" json:"term"`
+	Skills []LearnedWeight `msgpack:"skills" json:"skills"`
+}
+
+// LearnedWeight is one skill's weight for a learned term.
+type LearnedWeight struct {
+	Name   string  `msgpack:"name" json:"name"`
+	Weight float64 `msgpack:"weight" json:"weight"`
 }
 
 // ResourceBase mirrors catalog.ResourceBase on the wire.

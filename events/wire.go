@@ -131,6 +131,8 @@ type resultValueWire struct {
 	Total      int     `msgpack:"total" json:"total"`
 	Results    []Entry `msgpack:"results" json:"results"`
 	Learned    string  `msgpack:"learned" json:"learned"`
+	// LearnedTerms as SearchValue's.
+	LearnedTerms []LearnedTerm `msgpack:"learnedTerms" json:"learnedTerms"`
 }
 
 // finish puts the value read where it belongs: Search when it is a
@@ -144,7 +146,7 @@ func (w *toolResultWire) finish(r *ToolResult) error {
 		if results == nil {
 			results = []Entry{}
 		}
-		r.Search = &SearchValue{Query: *v.Query, Offset: v.Offset, Total: v.Total, Results: results, Learned: v.Learned}
+		r.Search = &SearchValue{Query: *v.Query, Offset: v.Offset, Total: v.Total, Results: results, Learned: v.Learned, LearnedTerms: v.LearnedTerms}
 	default:
 		sv := v.SkillValue
 		r.Value = &sv

@@ -133,6 +133,7 @@ func searchResult(t *trigger, r catalog.SearchResult) events.ToolResult {
 		for i, e := range r.Value.Results {
 			v.Results[i] = events.Entry{Name: e.Name, Description: e.Description}
 		}
+		v.LearnedTerms = history.WireLearnedTerms(r.Value.LearnedTerms)
 		out.Search = v
 	default:
 		out.Error = &events.ErrorInfo{Code: events.CodeProvider, Message: "skill search failed"}

@@ -52,8 +52,19 @@ func (r *Replayer) replaySearch(ctx context.Context, p *pending, s *Step) error 
 		return nil
 	}
 	q := catalog.Query{Cwd: ss.Cwd, Project: ss.Project, ResourceDir: ss.ResourceDir}
-	searcher, err := r.searcherFor(p, q)
-	if err != nil {
+	var searcher catalog.Searcher
+	if rv, ev := r.learnedRanking(p, q); rv != nil {
+		// The recorded search ranked with learned terms, and recorded
+		// them: the ranking is rebuilt over the captured skills with them.
+		if err := search.CheckLearnedTerms(ss.Args.QueryText(), ev); err != nil {
+			s.Replayed = Outcome{Outcome: OutcomeRejected, Code: events.CodeBadRequest}
+			s.Note = "the recorded search result's value: " + err.Error()
+			r.verdict(s)
+			return nil
+		}
+		searcher = r.index(&r.recordedIndex, recordedSkills(r.recorded)).SearcherWith(q, rv.Learned, ev)
+		s.Note = "ranked with the recorded learned search terms (version " + rv.Learned + ")"
+	} else if searcher, err = r.searcherFor(p, q); err != nil {
 		return fmt.Errorf("replay search %s: %w", ss.Call, err)
 	}
 	args := catalog.SearchArgs{Query: ss.Args.Query, Limit: ss.Args.Limit, Offset: ss.Args.Offset}
@@ -75,6 +86,21 @@ func (r *Replayer) replaySearch(ctx context.Context, p *pending, s *Step) error 
 	}
 	r.verdict(s)
 	return nil
+}
+
+// learnedRanking returns, for a replay as recorded, the recorded value of
+// search p and the learned terms it recorded when its ranking can be
+// rebuilt with them: it ranked with learned terms, recorded them, and the
+// recording captured the skills of q's working directory. Else nil.
+func (r *Replayer) learnedRanking(p *pending, q catalog.Query) (*events.SearchValue, []catalog.LearnedTerm) {
+	if !r.opts.AsRecorded || r.recorded[q.Cwd] == nil {
+		return nil, nil
+	}
+	out, ok := decodeResult(r.layout, p.output)
+	if !ok || out.Search == nil || len(out.Search.LearnedTerms) == 0 {
+		return nil, nil
+	}
+	return out.Search, history.LearnedTermsOf(out.Search.LearnedTerms)
 }
 
 // searcherFor returns what a search of trigger p for q runs against: the

@@ -135,6 +135,11 @@ type Result struct {
 	// Learned is the version of the learned terms the ranking used (zero
 	// when the index learned nothing: the skills' text alone).
 	Learned LearnedVersion
+	// LearnedTerms is all the ranking took from the learned terms: for
+	// each query term a candidate learned, those candidates and their
+	// weights (nil for none). With the candidates, it rebuilds the ranking
+	// (SearchWith). At most 64 terms (a query's) of at most 32 skills each.
+	LearnedTerms []catalog.LearnedTerm
 }
 
 // Search returns the matches of text among the candidates of q: the skills
@@ -148,6 +153,21 @@ type Result struct {
 // matches point to are shared and must not be modified. Errors are the
 // registry's (ctx's cancellation) and ErrClosed.
 func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit, offset int) (Result, error) {
+	return ix.search(ctx, q, text, limit, offset, false, nil)
+}
+
+// SearchWith is Search ranking with the learned terms ev (as a Result's
+// LearnedTerms recorded them) instead of what the index learned: over the
+// same candidates it returns the recorded search's page. ev is checked
+// first (CheckLearnedTerms).
+func (ix *Index) SearchWith(ctx context.Context, q catalog.Query, text string, limit, offset int, ev []catalog.LearnedTerm) (Result, error) {
+	if err := CheckLearnedTerms(text, ev); err != nil {
+		return Result{}, fmt.Errorf("search skills: %w", err)
+	}
+	return ix.search(ctx, q, text, limit, offset, true, ev)
+}
+
+func (ix *Index) search(ctx context.Context, q catalog.Query, text string, limit, offset int, given bool, ev []catalog.LearnedTerm) (Result, error) {
 	ix.mu.Lock()
 	closed := ix.closed
 	ix.mu.Unlock()
@@ -174,9 +194,13 @@ func (ix *Index) Search(ctx context.Context, q catalog.Query, text string, limit
 	if err != nil {
 		return Result{}, fmt.Errorf("search skills: %w", err)
 	}
-	lp, ver := ix.learned.postings(terms, cv, c.df)
+	var ver LearnedVersion
+	if !given {
+		ev, ver = ix.learned.evidence(terms, cv)
+	}
+	lp := postingsOf(terms, ev, cv, c.df)
 	page, total := c.rank(terms, lp, limit, max(offset, 0))
-	res.Total, res.Learned = total, ver
+	res.Total, res.Learned, res.LearnedTerms = total, ver, ev
 	if len(page) > 0 {
 		res.Matches = make([]catalog.Summary, len(page))
 		for i, d := range page {
@@ -199,7 +223,29 @@ type searcher struct {
 
 func (s searcher) Search(ctx context.Context, text string, limit, offset int) (catalog.Matches, error) {
 	r, err := s.ix.Search(ctx, s.q, text, limit, offset)
-	return catalog.Matches{Skills: r.Matches, Total: r.Total, Learned: r.Learned.String()}, err
+	return catalog.Matches{Skills: r.Matches, Total: r.Total, Learned: r.Learned.String(), LearnedTerms: r.LearnedTerms}, err
+}
+
+// SearcherWith returns the index bound to q's session ranking with the
+// learned terms ev of version learned, as a search's result recorded them
+// (SearchWith): what a replay rebuilds a recorded search's ranking with.
+func (ix *Index) SearcherWith(q catalog.Query, learned string, ev []catalog.LearnedTerm) catalog.Searcher {
+	return recordedSearcher{ix, q, learned, ev}
+}
+
+type recordedSearcher struct {
+	ix      *Index
+	q       catalog.Query
+	learned string
+	ev      []catalog.LearnedTerm
+}
+
+func (s recordedSearcher) Search(ctx context.Context, text string, limit, offset int) (catalog.Matches, error) {
+	r, err := s.ix.SearchWith(ctx, s.q, text, limit, offset, s.ev)
+	if err != nil {
+		return catalog.Matches{}, err
+	}
+	return catalog.Matches{Skills: r.Matches, Total: r.Total, Learned: s.learned, LearnedTerms: r.LearnedTerms}, nil
 }
 
 // Close drops what the index keeps; later searches fail with ErrClosed.

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
 )
@@ -186,43 +189,85 @@ type lposting struct {
 	score float64
 }
 
-// postings returns, aligned with terms, the candidates (positions in
-// skills, which are in name order) whose learned field holds each term,
-// or nil when no term has any: then the ranking is the text's alone.
-//
-// A term's idf counts the candidates whose text holds it (textDF) as well
-// as those that learned it, so that a word common in the skills' text
-// counts as little learned as it does there.
-func (l *learned) postings(terms []string, cv *candidates, textDF func(string) int) ([][]lposting, LearnedVersion) {
+// evidence returns what a search for terms among cv's candidates takes
+// from the learned terms, aligned with nothing: for each term in the
+// query's order, the candidates that learned it, by name, each with its
+// weight in the learned field now (decayed, times the field's weight). It
+// is nil when no term holds a candidate: then the ranking is the text's
+// alone. With the version, it is all the ranking depends on of what the
+// index learned (see postingsOf), so that a search's result may record it
+// and a replay rebuild the ranking (SearchWith). It holds at most
+// maxQueryTerms terms of at most maxTermSkills skills each.
+func (l *learned) evidence(terms []string, cv *candidates) ([]catalog.LearnedTerm, LearnedVersion) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.version.Pairs == 0 {
 		return nil, LearnedVersion{}
 	}
 	scale := math.Exp2(-l.asOf.Sub(learnEpoch).Seconds() / l.halfLife)
-	var out [][]lposting
-	n := len(cv.skills)
-	pos := cv.positions()
-	for i, t := range terms {
+	var out []catalog.LearnedTerm
+	var pos map[string]uint32
+	for _, t := range terms {
 		m := l.terms[t]
 		if len(m) == 0 {
 			continue
 		}
+		if pos == nil {
+			pos = cv.positions()
+		}
+		var ws []catalog.LearnedWeight
+		for name, w := range m {
+			if _, ok := pos[name]; ok {
+				ws = append(ws, catalog.LearnedWeight{Name: name, Weight: learnWeight * w * scale})
+			}
+		}
+		if len(ws) == 0 {
+			continue
+		}
+		slices.SortFunc(ws, func(a, b catalog.LearnedWeight) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, catalog.LearnedTerm{Term: t, Skills: ws})
+	}
+	return out, l.version
+}
+
+// postingsOf returns, aligned with terms, the candidates (positions in
+// cv's skills, which are in name order) whose learned field holds each
+// term by ev, with the term's score there, or nil when none counts: then
+// the ranking is the text's alone. A learned skill that is no candidate
+// is passed over.
+//
+// A term's idf counts the candidates whose text holds it (textDF) as well
+// as those that learned it, so that a word common in the skills' text
+// counts as little learned as it does there. A candidate's learned field
+// counts only where it holds enough of the query's terms (learnedShare,
+// minLearnedWords).
+func postingsOf(terms []string, ev []catalog.LearnedTerm, cv *candidates, textDF func(string) int) [][]lposting {
+	if len(ev) == 0 {
+		return nil
+	}
+	var out [][]lposting
+	n := len(cv.skills)
+	pos := cv.positions()
+	for _, lt := range ev {
+		i := slices.Index(terms, lt.Term)
+		if i < 0 {
+			continue
+		}
 		var ps []lposting
 		// Each candidate has one posting a term, so the order of the
-		// postings (the map's, random) changes no sum.
-		for name, w := range m {
-			d, ok := pos[name]
+		// postings changes no sum.
+		for _, w := range lt.Skills {
+			d, ok := pos[w.Name]
 			if !ok {
 				continue
 			}
-			tf := learnWeight * w * scale
+			tf := w.Weight
 			ps = append(ps, lposting{doc: d, score: tf * (k1 + 1) / (k1 + tf)})
 		}
 		if len(ps) == 0 {
 			continue
 		}
-		f := idf(n, min(n, len(ps)+textDF(t)))
+		f := idf(n, min(n, len(ps)+textDF(lt.Term)))
 		for j := range ps {
 			ps[j].score *= f
 		}
@@ -232,7 +277,7 @@ func (l *learned) postings(terms []string, cv *candidates, textDF func(string) i
 		out[i] = ps
 	}
 	if out == nil || len(terms) < 2 {
-		return out, l.version
+		return out
 	}
 	count := make(map[uint32]int)
 	for _, ps := range out {
@@ -257,7 +302,64 @@ func (l *learned) postings(terms []string, cv *candidates, textDF func(string) i
 		out[i] = held
 	}
 	if !kept {
-		return nil, l.version
+		return nil
 	}
-	return out, l.version
+	return out
+}
+
+// ErrLearnedTerms wraps what CheckLearnedTerms refuses.
+var ErrLearnedTerms = errors.New("recorded learned search terms")
+
+// CheckLearnedTerms reports whether ev can be what a search for query
+// took from the learned terms (Result.LearnedTerms): each entry a
+// distinct term of the query, each naming one to 32 distinct skills with
+// a finite positive weight. It refuses anything else (ErrLearnedTerms),
+// naming what is wrong, so that a forged or damaged recording is an error
+// and never a crash or an unbounded search.
+func CheckLearnedTerms(query string, ev []catalog.LearnedTerm) error {
+	if len(ev) == 0 {
+		return nil
+	}
+	terms := queryTerms(query)
+	if len(ev) > len(terms) {
+		return fmt.Errorf("%w: %d terms for a query of %d", ErrLearnedTerms, len(ev), len(terms))
+	}
+	seen := make(map[string]bool, len(ev))
+	for _, lt := range ev {
+		if !slices.Contains(terms, lt.Term) {
+			return fmt.Errorf("%w: term %q is not a term of the query %q", ErrLearnedTerms, truncate(lt.Term, 64), truncate(query, 64))
+		}
+		if seen[lt.Term] {
+			return fmt.Errorf("%w: term %q given twice", ErrLearnedTerms, lt.Term)
+		}
+		seen[lt.Term] = true
+		if len(lt.Skills) == 0 || len(lt.Skills) > maxTermSkills {
+			return fmt.Errorf("%w: term %q names %d skills, it must name 1 to %d", ErrLearnedTerms, lt.Term, len(lt.Skills), maxTermSkills)
+		}
+		names := make(map[string]bool, len(lt.Skills))
+		for _, w := range lt.Skills {
+			if !catalog.ValidName(w.Name) {
+				return fmt.Errorf("%w: term %q: %q is not a skill name", ErrLearnedTerms, lt.Term, truncate(w.Name, 64))
+			}
+			if names[w.Name] {
+				return fmt.Errorf("%w: term %q names skill %q twice", ErrLearnedTerms, lt.Term, w.Name)
+			}
+			names[w.Name] = true
+			if math.IsNaN(w.Weight) || math.IsInf(w.Weight, 0) || w.Weight <= 0 {
+				return fmt.Errorf("%w: term %q: skill %q has weight %v, it must be a finite positive number", ErrLearnedTerms, lt.Term, w.Name, w.Weight)
+			}
+		}
+	}
+	return nil
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, for messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
