@@ -515,6 +515,17 @@ type Ranker interface {
 	Ranking() catalog.Ranking
 }
 
+// VersionedRanker is a Ranker that says when its ranking changed: the
+// version changes whenever the ranking may have (a projection.Uses's
+// reads). With one, and skills that keep values with their snapshots (a
+// providers.Registry), the processor ranks a snapshot once per version
+// and session list, so a pre-step whose skills and use are unchanged
+// costs about what one listed by name does.
+type VersionedRanker interface {
+	Ranker
+	VersionedRanking() (catalog.Ranking, uint64)
+}
+
 // WithRanker gives the processor the use ranking its catalogs list by when
 // Config.Catalog.Rank is catalog.RankUse; without one they list by name.
 func WithRanker(r Ranker) Option {

@@ -67,9 +67,18 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 		return nil
 	}
 	s.ranked = true
-	var today catalog.Ranking
-	if s.p.ranker != nil {
-		today = s.p.ranker.Ranking()
+	var (
+		today     catalog.Ranking
+		use       uint64
+		versioned bool
+	)
+	switch r := s.p.ranker.(type) {
+	case nil:
+	case VersionedRanker:
+		today, use = r.VersionedRanking()
+		versioned = true
+	default:
+		today = r.Ranking()
 	}
 	kept, err := s.keptRanking()
 	if err != nil {
@@ -85,6 +94,32 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 		// kept, without taking the snapshot again.
 		return nil
 	}
+	byName := s.prepared
+	newest := ""
+	if s.hist.Newest != nil {
+		newest = s.hist.Newest.Digest
+	}
+	if d, ok := s.p.skills.(deriver); ok && versioned {
+		// Ranked once per snapshot, options, session list and use table:
+		// a pre-step whose skills and use did not change costs a lookup.
+		x, err := d.Derive(ctx, s.q, rankedViewsKey{}, newRankedViews)
+		if err != nil {
+			return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
+		}
+		rv := x.(*rankedViews)
+		if !rv.snap.Complete {
+			return nil
+		}
+		k := rankedKey{opts: s.opts, newest: newest, kept: kept, use: use}
+		r, ok := rv.c.Get(k)
+		if !ok {
+			v, ranking := history.Rank(rv.snap, s.opts, newest, kept, today)
+			r = &rankedView{view: v, ranking: ranking}
+			rv.c.Add(k, r)
+		}
+		s.prepared, s.byName, s.ranking = &r.view, byName, r.ranking
+		return nil
+	}
 	snap, err := s.p.skills.Snapshot(ctx, s.q)
 	if err != nil {
 		return s.p.deadlineOr(s.ps.DeadlineMs, fmt.Errorf("snapshot skills for %q: %w", truncate(s.ps.Cwd, 300), err))
@@ -92,14 +127,52 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 	if !snap.Complete {
 		return nil
 	}
-	byName := s.prepared
-	newest := ""
-	if s.hist.Newest != nil {
-		newest = s.hist.Newest.Digest
-	}
 	v, ranking := history.Rank(snap, s.opts, newest, kept, today)
 	s.prepared, s.byName, s.ranking = &v, byName, ranking
 	return nil
+}
+
+// deriver is what the processor's skills (a providers.Registry) offer to
+// keep a value with each snapshot, built once however many ask.
+type deriver interface {
+	Derive(ctx context.Context, q catalog.Query, key any, build func(catalog.Snapshot) any) (any, error)
+}
+
+// rankedViewsKey is the key of the processor's rankedViews with a
+// snapshot.
+type rankedViewsKey struct{}
+
+// rankedViews are the views ranked of one snapshot (kept with it, so a
+// changed skill, a new snapshot, starts anew), by what else decides them.
+type rankedViews struct {
+	snap catalog.Snapshot
+	c    *lru.Cache[rankedKey, *rankedView]
+}
+
+// rankedKey is what a ranked view depends on besides the snapshot: the
+// options, the session's newest list and the ranking it recorded, and
+// the version of the use table (VersionedRanker).
+type rankedKey struct {
+	opts   catalog.Options
+	newest string
+	kept   string
+	use    uint64
+}
+
+// rankedView is a view ranked, shared by the pre-steps that ask for it
+// (read only), and the ranking to record with it.
+type rankedView struct {
+	view    catalog.View
+	ranking string
+}
+
+// rankedViewsSize bounds the ranked views kept with one snapshot: the
+// distinct lists and options of the sessions of one working directory.
+const rankedViewsSize = 64
+
+func newRankedViews(snap catalog.Snapshot) any {
+	c, _ := lru.New[rankedKey, *rankedView](rankedViewsSize)
+	return &rankedViews{snap: snap, c: c}
 }
 
 // viewByName is the pre-step's view by name: what another member, asked

@@ -12,18 +12,34 @@ import (
 	"github.com/skillstream/skillstream/events"
 )
 
-// testRanker is a Ranker whose use a test sets.
+// testRanker is a VersionedRanker whose use a test sets.
 type testRanker struct {
-	r atomic.Pointer[catalog.Ranking]
+	r atomic.Pointer[versionedRanking]
+	n atomic.Uint64
 }
 
-func (t *testRanker) set(r catalog.Ranking) { t.r.Store(&r) }
-func (t *testRanker) Ranking() catalog.Ranking {
-	if r := t.r.Load(); r != nil {
-		return *r
-	}
-	return nil
+type versionedRanking struct {
+	r catalog.Ranking
+	v uint64
 }
+
+func (t *testRanker) set(r catalog.Ranking) { t.r.Store(&versionedRanking{r, t.n.Add(1)}) }
+func (t *testRanker) Ranking() catalog.Ranking {
+	r, _ := t.VersionedRanking()
+	return r
+}
+func (t *testRanker) VersionedRanking() (catalog.Ranking, uint64) {
+	if r := t.r.Load(); r != nil {
+		return r.r, r.v
+	}
+	return nil, 0
+}
+
+// plainRanker is a Ranker without a version: the processor ranks again
+// at every pre-step.
+type plainRanker struct{ t *testRanker }
+
+func (p plainRanker) Ranking() catalog.Ranking { return p.t.Ranking() }
 
 // withRank turns search on (listed max 1) and ranks catalogs by r's use.
 func (e *env) withRank(r Ranker) func(*Config, *options) {
@@ -52,12 +68,23 @@ func forms(es []events.Entry) string {
 // tenant's most used skill with its description and the others by name;
 // the ranking is recorded with it and kept while the session's skills stay
 // (others' use does not move it), and taken again when they change. With
-// no use known the catalog is the one by name.
+// no use known the catalog is the one by name. So with a ranker that
+// says its version (the ranked views kept per snapshot and version) and
+// with one that does not (ranked at every pre-step).
 func TestCatalogRankUse(t *testing.T) {
+	t.Run("versioned", func(t *testing.T) { testCatalogRankUse(t, false) })
+	t.Run("plain", func(t *testing.T) { testCatalogRankUse(t, true) })
+}
+
+func testCatalogRankUse(t *testing.T, plain bool) {
 	e := newEnv(t)
 	e.fleetOnDisk()
 	r := &testRanker{}
-	e.start(e.withRank(r))
+	var ranker Ranker = r
+	if plain {
+		ranker = plainRanker{r}
+	}
+	e.start(e.withRank(ranker))
 	w := e.worker()
 
 	// No use yet: as by name (one listed, the notice).
@@ -178,5 +205,58 @@ func TestCatalogHitRateRealSessions(t *testing.T) {
 	t.Logf("catalog hit rate of recorded loads, 300 skills, Zipf 1.2, listed max 40, search offered: by name %.3f, by use %.3f", byName, byUse)
 	if byUse <= byName {
 		t.Errorf("by use %.3f not above by name %.3f", byUse, byName)
+	}
+}
+
+// BenchmarkPreStepRanked measures a pre-step whose catalog is unchanged,
+// end to end, over 2,000 skills with search offered (listed max 40): by
+// name; by use with a ranker that says its version (the ranked view kept
+// with the snapshot); by use with one that does not (ranked at every
+// pre-step, as before views were kept):
+//
+//	go test -run XXX -bench PreStepRanked -benchtime 300x ./processor
+func BenchmarkPreStepRanked(b *testing.B) {
+	const n = 2000
+	for _, c := range []struct {
+		name   string
+		rank   catalog.Rank
+		ranker func(*testRanker) Ranker
+	}{
+		{"name", catalog.RankName, nil},
+		{"use-kept", catalog.RankUse, func(r *testRanker) Ranker { return r }},
+		{"use-every-step", catalog.RankUse, func(r *testRanker) Ranker { return plainRanker{r} }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEnv(b)
+			e.withoutFlaky()
+			names := make([]string, n)
+			use := catalog.Ranking{}
+			for i := range names {
+				names[i] = fmt.Sprintf("skill-%04d", i)
+				e.writeSkill(names[i], fmt.Sprintf("Use for task %d: what it checks, what it needs and what it produces.", i))
+				use[names[i]] = 1 + (i*7919)%500
+			}
+			e.waitSkills(names...)
+			r := &testRanker{}
+			r.set(use)
+			search := e.withSearch(40)
+			e.start(func(cfg *Config, o *options) {
+				search(cfg, o)
+				cfg.Catalog.Rank = c.rank
+				if c.ranker != nil {
+					o.ranker = c.ranker(r)
+				}
+			})
+			w := e.worker()
+			if d := w.preStep(events.PreStep{Session: "s", Step: "0", Cwd: e.cwd, Tools: searchTools()}); d.Outcome != events.OutcomeAppended {
+				b.Fatalf("first step: %+v", d)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if d := w.preStep(events.PreStep{Session: "s", Step: fmt.Sprint(i + 1), Cwd: e.cwd, Tools: searchTools()}); d.Outcome != events.OutcomeUnchanged {
+					b.Fatalf("step %d: %+v", i+1, d)
+				}
+			}
+		})
 	}
 }

@@ -33,8 +33,14 @@ type Uses struct {
 	refresh time.Duration
 	log     *slog.Logger
 	now     func() time.Time
-	cur     atomic.Pointer[catalog.Ranking]
+	cur     atomic.Pointer[usesRead]
 	read    atomic.Uint64 // successful reads, for tests
+}
+
+// usesRead is the ranking of one read and the read's number.
+type usesRead struct {
+	ranking catalog.Ranking
+	version uint64
 }
 
 // NewUses returns a Uses over the projection opts names, counting loads
@@ -57,10 +63,18 @@ func NewUses(js jetstream.JetStream, opts Options, window, refresh time.Duration
 // Ranking returns the loads counted at the last read, by skill name (nil
 // before the first read found any). The map is shared: do not modify it.
 func (u *Uses) Ranking() catalog.Ranking {
+	r, _ := u.VersionedRanking()
+	return r
+}
+
+// VersionedRanking is Ranking and its version: a number that changes
+// whenever the ranking may have (each read), 0 before the first read. A
+// pre-step keeps what it ranked for one version (see processor.Ranker).
+func (u *Uses) VersionedRanking() (catalog.Ranking, uint64) {
 	if r := u.cur.Load(); r != nil {
-		return *r
+		return r.ranking, r.version
 	}
-	return nil
+	return nil, 0
 }
 
 // Reads counts the reads that succeeded.
@@ -71,16 +85,13 @@ func (u *Uses) Reads() uint64 { return u.read.Load() }
 func (u *Uses) Refresh(ctx context.Context) error {
 	rep, err := Read(ctx, u.js, u.opts, u.now().Add(-u.window))
 	if errors.Is(err, ErrNoProjection) {
-		empty := catalog.Ranking(nil)
-		u.cur.Store(&empty)
-		u.read.Add(1)
+		u.cur.Store(&usesRead{version: u.read.Add(1)})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	u.cur.Store(new(RankingOf(rep)))
-	u.read.Add(1)
+	u.cur.Store(&usesRead{ranking: RankingOf(rep), version: u.read.Add(1)})
 	return nil
 }
 
