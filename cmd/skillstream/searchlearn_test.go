@@ -72,6 +72,15 @@ func TestServeSearchLearn(t *testing.T) {
 	if code, out, stderr := runMain(t, "replay", rec, "--as-recorded", "--skill-search"); code != exitOK || strings.Contains(out, "learned search terms") {
 		t.Errorf("replay --as-recorded: exit %d\n%s%s", code, out, stderr)
 	}
+	// Exported with the skills captured, the ranking is rebuilt with the
+	// learned terms the search recorded.
+	captured := filepath.Join(t.TempDir(), "b-captured.jsonl")
+	if code, _, stderr := runMain(t, append([]string{"export", "--session", sid, "--out", captured, "--capture-skills", "--data", data, "--listen", quietAddr(t)}, skills...)...); code != exitOK {
+		t.Fatalf("export --capture-skills: exit %d\n%s", code, stderr)
+	}
+	if code, out, stderr := runMain(t, "replay", captured, "--as-recorded", "--skill-search", "--json"); code != exitOK || !strings.Contains(out, "ranked with the recorded learned search terms (version 1-") {
+		t.Errorf("replay --as-recorded of the captured skills: exit %d\n%s%s", code, out, stderr)
+	}
 	code, out, stderr := runMain(t, append([]string{"replay", rec, "--skill-search"}, skills...)...)
 	if code != exitFailure || !strings.Contains(out, "recorded with learned search terms (version 1-") {
 		t.Errorf("replay by today's skills: exit %d\n%s%s", code, out, stderr)
