@@ -237,8 +237,12 @@
 // tenant's loads, read in the background), a session's catalog keeps its
 // most used skills (see catalog.PrepareRanked; rank.go): the ranking is
 // taken at the session's first catalog, recorded in each catalog's
-// options, and kept until the session's skills change. Members compare
-// their views by name, as without it.
+// options (the use of the skills it lists, when that prepares the same
+// list), and kept until the session's skills change. With a
+// VersionedRanker and a registry, a ranked view is kept with the
+// snapshot, by options, session list and use version, so an unchanged
+// pre-step ranks nothing. Members compare their views by name, as
+// without it.
 //
 // # Stages and files
 //

@@ -126,7 +126,12 @@
 //     error), else the captured skills, else none: the recording does not
 //     hold every candidate a ranking needs, so the ranking stands as
 //     recorded and the rest of the search (argument checks, the entries,
-//     the text) is the processor's. A shortened catalog (by the size
+//     the text) is the processor's. A search ranked with learned terms
+//     that recorded them (learnedTerms) is ranked again, over the
+//     captured skills of its working directory when the recording has
+//     them, with exactly those terms (search.Index.SearchWith): its page
+//     is rebuilt, not copied; recorded terms no search could have made
+//     are that step's difference, with a note naming what is wrong. A shortened catalog (by the size
 //     limit, or for search) names how many skills it left out, not which,
 //     and the size limit lists some entries without their description
 //     (their line, "- `name`", tells them from a skill without one,

@@ -63,8 +63,13 @@
 // skills; Options.MaxLearned (default 65,536) bounds the (term, skill)
 // pairs. Learning costs a few map updates, whatever the number of
 // skills; nothing is rebuilt. Learned returns the version (the pairs
-// learned and a digest of them in order), which every Result carries;
-// ForgetLearned drops everything, after which the ranking is the text's
+// learned and a digest of them in order), which every Result carries,
+// with LearnedTerms: all the ranking took from the learned field (for
+// each query term, the candidates that learned it and their weights; at
+// most 64 terms of 32 skills). SearchWith ranks the same candidates with
+// recorded LearnedTerms instead of what the index learned, giving the
+// recorded page (CheckLearnedTerms refuses terms no search could have
+// recorded); ForgetLearned drops everything, after which the ranking is the text's
 // alone, as it is for an index that never learned.
 //
 // # Bodies
