@@ -353,20 +353,29 @@ func differing(steps []Step) string {
 	return b.String()
 }
 
-// stepRanker is a processor.Ranker whose use a session draws at each step.
+// stepRanker is a processor.VersionedRanker whose use a session draws at
+// each step (a new version each time, so the processor's ranked views
+// kept per snapshot and version are exercised too).
 type stepRanker struct {
-	mu  sync.Mutex
-	use catalog.Ranking
+	mu      sync.Mutex
+	use     catalog.Ranking
+	version uint64
 }
 
 func (r *stepRanker) set(use catalog.Ranking) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.use = use
+	r.version++
 }
 
 func (r *stepRanker) Ranking() catalog.Ranking {
+	use, _ := r.VersionedRanking()
+	return use
+}
+
+func (r *stepRanker) VersionedRanking() (catalog.Ranking, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.use
+	return r.use, r.version
 }
