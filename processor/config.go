@@ -498,6 +498,9 @@ type hooks struct {
 	take func(msg jetstream.Msg) bool
 	// budgetNow, when set, is the output budget's clock (outbudget.go).
 	budgetNow func() time.Time
+	// ranked, when set, runs each time a pre-step ranks a snapshot by use
+	// (rank.go), not when it finds the view ranked already.
+	ranked func()
 }
 
 // WithSearcher gives the processor the search index its skill_search tool

@@ -113,6 +113,9 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 		k := rankedKey{opts: s.opts, newest: newest, kept: kept, use: use}
 		r, ok := rv.c.Get(k)
 		if !ok {
+			if s.p.hooks.ranked != nil {
+				s.p.hooks.ranked()
+			}
 			v, ranking := history.Rank(rv.snap, s.opts, newest, kept, today)
 			r = &rankedView{view: v, ranking: ranking}
 			rv.c.Add(k, r)
@@ -126,6 +129,9 @@ func (s *preStepPlan) rank(ctx context.Context) error {
 	}
 	if !snap.Complete {
 		return nil
+	}
+	if s.p.hooks.ranked != nil {
+		s.p.hooks.ranked()
 	}
 	v, ranking := history.Rank(snap, s.opts, newest, kept, today)
 	s.prepared, s.byName, s.ranking = &v, byName, ranking

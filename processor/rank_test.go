@@ -132,6 +132,72 @@ func testCatalogRankUse(t *testing.T, plain bool) {
 	}
 }
 
+// TestRankedViewKept: with a ranker that says its version, a snapshot is
+// ranked once per session list and use version: unchanged pre-steps, and
+// new sessions of the same skills and use, rank nothing; new use or a
+// changed skill ranks once more. A ranker without a version ranks at
+// every pre-step.
+func TestRankedViewKept(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+			e := newEnv(t)
+			e.withoutFlaky()
+			e.fleetOnDisk()
+			e.waitSkills("pdf-forms", "pdf-tables", "release-notes")
+			r := &testRanker{}
+			r.set(catalog.Ranking{"release-notes": 5})
+			var ranker Ranker = r
+			if plain {
+				ranker = plainRanker{r}
+			}
+			var ranks atomic.Int64
+			rank := e.withRank(ranker)
+			e.start(func(c *Config, o *options) {
+				rank(c, o)
+				o.hooks.ranked = func() { ranks.Add(1) }
+			})
+			w := e.worker()
+			step := func(sid, step, want string) {
+				t.Helper()
+				d := w.preStep(events.PreStep{Session: sid, Step: step, Cwd: e.cwd, Tools: searchTools()})
+				if d.Outcome != want {
+					t.Fatalf("%s %s: %+v, want %s", sid, step, d, want)
+				}
+			}
+			step("a", "1", events.OutcomeAppended)
+			step("b", "1", events.OutcomeAppended)
+			for i := range 5 {
+				step("a", fmt.Sprint(i+2), events.OutcomeUnchanged)
+			}
+			n := ranks.Load()
+			switch {
+			case plain && n != 7:
+				t.Errorf("without a version: ranked %d times in 7 pre-steps", n)
+			case !plain && n != 2:
+				// Once for a new session, once for a's kept list.
+				t.Errorf("with a version: ranked %d times in 7 pre-steps, want 2", n)
+			}
+			if plain {
+				return
+			}
+			r.set(catalog.Ranking{"pdf-tables": 9})
+			step("a", "10", events.OutcomeUnchanged)
+			step("a", "11", events.OutcomeUnchanged)
+			if got := ranks.Load() - n; got != 1 {
+				t.Errorf("after new use: ranked %d times, want 1", got)
+			}
+			e.writeSkill("zeta-docs", "Write docs.")
+			e.waitSkills("pdf-forms", "pdf-tables", "release-notes", "zeta-docs")
+			n = ranks.Load()
+			step("a", "12", events.OutcomeAppended)
+			step("a", "13", events.OutcomeUnchanged)
+			if got := ranks.Load() - n; got < 1 || got > 2 {
+				t.Errorf("after a changed skill: ranked %d times, want 1 or 2", got)
+			}
+		})
+	}
+}
+
 // TestCatalogHitRateRealSessions measures through real sessions, on 300
 // skills whose loads follow a long-tailed (Zipf, exponent 1.2) use and
 // with listed max 40 and search offered, the share of recorded loads whose

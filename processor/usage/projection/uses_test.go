@@ -18,9 +18,13 @@ func TestUsesReadsLoads(t *testing.T) {
 	_, l := newSessionLog(t, events.LayoutFlat)
 	o := l.opts()
 	u := NewUses(l.js, o, 0, 0)
+	if r, v := u.VersionedRanking(); r != nil || v != 0 {
+		t.Fatalf("before a read: ranking %v, version %d", r, v)
+	}
 	if err := u.Refresh(context.Background()); err != nil || u.Ranking() != nil || u.Reads() != 1 {
 		t.Fatalf("without a projection: ranking %v, reads %d, %v", u.Ranking(), u.Reads(), err)
 	}
+	_, first := u.VersionedRanking()
 	l.record(0, 20)
 	run(t, l.js, o)
 	proj := caughtUp(t, l.js, o)
@@ -35,7 +39,10 @@ func TestUsesReadsLoads(t *testing.T) {
 	})
 	cancel()
 	<-done
-	got := u.Ranking()
+	got, version := u.VersionedRanking()
+	if first == 0 || version <= first {
+		t.Errorf("versions %d then %d: a read must give a new one", first, version)
+	}
 	loaded := 0
 	for _, s := range proj.Skills {
 		if s.Loads > 0 {
