@@ -192,3 +192,66 @@ func BenchmarkSearchLearned(b *testing.B) {
 	}
 	timeSearches(b, ix, queries)
 }
+
+// TestSearchWithRebuilds: on the evaluation set, half of its queries
+// learned, every query's whole ranking (every match, in order, and the
+// total) is rebuilt exactly by SearchWith, on an index of the same skills
+// that learned nothing, from the LearnedTerms the search returned: at
+// most one entry per query term, of at most 32 skills each, all of them
+// candidates. Terms no search could have returned are refused.
+func TestSearchWithRebuilds(t *testing.T) {
+	skills := evalSkills(t)
+	queries := readJSON[[]evalQuery](t, "testdata/queries.json")
+	ix, _ := newIndex(t, search.Options{}, newMemory(skills))
+	fresh, _ := newIndex(t, search.Options{}, newMemory(skills))
+	ctx, q := context.Background(), catalog.At("/w")
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, eq := range queries {
+		if i%2 == 1 {
+			if err := ix.Learn(eq.Expect[0], eq.Query, at.Add(time.Duration(i)*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	withTerms, changed, most := 0, 0, 0
+	for _, eq := range queries {
+		r, err := ix.Search(ctx, q, eq.Query, len(skills), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.LearnedTerms) == 0 {
+			continue
+		}
+		withTerms++
+		pairs := 0
+		for _, lt := range r.LearnedTerms {
+			pairs += len(lt.Skills)
+			if len(lt.Skills) == 0 || len(lt.Skills) > 32 {
+				t.Errorf("%q: term %q has %d skills", eq.Query, lt.Term, len(lt.Skills))
+			}
+		}
+		most = max(most, pairs)
+		plain, err := fresh.Search(ctx, q, eq.Query, len(skills), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(names(plain), names(r)) {
+			changed++
+		}
+		again, err := fresh.SearchWith(ctx, q, eq.Query, len(skills), 0, r.LearnedTerms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(names(again), names(r)) || again.Total != r.Total {
+			t.Errorf("%q: rebuilt %v (total %d), searched %v (total %d)", eq.Query, names(again), again.Total, names(r), r.Total)
+		}
+	}
+	t.Logf("%d of %d queries ranked with learned terms, %d of them in another order than the text's; at most %d (skill, weight) pairs recorded for one", withTerms, len(queries), changed, most)
+	if withTerms == 0 || changed == 0 {
+		t.Fatalf("%d queries with learned terms, %d reordered: nothing tested", withTerms, changed)
+	}
+	bad := []catalog.LearnedTerm{{Term: "friday", Skills: []catalog.LearnedWeight{{Name: "capacity-planning", Weight: 1}}}}
+	if _, err := fresh.SearchWith(ctx, q, "black monday", 8, 0, bad); !errors.Is(err, search.ErrLearnedTerms) {
+		t.Errorf("a term not of the query: %v", err)
+	}
+}
