@@ -74,7 +74,9 @@ entries of the catalog it appended (or, when it appended none, of the
 newest catalog before it), a skill call against the tool result it got (or
 the newest earlier result for that skill, else the captured skills), a skill
 search against the matches it got (the recording does not hold every skill
-a ranking weighs). An unchanged processor then reproduces every recorded
+a ranking weighs; a search ranked with learned terms, exported with
+--capture-skills, is ranked again over the captured skills with the terms
+it recorded). An unchanged processor then reproduces every recorded
 output, even when skills were added, edited or removed during the session:
 the regression check for a processor upgrade. It reads no skill roots.
 
