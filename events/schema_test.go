@@ -151,7 +151,8 @@ func TestSchemasAcceptEncodedPayloads(t *testing.T) {
 			Changes: []Change{{Name: "a", Change: ChangeChanged, Description: "d"}, {Name: "b", Change: ChangeRemoved}},
 			Count:   1, Digest: digest, Omitted: 2, View: &View{Revision: 3, Instance: "i", Epoch: "e"}}}
 	searched := ToolResult{V: 1, Session: "s", Call: "c", TriggerSeq: 9, Text: "t",
-		Search: &SearchValue{Query: "q", Offset: 2, Total: 3, Results: []Entry{{Name: "a", Description: "d"}}}}
+		Search: &SearchValue{Query: "q", Offset: 2, Total: 3, Results: []Entry{{Name: "a", Description: "d"}},
+			Learned: "1-00000000000000ff", LearnedTerms: []LearnedTerm{{Term: "q", Skills: []LearnedWeight{{Name: "a", Weight: 0.25}}}}}}
 	type payload struct {
 		schema string
 		v      any
