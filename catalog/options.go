@@ -62,6 +62,11 @@ type Options struct {
 	// is offered to the session (SearchOffered); without it every text is
 	// as it was.
 	SkillSearch bool
+	// SearchBodies says that the search index also holds the skills'
+	// bodies (flag --search-bodies): it shapes which skills a search
+	// finds, not any catalog text. It is here so that a session's
+	// recording says it with the other options.
+	SearchBodies bool
 	// ListedMax caps the number of entries a catalog lists where search is
 	// offered (flag --catalog-listed-max; see ShortenForSearch). 0 means no
 	// count limit; it must not be negative.

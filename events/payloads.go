@@ -352,6 +352,7 @@ type CatalogOptions struct {
 	MaxSkillBytes         int    `msgpack:"maxSkillBytes" json:"maxSkillBytes"`
 	ListedMax             int    `msgpack:"listedMax,omitempty" json:"listedMax,omitempty"`
 	Search                bool   `msgpack:"search,omitempty" json:"search,omitempty"`
+	SearchBodies          bool   `msgpack:"searchBodies,omitempty" json:"searchBodies,omitempty"`
 	Updates               string `msgpack:"updates,omitempty" json:"updates,omitempty"`
 	UserInvocation        bool   `msgpack:"userInvocation,omitempty" json:"userInvocation,omitempty"`
 	ResendsPerMinute      int    `msgpack:"resendsPerMinute,omitempty" json:"resendsPerMinute,omitempty"`

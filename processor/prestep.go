@@ -536,7 +536,7 @@ func RecordedOptions(cfg Config) *events.CatalogOptions {
 		u = string(catalog.UpdatesFull)
 	}
 	return &events.CatalogOptions{DescriptionMax: o.DescriptionMaxLength, MaxLength: o.MaxLength, MaxSkillBytes: o.MaxSkillBytes,
-		ListedMax: o.ListedMax, Search: o.SkillSearch, Updates: u, UserInvocation: o.UserInvocation,
+		ListedMax: o.ListedMax, Search: o.SkillSearch, SearchBodies: o.SearchBodies, Updates: u, UserInvocation: o.UserInvocation,
 		ResendsPerMinute: max(cfg.CatalogResends, 0), CatalogBytesPerMinute: max(cfg.CatalogBytes, 0), Rank: rankRecorded(o.Rank)}
 }
 

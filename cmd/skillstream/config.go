@@ -331,6 +331,7 @@ func (c *Config) catalogOptions() catalog.Options {
 		UserInvocation:       c.UserInvocation,
 		Updates:              catalog.Updates(c.CatalogUpdates),
 		SkillSearch:          c.SkillSearch,
+		SearchBodies:         c.SearchBodies,
 		ListedMax:            c.CatalogListedMax,
 		Rank:                 c.catalogRank(),
 	}

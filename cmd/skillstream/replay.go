@@ -89,9 +89,9 @@ from the recording; an older recording, which does not say, is replayed with
 the flags and the first line says so. A catalog listed by use (--catalog-rank use) is decided
 again with the ranking its record carries; against today's skills, a step
 is noted when today's use (the usage projection's last 7 days, when the
-store's server holds one) would rank the skills otherwise. A recording
-does not say whether its searches ranked the skills' bodies too: give
---search-bodies when serve had it.
+store's server holds one) would rank the skills otherwise. Whether the
+search index held the skills' bodies (--search-bodies) is one of the
+recorded options; give the flag for a recording too old to say.
 
 With today's skills, --cwd-map OLD=NEW replays triggers whose working
 directory is OLD, or under it, in NEW instead (for a recording made on
@@ -170,7 +170,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			Recorded:   recorded,
 			AsRecorded: asRec,
 			CwdMap:     maps,
-			Bodies:     c.SearchBodies,
+			Bodies:     catOpts.SearchBodies,
 			Recording:  rec,
 			Emit: func(s replay.Step) error {
 				if err := optionsLine(); err != nil {

@@ -57,6 +57,25 @@ func TestServeSearchBodies(t *testing.T) {
 	if !strings.Contains(s.stderr.String(), `"search_bodies":"on"`) {
 		t.Errorf("serving line does not say search_bodies on:\n%s", s.stderr)
 	}
+	// A session's catalog records the option, so that a replay of its
+	// recording ranks searches as serve did.
+	func() {
+		c, err := client.New(s.connect(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		tools := []events.Tool{client.SkillTool("skillstream"), client.SkillSearchTool("skillstream")}
+		d, err := c.PreStep(ctx, events.PreStep{Session: "rec", Step: "1", Cwd: cwd, Tools: tools})
+		if err != nil || d.Catalog == nil || d.Catalog.Source.Options == nil {
+			t.Fatalf("pre-step: %+v, %v", d, err)
+		}
+		if !d.Catalog.Source.Options.SearchBodies || !d.Catalog.Source.Options.Search {
+			t.Errorf("the catalog records options %+v: want search and searchBodies", *d.Catalog.Source.Options)
+		}
+	}()
 	// The body alone changes: the index reads it again.
 	writeFile(t, root, "pdf-forms/SKILL.md", skillMD("1. Fill the fields with qpdf and flatten.",
 		"name: pdf-forms", "description: Fill in PDF forms and extract their fields."))

@@ -42,3 +42,35 @@ func TestMergeOptions(t *testing.T) {
 		}
 	}
 }
+
+// A session recorded with the search index over bodies replays with it
+// unless a flag says otherwise, and the options line names it; one
+// recorded without it does not name it.
+func TestMergeOptionsSearchBodies(t *testing.T) {
+	flags := catalog.DefaultOptions()
+	rec := &events.CatalogOptions{DescriptionMax: 40, MaxLength: 2000, MaxSkillBytes: 4096, Search: true, SearchBodies: true}
+	got, settings := MergeOptions(flags, nil, rec)
+	if !got.SearchBodies {
+		t.Fatal("the recording's search-bodies was not used")
+	}
+	named := false
+	for _, s := range settings {
+		if s.Flag == "search-bodies" {
+			named = s.Value == "true" && s.Recorded == "true"
+		}
+	}
+	if !named {
+		t.Errorf("search-bodies not named as recorded: %+v", settings)
+	}
+	got, _ = MergeOptions(flags, func(f string) bool { return f == "search-bodies" }, rec)
+	if got.SearchBodies {
+		t.Error("the flag given (off) did not override the recording")
+	}
+	rec.SearchBodies = false
+	_, settings = MergeOptions(flags, nil, rec)
+	for _, s := range settings {
+		if s.Flag == "search-bodies" {
+			t.Errorf("search-bodies named though off on both sides: %+v", s)
+		}
+	}
+}
