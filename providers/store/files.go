@@ -20,7 +20,7 @@ func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxF
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e, _, ok := p.find(name, q)
+	e, _, _, ok := p.find(name, q)
 	if !ok {
 		return nil, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
 	}
@@ -47,7 +47,7 @@ func (p *Provider) Files(ctx context.Context, name string, q catalog.Query, maxF
 // record called name for q, which names its files exactly (the object is
 // named by it), from the index kept in memory.
 func (p *Provider) Version(name string, q catalog.Query) providers.Version {
-	e, _, ok := p.find(name, q)
+	e, _, _, ok := p.find(name, q)
 	if !ok {
 		return providers.Version{}
 	}

@@ -44,6 +44,16 @@ func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name 
 	if err != nil {
 		return Change{}, Revision{}, err
 	}
+	rel, err := pb.readRelease(ctx, scope, name)
+	if err != nil {
+		return Change{}, Revision{}, err
+	}
+	if rel.revision != 0 {
+		if to != (At{}) {
+			return Change{}, Revision{}, fmt.Errorf("skill %q in %s: a release is in progress (rev %d, %s): skills rollback without a revision ends it first", name, scope, rel.r.Candidate.Rev, rel.r.Channel)
+		}
+		return pb.endByRollback(ctx, scope, name, rel, hist)
+	}
 	cur := hist[len(hist)-1]
 	if to == (At{}) {
 		found := false

@@ -76,36 +76,3 @@ func (p *Provider) resolvePins(ctx context.Context, pins []Pin) (map[string]map[
 	}
 	return out, nil
 }
-
-// lookup returns the entry of name in the scope of project (""
-// global): the pinned one when name is pinned there. p.mu must be held.
-func (p *Provider) lookup(project, name string) (entry, bool) {
-	if pn, ok := p.pins[project][name]; ok {
-		return pn.e, !pn.removed
-	}
-	e, ok := p.scopes[project][name]
-	return e, ok
-}
-
-// view returns the skills of the scope of project as the provider shows
-// them: the index's, with the pinned ones in place of theirs. p.mu must
-// be held; the result is not to be changed.
-func (p *Provider) view(project string) map[string]entry {
-	pins := p.pins[project]
-	skills := p.scopes[project]
-	if len(pins) == 0 {
-		return skills
-	}
-	out := make(map[string]entry, len(skills)+len(pins))
-	for name, e := range skills {
-		out[name] = e
-	}
-	for name, pn := range pins {
-		if pn.removed {
-			delete(out, name)
-		} else {
-			out[name] = pn.e
-		}
-	}
-	return out
-}

@@ -264,6 +264,24 @@ type Change struct {
 	Rev      uint64 // the entry's number in the skill's history (see At)
 	Revision uint64 // its store revision: what read-your-writes waits for
 	Digest   string // empty for Removed
+	// Draft says the revision was pushed as a draft: the candidate of a
+	// release, offered to no session until it is released.
+	Draft bool
+	// Ended says the write ended the skill's release in progress: a push
+	// without Draft (its revision stable at once) or a rollback.
+	Ended bool
+}
+
+// PushOptions says how Push publishes.
+type PushOptions struct {
+	// Prune removes the scope's skills not among those pushed.
+	Prune bool
+	// Draft pushes each changed skill as a draft: the candidate of a
+	// release (stable stays what it was for every session) that
+	// Publisher.Release then offers to a share of sessions.
+	Draft bool
+	// By names the publisher in the release (ReleaseState.By).
+	By string
 }
 
 // Push publishes skills in scope: each skill whose digest differs from the
@@ -273,6 +291,22 @@ type Change struct {
 // concurrent publisher's change is never overwritten: it fails with an
 // error wrapping ErrChanged. Changes come by name, removals last.
 func (pb *Publisher) Push(ctx context.Context, scope skillstore.Scope, skills []Local, prune bool) ([]Change, error) {
+	return pb.PushWith(ctx, scope, skills, PushOptions{Prune: prune})
+}
+
+// PushWith is Push with options. Without Draft, a skill with a release in
+// progress that gets a new revision is stable at once and its release is
+// ended (Change.Ended). With Draft, each changed skill's new revision is
+// a release's candidate: the release entry is written first (its stable
+// the current release's, or the current revision), then the revision, so
+// that a push interrupted between the two writes exposes nothing (a
+// newest revision the release does not name as its candidate is offered
+// to no session).
+func (pb *Publisher) PushWith(ctx context.Context, scope skillstore.Scope, skills []Local, opts PushOptions) ([]Change, error) {
+	prune := opts.Prune
+	if prune && opts.Draft {
+		return nil, fmt.Errorf("%w: a draft push cannot prune: removals are not released", ErrInvalidSkill)
+	}
 	seen := make(map[string]string, len(skills))
 	for _, l := range skills {
 		if first, dup := seen[l.Record.Name]; dup {
@@ -284,7 +318,7 @@ func (pb *Publisher) Push(ctx context.Context, scope skillstore.Scope, skills []
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Record.Name < sorted[j].Record.Name })
 	var out []Change
 	for _, l := range sorted {
-		c, err := pb.pushOne(ctx, scope, l)
+		c, err := pb.pushOne(ctx, scope, l, opts)
 		if err != nil {
 			return out, err
 		}
@@ -310,11 +344,24 @@ func (pb *Publisher) Push(ctx context.Context, scope skillstore.Scope, skills []
 	return out, nil
 }
 
-func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Local) (Change, error) {
+func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Local, opts PushOptions) (Change, error) {
 	key := scope.Key(l.Record.Name)
 	cur, err := pb.headOf(ctx, scope, l.Record.Name)
 	if err != nil {
 		return Change{}, err
+	}
+	rel, err := pb.readRelease(ctx, scope, l.Record.Name)
+	if err != nil && opts.Draft {
+		return Change{}, err
+	}
+	if err != nil {
+		// A release entry not written by skillstream: a push makes the
+		// skill stable, and removes it.
+		e, gerr := pb.kv.Get(ctx, ReleaseKey(scope, l.Record.Name))
+		if gerr != nil {
+			return Change{}, err
+		}
+		rel = release{revision: e.Revision()}
 	}
 	if cur.live && cur.rec.Digest == l.Record.Digest {
 		// Unchanged; its files are stored again should they be gone
@@ -337,14 +384,42 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	if !cur.exists {
 		action = Added
 	}
+	var drafted uint64 // the release entry a draft wrote
+	if opts.Draft {
+		next := ReleaseState{Channel: ChannelDraft, By: clipBy(opts.By), Candidate: &RevRef{Rev: rec.Rev, Digest: rec.Digest}}
+		switch {
+		case rel.revision != 0:
+			next.Stable = rel.r.Stable
+		case cur.live:
+			next.Stable = &RevRef{Rev: cur.rev, Revision: cur.last, Digest: cur.rec.Digest}
+		}
+		if drafted, err = pb.writeRelease(ctx, scope, rec.Name, next, rel.revision); err != nil {
+			return Change{}, err
+		}
+	}
 	// Conditional on the entry read, a removal's included (0: the key has
 	// none), so that the number written is the one after it.
 	rev, err := pb.kv.Update(ctx, key, rec.encode(), cur.last)
+	if err != nil && drafted != 0 {
+		// Put the release back as it was: its candidate was not written.
+		if rel.revision != 0 {
+			pb.kv.Update(ctx, ReleaseKey(scope, rec.Name), encodeJSON(rel.r), drafted)
+		} else {
+			pb.kv.Delete(ctx, ReleaseKey(scope, rec.Name), jetstream.LastRevision(drafted))
+		}
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return Change{}, fmt.Errorf("skill %q in %s %w (revision %d): another publisher wrote it; read again and retry", l.Record.Name, scope, ErrChanged, cur.rev)
 	}
 	if err != nil {
 		return Change{}, fmt.Errorf("write %s: %w", key, err)
+	}
+	c := Change{Action: action, Name: rec.Name, Rev: rec.Rev, Revision: rev, Digest: rec.Digest, Draft: opts.Draft}
+	if !opts.Draft && rel.revision != 0 {
+		if err := pb.endRelease(ctx, scope, rec.Name, rel.revision); err != nil {
+			return c, err
+		}
+		c.Ended = true
 	}
 	// A gc may have removed the object between putObject and the index
 	// write (an old object, reused). Looking again after the write closes
@@ -353,7 +428,7 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	if err := pb.putObject(ctx, l); err != nil {
 		return Change{}, err
 	}
-	return Change{Action: action, Name: rec.Name, Rev: rec.Rev, Revision: rev, Digest: rec.Digest}, nil
+	return c, nil
 }
 
 // putObject stores l's archive under its digest unless it is there.

@@ -266,6 +266,7 @@ type Provider struct {
 	why       error                                 // why not healthy
 	scopes    map[string]map[string]entry           // project id ("" global) -> name -> entry
 	pins      map[string]map[string]pinned          // project id -> name -> shown in place of scopes' (Config.Pins)
+	ctl       *controls                             // the index's releases and pins
 	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced  chan struct{}                         // closed when revision advances or health changes
 	reload    bool                                  // the next load starts the revision over
@@ -309,6 +310,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		done:     make(chan struct{}),
 		why:      fmt.Errorf("%w: index not loaded yet", ErrUnavailable),
 		scopes:   make(map[string]map[string]entry),
+		ctl:      newControls(),
 		advanced: make(chan struct{}),
 		warnings: make(map[string]uint64),
 		recheck:  make(chan struct{}, 1),
@@ -505,12 +507,12 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 		return nil, nil
 	}
 	if p.cfg.Library {
-		out = p.candidates(out, p.view(""), catalog.SourceLibrary, providers.RankLibrary, q)
+		out = p.candidates(out, "", catalog.SourceLibrary, providers.RankLibrary, q)
 	} else {
 		if q.Project != "" {
-			out = p.candidates(out, p.view(q.Project), catalog.SourceStoreProject, providers.RankStoreProject, q)
+			out = p.candidates(out, q.Project, catalog.SourceStoreProject, providers.RankStoreProject, q)
 		}
-		out = p.candidates(out, p.view(""), catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
+		out = p.candidates(out, "", catalog.SourceStoreGlobal, providers.RankStoreGlobal, q)
 	}
 	healthy, why := p.healthy, p.why
 	p.mu.Unlock()
@@ -520,20 +522,31 @@ func (p *Provider) List(ctx context.Context, q catalog.Query) ([]providers.Candi
 	return out, nil
 }
 
-func (p *Provider) candidates(out []providers.Candidate, skills map[string]entry, source string, rank int, q catalog.Query) []providers.Candidate {
+// candidates appends the skills of the scope of project (""
+// global) as q's session gets them (see choose). p.mu must be held.
+func (p *Provider) candidates(out []providers.Candidate, project, source string, rank int, q catalog.Query) []providers.Candidate {
 	start := len(out)
-	for _, e := range skills {
-		out = append(out, providers.Candidate{Summary: p.summary(e, source, q), Rank: rank})
+	if p.plain(project, q) {
+		for _, e := range p.scopes[project] {
+			out = append(out, providers.Candidate{Summary: p.summary(e, source, ChannelStable, q), Rank: rank})
+		}
+	} else {
+		for name := range p.names(project, q) {
+			if e, channel, ok := p.choose(project, name, q); ok {
+				out = append(out, providers.Candidate{Summary: p.summary(e, source, channel, q), Rank: rank})
+			}
+		}
 	}
 	part := out[start:]
 	sort.Slice(part, func(i, j int) bool { return part[i].Name < part[j].Name })
 	return out
 }
 
-func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summary {
+func (p *Provider) summary(e entry, source, channel string, q catalog.Query) catalog.Summary {
 	s := catalog.Summary{
 		Name: e.rec.Name, Description: e.rec.Description, WhenToUse: e.rec.WhenToUse,
 		Invocation: e.rec.Invocation, Source: source, Provider: p.cfg.Name,
+		Origin: catalog.Origin{Rev: e.rec.Rev, Digest: e.rec.Digest, Channel: channel},
 	}
 	if q.ResourceDir != "" {
 		s.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceDirectory, Path: skillstore.ResourcePath(q.ResourceDir, e.rec.Name, e.rec.Digest)}
@@ -542,24 +555,25 @@ func (p *Provider) summary(e entry, source string, q catalog.Query) catalog.Summ
 }
 
 // find returns the provider's own winner for name in q: the project
-// scope's, else the global scope's.
-func (p *Provider) find(name string, q catalog.Query) (entry, string, bool) {
+// scope's, else the global scope's, each as q's session gets it (see
+// choose), and the channel that chose it.
+func (p *Provider) find(name string, q catalog.Query) (e entry, source, channel string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.over != nil {
-		return entry{}, "", false
+		return entry{}, "", "", false
 	}
 	if p.cfg.Library {
-		e, ok := p.lookup("", name)
-		return e, catalog.SourceLibrary, ok
+		e, channel, ok = p.choose("", name, q)
+		return e, catalog.SourceLibrary, channel, ok
 	}
 	if q.Project != "" {
-		if e, ok := p.lookup(q.Project, name); ok {
-			return e, catalog.SourceStoreProject, true
+		if e, channel, ok = p.choose(q.Project, name, q); ok {
+			return e, catalog.SourceStoreProject, channel, true
 		}
 	}
-	e, ok := p.lookup("", name)
-	return e, catalog.SourceStoreGlobal, ok
+	e, channel, ok = p.choose("", name, q)
+	return e, catalog.SourceStoreGlobal, channel, ok
 }
 
 // Load implements providers.Provider: the winning entry's body, from the
@@ -571,7 +585,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	if err := ctx.Err(); err != nil {
 		return catalog.Skill{}, err
 	}
-	e, source, ok := p.find(name, q)
+	e, source, channel, ok := p.find(name, q)
 	if !ok {
 		return catalog.Skill{}, fmt.Errorf("skill %q: %w", name, catalog.ErrNotFound)
 	}
@@ -579,7 +593,7 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	if err != nil {
 		return catalog.Skill{}, err
 	}
-	sum := p.summary(e, source, q)
+	sum := p.summary(e, source, channel, q)
 	sum.Description, sum.WhenToUse, sum.Invocation = sk.Description, sk.WhenToUse, sk.Invocation
 	return catalog.Skill{Summary: sum, Content: sk.Content, Digest: e.rec.Digest, Revision: e.revision}, nil
 }
@@ -810,8 +824,8 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 				return errors.New("index watch ended")
 			}
 			if e == nil { // every current entry delivered
-				idx, use := p.load(ctx, pending)
-				p.swap(idx, use, rev, id.epoch, pending.stripped)
+				idx, ctls, use := p.load(ctx, pending)
+				p.swap(idx, ctls, use, rev, id.epoch, pending.stripped)
 				pending, loaded = nil, true
 				if p.cfg.LazyVerify {
 					go p.verifyLoaded(ctx)
@@ -912,6 +926,7 @@ type change struct {
 	rec      Record
 	size     int64        // rec's summary bytes
 	foreign  foreignCount // of a malformed value: the key's history
+	ctl      *ctlChange   // of a release or pin key
 }
 
 // foreignCount is what a key's history holds after a value the store did
@@ -961,14 +976,19 @@ type decoded struct {
 	key      string
 	revision uint64
 	put      bool
-	rec      Record // of a put whose key and value are valid
-	size     int64  // rec's summary bytes (kept when its text is let go)
-	err      error  // why the key or the value of a put is not a valid record's
+	rec      Record     // of a put whose key and value are valid
+	size     int64      // rec's summary bytes (kept when its text is let go)
+	err      error      // why the key or the value of a put is not a valid record's
+	ctl      *ctlChange // of a release or pin key, decoded
 }
 
 // decode decodes e.
 func decode(e jetstream.KeyValueEntry) decoded {
 	d := decoded{key: e.Key(), revision: e.Revision(), put: e.Operation() == jetstream.KeyValuePut}
+	if c := decodeControl(d.key, d.put, e); c != nil {
+		d.ctl = c
+		return d
+	}
 	if !d.put {
 		return d
 	}
@@ -989,6 +1009,9 @@ func decode(e jetstream.KeyValueEntry) decoded {
 // object when verify is set.
 func (p *Provider) checkDecoded(ctx context.Context, d decoded, verify bool) change {
 	c := change{key: d.key, revision: d.revision}
+	if d.ctl != nil {
+		return p.checkControl(ctx, c, d.ctl)
+	}
 	sc, name, err := parseKey(d.key)
 	if err != nil {
 		c.bad, c.err = true, err
@@ -1036,7 +1059,7 @@ func (pl *pendingLoad) add(p *Provider, e jetstream.KeyValueEntry) {
 		pl.bytes -= old
 		delete(pl.sizes, d.key)
 	}
-	if d.put && d.err == nil {
+	if d.put && d.err == nil && d.ctl == nil {
 		pl.sizes[d.key] = d.size
 		pl.bytes += d.size
 	}
@@ -1264,11 +1287,14 @@ func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (
 
 // applyTo applies one checked change to an index and returns the warning
 // to log about it, if any (nil when none).
-func (p *Provider) applyTo(idx map[string]map[string]entry, use *usage, c change) func() {
+func (p *Provider) applyTo(idx map[string]map[string]entry, ctls *controls, use *usage, c change) func() {
 	if c.bad {
 		return func() {
 			p.warn(warnMalformed, c.key, "skill index entry skipped", "key", c.key, "revision", c.revision, "err", c.err)
 		}
+	}
+	if c.ctl != nil {
+		return p.applyControl(ctls, c)
 	}
 	skills := idx[c.project]
 	switch {
@@ -1435,18 +1461,19 @@ func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]provider
 }
 
 // load checks the entries of a fresh watch (at most loadParallel objects
-// read at once) and builds an index of them; a malformed value falls back
-// to the key's last good revision in the index's history. The records are
-// decoded first, and their objects checked only when the index is within
-// the store's bounds: a store over them lists nothing.
-func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[string]entry, usage) {
+// read at once) and builds an index of them and of its releases and pins;
+// a malformed value falls back to the key's last good revision in the
+// index's history. The records are decoded first, and their objects
+// checked only when the index is within the store's bounds: a store over
+// them lists nothing.
+func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[string]entry, *controls, usage) {
 	cs := make([]change, len(pl.entries))
 	var g errgroup.Group
 	g.SetLimit(loadParallel)
 	for i, d := range pl.entries {
 		g.Go(func() error {
 			c := p.checkDecoded(ctx, d, false)
-			if c.keep && !pl.stripped {
+			if c.keep && !pl.stripped && c.ctl == nil {
 				// Entries of a fresh watch come one per key: the last good
 				// revision is in the history.
 				if prev, ok := p.lastGood(ctx, c.key, c.name, c.revision); ok {
@@ -1461,7 +1488,7 @@ func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[st
 		})
 	}
 	g.Wait()
-	listed := func(c change) bool { return !c.bad && !c.keep && !c.remove }
+	listed := func(c change) bool { return !c.bad && !c.keep && !c.remove && c.ctl == nil }
 	var want usage
 	for _, c := range cs {
 		if listed(c) {
@@ -1484,13 +1511,14 @@ func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[st
 		g.Wait()
 	}
 	idx := make(map[string]map[string]entry)
+	ctls := newControls()
 	var use usage
 	for _, c := range cs {
-		if f := p.applyTo(idx, &use, c); f != nil {
+		if f := p.applyTo(idx, ctls, &use, c); f != nil {
 			f()
 		}
 	}
-	return idx, use
+	return idx, ctls, use
 }
 
 // loadParallel bounds the objects a load reads at once.
@@ -1615,9 +1643,9 @@ func (p *Provider) Warnings() map[string]uint64 {
 // swap installs a freshly loaded index of the buckets of epoch. Within
 // one epoch the revision only goes up; a load after the buckets were
 // recreated or rewound (p.reload) starts the revision over.
-func (p *Provider) swap(idx map[string]map[string]entry, use usage, rev uint64, epoch string, stripped bool) {
+func (p *Provider) swap(idx map[string]map[string]entry, ctls *controls, use usage, rev uint64, epoch string, stripped bool) {
 	p.mu.Lock()
-	p.scopes, p.use = idx, use
+	p.scopes, p.ctl, p.use = idx, ctls, use
 	wasOver := p.over != nil
 	p.over, p.refill = nil, false
 	p.overAt.Store(false)
@@ -1675,8 +1703,8 @@ func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	// listed, and the load that lists the store again checks them.
 	c := p.check(ctx, e, !p.overAt.Load())
 	p.mu.Lock()
-	warn := p.applyTo(p.scopes, &p.use, c)
-	if p.over != nil && !c.bad && !c.keep && !c.remove {
+	warn := p.applyTo(p.scopes, p.ctl, &p.use, c)
+	if p.over != nil && !c.bad && !c.keep && !c.remove && c.ctl == nil {
 		skills := p.scopes[c.project]
 		ent := skills[c.name]
 		ent.rec.Description, ent.rec.WhenToUse = "", ""
