@@ -158,4 +158,18 @@ func TestEvalSkillRevision(t *testing.T) {
 			t.Errorf("%q: stderr lacks %q:\n%s", c.args, c.want, stderr)
 		}
 	}
+
+	// A draft (revision 5, revision 1's text pushed with --draft) is
+	// offered to no session, so the store as it is judges as before; named
+	// by --skill-revision, it is the candidate judged, as revision 1 was.
+	writeFile(t, dir, "SKILL.md", skillMD("First steps of inv-target.", "name: inv-target", "description: Invoice reconciliation, reconcile every invoice against the ledger, invoice by invoice."))
+	if code, out, stderr := runMain(t, append([]string{"skills", "push", dir, "--draft"}, nats...)...); code != exitOK || !strings.HasPrefix(out, "updated inv-target rev 5 ") || !strings.Contains(out, "(draft: ") {
+		t.Fatalf("draft push: exit %d\n%s%s", code, out, stderr)
+	}
+	if out, _ := eval(exitOK); !strings.Contains(out, pair+"4 → 4\n") || !strings.Contains(out, "entries: 0 added, 0 removed, 0 changed,") {
+		t.Errorf("the store with a draft, judged as it is: the draft was seen:\n%s", out)
+	}
+	if out, _ := eval(exitOK, "--skill-revision", "inv-target@5"); out != first {
+		t.Errorf("the draft as the candidate: output differs from inv-target@1's:\n%s\nwant\n%s", out, first)
+	}
 }

@@ -112,15 +112,17 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		to     string
 
 		revision string
+		draft    bool
+		canary   string
 
 		includeHidden, linksOut bool
 	)
-	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc [arguments] [flags]", `
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc|status|release|promote|pin|unpin [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
 
-  push DIR... [--scope S] [--prune] [--json] [--include-hidden] [--follow-links-out]
+  push DIR... [--scope S] [--prune] [--draft] [--json] [--include-hidden] [--follow-links-out]
       publish the skills in each DIR (a skills root, a skill folder or a
       flat skill file). Only what belongs to a skill is published: version
       control folders (.git, .hg, .svn) never, other hidden files and
@@ -148,11 +150,16 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       and is answered at once when the buckets were recreated since.
       --json prints one object instead: {"revision": N, "epoch": E,
       "token": "E:N", "skills": [{"name", "change", "rev", "revision",
-      "digest"}]}; the token is both in one string, as the clients take
+      "digest", "draft", "releaseEnded"}]}; the token is both in one string, as the clients take
       it; a skill's "rev" is its revision, its "revision" the store
       revision of that revision.
       Writes are conditional on what was read: a concurrent publisher's
       change fails the push with "changed since read", never lost.
+      --draft publishes each changed skill as a draft: kept (history,
+      status, get, eval --skill-revision) and offered to no session; the
+      others keep the revision they had (see release). Without --draft,
+      a new revision of a skill in a release is stable for every session
+      at once and ends the release ("release ended").
   ls [--scope S]
       the published skills (every scope without --scope), one row each
       under a header: scope, name, the skill's revision, digest (first 12 hex
@@ -177,7 +184,32 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       revision, with the earlier digest; the history keeps every
       revision. Conditional on what was read, as push. Refused when that
       revision's files were removed by gc, or the index no longer keeps
-      it.
+      it. With a release in progress (a draft or canary), rollback
+      without --to ends it instead: every session is back on the
+      release's stable revision (published again as the next revision
+      when it is not the newest; a skill new in the release is removed).
+  status NAME [--scope S] [--json]
+      the skill's release state: its channel (stable without a release,
+      draft, or canary with its share of sessions), the stable revision
+      and the candidate, and every scope that pins it. --json prints the
+      same as one object.
+  release NAME REV --canary P% [--scope S]
+      offer REV, the draft pushed with --draft, to P% of sessions (0 to
+      100, at most two decimals: 10%, 2.5%); the others keep the stable
+      revision. Which sessions is a pure function of the tenant, the
+      session id, the skill and the candidate's digest: the same on
+      every serve, after restarts and in replay; raising P keeps the
+      sessions that had it. Run again to change P.
+  promote NAME [--scope S]
+      make the canary's revision stable for every session (ends the
+      release).
+  pin NAME@REV --scope S
+      hold the sessions of S (global: every session; project/<id>: that
+      project's) at revision REV, whatever the release or newest
+      revision: the project's own skill when it has one, else the global
+      skill. A project's pin beats a global pin.
+  unpin NAME --scope S
+      remove S's pin of the skill.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -210,6 +242,11 @@ tool results carry as value.revision.`[1:], `
   skillstream skills get commit-message@2 --out /tmp/skills
   skillstream skills diff commit-message 1 2
   skillstream skills rollback commit-message --scope global
+  skillstream skills push skills/commit-message --draft
+  skillstream skills release commit-message 3 --canary 10%
+  skillstream skills status commit-message
+  skillstream skills promote commit-message
+  skillstream skills pin commit-message@2 --scope project/payments
   skillstream skills gc --dry-run`[1:])
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
@@ -220,7 +257,9 @@ tool results carry as value.revision.`[1:], `
 	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV does")
 	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
-	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object")
+	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status: the state as one JSON object")
+	cmd.localBool(&draft, "draft", false, "push: publish changed skills as drafts, offered to no session until released")
+	cmd.localString(&canary, "canary", "", "release: the `percentage` of sessions offered the revision (10%, 2.5%)")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
 	c.storeFlags(cmd)
 	cmd.pick(c.streamFlags, "replicas")
@@ -228,7 +267,7 @@ tool results carry as value.revision.`[1:], `
 	c.storeNATSFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
-			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback or gc")
+			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin or unpin")
 		}
 		action, args := args[0], args[1:]
 		if err := c.validateNATS(); err != nil {
@@ -259,8 +298,17 @@ tool results carry as value.revision.`[1:], `
 		if revision != "" && action != "get" {
 			return usagef("--revision applies to get only")
 		}
-		if asJSON && action != "push" {
-			return usagef("--json applies to push only")
+		if asJSON && action != "push" && action != "status" {
+			return usagef("--json applies to push and status only")
+		}
+		if draft && action != "push" {
+			return usagef("--draft applies to push only")
+		}
+		if canary != "" && action != "release" {
+			return usagef("--canary applies to release only")
+		}
+		if draft && prune {
+			return usagef("--draft and --prune: a removal cannot be a draft; push the drafts and prune separately")
 		}
 		gcOnly := false
 		cmd.fs.Visit(func(f *flag.Flag) { gcOnly = gcOnly || f.Name == "dry-run" || f.Name == "min-age" })
@@ -282,7 +330,7 @@ tool results carry as value.revision.`[1:], `
 				if err != nil {
 					return err
 				}
-				changes, err := pb.Push(ctx, sc, locals, prune)
+				changes, err := pb.PushWith(ctx, sc, locals, store.PushOptions{Prune: prune, Draft: draft, By: c.publisherName(a)})
 				tok := events.StoreToken{Epoch: before, Revision: pushRevision(changes)}
 				if err == nil {
 					err = samePushEpoch(ctx, pb, before)
@@ -438,8 +486,13 @@ tool results carry as value.revision.`[1:], `
 			run = func(ctx context.Context, pb *store.Publisher) error {
 				return a.collect(ctx, pb, store.CollectOptions{MinAge: minAge, DryRun: dryRun})
 			}
+		case "status", "release", "promote", "pin", "unpin":
+			var err error
+			if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
+				return err
+			}
 		default:
-			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback or gc", action)
+			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin or unpin", action)
 		}
 		// A refusal by the server stops the command at once: the refused
 		// publish would otherwise be noticed only when its acknowledgement
@@ -631,12 +684,14 @@ type pushJSONChange struct {
 	Rev      uint64 `json:"rev"`      // the skill's revision
 	Revision uint64 `json:"revision"` // its store revision
 	Digest   string `json:"digest,omitempty"`
+	Draft    bool   `json:"draft,omitempty"`
+	Ended    bool   `json:"releaseEnded,omitempty"`
 }
 
 func printPushJSON(w io.Writer, tok events.StoreToken, changes []store.Change) error {
 	out := pushJSON{Revision: tok.Revision, Epoch: tok.Epoch, Token: tok.String(), Skills: []pushJSONChange{}}
 	for _, ch := range changes {
-		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Rev: ch.Rev, Revision: ch.Revision, Digest: ch.Digest})
+		out.Skills = append(out.Skills, pushJSONChange{Name: ch.Name, Change: string(ch.Action), Rev: ch.Rev, Revision: ch.Revision, Digest: ch.Digest, Draft: ch.Draft, Ended: ch.Ended})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -645,10 +700,10 @@ func printPushJSON(w io.Writer, tok events.StoreToken, changes []store.Change) e
 
 func printChange(w io.Writer, ch store.Change) {
 	if ch.Action == store.Removed {
-		fmt.Fprintf(w, "%s %s rev %d\n", ch.Action, ch.Name, ch.Rev)
+		fmt.Fprintf(w, "%s %s rev %d%s\n", ch.Action, ch.Name, ch.Rev, releaseNote(ch))
 		return
 	}
-	fmt.Fprintf(w, "%s %s rev %d %s\n", ch.Action, ch.Name, ch.Rev, skillstore.Short(ch.Digest))
+	fmt.Fprintf(w, "%s %s rev %d %s%s\n", ch.Action, ch.Name, ch.Rev, skillstore.Short(ch.Digest), releaseNote(ch))
 }
 
 // printHistory writes one line per revision: the skill's revision, its

@@ -149,11 +149,20 @@ func (a *app) skillsRollback(ctx context.Context, pb *store.Publisher, sc skills
 	if err := samePushEpoch(ctx, pb, epoch); err != nil {
 		return err
 	}
-	if ch.Action == store.Unchanged {
+	switch {
+	case ch.Ended && ch.Action == store.Removed:
+		fmt.Fprintf(a.stdout, "ended the release of %s: it was new in the release, and is removed (rev %d)\n", name, ch.Rev)
+	case ch.Ended && ch.Action == store.Unchanged:
+		fmt.Fprintf(a.stdout, "ended the release of %s: every session is back on rev %d %s\n", name, from.Rev, skillstore.Short(ch.Digest))
+		return nil
+	case ch.Ended:
+		fmt.Fprintf(a.stdout, "ended the release of %s: every session is back on the files of rev %d, published as rev %d %s\n", name, from.Rev, ch.Rev, skillstore.Short(ch.Digest))
+	case ch.Action == store.Unchanged:
 		fmt.Fprintf(a.stdout, "unchanged %s rev %d %s: revision %d has the current files\n", name, ch.Rev, skillstore.Short(ch.Digest), from.Rev)
 		return nil
+	default:
+		fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Rev, ch.Rev, skillstore.Short(ch.Digest))
 	}
-	fmt.Fprintf(a.stdout, "rolled back %s to the files of rev %d: rev %d %s\n", name, from.Rev, ch.Rev, skillstore.Short(ch.Digest))
 	fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", ch.Revision, epoch)
 	return nil
 }

@@ -207,3 +207,42 @@ func encodeJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// ParseShare reads a share of sessions given as a percentage, with or
+// without a "%": "10%", "10", "2.5%", to at most two decimals. It refuses
+// anything else, and a share outside 0 to 100% (ErrBadShare). The share
+// is returned in basis points.
+func ParseShare(s string) (int, error) {
+	text := strings.TrimSuffix(strings.TrimSpace(s), "%")
+	whole, frac, dotted := strings.Cut(text, ".")
+	digits := func(d string) bool {
+		for i := 0; i < len(d); i++ {
+			if d[i] < '0' || d[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	neg := strings.HasPrefix(whole, "-")
+	if neg {
+		whole = whole[1:]
+	}
+	switch {
+	case whole == "" || !digits(whole) || !digits(frac) || (dotted && frac == ""):
+		return 0, fmt.Errorf("%w: %q is not a percentage (want e.g. 10%%, 2.5%%)", ErrBadShare, clip(s))
+	case len(frac) > 2:
+		return 0, fmt.Errorf("%w: %q has more than two decimals", ErrBadShare, clip(s))
+	case neg:
+		return 0, fmt.Errorf("%w: %q is below 0%%", ErrBadShare, clip(s))
+	case len(whole) > 3:
+		return 0, fmt.Errorf("%w: %q is over 100%%", ErrBadShare, clip(s))
+	}
+	n := 0
+	for _, c := range whole + (frac + "00")[:2] {
+		n = n*10 + int(c-'0')
+	}
+	if n > catalog.FullShare {
+		return 0, fmt.Errorf("%w: %q is over 100%%", ErrBadShare, clip(s))
+	}
+	return n, nil
+}

@@ -582,3 +582,19 @@ func mustJSONF(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+func TestParseShare(t *testing.T) {
+	for in, want := range map[string]int{"10%": 1000, "10": 1000, "2.5%": 250, "0": 0, "100%": 10000, "0.01%": 1, "99.99": 9999, "7.05%": 705} {
+		if got, err := store.ParseShare(in); err != nil || got != want {
+			t.Errorf("ParseShare(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if f := store.FormatShare(want); f != strings.TrimSuffix(in, "%")+"%" && in != "10" && in != "0" && in != "99.99" {
+			t.Errorf("FormatShare(%d) = %q", want, f)
+		}
+	}
+	for _, in := range []string{"", "%", "-1%", "100.01%", "101", "1000", "2.555%", "1e2", "ten", "5.", ".5", "5%%", "0x10", "+5"} {
+		if _, err := store.ParseShare(in); !errors.Is(err, store.ErrBadShare) {
+			t.Errorf("ParseShare(%q) = %v, want ErrBadShare", in, err)
+		}
+	}
+}

@@ -21,7 +21,7 @@ var (
 	// ErrNoCanary reports a promote of a release that is not a canary.
 	ErrNoCanary = errors.New("no canary to promote")
 	// ErrBadShare reports a share outside 0 to 100%.
-	ErrBadShare = errors.New("share of sessions out of range")
+	ErrBadShare = errors.New("invalid share of sessions")
 	// ErrNotPinned reports an unpin of a skill the scope does not pin.
 	ErrNotPinned = errors.New("not pinned")
 )
