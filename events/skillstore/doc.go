@@ -15,6 +15,13 @@
 //	global.<name>            every session
 //	project.<id>.<name>      sessions whose trigger names project <id>
 //
+// Beside them, a skill may have a release key, "release.global.<name>" or
+// "release.project.<id>.<name>" (a release in progress: draft or canary),
+// and pin keys, "pin.global.<name>" (every session) or
+// "pin.project.<id>.<name>" (one project's sessions); their values belong
+// to the store provider too. ParseKey refuses them, as any key outside
+// the two skill layouts: a reader of skills skips them.
+//
 // A project id is 1 to 128 letters, digits, '_' or '-'; a name is 1 to 64
 // lowercase letters, digits or '-' (ValidName), so it is one key token and
 // one path element. Scope, ParseScope, Scope.Key and ParseKey build and

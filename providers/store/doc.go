@@ -72,6 +72,37 @@
 // Publisher.Materialize writes a skill's files to a directory atomically
 // and read-only (skillstore.Materialize), for `skills get`.
 //
+// Releases and pins are keys of the index beside each skill's, which
+// are not skills: readers that know only skill keys skip them as keys
+// outside the layout (and serve the skill's newest revision to every
+// session), and the provider never reports them as bad skill keys.
+// "release.<skill key>" (a ReleaseState, JSON) holds a release in
+// progress: channel draft or canary, the canary's share of sessions, the
+// stable revision and the candidate (by number, store revision and
+// digest). "pin.global.<name>" and "pin.project.<id>.<name>" (a
+// PinState) hold the sessions of the whole tenant, or of one project, at
+// one revision, of the global skill or the project's own. The provider
+// reads the revision each names from the skill's kept history once, by
+// store revision, when the key changes (never per session), and answers
+// from memory: a pin beats everything (a project's pin beats the
+// tenant's, channel pin); with a release, the newest revision goes to the
+// sessions whose Query.Canary names the skill when the release is a
+// canary and names it as candidate (channel canary), the stable revision
+// to the others (channel stable; a skill new in the release to nobody
+// else), and a newest revision the release does not name as candidate to
+// nobody; without, the newest revision is stable for all. List and Load
+// answer alike for one Query, and every listed skill carries its
+// Summary.Origin (number, digest, channel). Releases lists the canaries
+// for a registry's cohorts; a change of a release or pin key closes the
+// change channels it affects, so every member's views refresh. A value
+// that is not one skillstream writes (DecodeRelease, DecodePin) is
+// ignored with a warning, what was known of the key kept. Publisher
+// writes them: PushWith with Draft (the release entry first, then the
+// revision, so an interrupted push exposes nothing), Release, Promote,
+// Rollback (which ends a release in progress), Pin, Unpin and Status;
+// each write is conditional on the key's revision read, and a lost race
+// is an error wrapping ErrChanged with the store unchanged.
+//
 // Config.Pins opens a view of the store in which named skills stay at a
 // given revision (read from the kept history, their objects checked as a
 // load checks them), ranked where the scope's skills rank, or absent for
