@@ -199,6 +199,11 @@ func (pb *Publisher) walkIndex(ctx context.Context, f func(key string, rev uint6
 			if e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
+			if _, _, _, control, _ := controlKey(e.Key()); control {
+				// A release or pin names revisions of the skill's key,
+				// whose own entries keep their objects.
+				continue
+			}
 			_, name, err := parseKey(e.Key())
 			var rec Record
 			if err == nil {

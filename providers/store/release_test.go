@@ -289,6 +289,15 @@ func TestPinBeatsReleaseAndHead(t *testing.T) {
 	if err != nil || pp.Pin.Of != store.PinOfProject {
 		t.Fatalf("pin of the project's own skill: %+v, %v", pp, err)
 	}
+	// gc reads past release and pin entries, and keeps what they name.
+	col, err := pb.Collect(ctx, store.CollectOptions{})
+	if err != nil || col.Revisions == 0 {
+		t.Fatalf("gc with releases and pins: %+v, %v", col, err)
+	}
+	waitServed(t, p, "pdf", canary, "PDF three.")
+	if _, err := p.Load(ctx, "pdf", tenant); err != nil {
+		t.Errorf("stable revision after gc: %v", err)
+	}
 }
 
 // A draft push is two writes, the release entry first. Interrupted
