@@ -38,13 +38,23 @@ func (pb *Publisher) Files(ctx context.Context, digest string) ([]skillstore.Fil
 // and one whose files are gone from the object store (skillstore.ErrObjectMissing,
 // checked by fetching and verifying them). When the revision's digest is
 // the current one it writes nothing and returns Unchanged. from is the
-// revision whose files were published.
+// revision whose files were published. With a release in progress (a
+// draft or canary) and the zero At, it ends the release instead
+// (Change.Ended): every session is back on the release's stable revision,
+// published again as the next revision when the newest is not it (a skill
+// new in the release is removed); a release entry skillstream did not
+// write is removed. With a release and another At it refuses.
 func (pb *Publisher) Rollback(ctx context.Context, scope skillstore.Scope, name string, to At) (c Change, from Revision, err error) {
 	hist, err := pb.History(ctx, scope, name)
 	if err != nil {
 		return Change{}, Revision{}, err
 	}
 	rel, err := pb.readRelease(ctx, scope, name)
+	if errors.Is(err, ErrBadControl) && to == (At{}) {
+		// A release entry skillstream did not write: ending the release
+		// is removing it (servers ignore it meanwhile).
+		return pb.dropBadRelease(ctx, scope, name, hist)
+	}
 	if err != nil {
 		return Change{}, Revision{}, err
 	}

@@ -529,11 +529,34 @@ func TestMalformedReleaseAndPinIgnored(t *testing.T) {
 	if err != nil || len(st.Malformed) != 2 || st.Channel != store.ChannelStable {
 		t.Errorf("status with malformed entries: %+v, %v", st, err)
 	}
-	// A push makes the skill stable and takes the malformed release away.
+	// A draft cannot build on it; a push makes the skill stable and takes
+	// it away, and so does a rollback.
 	writeSkill(t, root, "pdf", "PDF two.", "Two.", nil)
+	if _, err := pb.PushWith(ctx, skillstore.Global, []store.Local{readLocal(t, root+"/pdf")}, store.PushOptions{Draft: true}); !errors.Is(err, store.ErrBadControl) || !strings.Contains(err.Error(), "release.global.pdf") {
+		t.Errorf("draft over a malformed release: %v", err)
+	}
 	if c := push(t, pb, skillstore.Global, false, root+"/pdf")[0]; !c.Ended {
 		t.Errorf("push over a malformed release: %+v", c)
 	}
+	if c, _, err := pb.Rollback(ctx, projX(t), "other", store.At{}); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("rollback of a skill a project lacks: %+v, %v", c, err)
+	}
+	kv.Put(ctx, "release.global.other", []byte("{"))
+	if c, _, err := pb.Rollback(ctx, skillstore.Global, "other", store.At{}); err != nil || !c.Ended || c.Action != store.Unchanged {
+		t.Errorf("rollback of a malformed release: %+v, %v", c, err)
+	}
+	if st, err := pb.Status(ctx, skillstore.Global, "other"); err != nil || len(st.Malformed) != 1 {
+		// the pin of other stays malformed; the release is gone
+		t.Errorf("status after: %+v, %v", st, err)
+	}
+}
+
+func projX(t *testing.T) skillstore.Scope {
+	sc, err := skillstore.Project("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 func FuzzDecodeRelease(f *testing.F) {

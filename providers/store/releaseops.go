@@ -56,7 +56,7 @@ func (pb *Publisher) readRelease(ctx context.Context, scope skillstore.Scope, na
 	}
 	r, err := DecodeRelease(e.Value())
 	if err != nil {
-		return release{}, fmt.Errorf("%s (store revision %d): %w; end it with skills rollback, or push the skill again", key, e.Revision(), err)
+		return release{}, fmt.Errorf("%s (store revision %d): %w; remove it with skills rollback %s --scope %s", key, e.Revision(), err, name, scope)
 	}
 	return release{r: r, revision: e.Revision()}, nil
 }
@@ -427,4 +427,19 @@ func clipBy(by string) string {
 		return by[:maxByLength]
 	}
 	return by
+}
+
+// dropBadRelease deletes a release entry that is not one skillstream
+// writes, conditional on its revision: what a rollback of such a release
+// does. The skill's revisions are left as they are.
+func (pb *Publisher) dropBadRelease(ctx context.Context, scope skillstore.Scope, name string, hist []Revision) (Change, Revision, error) {
+	e, err := pb.kv.Get(ctx, ReleaseKey(scope, name))
+	if err != nil {
+		return Change{}, Revision{}, fmt.Errorf("read %s: %w", ReleaseKey(scope, name), err)
+	}
+	cur := hist[len(hist)-1]
+	if err := pb.endRelease(ctx, scope, name, e.Revision()); err != nil {
+		return Change{}, Revision{}, err
+	}
+	return Change{Action: Unchanged, Name: name, Rev: cur.Rev, Revision: cur.Revision, Digest: cur.Record.Digest, Ended: true}, cur, nil
 }
