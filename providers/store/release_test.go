@@ -12,6 +12,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -127,11 +128,32 @@ func TestReleaseDraftCanaryPromote(t *testing.T) {
 		t.Fatalf("status of a draft: %+v, %v", st, err)
 	}
 
+	// A registry's cached views: the canary's own view refreshes when the
+	// release lands, and a session's cohort comes from its Releases.
+	reg := providers.NewRegistry([]providers.Provider{p})
+	defer reg.Close()
+	regDesc := func(q catalog.Query) string {
+		s, err := reg.Snapshot(ctx, q)
+		if err != nil || len(s.Skills) != 1 {
+			t.Fatalf("snapshot %+v: %+v, %v", q, s, err)
+		}
+		return s.Skills[0].Description
+	}
+	if d := regDesc(canary); d != "PDF one." {
+		t.Fatalf("registry before the release: %q", d)
+	}
 	ch = p.Changes(stable)
 	if _, err := pb.Release(ctx, skillstore.Global, "pdf", 2, 1000, "tester"); err != nil {
 		t.Fatal(err)
 	}
 	<-ch
+	eventually(t, "the registry's canary view refreshed", func() bool { return regDesc(canary) == "PDF two." })
+	if regDesc(stable) != "PDF one." {
+		t.Errorf("registry: a session outside the canary got the candidate")
+	}
+	if rels := reg.Releases(stable); len(rels) != 1 || rels[0].Share != 1000 {
+		t.Errorf("registry releases: %+v", rels)
+	}
 	waitServed(t, p, "pdf", canary, "PDF two.")
 	if d, o := served(t, p, "pdf", canary); d != "PDF two." || o != (catalog.Origin{Rev: 2, Digest: v2.Digest, Channel: catalog.ChannelCanary}) {
 		t.Errorf("canary session gets %q %+v", d, o)
