@@ -120,3 +120,83 @@ func BenchmarkPushToSnapshot(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkCohortSnapshot1000 is a trigger's path through a warm registry
+// of 1,000 store skills: the session's cohort (catalog.Cohort over the
+// registry's Releases), then its snapshot, for sessions drawn from 1,000
+// ids; with no release, and with 100 of the skills in a 10% canary.
+// views is how many distinct cohorts (cached views) the sessions had.
+func BenchmarkCohortSnapshot1000(b *testing.B) {
+	srv := natstest.Start(b)
+	pb := publisher(b, srv.JS, store.Config{})
+	root := b.TempDir()
+	var ls, drafts []store.Local
+	for i := range 1000 {
+		dir := writeSkill(b, root, fmt.Sprintf("skill-%04d", i), "Skill.", "Body.", nil)
+		l, err := store.ReadSkill(dir, store.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ls = append(ls, l)
+		if i%10 == 0 {
+			l, err := store.ReadSkill(writeSkill(b, root, fmt.Sprintf("skill-%04d", i), "Skill, new.", "Body two.", nil), store.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			drafts = append(drafts, l)
+		}
+	}
+	ctx := context.Background()
+	if _, err := pb.Push(ctx, skillstore.Global, ls, false); err != nil {
+		b.Fatal(err)
+	}
+	p := open(b, srv.JS, store.Config{})
+	reg := providers.NewRegistry([]providers.Provider{p})
+	defer reg.Close()
+	run := func(b *testing.B, want int) {
+		views := map[string]bool{}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			session := fmt.Sprintf("session-%d", i%1000)
+			i++
+			q := catalog.Query{}
+			q.Canary = catalog.Cohort("", session, reg.Releases(q))
+			views[q.Canary] = true
+			s, err := reg.Snapshot(ctx, q)
+			if err != nil || len(s.Skills) != 1000 {
+				b.Fatal(len(s.Skills), err)
+			}
+		}
+		if got := len(reg.Releases(catalog.Query{})); got != want {
+			b.Fatalf("%d releases, want %d", got, want)
+		}
+		b.ReportMetric(float64(len(views)), "views")
+	}
+	b.Run("none", func(b *testing.B) { run(b, 0) })
+	cs, err := pb.PushWith(ctx, skillstore.Global, drafts, store.PushOptions{Draft: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var last uint64
+	for _, c := range cs {
+		if _, err := pb.Release(ctx, skillstore.Global, c.Name, c.Rev, 1000, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	last = lastSeqB(b, srv.JS)
+	eventually(b, "releases applied", func() bool { return p.Revision() >= last })
+	b.Run("canary-100-of-1000", func(b *testing.B) { run(b, 100) })
+}
+
+func lastSeqB(b *testing.B, js jetstream.JetStream) uint64 {
+	s, err := js.Stream(context.Background(), "KV_"+skillstore.DefaultBucket)
+	if err != nil {
+		b.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return info.State.LastSeq
+}
