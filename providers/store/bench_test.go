@@ -187,6 +187,19 @@ func BenchmarkCohortSnapshot1000(b *testing.B) {
 	last = lastSeqB(b, srv.JS)
 	eventually(b, "releases applied", func() bool { return p.Revision() >= last })
 	b.Run("canary-100-of-1000", func(b *testing.B) { run(b, 100) })
+	// The store's own share of it: List alone, for a canary session.
+	b.Run("canary-list-only", func(b *testing.B) {
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			q := catalog.Query{}
+			q.Canary = catalog.Cohort("", fmt.Sprintf("session-%d", i%1000), p.Releases(q))
+			i++
+			if cs, err := p.List(ctx, q); err != nil || len(cs) != 1000 {
+				b.Fatal(len(cs), err)
+			}
+		}
+	})
 }
 
 func lastSeqB(b *testing.B, js jetstream.JetStream) uint64 {

@@ -233,23 +233,32 @@ func (p *Provider) plain(project string, q catalog.Query) bool {
 	return project != "" || q.Project == "" || p.cfg.Library || len(p.ctl.pins[q.Project]) == 0
 }
 
-// names returns every skill name choose may list for the scope of
-// project: the index's, and those a pin holds. p.mu must be held.
-func (p *Provider) names(project string, q catalog.Query) map[string]struct{} {
-	out := make(map[string]struct{}, len(p.scopes[project]))
-	for name := range p.scopes[project] {
-		out[name] = struct{}{}
-	}
-	for name := range p.pins[project] {
-		out[name] = struct{}{}
-	}
-	for name := range p.ctl.pins[project] {
-		out[name] = struct{}{}
-	}
-	if project == "" && q.Project != "" && !p.cfg.Library {
-		for name := range p.ctl.pins[q.Project] {
-			out[name] = struct{}{}
+// pinnedOnly returns the skill names a pin may list for the scope of
+// project that the index does not hold (removed since they were pinned).
+// p.mu must be held.
+func (p *Provider) pinnedOnly(project string, q catalog.Query) map[string]struct{} {
+	var out map[string]struct{}
+	add := func(pins map[string]pinned, cpins map[string]pinState) {
+		for name := range pins {
+			if _, ok := p.scopes[project][name]; !ok {
+				if out == nil {
+					out = map[string]struct{}{}
+				}
+				out[name] = struct{}{}
+			}
 		}
+		for name := range cpins {
+			if _, ok := p.scopes[project][name]; !ok {
+				if out == nil {
+					out = map[string]struct{}{}
+				}
+				out[name] = struct{}{}
+			}
+		}
+	}
+	add(p.pins[project], p.ctl.pins[project])
+	if project == "" && q.Project != "" && !p.cfg.Library {
+		add(nil, p.ctl.pins[q.Project])
 	}
 	return out
 }

@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -531,14 +532,19 @@ func (p *Provider) candidates(out []providers.Candidate, project, source string,
 			out = append(out, providers.Candidate{Summary: p.summary(e, source, ChannelStable, q), Rank: rank})
 		}
 	} else {
-		for name := range p.names(project, q) {
+		for name := range p.scopes[project] {
+			if e, channel, ok := p.choose(project, name, q); ok {
+				out = append(out, providers.Candidate{Summary: p.summary(e, source, channel, q), Rank: rank})
+			}
+		}
+		for name := range p.pinnedOnly(project, q) {
 			if e, channel, ok := p.choose(project, name, q); ok {
 				out = append(out, providers.Candidate{Summary: p.summary(e, source, channel, q), Rank: rank})
 			}
 		}
 	}
 	part := out[start:]
-	sort.Slice(part, func(i, j int) bool { return part[i].Name < part[j].Name })
+	slices.SortFunc(part, func(a, b providers.Candidate) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
