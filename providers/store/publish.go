@@ -350,6 +350,16 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	if err != nil {
 		return Change{}, err
 	}
+	if cur.live && cur.rec.Digest == l.Record.Digest {
+		// Unchanged; its files are stored again should they be gone
+		// (removed by a gc racing the push that wrote this entry).
+		if err := pb.putObject(ctx, l); err != nil {
+			return Change{}, err
+		}
+		return Change{Action: Unchanged, Name: l.Record.Name, Rev: cur.rev, Revision: cur.last, Digest: cur.rec.Digest}, nil
+	}
+	// Read after the check above: a push of unchanged skills reads one
+	// key each, as before releases.
 	rel, err := pb.readRelease(ctx, scope, l.Record.Name)
 	if err != nil && opts.Draft {
 		return Change{}, err
@@ -362,14 +372,6 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 			return Change{}, err
 		}
 		rel = release{revision: e.Revision()}
-	}
-	if cur.live && cur.rec.Digest == l.Record.Digest {
-		// Unchanged; its files are stored again should they be gone
-		// (removed by a gc racing the push that wrote this entry).
-		if err := pb.putObject(ctx, l); err != nil {
-			return Change{}, err
-		}
-		return Change{Action: Unchanged, Name: l.Record.Name, Rev: cur.rev, Revision: cur.last, Digest: cur.rec.Digest}, nil
 	}
 	if pb.beforeWrite != nil {
 		pb.beforeWrite()
