@@ -501,6 +501,23 @@ func TestConcurrentReleasesOneWins(t *testing.T) {
 	if _, err := pbA.Promote(ctx, skillstore.Global, "pdf"); !errors.Is(err, store.ErrChanged) {
 		t.Fatalf("promote racing a rollback = %v", err)
 	}
+	// Two draft pushes of one skill: one wins, the other's release entry
+	// and revision are not written.
+	other := writeSkill(t, t.TempDir(), "pdf", "PDF other.", "Other.", nil)
+	writeSkill(t, root, "pdf", "PDF five.", "Five.", nil)
+	var won store.Change
+	pbA = publisherWithHook(t, srv.JS, func() { won = pushDraft(t, pbB, skillstore.Global, dir) })
+	before := lastSeq(t, srv.JS)
+	_, err = pbA.PushWith(ctx, skillstore.Global, []store.Local{readLocal(t, other)}, store.PushOptions{Draft: true})
+	if !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("the second draft push = %v, want changed", err)
+	}
+	if after := lastSeq(t, srv.JS); after != won.Revision || won.Revision <= before {
+		t.Errorf("the losing draft push wrote (sequence %d, winner's revision %d)", after, won.Revision)
+	}
+	if st, _ := pbB.Status(ctx, skillstore.Global, "pdf"); st.Candidate == nil || st.Candidate.Digest != won.Digest || st.HeldBack {
+		t.Errorf("status after racing drafts: %+v", st)
+	}
 }
 
 // Release and pin entries written by hand that skillstream would not
