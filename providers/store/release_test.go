@@ -148,6 +148,14 @@ func TestReleaseDraftCanaryPromote(t *testing.T) {
 	}
 	<-ch
 	eventually(t, "the registry's canary view refreshed", func() bool { return regDesc(canary) == "PDF two." })
+	// Another member decides alike.
+	member := open(t, srv.JS, store.Config{})
+	if o := waitServed(t, member, "pdf", canary, "PDF two."); o.Channel != catalog.ChannelCanary {
+		t.Errorf("another member: %+v", o)
+	}
+	if d, _ := served(t, member, "pdf", stable); d != "PDF one." {
+		t.Errorf("another member, outside the canary: %q", d)
+	}
 	if regDesc(stable) != "PDF one." {
 		t.Errorf("registry: a session outside the canary got the candidate")
 	}
@@ -179,6 +187,7 @@ func TestReleaseDraftCanaryPromote(t *testing.T) {
 	if rels := p.Releases(stable); len(rels) != 0 {
 		t.Errorf("releases after promote: %+v", rels)
 	}
+	waitServed(t, member, "pdf", stable, "PDF two.")
 	if st, _ := pb.Status(ctx, skillstore.Global, "pdf"); st.Channel != store.ChannelStable || st.Stable.Rev != 2 || st.Candidate != nil {
 		t.Errorf("status after promote: %+v", st)
 	}
