@@ -99,3 +99,50 @@ func TestCohortNamesSortedAndParsed(t *testing.T) {
 		t.Fatal("no releases gave a cohort")
 	}
 }
+
+// However many releases are in progress, a tenant's sessions fall into at
+// most CohortBuckets cohorts (so at most that many views of their skills),
+// while each release still takes its share of them.
+func TestCohortsAreBounded(t *testing.T) {
+	var rels []Release
+	for i := range 100 {
+		rels = append(rels, Release{Name: fmt.Sprintf("skill-%03d", i), Candidate: "c", Share: 1000})
+	}
+	cohorts := map[string]bool{}
+	taken := make([]int, len(rels))
+	const n = 5000
+	for i := range n {
+		s := fmt.Sprintf("sess-%d", i)
+		cohorts[Cohort("acme", s, rels)] = true
+		for j, r := range rels {
+			if InCanary("acme", s, r) {
+				taken[j]++
+			}
+		}
+	}
+	if len(cohorts) > CohortBuckets {
+		t.Fatalf("%d distinct cohorts over %d sessions and 100 releases; want at most %d", len(cohorts), n, CohortBuckets)
+	}
+	margin := 3 * math.Sqrt(n*0.1*0.9)
+	differ := false
+	for j, got := range taken {
+		if math.Abs(float64(got)-n*0.1) > margin+float64(n)/CohortBuckets {
+			t.Errorf("release %d took %d of %d sessions; want about %d", j, got, n, n/10)
+		}
+		if j > 0 && got != taken[0] {
+			differ = true
+		}
+	}
+	// Different releases take different sessions: the same groups for all
+	// would make every count equal.
+	same := 0
+	for i := range 200 {
+		s := fmt.Sprintf("sess-%d", i)
+		if InCanary("acme", s, rels[0]) == InCanary("acme", s, rels[1]) {
+			same++
+		}
+	}
+	if same == 200 && !differ {
+		t.Error("two releases took exactly the same sessions")
+	}
+}

@@ -266,6 +266,8 @@ func (p *Provider) pinnedOnly(project string, q catalog.Query) map[string]struct
 // Releases implements providers.Releaser: the canaries in progress of
 // q's scopes whose candidate has landed (it is the skill's newest
 // revision) and that no pin holds for q, by name.
+// The slice is kept until the index changes and shared: callers must not
+// modify it.
 func (p *Provider) Releases(q catalog.Query) []catalog.Release {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -275,6 +277,10 @@ func (p *Provider) Releases(q catalog.Query) []catalog.Release {
 	projects := []string{""}
 	if q.Project != "" && !p.cfg.Library {
 		projects = append(projects, q.Project)
+	}
+	key := projects[len(projects)-1]
+	if out, ok := p.releases[key]; ok {
+		return out
 	}
 	var out []catalog.Release
 	for _, project := range projects {
@@ -296,7 +302,17 @@ func (p *Provider) Releases(q catalog.Query) []catalog.Release {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if p.releases == nil {
+		p.releases = map[string][]catalog.Release{}
+	}
+	if len(p.releases) < maxReleaseMemo {
+		p.releases[key] = out
+	}
 	return out
 }
+
+// maxReleaseMemo bounds the projects whose releases a provider keeps
+// between changes (Provider.releases).
+const maxReleaseMemo = 1024
 
 var _ providers.Releaser = (*Provider)(nil)

@@ -263,18 +263,22 @@ type Provider struct {
 
 	mu        sync.Mutex
 	healthy   bool
-	wasBroken bool                                  // the watch broke once: log when it is back
-	why       error                                 // why not healthy
-	scopes    map[string]map[string]entry           // project id ("" global) -> name -> entry
-	pins      map[string]map[string]pinned          // project id -> name -> shown in place of scopes' (Config.Pins)
-	ctl       *controls                             // the index's releases and pins
-	chans     *simplelru.LRU[string, chan struct{}] // project id -> change channel
-	advanced  chan struct{}                         // closed when revision advances or health changes
-	reload    bool                                  // the next load starts the revision over
-	use       usage                                 // what scopes holds
-	over      error                                 // why the view is dropped (over its bounds); nil within them
-	refill    bool                                  // back within bounds: the next load fills the texts again
-	overAt    atomic.Bool                           // over != nil, read without p.mu
+	wasBroken bool                         // the watch broke once: log when it is back
+	why       error                        // why not healthy
+	scopes    map[string]map[string]entry  // project id ("" global) -> name -> entry
+	pins      map[string]map[string]pinned // project id -> name -> shown in place of scopes' (Config.Pins)
+	ctl       *controls                    // the index's releases and pins
+	// releases keeps what Releases answered per project (its key: q.Project,
+	// "" for the global scope alone) until the index changes: shared by the
+	// callers, who must not modify it.
+	releases map[string][]catalog.Release
+	chans    *simplelru.LRU[string, chan struct{}] // project id -> change channel
+	advanced chan struct{}                         // closed when revision advances or health changes
+	reload   bool                                  // the next load starts the revision over
+	use      usage                                 // what scopes holds
+	over     error                                 // why the view is dropped (over its bounds); nil within them
+	refill   bool                                  // back within bounds: the next load fills the texts again
+	overAt   atomic.Bool                           // over != nil, read without p.mu
 
 	vmu      sync.Mutex                          // guards the fields below
 	verified *simplelru.LRU[string, digestCheck] // digest -> what its object holds
@@ -1652,6 +1656,7 @@ func (p *Provider) Warnings() map[string]uint64 {
 func (p *Provider) swap(idx map[string]map[string]entry, ctls *controls, use usage, rev uint64, epoch string, stripped bool) {
 	p.mu.Lock()
 	p.scopes, p.ctl, p.use = idx, ctls, use
+	p.releases = nil
 	wasOver := p.over != nil
 	p.over, p.refill = nil, false
 	p.overAt.Store(false)
@@ -1710,6 +1715,7 @@ func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	c := p.check(ctx, e, !p.overAt.Load())
 	p.mu.Lock()
 	warn := p.applyTo(p.scopes, p.ctl, &p.use, c)
+	p.releases = nil
 	if p.over != nil && !c.bad && !c.keep && !c.remove && c.ctl == nil {
 		skills := p.scopes[c.project]
 		ent := skills[c.name]
