@@ -128,6 +128,10 @@ type View struct {
 	// ChangeLists is set when the View was prepared with Options.Updates
 	// UpdatesChanges: a change to it may be decided as a change list.
 	ChangeLists bool
+	// Origins are the origins of the snapshot's skills (OriginsOf): the
+	// evidence of which revision each store skill's entry came from. They
+	// never reach the model's text or the Digest.
+	Origins Origins
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -202,7 +206,7 @@ func PrepareRanked(snap Snapshot, opts Options, rank Ranking) View {
 	}
 	return View{Entries: entries, Omitted: omitted, Digest: digestList(entries, omitted, search), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
 		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts),
-		ChangeLists: opts.Updates == UpdatesChanges}
+		ChangeLists: opts.Updates == UpdatesChanges, Origins: OriginsOf(snap.Skills)}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of

@@ -81,6 +81,9 @@ type Value struct {
 	// travel in the structured value only, never in the text.
 	Digest   string
 	Revision uint64
+	// Origin is the loaded revision's evidence (see Summary): structured
+	// value only, never in the text.
+	Origin Origin
 }
 
 // Truncation tells how much of a skill's instructions a result shows, in
@@ -182,6 +185,7 @@ func run(ctx context.Context, l Lookup, name string, opts Options, may func(Invo
 		Truncated:    cut,
 		Digest:       sk.Digest,
 		Revision:     sk.Revision,
+		Origin:       sk.Origin,
 	}}
 }
 

@@ -115,6 +115,9 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 	if s.Omitted != 0 {
 		n++
 	}
+	if len(s.Origins) > 0 {
+		n++
+	}
 	if s.View != nil {
 		n++
 	}
@@ -139,6 +142,11 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 	if err == nil && s.Omitted != 0 {
 		if err = e.EncodeString("omitted"); err == nil {
 			err = e.EncodeInt(int64(s.Omitted))
+		}
+	}
+	if err == nil && len(s.Origins) > 0 {
+		if err = e.EncodeString("origins"); err == nil {
+			err = e.Encode(s.Origins)
 		}
 	}
 	if err == nil && s.View != nil {
@@ -187,6 +195,7 @@ type changesSource struct {
 	Count    int             `msgpack:"count" json:"count"`
 	Digest   string          `msgpack:"digest" json:"digest"`
 	Omitted  int             `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
+	Origins  []EntryOrigin   `msgpack:"origins,omitempty" json:"origins,omitempty"`
 	View     *View           `msgpack:"view,omitempty" json:"view,omitempty"`
 	Options  *CatalogOptions `msgpack:"options,omitempty" json:"options,omitempty"`
 }
@@ -196,7 +205,7 @@ func changesSourceOf(s CatalogSource) changesSource {
 		s.Changes = []Change{}
 	}
 	return changesSource{Kind: s.Kind, Producer: s.Producer, Update: s.Update, Base: s.Base, Changes: s.Changes,
-		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, View: s.View, Options: s.Options}
+		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, Origins: s.Origins, View: s.View, Options: s.Options}
 }
 
 // marshalJSON is json.Marshal without HTML escaping: payload text is full of

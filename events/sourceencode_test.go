@@ -45,6 +45,8 @@ func FuzzCatalogSourceEncoding(f *testing.F) {
 	f.Add("skill-catalog", "owner", "initial", "d", 3, 0, "", uint64(0), "", false, true)
 	f.Add("skill-catalog", "owner", "replacement", strings.Repeat("x", 40), 17, 250, "desc", uint64(7), "inst", true, false)
 	f.Add("", "", "", "", 0, -1, strings.Repeat("é", 200), uint64(1<<40), strings.Repeat("i", 300), true, true)
+	f.Add("skill-catalog", "owner", "initial", "d", 6, 0, "desc", uint64(3), "canary", true, true)
+	f.Add("skill-catalog", "owner", "replacement", "d", 22, 0, "desc", uint64(0), "", false, false)
 	f.Fuzz(func(t *testing.T, kind, producer, update, digest string, n, omitted int, desc string, rev uint64, instance string, view, compact bool) {
 		if update == UpdateChanges {
 			update = "x"
@@ -59,6 +61,11 @@ func FuzzCatalogSourceEncoding(f *testing.F) {
 		}
 		if view {
 			s.View = &View{Revision: rev, Instance: instance, Epoch: desc[:len(desc)/2]}
+		}
+		if n%4 == 2 { // a release's evidence: some entries' origins
+			for i := 0; i < n; i += 2 {
+				s.Origins = append(s.Origins, EntryOrigin{Name: s.Entries[i].Name, Rev: rev + uint64(i), Digest: digest, Channel: instance})
+			}
 		}
 		if n%3 == 1 {
 			s.Options = &CatalogOptions{DescriptionMax: n, MaxLength: omitted, MaxSkillBytes: int(rev % 1000), ListedMax: n % 7,

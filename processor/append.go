@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -296,7 +297,11 @@ func usageSummary(v any) string {
 		if o.IsError || o.Search != nil || o.Value == nil {
 			return ""
 		}
-		return events.UsageSummary{Kind: events.UsageLoad, Skill: o.Value.Name, Digest: o.Value.Digest, Revision: o.Value.Revision}.Header()
+		u := events.UsageSummary{Kind: events.UsageLoad, Skill: o.Value.Name, Digest: o.Value.Digest, Revision: o.Value.Revision, Rev: o.Value.Rev}
+		if o.Value.Channel != catalog.ChannelStable {
+			u.Channel = o.Value.Channel // the header leaves stable out
+		}
+		return u.Header()
 	}
 	return ""
 }

@@ -130,6 +130,11 @@ type Config struct {
 	ToolOwner string
 	// Catalog holds the rendering options (zero value: catalog defaults).
 	Catalog catalog.Options
+	// Tenant names the tenant this processor serves ("" for a serve
+	// without tenants). With the session id it places each session in or
+	// out of every release's canary (history.InCohort), so it must be the
+	// same on every member serving the tenant.
+	Tenant string
 	// Instance names this member of the consumer group in the catalogs it
 	// appends (source.view.instance) and on the subject where it tells
 	// other members which skills it sees (events.ViewSubject). One NATS

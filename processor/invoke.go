@@ -119,7 +119,7 @@ func (p *Processor) invoke(ctx context.Context, t *trigger, ps events.PreStep, n
 	if err != nil {
 		return err
 	}
-	l := history.Lookup(p.skills, history.PreStepQuery(ps))
+	l := history.Lookup(p.skills, p.cohort(t.sid, history.PreStepQuery(ps)))
 	over := false
 	for _, name := range names {
 		if inv, ok := invoked(done, name); ok {

@@ -109,7 +109,7 @@ func (p *Processor) decidePreStep(ctx context.Context, t *trigger, ps events.Pre
 	// once started, runs to its result so that the answer tells the truth.
 	dctx, cancel := withDeadline(ctx, ps.DeadlineMs)
 	defer cancel()
-	plan := &preStepPlan{p: p, t: t, ps: ps, q: history.PreStepQuery(ps), visible: history.Visible(ps.Tools, p.cfg.ToolOwner),
+	plan := &preStepPlan{p: p, t: t, ps: ps, q: p.cohort(t.sid, history.PreStepQuery(ps)), visible: history.Visible(ps.Tools, p.cfg.ToolOwner),
 		opts: p.offered(ps.Tools)}
 	plan.behind = p.awaitStore(dctx, "pre-step", ps.MinStoreEpoch, ps.MinStoreRevision)
 	if plan.visible && plan.behind == nil {
@@ -480,6 +480,7 @@ type catalogBodyKey struct {
 	revision uint64
 	epoch    string
 	ranking  string // the ranking recorded (catalogs listed by use)
+	origins  string // the origins' key (catalog.Origins.Key): evidence differs, so does the body
 }
 
 // catalogBodiesSize bounds the kept bodies: a processor appends one
@@ -494,8 +495,8 @@ func newCatalogBodies() *catalogBodies {
 }
 
 // get returns the shared part of the catalog decided by d.
-func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch}
+func (c *catalogBodies) get(d catalog.Decision, origins catalog.Origins, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch, origins: origins.Key()}
 	if opts != nil {
 		k.ranking = opts.Ranking
 	}
@@ -514,6 +515,7 @@ func (c *catalogBodies) get(d catalog.Decision, revision uint64, epoch, producer
 			Entries:  wireEntries(d.Entries),
 			Digest:   d.Digest,
 			Omitted:  d.Omitted,
+			Origins:  entryOrigins(d.Entries, origins),
 			View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
 			Options:  opts,
 		})

@@ -103,7 +103,7 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 	var resolved bool // the name resolved to a skill of the session's view
 	plan := &toolCallPlan{p: p, t: t, kinds: skillCallReads, deadlineMs: sc.DeadlineMs, tool: "skill tool", late: expiredText,
 		exec: func(ctx context.Context) events.ToolResult {
-			l := &resolving{Lookup: history.Lookup(p.skills, history.CallQuery(sc))}
+			l := &resolving{Lookup: history.Lookup(p.skills, p.cohort(t.sid, history.CallQuery(sc)))}
 			r := catalog.Execute(ctx, l, sc.Args.Name, p.cfg.Catalog)
 			resolved = l.resolved
 			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
@@ -251,7 +251,7 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 		out.Error = &events.ErrorInfo{Code: string(r.Err.Code), Message: r.Err.Message}
 	case r.Value != nil:
 		v := &events.SkillValue{Name: r.Value.Name, Provider: r.Value.Provider, Content: r.Value.Content,
-			Digest: r.Value.Digest, Revision: r.Value.Revision}
+			Digest: r.Value.Digest, Revision: r.Value.Revision, Rev: r.Value.Origin.Rev, Channel: r.Value.Origin.Channel}
 		if tr := r.Value.Truncated; tr != nil {
 			v.Truncated = &events.Truncated{Kept: int64(tr.Kept), Total: int64(tr.Total)}
 		}

@@ -55,7 +55,7 @@ func (k skillSearchKind) answer(ctx context.Context, t *trigger) (any, string, e
 	if ss.Cwd, err = p.cwds.check(ss.Cwd); err != nil {
 		return nil, "", p.reject(ctx, t, reasonCwd, err)
 	}
-	q := catalog.Query{Cwd: ss.Cwd, Project: ss.Project, ResourceDir: ss.ResourceDir}
+	q := p.cohort(t.sid, catalog.Query{Cwd: ss.Cwd, Project: ss.Project, ResourceDir: ss.ResourceDir})
 	args := catalog.SearchArgs{Query: ss.Args.Query, Limit: ss.Args.Limit, Offset: ss.Args.Offset}
 	plan := &toolCallPlan{p: p, t: t, kinds: searchReads, deadlineMs: ss.DeadlineMs, tool: "skill search", late: searchExpiredText,
 		exec: func(ctx context.Context) events.ToolResult {

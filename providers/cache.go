@@ -83,6 +83,9 @@ func (v *view) prepare(opts catalog.Options, shared *sharedViews) catalog.View {
 		}
 		pv.v = shared.get(v.contentSum(), opts, prepare)
 		pv.v.Diagnostics = v.diags // the view's own, as its position (Prepared)
+		// and so are its origins: a view of the same text may come from
+		// other revisions of the store's skills (a release's canary).
+		pv.v.Origins = catalog.OriginsOf(v.skills)
 	})
 	return pv.v
 }

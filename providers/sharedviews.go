@@ -20,8 +20,9 @@ import (
 //
 // The key covers everything catalog.Prepare reads of a snapshot: each
 // skill's name, description, invocation and source, in order, and the
-// options. The position and diagnostics are the view's own (Prepared sets
-// them); an incomplete view is never shared.
+// options. The position, diagnostics and origins (which revision of a store
+// skill each entry came from) are the view's own (Prepared sets them); an
+// incomplete view is never shared.
 
 // sharedViewsSize bounds the prepared views kept by content.
 const sharedViewsSize = 64

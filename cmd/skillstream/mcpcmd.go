@@ -158,6 +158,7 @@ func (c *Config) startMCPUnits(units []*servedUnit, token string, log *slog.Logg
 		}
 		cfg := c.mcpConfig(c.mcpSearch(u.late), log.With("tenant", u.tenant), prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics), version)
 		cfg.Ranker = u
+		cfg.Tenant = u.tenant
 		srv, err := mcpserver.New(u.late, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("mcp for tenant %s: %w", u.tenant, err)

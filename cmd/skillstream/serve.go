@@ -499,6 +499,7 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 		}
 	}
 	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog}
+	r.pcfg.Tenant = u.tenant // the cohorts of its releases are the tenant's
 	if c.SearchLearn {
 		r.learnFrom = &c.searchLearnFrom
 	}

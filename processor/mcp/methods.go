@@ -260,7 +260,7 @@ func (s *Server) callTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	res := catalog.Execute(ctx, lookup{s.reg, s.cfg.Query}, name, s.cfg.Options)
+	res := catalog.Execute(ctx, lookup{s.reg, s.sessionQuery(req.Session)}, name, s.cfg.Options)
 	if v := res.Value; v != nil && v.ResourceBase == nil && s.st.Load().find(name) != nil {
 		// A skill without a place of its own for its files (a store
 		// skill) has them served here: its directory resource is where
@@ -283,9 +283,37 @@ func (s *Server) callSearch(ctx context.Context, req *sdk.CallToolRequest) (*sdk
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	res := catalog.Search(ctx, s.cfg.Search.Searcher(s.cfg.Query),
+	res := catalog.Search(ctx, s.cfg.Search.Searcher(s.sessionQuery(req.Session)),
 		catalog.SearchArgs{Query: args["query"], Limit: args["limit"], Offset: args["offset"]}, s.cfg.Options)
 	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.Err != nil}, nil
+}
+
+// releaser is a Registry whose skills can be released to a share of
+// sessions first (providers.Releaser).
+type releaser interface {
+	Releases(q catalog.Query) []catalog.Release
+}
+
+// sessionQuery is the served query for a host's session: its Canary names
+// the releases whose candidate the session takes (catalog.Cohort of the
+// tenant and the MCP session id, as the processor decides for a session
+// of its log). Sessions without an id (stdio: one host) share the cohort
+// of the empty id. Without a release the served query as it is.
+func (s *Server) sessionQuery(ss *sdk.ServerSession) catalog.Query {
+	q := s.cfg.Query
+	q.Canary = ""
+	rl, ok := s.reg.(releaser)
+	if !ok {
+		return q
+	}
+	if rels := rl.Releases(q); len(rels) > 0 {
+		var id string
+		if ss != nil {
+			id = ss.ID()
+		}
+		q.Canary = catalog.Cohort(s.cfg.Tenant, id, rels)
+	}
+	return q
 }
 
 // lookup binds the registry to the served query for catalog.Execute.

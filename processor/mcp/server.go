@@ -59,6 +59,11 @@ type Config struct {
 	// Query is whose skills are served: the working directory, store
 	// project scope and resource directory a skill tool call would use.
 	Query catalog.Query
+	// Tenant is the tenant served ("" without tenants): with a session's
+	// id it decides which release candidates the session's skill and
+	// skill_search calls answer with, as the processor decides for its
+	// sessions (catalog.Cohort).
+	Tenant string
 	// Options are the catalog options of the skill tool (description
 	// length, catalog size, instruction size); the zero Options stand for
 	// the catalog's defaults. With Options.SkillSearch on, the

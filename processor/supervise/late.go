@@ -113,3 +113,14 @@ type notServing struct{}
 func (notServing) Search(context.Context, string, int, int) (catalog.Matches, error) {
 	return catalog.Matches{}, ErrNotServing
 }
+
+// Releases is the unit's releases in progress for q (providers.Releaser),
+// none until it has a registry or when its registry releases nothing.
+func (l *Late) Releases(q catalog.Query) []catalog.Release {
+	if r, _ := l.get(); r != nil {
+		if rl, ok := r.(providers.Releaser); ok {
+			return rl.Releases(q)
+		}
+	}
+	return nil
+}
