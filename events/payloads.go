@@ -166,6 +166,12 @@ type PreStep struct {
 type ErrorInfo struct {
 	Code    string `msgpack:"code" json:"code"`
 	Message string `msgpack:"message" json:"message"`
+	// Rev and Channel, on the error of a skill call whose name resolved
+	// to a store skill, are the revision the session was served and why
+	// (as SkillValue's): a release's errors are counted per revision.
+	// Absent otherwise, and in older records.
+	Rev     uint64 `msgpack:"rev,omitempty" json:"rev,omitempty"`
+	Channel string `msgpack:"channel,omitempty" json:"channel,omitempty"`
 }
 
 // Decision answers a PreStep.

@@ -109,7 +109,13 @@ func (p *Processor) runSkillCall(ctx context.Context, t *trigger, sc events.Skil
 			if r.Err != nil && r.Err.Code == catalog.CodeProvider {
 				p.m.providerErrs.Inc()
 			}
-			return toolResult(t, r)
+			res := toolResult(t, r)
+			if res.Error != nil && l.resolved {
+				// The revision the error is of: a release's errors are
+				// counted per revision.
+				res.Error.Rev, res.Error.Channel = l.origin.Rev, l.origin.Channel
+			}
+			return res
 		},
 		done: func(r events.ToolResult) {
 			if p.m.skills.result(sc.Args.Name, resolved, r) {
@@ -270,12 +276,13 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 type resolving struct {
 	catalog.Lookup
 	resolved bool
+	origin   catalog.Origin // the resolved skill's (store skills only)
 }
 
 func (l *resolving) Resolve(ctx context.Context, name string) (catalog.Summary, error) {
 	sum, err := l.Lookup.Resolve(ctx, name)
 	if err == nil {
-		l.resolved = true
+		l.resolved, l.origin = true, sum.Origin
 	}
 	return sum, err
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor/usage"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
@@ -30,7 +31,7 @@ func (a *app) usageCommand() (*command, runFunc) {
 		scan    bool
 		rebuild bool
 	)
-	cmd := newCommand("usage", "skillstream usage [--since DURATION|TIME] [--session SID] [--project ID] [--scan] [--json] [flags]\n       skillstream usage --rebuild [--since DURATION|TIME] [flags]", `
+	cmd := newCommand("usage", "skillstream usage [NAME] [--since DURATION|TIME] [--session SID] [--project ID] [--scan] [--json] [flags]\n       skillstream usage --rebuild [--since DURATION|TIME] [flags]", `
 Report which skills were used: per skill, the model's loads (successful
 skill tool results), users' invocations (skill.invocation records), errors
 by code, distinct sessions, first and last use, and the digests and store
@@ -40,6 +41,14 @@ estimate in tokens (bytes / 4, rounded up); the skills catalogs listed in
 the window that were never loaded nor invoked - the pruning list; and,
 when the model searched for skills (skill_search), the searches, the
 skills searches found, and the queries that found nothing.
+
+usage NAME reports one skill, with a row per revision of the skill store
+and channel that served it: stable, canary (a release's candidate, for
+the share of sessions in its canary) and pin, side by side, each with its
+loads, errors (calls whose name resolved to that revision) and error
+rate, and, read from the stream (--scan), the loads that followed a
+search of the same session that found the skill. Records older than
+releases name no revision: they count in the skill's totals only.
 
 The report is read from the usage projection that a serve started with
 --usage-projection keeps in the key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
@@ -73,7 +82,9 @@ are counted as unreadable, names that are not skill names in one row,
 _invalid, and errors of names that are no skill in one row, _unknown. On a terminal, progress is shown on stderr. --json prints one
 object with the keys stream, prefix, since, session, project, records,
 unreadable, skills (name, loads, invocations, errors, sessions,
-sessionsEstimated when an estimate, first, last, digests, revisions),
+sessionsEstimated when an estimate, first, last, digests, revisions, and
+releases - rev, channel, loads, errors, foundThenLoaded - for store
+skills' revisions), usage NAME --json the skill's row alone,
 catalogs (appends, bytesByKind, textBytes, estimatedTokens, listed),
 listedNeverUsed, searches (searches, found, noMatch, errors, sessions,
 perSession, sessionsEstimated, foundThenLoaded, bySession, skills,
@@ -88,6 +99,7 @@ but the bucket by --rebuild.`[1:], `
   skillstream usage --since 24h
   skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'
   skillstream usage --since 7d --scan
+  skillstream usage deploy --since 24h
   skillstream usage --rebuild`[1:])
 	cmd.group("Flags")
 	cmd.localString(&since, "since", "", "read from `DURATION` ago (24h, 7d) or from TIME (RFC 3339); default the stream's start")
@@ -100,8 +112,18 @@ but the bucket by --rebuild.`[1:], `
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
-		if len(args) > 0 {
-			return usagef("usage takes no arguments, got %q", args[0])
+		var name string
+		switch {
+		case len(args) > 1:
+			return usagef("usage takes at most one skill name, got %q", args)
+		case len(args) == 1:
+			if err := catalog.CheckName(args[0]); err != nil {
+				return usagef("usage %s: %v", printable(args[0]), err)
+			}
+			if rebuild {
+				return usagef("--rebuild rebuilds the whole projection: it takes no skill name")
+			}
+			name = args[0]
 		}
 		start, err := parseSince(since, time.Now())
 		if err != nil {
@@ -146,6 +168,12 @@ but the bucket by --rebuild.`[1:], `
 			}
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
+		if name != "" {
+			if err := printSkillUsage(out, rep, name, asJSON); err != nil {
+				return err
+			}
+			return out.Flush()
+		}
 		if asJSON {
 			enc := newJSONEncoder(out)
 			enc.SetIndent("", "  ")
@@ -302,6 +330,54 @@ func printUsage(w io.Writer, r *usage.Report) {
 		fmt.Fprintf(w, "partial: %s\n", s)
 	}
 	fmt.Fprintln(w, "from the usage projection; --scan reads the stream (and gives the searches per session and the skills found then loaded)")
+}
+
+// printSkillUsage prints one skill's row of r and its releases side by
+// side: a line per revision and channel.
+func printSkillUsage(w io.Writer, r *usage.Report, name string, asJSON bool) error {
+	row := usage.SkillUsage{Name: name, Errors: map[string]int{}}
+	for _, s := range r.Skills {
+		if s.Name == name {
+			row = s
+		}
+	}
+	if asJSON {
+		enc := newJSONEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(row)
+	}
+	window := "the whole stream"
+	if !r.Since.IsZero() {
+		window = "since " + r.Since.UTC().Format(time.RFC3339)
+	}
+	from := "the stream"
+	if r.Projection != nil {
+		from = "the usage projection"
+	}
+	fmt.Fprintf(w, "skill %s, %s (from %s): %d loads, %d invocations, errors %s, %s sessions\n\n", name, window, from,
+		row.Loads, row.Invocations, errorCodes(row.Errors), approx(row.Sessions, row.SessionsEstimated))
+	if len(row.Releases) == 0 {
+		fmt.Fprintln(w, "(no load or error in the window names a revision: the skill is not a store skill, or was not used since releases)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REV\tCHANNEL\tLOADS\tERRORS\tERROR RATE\tFOUND THEN LOADED")
+	for _, ru := range row.Releases {
+		rate := "-"
+		if n := ru.Loads + ru.Errors; n > 0 {
+			rate = fmt.Sprintf("%.1f%%", 100*float64(ru.Errors)/float64(n))
+		}
+		found := strconv.Itoa(ru.FoundThenLoaded)
+		if r.Projection != nil {
+			found = "-" // not kept by the projection
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%s\t%s\n", ru.Rev, printable(ru.Channel), ru.Loads, ru.Errors, rate, found)
+	}
+	tw.Flush()
+	if r.Projection != nil {
+		fmt.Fprintln(w, "\nfrom the usage projection; --scan reads the stream (and gives the loads found by a search first)")
+	}
+	return nil
 }
 
 // printProjectionLag says how far the projection is behind the stream,

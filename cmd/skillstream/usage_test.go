@@ -281,7 +281,9 @@ func TestUsageBadInput(t *testing.T) {
 		{[]string{"--since", "yesterday"}, 2, `--since "yesterday": want a duration`},
 		{[]string{"--since", "-5m"}, 2, "must be positive"},
 		{[]string{"--session", "a.b"}, 2, "--session"},
-		{[]string{"extra"}, 2, "usage takes no arguments"},
+		{[]string{"one", "two"}, 2, "usage takes at most one skill name"},
+		{[]string{"Bad Name"}, 2, `usage "Bad Name": invalid skill name`},
+		{[]string{"deploy", "--rebuild"}, 2, "it takes no skill name"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := runMain(t, append([]string{"usage", "--nats-url", url}, tt.args...)...)

@@ -270,6 +270,51 @@ type SkillUsage struct {
 	// its loads carried, sorted.
 	Digests   []string `json:"digests"`
 	Revisions []uint64 `json:"revisions"`
+	// Releases split the row's loads and errors by the revision of the
+	// skill's own history and the channel that served it (stable, canary,
+	// pin), so that a release's candidate is compared with its stable;
+	// ordered by revision, then channel. Only store skills' records name
+	// a revision: absent for the others, and for records older than
+	// releases.
+	Releases []ReleaseUsage `json:"releases,omitempty"`
+}
+
+// ReleaseUsage is one revision of a skill, as served through one channel:
+// its loads, its errors (of calls whose name resolved to it) and, read
+// from the stream, the loads that followed a search of the same session
+// that returned the skill.
+type ReleaseUsage struct {
+	Rev             uint64 `json:"rev"`
+	Channel         string `json:"channel"`
+	Loads           int    `json:"loads"`
+	Errors          int    `json:"errors"`
+	FoundThenLoaded int    `json:"foundThenLoaded"`
+}
+
+// ReleaseKey names a ReleaseUsage: a revision and its channel.
+type ReleaseKey struct {
+	Rev     uint64
+	Channel string
+}
+
+// ReleaseChannel is the channel a record names, as reports count it: a
+// revision named without a channel (a load's Usage-Summary leaves stable
+// out) is stable.
+func ReleaseChannel(rev uint64, channel string) string {
+	if channel == "" && rev != 0 {
+		return catalog.ChannelStable
+	}
+	return channel
+}
+
+// SortReleases orders a row's releases by revision, then channel.
+func SortReleases(rs []ReleaseUsage) {
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].Rev != rs[j].Rev {
+			return rs[i].Rev < rs[j].Rev
+		}
+		return rs[i].Channel < rs[j].Channel
+	})
 }
 
 // ErrorCount is the sum of a row's errors.
@@ -303,7 +348,33 @@ type skillAcc struct {
 	sessions map[string]struct{}
 	digests  map[string]struct{}
 	revs     map[uint64]struct{}
+	releases map[ReleaseKey]*ReleaseUsage
 }
+
+// release is the accumulator of one revision and channel of the skill;
+// nil when the record names none.
+func (a *skillAcc) release(rev uint64, channel string) *ReleaseUsage {
+	if rev == 0 && channel == "" {
+		return nil
+	}
+	k := ReleaseKey{Rev: rev, Channel: channel}
+	if ru, ok := a.releases[k]; ok {
+		return ru
+	}
+	if len(a.releases) >= MaxReleases {
+		return nil
+	}
+	if a.releases == nil {
+		a.releases = map[ReleaseKey]*ReleaseUsage{}
+	}
+	ru := &ReleaseUsage{Rev: rev, Channel: channel}
+	a.releases[k] = ru
+	return ru
+}
+
+// MaxReleases bounds the revisions and channels a report keeps per
+// skill; records past it are counted in the row only.
+const MaxReleases = 64
 
 type reader struct {
 	folded  bool // skills counted under OtherSkill past MaxSkills
@@ -520,13 +591,22 @@ func (r *reader) count(out Output, at time.Time) {
 		if out.Revision != 0 {
 			a.revs[out.Revision] = struct{}{}
 		}
+		ru := a.release(out.Rev, out.Channel)
+		if ru != nil {
+			ru.Loads++
+		}
 		a.seen(out.Session, at)
-		r.loaded(out.Session, out.Skill)
+		if r.loaded(out.Session, out.Skill) && ru != nil {
+			ru.FoundThenLoaded++
+		}
 	case OutputSearchError:
 		r.searchFailed(out.Session, out.Code)
 	case OutputSkillError:
 		a := r.skill(out.Skill)
 		a.row.Errors[out.Code]++
+		if ru := a.release(out.Rev, out.Channel); ru != nil {
+			ru.Errors++
+		}
 		a.seen(out.Session, at)
 	case OutputInvocation:
 		a := r.skill(out.Skill)
@@ -572,9 +652,14 @@ type Output struct {
 	// row it is counted in. UnknownSkill for an error whose name did not
 	// resolve to a skill, or whose trigger cannot be read any more.
 	Skill string
-	// Digest and Revision are what a load carried.
+	// Digest and Revision are what a load carried; Rev and Channel the
+	// revision of the skill's own history a load or a skill error was of,
+	// and its channel (ReleaseChannel: stable when a revision is named
+	// without one); zero when the record names none.
 	Digest   string
 	Revision uint64
+	Rev      uint64
+	Channel  string
 	// Code is the error code of an error result ("unknown_error" when it
 	// has none).
 	Code string
@@ -641,11 +726,15 @@ func readOutput(ctx context.Context, get MsgGetter, l events.Layout, prefix, sid
 		if !res.IsError && res.Value != nil {
 			out.Kind, out.Skill = OutputLoad, res.Value.Name
 			out.Digest, out.Revision = res.Value.Digest, res.Value.Revision
+			out.Rev, out.Channel = res.Value.Rev, ReleaseChannel(res.Value.Rev, res.Value.Channel)
 			return out
 		}
 		out.Code = "unknown_error"
 		if res.Error != nil && res.Error.Code != "" {
 			out.Code = res.Error.Code
+		}
+		if res.Error != nil {
+			out.Rev, out.Channel = res.Error.Rev, ReleaseChannel(res.Error.Rev, res.Error.Channel)
 		}
 		name, search := trigger(ctx, get, l, prefix, sid, res.TriggerSeq)
 		if search {
@@ -784,19 +873,20 @@ func (r *reader) searchFailed(sid, code string) {
 }
 
 // loaded notes that sid's skill tool loaded name: a skill found then
-// loaded when a search of sid returned it before.
-func (r *reader) loaded(sid, name string) {
+// loaded when a search of sid returned it before (reported true).
+func (r *reader) loaded(sid, name string) bool {
 	sa := r.search.sessions[sid]
 	if sa == nil {
-		return
+		return false
 	}
 	if after, ok := sa.found[name]; !ok || after {
-		return
+		return false
 	}
 	sa.found[name] = true
 	sa.row.FoundThenLoaded++
 	r.rep.Searches.FoundThenLoaded++
 	r.search.found[name].LoadedAfter++
+	return true
 }
 
 // RowName is the row a skill name is counted in: the name itself, or
@@ -884,6 +974,7 @@ func (r *reader) finish() *Report {
 		row := a.row
 		row.Sessions = len(a.sessions)
 		row.Digests, row.Revisions = SortedKeys(a.digests), SortedKeys(a.revs)
+		row.Releases = Releases(a.releases)
 		rep.Skills = append(rep.Skills, row)
 	}
 	SortByUse(rep.Skills)
@@ -899,6 +990,19 @@ func (r *reader) finish() *Report {
 		rep.Partial = append(rep.Partial, FoldedSkills(MaxSkills))
 	}
 	return &rep
+}
+
+// Releases are the release rows of m, sorted (SortReleases); nil for none.
+func Releases(m map[ReleaseKey]*ReleaseUsage) []ReleaseUsage {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]ReleaseUsage, 0, len(m))
+	for _, ru := range m {
+		out = append(out, *ru)
+	}
+	SortReleases(out)
+	return out
 }
 
 // FoldedSkills is the partial entry of a report whose skills outnumbered

@@ -13,11 +13,13 @@ import (
 )
 
 // Revision is one revision of a Released skill: its number in the skill's
-// history, and its description and body.
+// history, its description and body, and whether only users may invoke it
+// (the model's calls of it then fail: a bad revision, for tests).
 type Revision struct {
 	Rev         uint64
 	Description string
 	Body        string
+	UserOnly    bool
 }
 
 // digest is a revision's digest: its body's, enough to tell revisions
@@ -86,7 +88,7 @@ func served(s Released, q catalog.Query) (*Revision, string) {
 
 func (p *Releases) summary(s Released, r *Revision, channel string) catalog.Summary {
 	return catalog.Summary{Name: s.Name, Description: r.Description,
-		Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true},
+		Invocation: catalog.Invocation{ModelInvocable: !r.UserOnly, UserInvocable: true},
 		Source:     "store", Provider: p.name,
 		Origin: catalog.Origin{Rev: r.Rev, Digest: r.digest(), Channel: channel}}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -93,6 +95,56 @@ type SkillHour struct {
 	Digests   []string `json:"digests,omitempty"`
 	Revisions []uint64 `json:"revisions,omitempty"`
 	SetsCut   bool     `json:"setsCut,omitempty"`
+	// Releases split loads and errors by revision and channel (see
+	// usage.SkillUsage.Releases), keyed "<rev>:<channel>", at most
+	// HourRevisions (SetsCut says some were left out).
+	Releases map[string]*ReleaseHour `json:"releases,omitempty"`
+}
+
+// ReleaseHour is one revision and channel's part of a skill's row.
+type ReleaseHour struct {
+	Loads  int `json:"loads,omitempty"`
+	Errors int `json:"errors,omitempty"`
+}
+
+// releaseKey is the key of a revision and channel in SkillHour.Releases.
+func releaseKey(rev uint64, channel string) string {
+	return strconv.FormatUint(rev, 10) + ":" + channel
+}
+
+// parseReleaseKey reads a releaseKey back.
+func parseReleaseKey(k string) (usage.ReleaseKey, bool) {
+	rev, channel, ok := strings.Cut(k, ":")
+	if !ok {
+		return usage.ReleaseKey{}, false
+	}
+	n, err := strconv.ParseUint(rev, 10, 64)
+	if err != nil {
+		return usage.ReleaseKey{}, false
+	}
+	return usage.ReleaseKey{Rev: n, Channel: channel}, true
+}
+
+// release is the part of revision rev served through channel, nil when
+// the record names none or past the bound.
+func (r *SkillHour) release(rev uint64, channel string) *ReleaseHour {
+	if rev == 0 && channel == "" {
+		return nil
+	}
+	k := releaseKey(rev, channel)
+	if rh, ok := r.Releases[k]; ok {
+		return rh
+	}
+	if len(r.Releases) >= HourRevisions {
+		r.SetsCut = true
+		return nil
+	}
+	if r.Releases == nil {
+		r.Releases = map[string]*ReleaseHour{}
+	}
+	rh := &ReleaseHour{}
+	r.Releases[k] = rh
+	return rh
 }
 
 // CatalogHour sums the catalogs appended in an hour.
@@ -157,6 +209,9 @@ func (h *Hour) Apply(out usage.Output, seq uint64, at time.Time) {
 		r.Loads++
 		r.digest(out.Digest)
 		r.revision(out.Revision)
+		if rh := r.release(out.Rev, out.Channel); rh != nil {
+			rh.Loads++
+		}
 		r.seen(out.Session, at)
 	case usage.OutputSkillError:
 		r := h.row(out.Skill)
@@ -165,6 +220,9 @@ func (h *Hour) Apply(out usage.Output, seq uint64, at time.Time) {
 			code = otherCode
 		}
 		r.Errors = inc(r.Errors, code, 1)
+		if rh := r.release(out.Rev, out.Channel); rh != nil {
+			rh.Errors++
+		}
 		r.seen(out.Session, at)
 	case usage.OutputInvocation:
 		r := h.row(out.Skill)

@@ -769,7 +769,8 @@ func (t *term) read(ctx context.Context, subject string, seq uint64, h nats.Head
 		switch sum.Kind {
 		case events.UsageLoad:
 			p.m.fromHeader.Inc()
-			return usage.Output{Kind: usage.OutputLoad, Session: sid, Skill: sum.Skill, Digest: sum.Digest, Revision: sum.Revision}
+			return usage.Output{Kind: usage.OutputLoad, Session: sid, Skill: sum.Skill, Digest: sum.Digest, Revision: sum.Revision,
+				Rev: sum.Rev, Channel: usage.ReleaseChannel(sum.Rev, sum.Channel)}
 		case events.UsageCatalog:
 			if listed, ok := p.bodies.Get(sum.Body); ok {
 				p.m.fromHeader.Inc()

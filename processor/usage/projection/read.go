@@ -356,6 +356,7 @@ type skillAcc struct {
 	first, last int64
 	digests     map[string]struct{}
 	revs        map[uint64]struct{}
+	releases    map[usage.ReleaseKey]*usage.ReleaseUsage
 }
 
 func newMerger(gen uint64) *merger {
@@ -442,6 +443,26 @@ func (m *merger) merge(key string, h *Hour) {
 		for _, v := range r.Revisions {
 			a.revs[v] = struct{}{}
 		}
+		for k, rh := range r.Releases {
+			rk, ok := parseReleaseKey(k)
+			if !ok || rh == nil {
+				continue
+			}
+			ru := a.releases[rk]
+			if ru == nil {
+				if len(a.releases) >= usage.MaxReleases {
+					m.setsCut = true
+					continue
+				}
+				if a.releases == nil {
+					a.releases = map[usage.ReleaseKey]*usage.ReleaseUsage{}
+				}
+				ru = &usage.ReleaseUsage{Rev: rk.Rev, Channel: rk.Channel}
+				a.releases[rk] = ru
+			}
+			ru.Loads += rh.Loads
+			ru.Errors += rh.Errors
+		}
 		m.setsCut = m.setsCut || r.SetsCut
 	}
 	c := &m.rep.Catalogs
@@ -521,6 +542,7 @@ func (m *merger) report() *usage.Report {
 			row.Last = time.Unix(0, a.last).UTC()
 		}
 		row.Digests, row.Revisions = usage.SortedKeys(a.digests), usage.SortedKeys(a.revs)
+		row.Releases = usage.Releases(a.releases)
 		rep.Skills = append(rep.Skills, row)
 	}
 	usage.SortByUse(rep.Skills)
