@@ -254,7 +254,7 @@ func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*event
 		Count:    len(d.Entries),
 		Digest:   d.Digest,
 		Omitted:  d.Omitted,
-		Origins:  changeOrigins(d.Changes, s.origins()),
+		Origins:  history.CatalogOrigins(d, s.origins()),
 		View:     &events.View{Revision: rev, Instance: p.cfg.Instance, Epoch: epoch},
 		Options:  s.recordedOptions(),
 	})
@@ -267,39 +267,6 @@ func (s *preStepPlan) origins() catalog.Origins {
 		return catalog.Origins{}
 	}
 	return s.prepared.Origins
-}
-
-// entryOrigins are the origins a full catalog records: one per entry
-// whose skill has one, in entry order; nil when none has.
-func entryOrigins(entries []catalog.Entry, o catalog.Origins) []events.EntryOrigin {
-	if o.Len() == 0 {
-		return nil
-	}
-	var out []events.EntryOrigin
-	for _, e := range entries {
-		if r, ok := o.Of(e.Name); ok {
-			out = append(out, events.EntryOrigin{Name: e.Name, Rev: r.Rev, Digest: r.Digest, Channel: r.Channel})
-		}
-	}
-	return out
-}
-
-// changeOrigins are the origins a change list records: one per entry it
-// adds or changes whose skill has one, in the change list's order.
-func changeOrigins(cs []catalog.Change, o catalog.Origins) []events.EntryOrigin {
-	if o.Len() == 0 {
-		return nil
-	}
-	var out []events.EntryOrigin
-	for _, c := range cs {
-		if c.Kind == catalog.ChangeRemoved {
-			continue
-		}
-		if r, ok := o.Of(c.Name); ok {
-			out = append(out, events.EntryOrigin{Name: c.Name, Rev: r.Rev, Digest: r.Digest, Channel: r.Channel})
-		}
-	}
-	return out
 }
 
 func wireChanges(cs []catalog.Change) []events.Change {

@@ -515,7 +515,7 @@ func (c *catalogBodies) get(d catalog.Decision, origins catalog.Origins, revisio
 			Entries:  wireEntries(d.Entries),
 			Digest:   d.Digest,
 			Omitted:  d.Omitted,
-			Origins:  entryOrigins(d.Entries, origins),
+			Origins:  history.CatalogOrigins(d, origins),
 			View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
 			Options:  opts,
 		})

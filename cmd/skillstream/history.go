@@ -26,7 +26,9 @@ and how many entries), taking compaction masking into account, then one
 indented line per kind of change against what the model saw at the
 previous step: the entries added, removed, changed (their description),
 listed without a description (by the catalog size limit, or a skill without
-one), a new order, and a new count of skills not listed. The first list
+one), a new order, a new count of skills not listed, and the entries the
+step's catalog took from a revision that is not their skill's stable one
+(not stable: name rev N (canary or pin)). The first list
 shows as all added. A step that changed nothing says "no change". When a
 compaction hid the list the model saw, the step says so: the list visible
 after it is new to the model and shows as all added, with how it differs
@@ -36,15 +38,16 @@ published yet, or every one masked by a compaction).
 Under each step, in stream order, what the model did in it: each skill
 search (skill_search: the query, and how many skills of how many matches
 the result showed and which, nothing found, or the error), each skill call
-(the call id, the name, ok or the error), and each skill the user invoked
-with /name.
+(the call id, the name, ok or the error, and the revision and channel
+when the session was not served the stable one), and each skill the user
+invoked with /name.
 
 With --step STEP it prints the whole list the model saw at that step (every
 name), a blank line, and the exact text of that catalog as the model read
 it (nothing, and a note on stderr, when none was visible), with characters
 a terminal would act on printed escaped as catalog prints them. --json
 prints one object per step (its catalog, added, removed, changed,
-undescribed, searches, loads); with --step, the step with the catalog's
+undescribed, revisions, searches, loads); with --step, the step with the catalog's
 entries and text.
 
 The session is read from a recording FILE, or with --session from the stream
@@ -226,6 +229,9 @@ func deltaLines(d *replay.Delta) []string {
 	if d.Reordered {
 		lines = append(lines, "  reordered")
 	}
+	if len(d.Revisions) > 0 {
+		lines = append(lines, fmt.Sprintf("  not stable %d: %s", len(d.Revisions), replay.OriginsText(d.Revisions)))
+	}
 	if d.LeftOut != d.LeftOutBefore {
 		line := fmt.Sprintf("  %d skills not listed", d.LeftOut)
 		if d.LeftOutBefore > 0 {
@@ -292,6 +298,9 @@ func loadLine(l replay.Load) string {
 	line += l.Outcome
 	if l.Code != "" {
 		line += " " + l.Code
+	}
+	if l.Channel != "" && l.Channel != catalog.ChannelStable {
+		line += fmt.Sprintf(" (rev %d, %s)", l.Rev, l.Channel)
 	}
 	return line
 }

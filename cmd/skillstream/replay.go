@@ -80,6 +80,15 @@ it recorded). An unchanged processor then reproduces every recorded
 output, even when skills were added, edited or removed during the session:
 the regression check for a processor upgrade. It reads no skill roots.
 
+Catalogs and skill results of store skills record the revision and channel
+(stable, canary, pin) each entry or load came from. A replay compares them
+too: the same text from another revision is a difference, shown as the
+recorded and replayed revisions. Against today's store the session is
+placed in the same canaries as the processor placed it (its tenant, from
+--tenant, and its session id): while the store's releases are unchanged it
+is served the same revisions. With --as-recorded each trigger gets the
+revisions it recorded.
+
 The options that shape model text (--catalog-max-length,
 --catalog-description-max-length, --max-skill-bytes, --skill-search,
 --catalog-listed-max, --catalog-updates, --user-invocation, --catalog-rank)
@@ -172,6 +181,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			CwdMap:     maps,
 			Bodies:     catOpts.SearchBodies,
 			Recording:  rec,
+			Tenant:     c.Tenant,
 			Emit: func(s replay.Step) error {
 				if err := optionsLine(); err != nil {
 					return err

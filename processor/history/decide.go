@@ -98,6 +98,35 @@ func InCohort(s Skills, tenant, session string, q catalog.Query) catalog.Query {
 	return q
 }
 
+// CatalogOrigins are the origins a catalog decided as d records, from
+// the origins of the skills it was decided on: for a full catalog one per
+// entry whose skill has one, in entry order; for a change list one per
+// entry it adds or changes. nil when none has (no store skill, or a
+// tombstone).
+func CatalogOrigins(d catalog.Decision, o catalog.Origins) []events.EntryOrigin {
+	if o.Len() == 0 {
+		return nil
+	}
+	var out []events.EntryOrigin
+	add := func(name string) {
+		if r, ok := o.Of(name); ok {
+			out = append(out, events.EntryOrigin{Name: name, Rev: r.Rev, Digest: r.Digest, Channel: r.Channel})
+		}
+	}
+	if d.Update == catalog.UpdateChanges {
+		for _, c := range d.Changes {
+			if c.Kind != catalog.ChangeRemoved {
+				add(c.Name)
+			}
+		}
+		return out
+	}
+	for _, e := range d.Entries {
+		add(e.Name)
+	}
+	return out
+}
+
 // Decide decides a pre-step: catalog.DecideView on the skills prepared
 // for it (nil when our tool is not visible: a complete, empty view) and
 // the session's catalog history; opts says how a hidden tool's tombstone

@@ -3,6 +3,7 @@ package replay
 import (
 	"slices"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 )
 
@@ -23,6 +24,10 @@ type Delta struct {
 	// Catalog is the catalog the model saw after the step; nil when none
 	// was visible.
 	Catalog *CatalogRef `json:"catalog,omitempty"`
+	// Revisions are the entries of the catalog the step appended that
+	// were not served from their skill's stable revision (a release's
+	// canary, a pin), with the revision and channel they came from.
+	Revisions []events.EntryOrigin `json:"revisions,omitempty"`
 	// Published: a catalog had been recorded by this step (so a nil
 	// Catalog means a compaction masked every one).
 	Published bool `json:"published,omitempty"`
@@ -105,6 +110,10 @@ type Load struct {
 	Call    string `json:"call,omitempty"`
 	Outcome string `json:"outcome"`
 	Code    string `json:"code,omitempty"`
+	// Rev and Channel are the store revision the call was served and why
+	// (stable, canary, pin), when its result names them.
+	Rev     uint64 `json:"rev,omitempty"`
+	Channel string `json:"channel,omitempty"`
 }
 
 // Who loaded a skill.
@@ -141,7 +150,7 @@ func (d *Deltas) Add(s Step) *Delta {
 		d.activity().Searches = append(d.activity().Searches, searchOf(s))
 	case TriggerSkillCall:
 		d.activity().Loads = append(d.activity().Loads, Load{Seq: s.Seq, Name: s.Skill, By: ByModel, Call: s.ID,
-			Outcome: s.Recorded.Outcome, Code: s.Recorded.Code})
+			Outcome: s.Recorded.Outcome, Code: s.Recorded.Code, Rev: s.Recorded.Rev, Channel: s.Recorded.Channel})
 	}
 	return nil
 }
@@ -166,6 +175,11 @@ func (d *Deltas) activity() *Delta {
 // before the first step too (returned by Add as a Delta of its own).
 func (d *Deltas) open(s Step) *Delta {
 	dl := &Delta{Seq: s.Seq, Step: s.ID, Published: s.Published, Compaction: s.MaskedBy}
+	for _, o := range s.Recorded.Origins {
+		if o.Channel != catalog.ChannelStable {
+			dl.Revisions = append(dl.Revisions, o)
+		}
+	}
 	base := d.prev
 	// A catalog the model saw leaves its sight only by a compaction: masked
 	// itself, or (a change list) its chain. (Without a compaction, no

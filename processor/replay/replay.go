@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,13 @@ type Outcome struct {
 	// Invocations are the skills a pre-step's userText invoked, appended
 	// after its catalog, in order.
 	Invocations []Invoked `json:"invocations,omitempty"`
+	// Origins are, for an appended catalog, the revision and channel of
+	// each store skill's entry it carries (a change list: of those it adds
+	// or changes); Rev and Channel, for a skill call, those of the skill
+	// loaded (or whose load failed). They never reach the model's text.
+	Origins []events.EntryOrigin `json:"origins,omitempty"`
+	Rev     uint64               `json:"rev,omitempty"`
+	Channel string               `json:"channel,omitempty"`
 }
 
 // Invoked is a skill a user invoked at a pre-step: its name, the exact
@@ -165,6 +173,12 @@ type Options struct {
 	// changed during the session. Skills are not asked; captured skills
 	// serve calls the recording shows nothing about.
 	AsRecorded bool
+	// Tenant is the tenant the session was served for ("" without
+	// tenants): with the session id it places the session in the same
+	// canaries as the processor did (history.InCohort), so that a replay
+	// against Skills whose release state is unchanged is served the same
+	// revisions.
+	Tenant string
 	// Ranking, when set, is the tenant's use of its skills today, for a
 	// catalog listed by use (catalog.RankUse): a replay that is not
 	// AsRecorded notes the steps whose recorded ranking differs from it.
@@ -566,11 +580,12 @@ func (r *Replayer) skillsFor(p *pending, h history.State, q catalog.Query) (hist
 		return recordedSkills(r.recorded), q, nil
 	}
 	if r.opts.AsRecorded {
-		return r.shownAt(p, h), q, nil
+		return r.shownAt(p, h), q, nil // the revisions recorded, whatever the cohort
 	}
 	var m *CwdMapping
 	q.Cwd, m = r.mapCwd(q.Cwd)
-	return r.opts.Skills, q, m
+	// The session's cohort, as the processor computed it.
+	return r.opts.Skills, history.InCohort(r.opts.Skills, r.opts.Tenant, r.sid, q), m
 }
 
 func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *Step) error {
@@ -633,6 +648,9 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 	if d.Outcome == catalog.OutcomeAppended {
 		s.Replayed.Update = updateKind(string(d.Update), len(d.Entries)+d.Omitted)
 		s.Replayed.Text = d.Text
+		if prepared != nil {
+			s.Replayed.Origins = history.CatalogOrigins(d, prepared.Origins)
+		}
 	}
 	invs, err := r.replayInvocations(ctx, p, h, ps)
 	if err != nil {
@@ -696,6 +714,9 @@ func (r *Replayer) replaySkillCall(ctx context.Context, p *pending, s *Step) err
 	if res.Err != nil {
 		s.Replayed.Outcome, s.Replayed.Code = OutcomeError, string(res.Err.Code)
 	}
+	if v := res.Value; v != nil {
+		s.Replayed.Rev, s.Replayed.Channel = v.Origin.Rev, v.Origin.Channel
+	}
 	r.verdict(s)
 	return nil
 }
@@ -724,6 +745,40 @@ func (r *Replayer) verdict(s *Step) {
 		s.Diff = UnifiedDiff("recorded", "replayed", rec.Text, rep.Text)
 	}
 	s.Diff += invDiff
+	if !catalogDiffers {
+		if d := originsDiff(rec, rep); d != "" {
+			s.Differs = true
+			s.Diff += d
+		}
+	}
+}
+
+// originsDiff says how the revisions behind the same model text differ
+// (the evidence of a release: which revision each store skill's entry or
+// load came from), "" when they do not or one side names none (a record
+// older than releases, skills outside the store).
+func originsDiff(rec, rep Outcome) string {
+	if !rec.appends() || !rep.appends() {
+		return ""
+	}
+	if len(rec.Origins) > 0 && len(rep.Origins) > 0 && !slices.Equal(rec.Origins, rep.Origins) {
+		return "--- recorded revisions\n+++ replayed revisions\n-" + OriginsText(rec.Origins) + "\n+" + OriginsText(rep.Origins) + "\n"
+	}
+	named := func(o Outcome) bool { return o.Rev != 0 || o.Channel != "" }
+	if named(rec) && named(rep) && (rec.Rev != rep.Rev || rec.Channel != rep.Channel) {
+		return fmt.Sprintf("--- recorded revision\n+++ replayed revision\n-rev %d (%s)\n+rev %d (%s)\n", rec.Rev, rec.Channel, rep.Rev, rep.Channel)
+	}
+	return ""
+}
+
+// OriginsText is origins as one line: "name rev N (channel)", comma
+// separated.
+func OriginsText(origins []events.EntryOrigin) string {
+	parts := make([]string, len(origins))
+	for i, o := range origins {
+		parts[i] = fmt.Sprintf("%s rev %d (%s)", o.Name, o.Rev, o.Channel)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // recordedCatalog is the recorded side of a pre-step.
@@ -738,6 +793,7 @@ func recordedCatalog(l events.Layout, out *Event) Outcome {
 	}
 	o.Update = updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted)
 	o.Text = c.Text
+	o.Origins = c.Source.Origins
 	return o
 }
 
@@ -752,7 +808,13 @@ func recordedResult(l events.Layout, out *Event) Outcome {
 		return o
 	}
 	o.Text = res.Text
+	if v := res.Value; v != nil {
+		o.Rev, o.Channel = v.Rev, v.Channel
+	}
 	if res.IsError {
+		if res.Error != nil {
+			o.Rev, o.Channel = res.Error.Rev, res.Error.Channel
+		}
 		o.Outcome = OutcomeError
 		if res.Error != nil {
 			o.Code = res.Error.Code
@@ -834,6 +896,7 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 	if !ok {
 		return sh
 	}
+	sh.origins = c.Source.Origins
 	if o := c.Source.Omitted; o > 0 {
 		// The skills left out are stood in for: the list the step's
 		// options make of the stand-ins and the entries shown is the one
@@ -938,6 +1001,7 @@ type memo struct {
 	resolved  map[named]answer[catalog.Summary]
 	loaded    map[named]answer[catalog.Skill]
 	views     map[prepared]catalog.View
+	releases  map[catalog.Query][]catalog.Release
 }
 
 // prepared is a query's snapshot prepared under options.
@@ -961,7 +1025,25 @@ type answer[T any] struct {
 func newMemo(s history.Skills) *memo {
 	return &memo{skills: s, snapshots: map[catalog.Query]catalog.Snapshot{},
 		resolved: map[named]answer[catalog.Summary]{}, loaded: map[named]answer[catalog.Skill]{},
-		views: map[prepared]catalog.View{}}
+		views: map[prepared]catalog.View{}, releases: map[catalog.Query][]catalog.Release{}}
+}
+
+// Releases are the skills' releases in progress for q (history.Releaser),
+// asked once per query like the rest: every trigger of a replay is placed
+// in the same canaries.
+func (m *memo) Releases(q catalog.Query) []catalog.Release {
+	rl, ok := m.skills.(history.Releaser)
+	if !ok {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rs, ok := m.releases[q]; ok {
+		return rs
+	}
+	rs := rl.Releases(q)
+	m.releases[q] = rs
+	return rs
 }
 
 // Memo returns skills that ask s once per working directory and skill

@@ -36,6 +36,7 @@ import (
 //     working directory, else unknown.
 type shown struct {
 	entries  []catalog.Entry              // as the model read them: Bare when listed without a description
+	origins  []events.EntryOrigin         // the revisions the catalog recorded for its entries
 	omitted  []catalog.Summary            // placeholders of the skills left out
 	results  map[string]events.ToolResult // by skill name
 	captured recordedSkills
@@ -62,6 +63,18 @@ func (s shown) Snapshot(context.Context, catalog.Query) (catalog.Snapshot, error
 		}
 	}
 	snap.Skills = append(snap.Skills, s.omitted...) // their names sort last
+	// The revisions recorded (store skills' entries).
+	if len(s.origins) > 0 {
+		at := make(map[string]int, len(s.entries))
+		for i, e := range s.entries {
+			at[e.Name] = i
+		}
+		for _, o := range s.origins {
+			if i, ok := at[o.Name]; ok {
+				snap.Skills[i].Origin = catalog.Origin{Rev: o.Rev, Digest: o.Digest, Channel: o.Channel}
+			}
+		}
+	}
 	return snap, nil
 }
 
@@ -109,7 +122,8 @@ func skillOf(name string, res events.ToolResult, maxBytes int) (catalog.Skill, e
 			content = untruncated(content, *v.Truncated, maxBytes)
 		}
 		sk := catalog.Skill{Content: content, Summary: catalog.Summary{Name: name, Provider: v.Provider,
-			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}}
+			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true},
+			Origin:     catalog.Origin{Rev: v.Rev, Channel: v.Channel}}}
 		if rb := v.ResourceBase; rb != nil {
 			sk.ResourceBase = &catalog.ResourceBase{Kind: catalog.ResourceKind(rb.Kind), Path: rb.Path, URL: rb.URL, Description: rb.Description}
 		}

@@ -53,6 +53,7 @@ type Releases struct {
 
 	mu     sync.Mutex
 	skills map[string]Released
+	rels   []catalog.Release // kept as skills change: Releases answers from memory
 	ch     chan struct{}
 }
 
@@ -63,6 +64,7 @@ func NewReleases(name string, skills ...Released) *Releases {
 	for _, s := range skills {
 		p.skills[s.Name] = s
 	}
+	p.rels = p.releases()
 	return p
 }
 
@@ -71,6 +73,7 @@ func (p *Releases) Set(s Released) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.skills[s.Name] = s
+	p.rels = p.releases()
 	close(p.ch)
 	p.ch = make(chan struct{})
 }
@@ -139,6 +142,11 @@ func (p *Releases) Changes(catalog.Query) <-chan struct{} {
 func (p *Releases) Releases(catalog.Query) []catalog.Release {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.rels
+}
+
+// releases lists the skills with a candidate, sorted by name.
+func (p *Releases) releases() []catalog.Release {
 	var out []catalog.Release
 	for _, s := range p.skills {
 		if s.Candidate != nil {
