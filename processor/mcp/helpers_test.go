@@ -111,6 +111,8 @@ type fixtureOpts struct {
 	// folder tunes the folder provider (its CustomDirs and NoUserDir are
 	// the fixture's).
 	folder agentskills.Config
+	// more are providers served after the folder (and the store).
+	more []providers.Provider
 }
 
 // newFixture serves a registry of a custom skills folder (and, with
@@ -145,6 +147,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 			t.Fatal(err)
 		}
 	}
+	ps = append(ps, o.more...)
 	f.reg = &counting{Registry: providers.NewRegistry(ps), gate: o.gate}
 	t.Cleanup(func() { f.reg.Close() })
 	cfg := o.config
