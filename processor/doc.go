@@ -244,6 +244,21 @@
 // pre-step ranks nothing. Members compare their views by name, as
 // without it.
 //
+// Releases. Every query a trigger asks the registry (a pre-step's
+// skills, a skill call, a user invocation, a skill search) is the
+// session's: history.InCohort sets its Canary from the registry's
+// releases in progress, Config.Tenant and the session id (cohort.go), so
+// that a session in a release's canary is listed, loads and finds the
+// candidate, and every other session the stable revision. Without a
+// release the query is unchanged: one Releases call, the same cached view.
+// The evidence travels in the records, never in the model's text: a
+// catalog's source.origins names each store skill entry's revision and
+// channel (history.CatalogOrigins; catalog bodies are kept apart by them,
+// so two sessions shown the same text from different revisions each
+// record their own), a skill result's value (or, when its name resolved,
+// its error) the revision loaded, and a load's Usage-Summary header the
+// same, for the usage projection.
+//
 // # Stages and files
 //
 // Every trigger goes through the same stages, whatever its kind; each stage

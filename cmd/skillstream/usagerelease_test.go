@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,10 @@ func TestUsageComparesCanaryAndStable(t *testing.T) {
 			res, err := c.SearchSkills(ctx, events.SkillSearch{V: 1, Session: sid, Call: "s", Args: events.SearchArgs{Query: "deploy"}})
 			if err != nil || res.IsError {
 				t.Fatalf("search: %v %+v", err, res.Error)
+			}
+			// The search answers the session's revision too.
+			if in := catalog.InCanary("acme", sid, rels["deploy"]); in != strings.Contains(res.Text, "to production") {
+				t.Fatalf("%s: in deploy's canary %v, search shows:\n%s", sid, in, res.Text)
 			}
 			searched++
 		}

@@ -11,6 +11,14 @@
 // (the frontmatter carries the flags; the host applies its policy).
 // Nothing is written anywhere.
 //
+// Releases: the skill and skill_search tools answer a host's session with
+// the revisions its cohort takes (catalog.Cohort of Config.Tenant and the
+// MCP session id over the registry's releases), as the processor answers a
+// session of its log; requests without a session (stdio, the stateless
+// revision) share the cohort of the empty id. The listings (skills/list,
+// resources, the tool description) are shared by every host and show each
+// skill's stable revision.
+//
 // A skill is served at skill://<name>/<path>: skill://<name>/SKILL.md for
 // its instructions, skill://<name> and skill://<name>/<dir> (no trailing
 // slash) for its directories. Its entry (skills/list, skills/get) carries

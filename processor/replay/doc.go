@@ -150,12 +150,27 @@
 //     edited or removed during the session: the regression check for a
 //     processor upgrade, where any difference is the processor's. Store
 //     revisions a recording names (a catalog's source.view, a result's
-//     value.revision) are not consulted yet: what the recording shows
-//     stands for them. A body the instruction size limit cut is stood in
+//     value.revision) are not consulted: what the recording shows stands
+//     for them, and the revisions of a release it records (a catalog's
+//     source.origins, a result's value.rev and channel) are given to the
+//     skills shown, so that they replay as recorded. A body the instruction size limit cut is stood in
 //     for by its kept prefix and filler up to its recorded total, so the
 //     limit cuts it again the same way.
 //
 // The same recording and skills always give the same steps.
+//
+// # Releases
+//
+// A catalog record names the store revision and channel of each entry it
+// carries (source.origins), a skill result those of the skill it loaded.
+// A replay compares them as it compares text: when both sides name
+// revisions and the text is the same, other revisions make the step
+// differ, and its Diff shows the recorded and replayed ones (Outcome's
+// Origins, Rev and Channel; OriginsText). Against Options.Skills every
+// query is the session's, as the processor's was: history.InCohort with
+// Options.Tenant and the session id places it in the same canaries of the
+// skills' releases (Memo asks for them once per query), so a replay
+// against an unchanged release state is served the recorded revisions.
 //
 // Many replays against the same skills (package eval) share them through
 // Memo, asked once per working directory and name for them all, and one
@@ -174,7 +189,9 @@
 // what changed in the list the model saw against what it saw at the
 // previous step (entries added, removed, with a changed description, newly
 // without one, a new order, a new count of skills not listed), and the
-// searches, skill calls and /name invocations made in the step. When a
+// searches, skill calls and /name invocations made in the step, with the
+// revisions not served from stable (Delta.Revisions, Load.Rev and
+// Channel). When a
 // compaction since the previous step hid the catalog the model saw, the
 // model has no list of ours but the one visible now: the Delta says which
 // catalog was hidden, counts the visible list's entries as added (against

@@ -14,6 +14,17 @@
 // project filter, the triggers of the window (a project is named by
 // triggers only).
 //
+// # Releases
+//
+// A store skill's load names the revision of the skill's own history it
+// loaded and the channel that chose it (stable, canary, pin): in its
+// value, and in the Usage-Summary header, which leaves stable out
+// (ReleaseChannel reads both alike); an error result names the revision
+// its call's name resolved to. Each row splits its loads and errors by
+// revision and channel (SkillUsage.Releases), and Read its skills found
+// then loaded by the revision loaded, so that a release's candidate is
+// compared with its stable side by side.
+//
 // ReadOutput reads one output record the way Read counts it; package
 // projection keeps the same sums per hour, current as outputs are
 // appended, so that a report over a window need not read the stream.

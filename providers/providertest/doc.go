@@ -16,4 +16,9 @@
 // concurrent use is safe; and, for providers that can change (Add/Remove
 // given), changes reach List, Load and — for a providers.Notifier — the
 // change channel. Finally the provider works inside a providers.Registry.
+//
+// Releases is a provider of releases for the tests of what serves them
+// (the processor, the MCP front door, replay, usage): each skill's stable
+// revision and candidate, answered per Query.Canary with Summary.Origin
+// set, and its releases in progress (providers.Releaser), in memory.
 package providertest

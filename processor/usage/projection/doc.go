@@ -10,7 +10,8 @@
 // records (catalog.append, tool.result, skill.invocation) whose stream
 // time falls in that hour, counted exactly as usage.Read counts them
 // (usage.ReadOutput reads both): per skill its loads, invocations, errors
-// by code, distinct sessions, first and last use, digests and revisions;
+// by code, distinct sessions, first and last use, digests and revisions,
+// and its loads and errors per store revision and channel (releases);
 // catalogs appended and their text bytes by kind (initial, replacement,
 // tombstone, changes) and the skills they listed; searches, those that
 // found something and those that found nothing (with their queries),
