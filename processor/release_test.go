@@ -141,3 +141,22 @@ func lastOf(t testing.TB, e *env, sid string, k events.Kind) *jetstream.RawStrea
 	}
 	return ms[len(ms)-1]
 }
+
+// A user's /name invocation loads the session's revision too.
+func TestReleaseInvocation(t *testing.T) {
+	e := newEnv(t)
+	_, rel := releasing(e)
+	e.start(func(c *Config, _ *options) { c.Tenant = releaseTenant; c.Catalog = catalog.DefaultOptions(); c.Catalog.UserInvocation = true })
+	w := e.worker()
+	canary, stable := cohortSessions(t, rel)
+	for sid, want := range map[string]string{canary: "Candidate steps.", stable: "Stable steps."} {
+		d := w.preStep(events.PreStep{Session: sid, Step: "1", Cwd: e.cwd, Tools: ourTool(), UserText: []string{"/deploy"}})
+		if len(d.Invocations) != 1 {
+			t.Fatalf("%s: invocations %+v", sid, d.Invocations)
+		}
+		inv := d.Invocations[0].WithContent()
+		if inv.Value.Content != want || (sid == canary) != (inv.Value.Channel == catalog.ChannelCanary) {
+			t.Errorf("%s: invoked %q (rev %d, %s), want %q", sid, inv.Value.Content, inv.Value.Rev, inv.Value.Channel, want)
+		}
+	}
+}

@@ -161,6 +161,19 @@ func TestUsageComparesCanaryAndStable(t *testing.T) {
 		}
 	}
 
+	// history names a canary load, and not a stable one.
+	for i := range 24 {
+		sid := "u-" + strconv.Itoa(i)
+		code, out, stderr := runMain(t, "history", "--session", sid, "--nats-url", url)
+		if code != exitOK {
+			t.Fatalf("history %s: exit %d\n%s", sid, code, stderr)
+		}
+		in := catalog.InCanary("acme", sid, rels["deploy"])
+		if got := strings.Contains(out, "deploy: ok (rev 2, canary)"); got != in || strings.Contains(out, "rev 1") || strings.Contains(out, "rev 5") {
+			t.Fatalf("history of %s (in deploy's canary %v):\n%s", sid, in, out)
+		}
+	}
+
 	// The projection counts the same (searches followed by a load aside).
 	js, err := jetstream.New(srv.Connect())
 	if err != nil {
