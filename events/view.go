@@ -32,13 +32,27 @@ type ViewRequest struct {
 	Project     string `msgpack:"project,omitempty" json:"project,omitempty"`
 	ResourceDir string `msgpack:"resourceDir,omitempty" json:"resourceDir,omitempty"`
 	Search      bool   `msgpack:"search,omitempty" json:"search,omitempty"`
+	// Session, when set, is the session the view is asked for: a member
+	// whose skills release new revisions to a share of sessions answers
+	// with the revisions that session takes, as for its triggers. Members
+	// that do not know it answer for no session.
+	Session string `msgpack:"session,omitempty" json:"session,omitempty"`
 }
 
 // Validate checks v, the bounds of cwd, project and resourceDir as a
 // PreStep's (where the cwd may lead is the processor's to check, as for a
 // trigger).
 func (r ViewRequest) Validate() error {
-	return first(checkVersion(r.V), checkCwd(r.Cwd), checkProject(r.Project), checkResourceDir(r.ResourceDir))
+	return first(checkVersion(r.V), checkCwd(r.Cwd), checkProject(r.Project), checkResourceDir(r.ResourceDir), checkViewSession(r.Session))
+}
+
+// checkViewSession checks a view request's session: absent, or a session
+// id of either layout.
+func checkViewSession(sid string) error {
+	if sid == "" || ValidSessionIn(LayoutFlat, sid) || ValidSessionIn(LayoutOwner, sid) {
+		return nil
+	}
+	return &FieldError{Field: "session", Problem: problemBadSession}
 }
 
 // ViewReply is a processor instance's answer to a ViewRequest: the digest

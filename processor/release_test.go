@@ -160,3 +160,43 @@ func TestReleaseInvocation(t *testing.T) {
 		}
 	}
 }
+
+// Asked by another member for a session's view, a member answers with the
+// revisions that session takes: the same digest the session's own
+// pre-step decides, not the stable one.
+func TestReleaseViewForSession(t *testing.T) {
+	e := newEnv(t)
+	rp, rel := releasing(e)
+	// The candidate's text differs, so that the two views do.
+	rp.Set(providertest.Released{Name: "deploy", Share: rel.Share,
+		Stable:    &providertest.Revision{Rev: 1, Description: "Deploy the app.", Body: "Stable steps."},
+		Candidate: &providertest.Revision{Rev: 2, Description: "Deploy the app, safely.", Body: "Candidate steps."}})
+	rel = rp.Releases(catalog.Query{})[0]
+	p := e.start(func(c *Config, _ *options) { c.Tenant = releaseTenant })
+	canary, stable := cohortSessions(t, rel)
+	w := e.worker()
+	digest := map[string]string{}
+	for _, sid := range []string{canary, stable} {
+		d := w.preStep(events.PreStep{Session: sid, Step: "1", Cwd: e.cwd, Tools: ourTool()})
+		if d.Catalog == nil {
+			t.Fatalf("%s: no catalog", sid)
+		}
+		digest[sid] = d.Catalog.Source.Digest
+	}
+	if digest[canary] == digest[stable] {
+		t.Fatal("the canary's and the stable's views have the same digest")
+	}
+	for _, tc := range []struct{ session, want string }{{canary, digest[canary]}, {stable, digest[stable]}, {"", digest[stable]}} {
+		body, err := events.Encode(events.JSON, events.ViewRequest{V: 1, Cwd: e.cwd, Session: tc.session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := p.answerView(body, events.ContentTypeJSON); r.Error != "" || r.Digest != tc.want {
+			t.Errorf("view for session %q: %+v, want digest %s", tc.session, r, tc.want)
+		}
+	}
+	body, _ := events.Encode(events.JSON, events.ViewRequest{V: 1, Cwd: e.cwd, Session: "bad session\n"})
+	if r := p.answerView(body, events.ContentTypeJSON); r.Error == "" {
+		t.Errorf("a bad session id was answered: %+v", r)
+	}
+}

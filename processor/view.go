@@ -146,7 +146,7 @@ func (p *Processor) checkView(ctx context.Context, sid string, q catalog.Query, 
 		return viewReplace
 	}
 	key := divergenceKey{peer: theirs.Instance, cwd: q.Cwd, project: q.Project}
-	r, err := p.askView(ctx, theirs.Instance, q, offered)
+	r, err := p.askView(ctx, theirs.Instance, sid, q, offered)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.m.viewChecks.WithLabelValues(checkGone).Inc()
@@ -197,7 +197,7 @@ func (p *Processor) checkEpoch(ctx context.Context, sid string, q catalog.Query,
 		p.m.viewChecks.WithLabelValues(checkOldEpoch).Inc()
 		return viewReplace
 	}
-	r, err := p.askView(ctx, theirs.Instance, q, false)
+	r, err := p.askView(ctx, theirs.Instance, sid, q, false)
 	key := divergenceKey{peer: theirs.Instance, store: true}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
@@ -288,10 +288,16 @@ func (p *Processor) catchUp(ctx context.Context, sid string, rev uint64, caughtU
 
 // askView asks instance which catalog it sees for q (for a session
 // offered search, when offered), within ctx and ViewTimeout.
-func (p *Processor) askView(ctx context.Context, instance string, q catalog.Query, offered bool) (events.ViewReply, error) {
+func (p *Processor) askView(ctx context.Context, instance, sid string, q catalog.Query, offered bool) (events.ViewReply, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ViewTimeout)
 	defer cancel()
-	return askView(rctx, p.nc, instance, events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir, Search: offered})
+	req := events.ViewRequest{V: events.Version, Cwd: q.Cwd, Project: q.Project, ResourceDir: q.ResourceDir, Search: offered}
+	if q.Canary != "" {
+		// Asked for the session: the other member places it in its own
+		// releases' canaries, as we placed it in ours.
+		req.Session = sid
+	}
+	return askView(rctx, p.nc, instance, req)
 }
 
 // AskView asks the processor instance which catalog it would decide for q
@@ -372,7 +378,11 @@ func (p *Processor) answerView(data []byte, contentType string) events.ViewReply
 	defer cancel()
 	opts := p.cfg.Catalog
 	opts.SearchOffered = req.Search // counts only with search on (catalog.Options.SkillSearch)
-	v, err := history.Prepare(ctx, p.skills, catalog.Query{Cwd: cwd, Project: req.Project, ResourceDir: req.ResourceDir}, opts)
+	q := catalog.Query{Cwd: cwd, Project: req.Project, ResourceDir: req.ResourceDir}
+	if req.Session != "" {
+		q = p.cohort(req.Session, q) // the revisions that session takes
+	}
+	v, err := history.Prepare(ctx, p.skills, q, opts)
 	if err != nil {
 		return events.ViewReply{Error: err.Error()}
 	}
@@ -644,7 +654,7 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 		p.recheckStore(ctx, key, d)
 		return
 	}
-	q := catalog.Query{Cwd: d.Cwd, Project: d.Project}
+	q := p.cohort(d.Session, catalog.Query{Cwd: d.Cwd, Project: d.Project})
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	opts := p.cfg.Catalog
@@ -653,7 +663,7 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 	if err != nil || !ours.Complete {
 		return
 	}
-	r, err := p.askView(rctx, d.Peer, q, d.Search)
+	r, err := p.askView(rctx, d.Peer, d.Session, q, d.Search)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.divergences.resolve(key, "the other member does not answer")
@@ -672,7 +682,7 @@ func (p *Processor) recheck(ctx context.Context, d Divergence) {
 func (p *Processor) recheckStore(ctx context.Context, key divergenceKey, d Divergence) {
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	r, err := p.askView(rctx, d.Peer, catalog.Query{}, false)
+	r, err := p.askView(rctx, d.Peer, "", catalog.Query{}, false)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		p.divergences.resolve(key, "the other member does not answer")
