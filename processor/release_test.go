@@ -146,7 +146,11 @@ func lastOf(t testing.TB, e *env, sid string, k events.Kind) *jetstream.RawStrea
 func TestReleaseInvocation(t *testing.T) {
 	e := newEnv(t)
 	_, rel := releasing(e)
-	e.start(func(c *Config, _ *options) { c.Tenant = releaseTenant; c.Catalog = catalog.DefaultOptions(); c.Catalog.UserInvocation = true })
+	e.start(func(c *Config, _ *options) {
+		c.Tenant = releaseTenant
+		c.Catalog = catalog.DefaultOptions()
+		c.Catalog.UserInvocation = true
+	})
 	w := e.worker()
 	canary, stable := cohortSessions(t, rel)
 	for sid, want := range map[string]string{canary: "Candidate steps.", stable: "Stable steps."} {
