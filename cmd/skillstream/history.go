@@ -47,8 +47,8 @@ name), a blank line, and the exact text of that catalog as the model read
 it (nothing, and a note on stderr, when none was visible), with characters
 a terminal would act on printed escaped as catalog prints them. --json
 prints one object per step (its catalog, added, removed, changed,
-undescribed, revisions, searches, loads); with --step, the step with the catalog's
-entries and text.
+undescribed, revisions, searches, loads); with --step, the step with the
+catalog's entries and text.
 
 The session is read from a recording FILE, or with --session from the stream
 (see export for where it is read from). --tool-owner must be the serving
