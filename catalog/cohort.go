@@ -17,6 +17,23 @@ type Release struct {
 	Name      string `json:"name"`
 	Candidate string `json:"candidate"`
 	Share     int    `json:"share"`
+	// offset is the release's turn of the groups (see InCanary), kept by
+	// NewRelease so that a trigger does not hash it again; 0 with known
+	// false: computed when asked.
+	offset uint64
+	known  bool
+}
+
+// NewRelease is the Release of skill name's candidate offered to share
+// basis points of the sessions, with its offset computed once: a provider
+// that keeps its releases makes them with it.
+func NewRelease(name, candidate string, share int) Release {
+	return Release{Name: name, Candidate: candidate, Share: share, offset: releaseOffset(name, candidate), known: true}
+}
+
+// releaseOffset is a release's turn of the groups, in [0, FullShare).
+func releaseOffset(name, candidate string) uint64 {
+	return hashOf("release", name, candidate) % FullShare
 }
 
 // CohortBuckets is the number of groups a tenant's sessions fall into
@@ -31,7 +48,7 @@ const CohortBuckets = 100
 // session keeps its answer while the release is unchanged.
 //
 // A session's group is a hash of tenant and session in [0, CohortBuckets);
-// a release turns the groups by an offset, a hash of tenant, skill and
+// a release turns the groups by an offset, a hash of the skill's name and
 // candidate in [0, FullShare); the session's place for the release is
 // group*FullShare/CohortBuckets plus that offset, modulo FullShare, and it
 // takes the candidate when its place is below the share. So each group is
@@ -40,14 +57,26 @@ const CohortBuckets = 100
 // already took the candidate, and a new candidate draws its groups
 // afresh.
 func InCanary(tenant, session string, r Release) bool {
+	return inCanary(sessionGroup(tenant, session), r)
+}
+
+// sessionGroup is a session's group, in [0, CohortBuckets).
+func sessionGroup(tenant, session string) uint64 {
+	return hashOf("session", tenant, session) % CohortBuckets
+}
+
+// inCanary is InCanary for a session of group.
+func inCanary(group uint64, r Release) bool {
 	if r.Share <= 0 {
 		return false
 	}
 	if r.Share >= FullShare {
 		return true
 	}
-	group := hashOf("session", tenant, session) % CohortBuckets
-	offset := hashOf("release", tenant, r.Name, r.Candidate) % FullShare
+	offset := r.offset
+	if !r.known {
+		offset = releaseOffset(r.Name, r.Candidate)
+	}
 	return (group*(FullShare/CohortBuckets)+offset)%FullShare < uint64(r.Share)
 }
 
@@ -81,9 +110,13 @@ func hashOf(parts ...string) uint64 {
 // whose candidate it takes (InCanary), sorted and joined with commas; ""
 // when it takes none.
 func Cohort(tenant, session string, releases []Release) string {
+	if len(releases) == 0 {
+		return ""
+	}
+	group := sessionGroup(tenant, session)
 	var names []string
 	for _, r := range releases {
-		if InCanary(tenant, session, r) {
+		if inCanary(group, r) {
 			names = append(names, r.Name)
 		}
 	}

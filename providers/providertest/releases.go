@@ -150,7 +150,7 @@ func (p *Releases) releases() []catalog.Release {
 	var out []catalog.Release
 	for _, s := range p.skills {
 		if s.Candidate != nil {
-			out = append(out, catalog.Release{Name: s.Name, Candidate: s.Candidate.digest(), Share: s.Share})
+			out = append(out, catalog.NewRelease(s.Name, s.Candidate.digest(), s.Share))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -298,7 +298,7 @@ func (p *Provider) Releases(q catalog.Query) []catalog.Release {
 			if _, pinned := p.storePin(project, name, q); pinned {
 				continue
 			}
-			out = append(out, catalog.Release{Name: name, Candidate: rs.r.Candidate.Digest, Share: rs.r.Share})
+			out = append(out, catalog.NewRelease(name, rs.r.Candidate.Digest, rs.r.Share))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
