@@ -169,7 +169,7 @@ func TestReleaseDraftCanaryPromote(t *testing.T) {
 	if d, o := served(t, p, "pdf", stable); d != "PDF one." || o.Channel != catalog.ChannelStable {
 		t.Errorf("session outside the canary gets %q %+v", d, o)
 	}
-	if rels := p.Releases(stable); len(rels) != 1 || rels[0] != (catalog.Release{Name: "pdf", Candidate: v2.Digest, Share: 1000}) {
+	if rels := p.Releases(stable); len(rels) != 1 || rels[0] != catalog.NewRelease("pdf", v2.Digest, 1000) {
 		t.Errorf("releases: %+v", rels)
 	}
 	if st, _ := pb.Status(ctx, skillstore.Global, "pdf"); st.Channel != store.ChannelCanary || st.Share != 1000 || st.By != "tester" {

@@ -551,7 +551,9 @@ func (se *sessionEval) call(ctx context.Context, s replay.Step) {
 	switch {
 	case rec == replay.OutcomeOK && rep == replay.OutcomeError:
 		se.out.Loads = append(se.out.Loads, Load{Seq: s.Seq, ID: s.ID, Kind: s.Kind, Skill: s.Skill, Verdict: Fails, Code: s.Replayed.Code})
-	case rec == replay.OutcomeOK && rep == replay.OutcomeOK && s.Differs:
+	case rec == replay.OutcomeOK && rep == replay.OutcomeOK && s.Differs && s.Recorded.Text != s.Replayed.Text:
+		// (The same text from another revision is no other text: the
+		// model reads the same instructions.)
 		se.out.Loads = append(se.out.Loads, Load{Seq: s.Seq, ID: s.ID, Kind: s.Kind, Skill: s.Skill, Verdict: OtherText})
 	case rec == replay.OutcomeError && rep == replay.OutcomeOK:
 		se.out.Loads = append(se.out.Loads, Load{Seq: s.Seq, ID: s.ID, Kind: s.Kind, Skill: s.Skill, Verdict: Fixed})
