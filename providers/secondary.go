@@ -10,8 +10,9 @@ import (
 
 // Secondary wraps a provider whose log is not the registry's own: a
 // tenant's shared library beside the tenant's store. It offers the
-// provider's skills, change notices, quick loads, files and diagnostics as
-// they are, but not its revisions: a registry's Revision, Position and
+// provider's skills, change notices, quick loads, files, diagnostics and
+// releases in progress as they are (a library skill's canary reaches a
+// session's cohort like a store skill's), but not its revisions: a registry's Revision, Position and
 // CatchUp (what a worker's minStoreRevision and store token refer to)
 // follow the tenant's store alone, never a mix of two logs. Close closes
 // the provider.
@@ -66,6 +67,14 @@ func (s secondary) Diagnostics(ctx context.Context, q catalog.Query) ([]Diagnost
 		return d.Diagnostics(ctx, q)
 	}
 	return nil, nil
+}
+
+// Releases forwards to the provider; one without releases has none.
+func (s secondary) Releases(q catalog.Query) []catalog.Release {
+	if r, ok := s.p.(Releaser); ok {
+		return r.Releases(q)
+	}
+	return nil
 }
 
 func (s secondary) Close() error {
