@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/processor/history"
 	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/store"
 )
 
 func (a *app) catalogCommand() (*command, runFunc) {
@@ -26,8 +31,16 @@ On stderr, a summary for the operator: how many skills the catalog lists, its
 approximate size in tokens, the skills left out (model invocation disabled),
 the skills shadowed by a higher-ranked one of the same name and why, provider
 errors, the diagnostics of skill files that were dropped, and the skills
-folders too large to watch file by file (see --max-watches-per-skills-dir).
-None of that reaches the model.
+folders too large to watch file by file (see --max-watches-per-skills-dir),
+the skills a pin holds at a revision, and each release in progress (its
+candidate and share of sessions). None of that reaches the model.
+
+A store skill's revision depends on the session when a release is in
+progress: without --session the preview is what a session outside every
+canary gets; --session SID previews that session's (its cohort, as serve
+places it; with --tenants, of the --tenant named) and says which candidates
+it takes. --json gives each skill's origin (rev, digest, channel: stable,
+canary or pin) and the releases.
 
 It takes the same skills flags and SKILLSTREAM_* variables as serve, so the
 preview matches what serve sends byte for byte. With --skill-search the preview
@@ -39,22 +52,37 @@ when a provider failed (serve would send nothing until it recovers).`[1:], `
   skillstream catalog --cwd ~/src/app --skills-dir /srv/team-skills
   skillstream catalog --no-bundled --catalog-description-max-length 120
   skillstream catalog --skill-search --catalog-listed-max 40
-  skillstream catalog --json | jq .entries`[1:])
+  skillstream catalog --json | jq .entries
+  skillstream catalog --session 7f3c --json | jq '.skills[].origin'`[1:])
 	p.flags(cmd, "print the structured view as JSON instead of the model text")
+	var session string
+	cmd.localString(&session, "session", "", "preview the view of session `sid` (its cohort of the releases in progress)")
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) > 0 {
 			return usagef("catalog takes no arguments, got %q (use --cwd DIR)", args[0])
+		}
+		if session != "" {
+			if err := events.CheckSession(session); err != nil {
+				return usagef("--session: %v", err)
+			}
 		}
 		reg, dir, err := p.open(ctx, a, cmd.name)
 		if err != nil {
 			return err
 		}
 		defer reg.Close()
-		rep := reg.Inspect(ctx, p.query(dir))
+		q := p.query(dir)
+		rels := reg.Releases(q)
+		if session != "" {
+			q = history.InCohort(reg.Registry, p.c.Tenant, session, q)
+		}
+		rep := reg.Inspect(ctx, q)
 		if rep.Err != nil {
 			return fmt.Errorf("inspect skills for %s: %w", dir, rep.Err)
 		}
 		v := newCatalogView(rep, p.c.catalogOptions())
+		v.Session = session
+		v.Releases = releasesOf(ctx, reg.Registry, q, rels, session)
 		if p.asJSON {
 			if err := printJSON(a.stdout, v); err != nil {
 				return err
@@ -99,6 +127,55 @@ type catalogView struct {
 	Rejected    []problemJSON          `json:"rejected"`
 	Errors      []problemJSON          `json:"errors"`
 	Diagnostics []providers.Diagnostic `json:"diagnostics"`
+	// Session is the session previewed (--session); absent for the view
+	// of a session outside every canary.
+	Session string `json:"session,omitempty"`
+	// Releases are the releases in progress of the skills of the view's
+	// scopes (none pinned there).
+	Releases []releaseJSON `json:"releases"`
+}
+
+// releaseJSON is a release in progress: the skill, its candidate (rev
+// and digest) and the share of sessions offered it in basis points, and,
+// with --session, whether that session takes it.
+type releaseJSON struct {
+	Name      string `json:"name"`
+	Rev       uint64 `json:"rev,omitempty"`
+	Candidate string `json:"candidate"`
+	Share     int    `json:"share"`
+	Taken     *bool  `json:"taken,omitempty"`
+}
+
+// releasesOf describes rels, the releases of q's scopes: each candidate's
+// revision number is read from a view of the sessions taking every
+// candidate.
+func releasesOf(ctx context.Context, reg *providers.Registry, q catalog.Query, rels []catalog.Release, session string) []releaseJSON {
+	out := []releaseJSON{}
+	if len(rels) == 0 {
+		return out
+	}
+	var all []string
+	for _, r := range rels {
+		all = append(all, r.Name)
+	}
+	sort.Strings(all)
+	cq := q
+	cq.Canary = strings.Join(slices.Compact(all), ",")
+	revs := map[string]uint64{}
+	if snap, err := reg.Snapshot(ctx, cq); err == nil {
+		for _, s := range snap.Skills {
+			revs[s.Name+" "+s.Origin.Digest] = s.Origin.Rev
+		}
+	}
+	for _, r := range rels {
+		j := releaseJSON{Name: r.Name, Rev: revs[r.Name+" "+r.Candidate], Candidate: r.Candidate, Share: r.Share}
+		if session != "" {
+			taken := catalog.TakesCandidate(q.Canary, r.Name)
+			j.Taken = &taken
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 // shortenedJSON is what the catalog size limit took from the catalog.
@@ -160,6 +237,7 @@ func newCatalogView(rep providers.Report, opts catalog.Options) catalogView {
 		Rejected:    []problemJSON{},
 		Errors:      []problemJSON{},
 		Diagnostics: rep.Diagnostics,
+		Releases:    []releaseJSON{},
 	}
 	if v.Skills == nil {
 		v.Skills = []catalog.Summary{}
@@ -275,6 +353,27 @@ func (v catalogView) summary(w io.Writer) {
 	}
 	if len(hidden) > 0 {
 		fmt.Fprintf(w, "not listed (model invocation disabled): %s\n", strings.Join(hidden, ", "))
+	}
+	for _, s := range v.Skills {
+		if s.Origin.Channel == catalog.ChannelPin {
+			fmt.Fprintf(w, "pinned: %s at rev %d %s\n", s.Name, s.Origin.Rev, skillstore.Short(s.Origin.Digest))
+		}
+	}
+	for _, r := range v.Releases {
+		rev := ""
+		if r.Rev != 0 {
+			rev = fmt.Sprintf("rev %d ", r.Rev)
+		}
+		line := fmt.Sprintf("release in progress: %s %s%s to %s of sessions", r.Name, rev, skillstore.Short(r.Candidate), store.FormatShare(r.Share))
+		switch {
+		case r.Taken == nil:
+			line += "; this preview is a session's outside the canary (--session SID previews a session's)"
+		case *r.Taken:
+			line += "; session " + v.Session + " takes the candidate"
+		default:
+			line += "; session " + v.Session + " keeps the stable revision"
+		}
+		fmt.Fprintln(w, line)
 	}
 	for _, s := range v.Shadowed {
 		fmt.Fprintf(w, "shadowed: %s from %s by %s: %s\n", s.Name, describe(s.Loser), describe(s.Winner), s.Reason)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -99,6 +100,35 @@ func TestLibraryRelease(t *testing.T) {
 	}
 	if canary == 0 || stable == 0 {
 		t.Fatalf("20 sessions: %d in the canary, %d not; want both (the cohort function places about half in each)", canary, stable)
+	}
+
+	// The operator's preview of a session of acme: its cohort is acme's.
+	yaml, _ := filepath.Abs(tenantsYAML)
+	for i := range 20 {
+		sid := "lib-rel-" + strconv.Itoa(i)
+		in := catalog.InCanary("acme", sid, rel)
+		if in == catalog.InCanary("", sid, rel) {
+			continue // a session placed alike without the tenant proves nothing
+		}
+		code, out, stderr := runMain(t, "catalog", "--json", "--nats-url", natsURL, "--tenants", yaml, "--tenant", "acme",
+			"--no-bundled", "--user-skills-dir=", "--session", sid)
+		var v catalogView
+		if err := json.Unmarshal([]byte(out), &v); code != exitOK || err != nil {
+			t.Fatalf("catalog --session %s for acme: exit %d %v\n%s%s", sid, code, err, out, stderr)
+		}
+		want := catalog.ChannelStable
+		if in {
+			want = catalog.ChannelCanary
+		}
+		for _, s := range v.Skills {
+			if s.Name == "shared-style" && s.Origin.Channel != want {
+				t.Errorf("catalog --session %s for acme: shared-style %+v, want channel %s", sid, s.Origin, want)
+			}
+		}
+		if len(v.Releases) != 1 || v.Releases[0].Taken == nil || *v.Releases[0].Taken != in {
+			t.Errorf("catalog --session %s for acme: releases %+v, want taken %v", sid, v.Releases, in)
+		}
+		break
 	}
 
 	lib("promote", "shared-style")
