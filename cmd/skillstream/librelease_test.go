@@ -132,10 +132,12 @@ func TestLibraryRelease(t *testing.T) {
 	}
 
 	lib("promote", "shared-style")
+	attempt := 0 // a fresh call id every attempt: a call id answers once
 	eventually(t, 30*time.Second, "every session on the promoted library revision", func() error {
+		attempt++
 		for i := range 20 {
 			sid := "lib-rel-" + strconv.Itoa(i)
-			r, err := acme.CallSkill(ctx, events.SkillCall{Session: sid, Call: "p" + strconv.Itoa(i), Args: events.SkillArgs{Name: "shared-style"}})
+			r, err := acme.CallSkill(ctx, events.SkillCall{Session: sid, Call: fmt.Sprintf("p%d-%d", attempt, i), Args: events.SkillArgs{Name: "shared-style"}})
 			if err != nil {
 				return err
 			}
@@ -145,4 +147,28 @@ func TestLibraryRelease(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The curator's pin of a library skill (in the library: every tenant)
+	// holds every session at that revision, channel pin, until unpinned.
+	lib("pin", "shared-style@1", "--scope", "global")
+	onRev := func(rev uint64, channel string) {
+		t.Helper()
+		eventually(t, 30*time.Second, fmt.Sprintf("every session on library rev %d (%s)", rev, channel), func() error {
+			attempt++
+			for i := range 20 {
+				sid := "lib-rel-" + strconv.Itoa(i)
+				r, err := acme.CallSkill(ctx, events.SkillCall{Session: sid, Call: fmt.Sprintf("r%d-%s-%d-%d", rev, channel, attempt, i), Args: events.SkillArgs{Name: "shared-style"}})
+				if err != nil {
+					return err
+				}
+				if r.IsError || r.Value == nil || r.Value.Rev != rev || r.Value.Channel != channel {
+					return fmt.Errorf("%s: %+v", sid, r.Value)
+				}
+			}
+			return nil
+		})
+	}
+	onRev(1, catalog.ChannelPin)
+	lib("unpin", "shared-style", "--scope", "global")
+	onRev(2, catalog.ChannelStable)
 }
