@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 	"github.com/skillstream/skillstream/providers/bundled"
@@ -90,6 +91,19 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 			lcfg.Logger = log.With("component", "library")
 		}
 		octx, cancel := context.WithTimeout(ctx, storeOpenTimeout)
+		if js != nil && !c.NoSkillStore {
+			// The tenant's pins of library skills are kept in the
+			// tenant's own index; the library provider follows them.
+			bucket := c.storeConfig().Bucket
+			if bucket == "" {
+				bucket = skillstore.DefaultBucket
+			}
+			if kv, err := js.KeyValue(octx, bucket); err == nil {
+				lcfg.TenantPins = kv
+			} else if log != nil {
+				log.Warn("the tenant's pins of library skills cannot be read: library skills are served unpinned", "err", err)
+			}
+		}
 		lib, err := store.Open(octx, c.library.js, lcfg)
 		cancel()
 		if err != nil {

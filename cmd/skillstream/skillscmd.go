@@ -114,6 +114,7 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		revision string
 		draft    bool
 		canary   string
+		library  bool
 
 		includeHidden, linksOut bool
 	)
@@ -210,6 +211,12 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       skill. A project's pin beats a global pin.
   unpin NAME --scope S
       remove S's pin of the skill.
+  pin NAME@REV --library --scope global --tenants FILE --tenant T
+  unpin NAME --library --scope global --tenants FILE --tenant T
+      pin (unpin) a skill of the shared library for every session of
+      tenant T: REV is the library skill's revision; the pin is kept in
+      T's own store (the library stays read-only to T) and beats the
+      library's releases and newest revision for T's sessions only.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -259,6 +266,7 @@ tool results carry as value.revision.`[1:], `
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
 	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status: the state as one JSON object")
 	cmd.localBool(&draft, "draft", false, "push: publish changed skills as drafts, offered to no session until released")
+	cmd.localBool(&library, "library", false, "pin, unpin: a skill of the shared library, for every session of --tenant (kept in the tenant's store)")
 	cmd.localString(&canary, "canary", "", "release: the `percentage` of sessions offered the revision (10%, 2.5%)")
 	cmd.localDuration(&minAge, "min-age", time.Hour, "gc: keep unreferenced objects younger than `duration` (a push in flight writes its files first)")
 	c.storeFlags(cmd)
@@ -486,7 +494,19 @@ tool results carry as value.revision.`[1:], `
 			run = func(ctx context.Context, pb *store.Publisher) error {
 				return a.collect(ctx, pb, store.CollectOptions{MinAge: minAge, DryRun: dryRun})
 			}
-		case "status", "release", "promote", "pin", "unpin":
+		case "pin", "unpin":
+			if !library {
+				var err error
+				if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
+					return err
+				}
+				break
+			}
+			var err error
+			if run, err = a.libraryPinAction(&c, action, args, scope); err != nil {
+				return err
+			}
+		case "status", "release", "promote":
 			var err error
 			if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
 				return err

@@ -183,3 +183,57 @@ func printStatus(w io.Writer, st store.Status) {
 		fmt.Fprintf(w, "  ignored    %s\n", m)
 	}
 }
+
+// libraryPinAction checks the arguments of pin and unpin with --library
+// and returns what runs them: the tenant's pin of a library skill, kept
+// in the tenant's store, its revision read from the library.
+func (a *app) libraryPinAction(c *Config, action string, args []string, scope string) (func(context.Context, *store.Publisher) error, error) {
+	if c.Tenant == "" || c.Tenant == libraryTenant {
+		return nil, usagef("skills %s --library needs --tenants FILE --tenant T: the tenant whose sessions the pin holds", action)
+	}
+	if scope != "global" {
+		return nil, usagef("skills %s --library needs --scope global: a tenant pins a library skill for every session of the tenant", action)
+	}
+	if len(args) != 1 {
+		return nil, usagef("skills %s --library needs one skill, %s", action, map[string]string{"pin": "NAME@REV", "unpin": "NAME"}[action])
+	}
+	name, at, err := parseNameRev(args[0])
+	if err != nil {
+		return nil, err
+	}
+	if action == "unpin" {
+		if at != (store.At{}) {
+			return nil, usagef("skills unpin takes NAME, without a revision")
+		}
+		return func(ctx context.Context, pb *store.Publisher) error {
+			if _, err := pb.UnpinLibrary(ctx, name); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "unpinned library skill %s for tenant %s\n", name, c.Tenant)
+			return nil
+		}, nil
+	}
+	if at == (store.At{}) {
+		return nil, usagef("skills pin needs NAME@REV: the library skill's revision to hold (skills history --tenant library lists them)")
+	}
+	return func(ctx context.Context, pb *store.Publisher) error {
+		closeLib, err := c.dialLibrary(a.stderr)
+		if err != nil {
+			return err
+		}
+		defer closeLib()
+		if c.library == nil {
+			return usagef("skills pin --library: the tenants file names no library")
+		}
+		lib, err := store.NewPublisher(ctx, c.library.js, store.Config{Bucket: c.library.bucket, Objects: c.library.objects})
+		if err != nil {
+			return fmt.Errorf("library: %w", err)
+		}
+		p, err := pb.PinLibrary(ctx, lib, name, at)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "pinned library skill %s for tenant %s to rev %d %s\n", name, c.Tenant, p.Pin.Rev, skillstore.Short(p.Pin.Digest))
+		return nil
+	}, nil
+}

@@ -32,7 +32,16 @@ const (
 const (
 	releasePrefix = "release."
 	pinPrefix     = "pin."
+	// libPinPrefix is a tenant's pin of a library skill, kept in the
+	// tenant's own index: "pin.library.<name>". The tenant's store
+	// ignores it; the tenant's library provider serves it
+	// (Config.TenantPins).
+	libPinPrefix = pinPrefix + "library."
 )
+
+// LibraryPinKey is the key, in a tenant's own index, of the tenant's pin
+// of library skill name: "pin.library.<name>".
+func LibraryPinKey(name string) string { return libPinPrefix + name }
 
 // maxControlBytes bounds a release or pin value: a few numbers, two
 // digests and a publisher's name.
@@ -120,6 +129,12 @@ func PinKey(scope skillstore.Scope, name string) string {
 // name; err says why a key under either prefix is not one.
 func controlKey(key string) (kind string, sc skillstore.Scope, name string, isControl bool, err error) {
 	switch {
+	case strings.HasPrefix(key, libPinPrefix):
+		name = key[len(libPinPrefix):]
+		if !catalog.ValidName(name) {
+			err = fmt.Errorf("%w %q in key", catalog.ErrInvalidName, clip(name))
+		}
+		return "libpin", skillstore.Global, name, true, err
 	case strings.HasPrefix(key, releasePrefix):
 		kind = "release"
 	case strings.HasPrefix(key, pinPrefix):

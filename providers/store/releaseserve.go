@@ -65,9 +65,11 @@ func decodeControl(key string, put bool, e jetstream.KeyValueEntry) *ctlChange {
 	if err != nil || !put {
 		return c
 	}
-	if kind == "release" {
+	switch kind {
+	case "release":
 		c.rel, c.valErr = DecodeRelease(e.Value())
-	} else {
+	case "libpin":
+	default:
 		c.pin, c.valErr = DecodePin(sc, e.Value())
 	}
 	return c
@@ -137,6 +139,9 @@ func (p *Provider) readAt(ctx context.Context, scope skillstore.Scope, name stri
 func (p *Provider) applyControl(ctls *controls, c change) func() {
 	ctl := c.ctl
 	project := ctl.scope.ProjectID()
+	if ctl.kind == "libpin" {
+		return nil // a tenant's pin of a library skill: its library provider serves it
+	}
 	if c.keep {
 		return func() {
 			p.warn(warnMalformed, c.key, "skill index "+ctl.kind+" entry not written by skillstream (malformed): ignored, what was known of it stays; "+
@@ -180,6 +185,11 @@ func (p *Provider) applyControl(ctls *controls, c change) func() {
 // ("" global) for q's session: the session's project's own pin, else
 // (for a global skill) the tenant's. p.mu must be held.
 func (p *Provider) storePin(project, name string, q catalog.Query) (pinState, bool) {
+	if p.cfg.Library && p.tpins != nil {
+		if sp, ok := p.tpins[name]; ok {
+			return sp, true
+		}
+	}
 	if project != "" {
 		sp, ok := p.ctl.pins[project][name]
 		return sp, ok && sp.pin.Of == PinOfProject
@@ -227,7 +237,7 @@ func (p *Provider) choose(project, name string, q catalog.Query) (entry, string,
 // plain reports whether the scope of project is listed for q as the index
 // holds it: no release, no pin bears on it. p.mu must be held.
 func (p *Provider) plain(project string, q catalog.Query) bool {
-	if len(p.pins[project]) > 0 || len(p.ctl.rels[project]) > 0 || len(p.ctl.pins[project]) > 0 {
+	if len(p.pins[project]) > 0 || len(p.ctl.rels[project]) > 0 || len(p.ctl.pins[project]) > 0 || len(p.tpins) > 0 {
 		return false
 	}
 	return project != "" || q.Project == "" || p.cfg.Library || len(p.ctl.pins[q.Project]) == 0
@@ -257,6 +267,7 @@ func (p *Provider) pinnedOnly(project string, q catalog.Query) map[string]struct
 		}
 	}
 	add(p.pins[project], p.ctl.pins[project])
+	add(nil, p.tpins)
 	if project == "" && q.Project != "" && !p.cfg.Library {
 		add(nil, p.ctl.pins[q.Project])
 	}

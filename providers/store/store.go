@@ -123,6 +123,14 @@ type Config struct {
 	// failing for a skill, revision or scope it cannot find. For judging
 	// a revision on recorded sessions (eval); nil pins nothing.
 	Pins []Pin
+	// TenantPins, with Library, is the index of the tenant this library
+	// provider serves: its keys "pin.library.<name>" (LibraryPinKey) pin
+	// library skills for every session of that tenant. Each pinned
+	// revision is read from the library's kept history and checked as
+	// any record; a pin beats the library's releases and newest revision
+	// (channel pin). Open waits until the tenant's pins are read, and the
+	// provider follows them (a change is announced as any change is).
+	TenantPins jetstream.KeyValue
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -268,10 +276,12 @@ type Provider struct {
 	scopes    map[string]map[string]entry  // project id ("" global) -> name -> entry
 	pins      map[string]map[string]pinned // project id -> name -> shown in place of scopes' (Config.Pins)
 	ctl       *controls                    // the index's releases and pins
+	tpins     map[string]pinState          // library only: the tenant's pins of library skills (Config.TenantPins)
 	// releases keeps what Releases answered per project (its key: q.Project,
 	// "" for the global scope alone) until the index changes: shared by the
 	// callers, who must not modify it.
 	releases map[string][]catalog.Release
+	tpDone   chan struct{}                         // closed when the tenant pins' watch has ended (Config.TenantPins)
 	chans    *simplelru.LRU[string, chan struct{}] // project id -> change channel
 	advanced chan struct{}                         // closed when revision advances or health changes
 	reload   bool                                  // the next load starts the revision over
@@ -336,6 +346,12 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 	p.warned, _ = simplelru.NewLRU[string, *warnState](maxWarned, nil)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.run()
+	if cfg.Library && cfg.TenantPins != nil {
+		if err := p.startTenantPins(ctx); err != nil {
+			p.Close()
+			return nil, err
+		}
+	}
 	for {
 		p.mu.Lock()
 		ok, ch := p.healthy, p.advanced
@@ -658,6 +674,9 @@ func parseSkill(files []skillstore.File) (catalog.Skill, error) {
 func (p *Provider) Close() error {
 	p.cancel()
 	<-p.done
+	if p.tpDone != nil {
+		<-p.tpDone
+	}
 	p.vmu.Lock()
 	if t := p.window.timer; t != nil {
 		t.Stop()
