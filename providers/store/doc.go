@@ -103,6 +103,17 @@
 // each write is conditional on the key's revision read, and a lost race
 // is an error wrapping ErrChanged with the store unchanged.
 //
+// A tenant's pin of a shared library's skill is a key of the tenant's own
+// index, "pin.library.<name>" (a PinState of the library skill's
+// revision; LibraryPinKey): the tenant's store ignores it, and the
+// tenant's library provider, opened with Config.TenantPins (that index),
+// follows those keys, reads each pinned revision from the library's kept
+// history (checked as any record) and serves it to every session of the
+// tenant ahead of the library's releases and newest revision (channel
+// pin); a pin it cannot read is logged and the skill served unpinned.
+// Publisher.PinLibrary and UnpinLibrary write them, the revision checked
+// against the library's history.
+//
 // Config.Pins opens a view of the store in which named skills stay at a
 // given revision (read from the kept history, their objects checked as a
 // load checks them), ranked where the scope's skills rank, or absent for
