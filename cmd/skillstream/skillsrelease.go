@@ -107,17 +107,11 @@ func (a *app) releaseAction(action string, args []string, sc skillstore.Scope, s
 		if !scoped {
 			return nil, usagef("skills %s needs --scope: global (every session) or project/<id> (that project's sessions)", action)
 		}
-		if len(args) != 1 {
-			return nil, usagef("skills %s needs one skill, %s", action, map[string]string{"pin": "NAME@REV", "unpin": "NAME"}[action])
-		}
-		name, at, err := parseNameRev(args[0])
+		name, at, err := pinArgs(action, args, "skills "+action, "the revision to hold (skills history lists them)")
 		if err != nil {
 			return nil, err
 		}
 		if action == "unpin" {
-			if at != (store.At{}) {
-				return nil, usagef("skills unpin takes NAME, without a revision")
-			}
 			return func(ctx context.Context, pb *store.Publisher) error {
 				if _, err := pb.Unpin(ctx, sc, name); err != nil {
 					return err
@@ -125,9 +119,6 @@ func (a *app) releaseAction(action string, args []string, sc skillstore.Scope, s
 				fmt.Fprintf(a.stdout, "unpinned %s for %s\n", name, sc)
 				return nil
 			}, nil
-		}
-		if at == (store.At{}) {
-			return nil, usagef("skills pin needs NAME@REV: the revision to hold (skills history lists them)")
 		}
 		return func(ctx context.Context, pb *store.Publisher) error {
 			p, err := pb.Pin(ctx, sc, name, at)
@@ -139,6 +130,24 @@ func (a *app) releaseAction(action string, args []string, sc skillstore.Scope, s
 		}, nil
 	}
 	return nil, usagef("unknown skills action %q", action)
+}
+
+// pinArgs checks the one argument of pin (NAME@REV) or unpin (NAME):
+// cmd names the command in errors, hold says what a pin's revision is.
+func pinArgs(action string, args []string, cmd, hold string) (string, store.At, error) {
+	if len(args) != 1 {
+		return "", store.At{}, usagef("%s needs one skill, %s", cmd, map[string]string{"pin": "NAME@REV", "unpin": "NAME"}[action])
+	}
+	name, at, err := parseNameRev(args[0])
+	switch {
+	case err != nil:
+		return "", store.At{}, err
+	case action == "unpin" && at != (store.At{}):
+		return "", store.At{}, usagef("skills unpin takes NAME, without a revision")
+	case action == "pin" && at == (store.At{}):
+		return "", store.At{}, usagef("skills pin needs NAME@REV: %s", hold)
+	}
+	return name, at, nil
 }
 
 // printStatus writes a skill's release state: its channel, the stable
@@ -194,17 +203,11 @@ func (a *app) libraryPinAction(c *Config, action string, args []string, scope st
 	if scope != "global" {
 		return nil, usagef("skills %s --library needs --scope global: a tenant pins a library skill for every session of the tenant", action)
 	}
-	if len(args) != 1 {
-		return nil, usagef("skills %s --library needs one skill, %s", action, map[string]string{"pin": "NAME@REV", "unpin": "NAME"}[action])
-	}
-	name, at, err := parseNameRev(args[0])
+	name, at, err := pinArgs(action, args, "skills "+action+" --library", "the library skill's revision to hold (skills history --tenant library lists them)")
 	if err != nil {
 		return nil, err
 	}
 	if action == "unpin" {
-		if at != (store.At{}) {
-			return nil, usagef("skills unpin takes NAME, without a revision")
-		}
 		return func(ctx context.Context, pb *store.Publisher) error {
 			if _, err := pb.UnpinLibrary(ctx, name); err != nil {
 				return err
@@ -212,9 +215,6 @@ func (a *app) libraryPinAction(c *Config, action string, args []string, scope st
 			fmt.Fprintf(a.stdout, "unpinned library skill %s for tenant %s\n", name, c.Tenant)
 			return nil
 		}, nil
-	}
-	if at == (store.At{}) {
-		return nil, usagef("skills pin needs NAME@REV: the library skill's revision to hold (skills history --tenant library lists them)")
 	}
 	return func(ctx context.Context, pb *store.Publisher) error {
 		closeLib, err := c.dialLibrary(a.stderr)
