@@ -39,12 +39,8 @@ func (p *Provider) followTenantPins(ready chan struct{}) {
 			return
 		}
 		p.warn(warnWatch, "tenant-pins", "watch of the tenant's pins of library skills ended; watching again", "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-p.ctx.Done():
-			t.Stop()
+		if !p.pause(backoff) {
 			return
-		case <-t.C:
 		}
 		backoff = min(backoff*2, 2*time.Second)
 	}

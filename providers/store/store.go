@@ -717,12 +717,8 @@ func (p *Provider) run() {
 			continue
 		}
 		p.broken(err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-p.ctx.Done():
-			t.Stop()
+		if !p.pause(backoff) {
 			return
-		case <-t.C:
 		}
 		backoff = min(backoff*2, 2*time.Second)
 		if p.nc.IsConnected() {
@@ -1756,5 +1752,18 @@ func (p *Provider) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	}
 	if report != nil {
 		report()
+	}
+}
+
+// pause waits d, or until the provider closes: it reports whether the
+// provider is still open.
+func (p *Provider) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
