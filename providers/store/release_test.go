@@ -41,6 +41,18 @@ func served(t *testing.T, p *store.Provider, name string, q catalog.Query) (stri
 }
 
 // waitServed waits until a session of q gets description want of name
+// startPDF starts what most release tests start from: a server, a
+// publisher, and skill pdf published once ("PDF one.", rev 1) from dir
+// under root.
+func startPDF(t *testing.T) (*natstest.Server, *store.Publisher, string, string, store.Change) {
+	t.Helper()
+	srv := natstest.Start(t)
+	pb := publisher(t, srv.JS, store.Config{})
+	root := t.TempDir()
+	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
+	return srv, pb, root, dir, push(t, pb, skillstore.Global, false, dir)[0]
+}
+
 // (empty: none) and returns its origin.
 func waitServed(t *testing.T, p *store.Provider, name string, q catalog.Query, want string) catalog.Origin {
 	t.Helper()
@@ -91,12 +103,8 @@ func lastSeq(t *testing.T, js jetstream.JetStream) uint64 {
 // canary) and the others the stable revision; promoted, every session
 // gets it. Each step closes the change channels.
 func TestReleaseDraftCanaryPromote(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
+	srv, pb, root, dir, v1 := startPDF(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
-	v1 := push(t, pb, skillstore.Global, false, dir)[0]
 	p := open(t, srv.JS, store.Config{})
 	stable, canary := catalog.Query{}, catalog.Query{Canary: "other,pdf"}
 	if o := waitServed(t, p, "pdf", stable, "PDF one."); o != (catalog.Origin{Rev: 1, Digest: v1.Digest, Channel: catalog.ChannelStable}) {
@@ -209,12 +217,8 @@ func TestReleaseDraftCanaryPromote(t *testing.T) {
 // the stable revision (published again as the newest), and a skill new in
 // the release is removed.
 func TestReleaseRollbackEndsRelease(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
+	srv, pb, root, dir, v1 := startPDF(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
-	v1 := push(t, pb, skillstore.Global, false, dir)[0]
 	writeSkill(t, root, "pdf", "PDF two.", "Two.", nil)
 	pushDraft(t, pb, skillstore.Global, dir)
 	if _, err := pb.Release(ctx, skillstore.Global, "pdf", 2, 5000, ""); err != nil {
@@ -261,12 +265,8 @@ func TestReleaseRollbackEndsRelease(t *testing.T) {
 // sessions, canary or not; a project's pin beats the tenant's; unpinned,
 // the release state answers again.
 func TestPinBeatsReleaseAndHead(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
+	srv, pb, root, dir, v1 := startPDF(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
-	v1 := push(t, pb, skillstore.Global, false, dir)[0]
 	writeSkill(t, root, "pdf", "PDF two.", "Two.", nil)
 	push(t, pb, skillstore.Global, false, dir)
 	writeSkill(t, root, "pdf", "PDF three.", "Three.", nil)
@@ -335,12 +335,8 @@ func TestPinBeatsReleaseAndHead(t *testing.T) {
 // between them, or with the skill's key written alone (its release not
 // naming it as candidate), nothing new reaches any session.
 func TestReleaseCrashBetweenWritesExposesNothing(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
+	srv, pb, _, _, v1 := startPDF(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
-	v1 := push(t, pb, skillstore.Global, false, dir)[0]
 	kv, err := srv.JS.KeyValue(ctx, skillstore.DefaultBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -419,12 +415,8 @@ func mustJSON(t *testing.T, v any) []byte {
 // Bad input is refused with an error naming what was wrong, and the
 // store is unchanged.
 func TestReleaseBadInput(t *testing.T) {
-	srv := natstest.Start(t)
-	pb := publisher(t, srv.JS, store.Config{})
+	srv, pb, root, dir, _ := startPDF(t)
 	ctx := context.Background()
-	root := t.TempDir()
-	dir := writeSkill(t, root, "pdf", "PDF one.", "One.", nil)
-	push(t, pb, skillstore.Global, false, dir)
 	if _, err := pb.RemoveSkill(ctx, skillstore.Global, "pdf"); err != nil { // rev 2
 		t.Fatal(err)
 	}
