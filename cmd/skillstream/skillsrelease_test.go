@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -68,4 +74,80 @@ func TestSkillsReleaseCommands(t *testing.T) {
 	expect(run(0, "status", "commit-message"), "stable, no release in progress", "stable     rev 4 ")
 	expect(run(2, "release", "commit-message", "4"), "needs --canary")
 	expect(run(2, "push", root, "--draft", "--prune"), "--draft and --prune")
+}
+
+// Every refused release command leaves the store as it was: the index
+// is not written, whatever the refusal (a bad share, a promote with no
+// release, a skill, revision or scope that is not there, a removal).
+func TestSkillsReleaseRefusalsWriteNothing(t *testing.T) {
+	srv := natstest.Start(t, natstest.WithTCP())
+	root := t.TempDir()
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runMain(t, append(append([]string{"skills"}, args...), "--nats-url", srv.URL())...)
+		if code != want {
+			t.Fatalf("skills %v: exit %d, want %d\n%s%s", args, code, want, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	writeFile(t, root, "gone/SKILL.md", skillMD("Gone.", "name: gone", "description: Soon removed."))
+	writeFile(t, root, "deploy/SKILL.md", skillMD("Deploy.", "name: deploy", "description: Deploys."))
+	run(0, "push", root)
+	run(0, "rm", "gone", "--scope", "global")
+	if err := os.RemoveAll(filepath.Join(root, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "deploy/SKILL.md", skillMD("Deploy twice.", "name: deploy", "description: Deploys twice."))
+	run(0, "push", root, "--draft")
+	js, err := jetstream.New(srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexSeq := func() uint64 {
+		t.Helper()
+		s, err := js.Stream(context.Background(), "KV_"+skillstore.DefaultBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := indexSeq()
+	for _, tt := range []struct {
+		exit int
+		args []string
+		text string
+	}{
+		{exitUsage, []string{"release", "deploy", "2", "--canary", "-5%"}, `"-5%"`},
+		{exitUsage, []string{"release", "deploy", "2", "--canary", "ten"}, `"ten"`},
+		{exitUsage, []string{"release", "deploy", "two", "--canary", "10%"}, `"two"`},
+		{exitFailure, []string{"release", "nope", "1", "--canary", "10%"}, "nope"},
+		{exitFailure, []string{"release", "gone", "1", "--canary", "10%"}, "gone"},
+		{exitFailure, []string{"pin", "gone@2", "--scope", "global"}, "is a removal"},
+		{exitFailure, []string{"pin", "nope@1", "--scope", "global"}, "nope"},
+		{exitUsage, []string{"pin", "deploy", "--scope", "global"}, "needs NAME@REV"},
+		{exitFailure, []string{"unpin", "deploy", "--scope", "global"}, "not pinned"},
+	} {
+		out := run(tt.exit, tt.args...)
+		t.Logf("skills %v: %s", tt.args, out)
+		if !strings.Contains(out, tt.text) {
+			t.Errorf("skills %v: output lacks %q:\n%s", tt.args, tt.text, out)
+		}
+		if after := indexSeq(); after != before {
+			t.Fatalf("skills %v wrote to the index (sequence %d -> %d)", tt.args, before, after)
+		}
+	}
+	// A promote with no release in progress: refused, nothing written.
+	run(0, "release", "deploy", "2", "--canary", "10%")
+	run(0, "promote", "deploy")
+	before = indexSeq()
+	if out := run(exitFailure, "promote", "deploy"); !strings.Contains(out, "no canary to promote: no release is in progress") {
+		t.Errorf("promote with no release:\n%s", out)
+	}
+	if after := indexSeq(); after != before {
+		t.Errorf("a refused promote wrote to the index (sequence %d -> %d)", before, after)
+	}
 }
