@@ -17,7 +17,7 @@ import (
 	"github.com/skillstream/skillstream/providers/store"
 )
 
-func storeSkill(t *testing.T, root, name, desc, body string) string {
+func storeSkill(t testing.TB, root, name, desc, body string) string {
 	t.Helper()
 	dir := filepath.Join(root, name)
 	os.MkdirAll(dir, 0o755)
