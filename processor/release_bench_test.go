@@ -24,16 +24,18 @@ import (
 // common pre-step, end to end: a worker publishes a pre-step whose
 // catalog is unchanged and waits for the answer, through a real processor
 // on a real in-process nats-server, the skills coming from the skill
-// store (1,000 global skills). "none" has no release; "canary-100" has
-// 100 of the 1,000 skills each released to 10% of the sessions. Each sub-
-// benchmark starts 1,000 sessions (their first catalogs, not measured),
-// then plays b.N unchanged pre-steps spread over them, 8 at a time (the
-// loop hands each to a free player), so that every cohort is exercised. It reports the p50 of a pre-step's
-// round trip and the CPU of the whole process per pre-step (nats-server,
-// processor and worker alike: compare the two sub-benchmarks of one run,
-// never across runs or machines).
+// store (1,000 global skills, a catalog shortened to its size limit as in
+// skillstream bench). "none" has no release; "canary-100" has 100 of the
+// 1,000 skills each released to 10% of the sessions. Each sub-benchmark
+// starts 1,000 sessions (their first catalogs, not measured; "lists" is
+// how many distinct lists they show: 1 without a release, about one per
+// cohort with the canaries), then plays b.N unchanged pre-steps spread
+// over them, 8 at a time, so that every cohort is exercised. It reports
+// the p50 and p99 of a pre-step's round trip and the CPU of the whole
+// process per pre-step (nats-server, processor and worker alike): compare
+// the two sub-benchmarks of one run, never across runs or machines.
 //
-//	go test ./processor -run XXX -bench UnchangedPreStepReleases -benchtime 20000x
+//	go test ./processor -run XXX -bench UnchangedPreStepReleases -benchtime 10000x
 func BenchmarkUnchangedPreStepReleases(b *testing.B) {
 	const (
 		skills      = 1000
@@ -97,12 +99,21 @@ func BenchmarkUnchangedPreStepReleases(b *testing.B) {
 			defer c.Close()
 			tools := ourTool()
 			sid := func(i int) string { return "bench-" + strconv.Itoa(i) }
+			// lists counts the sessions by the list their first catalog
+			// shows: one list without a release, about one per cohort with
+			// the canaries.
+			var mu sync.Mutex
+			lists := map[string]int{}
 			step := func(i int, n string, want string) time.Duration {
 				start := time.Now()
 				d, err := c.PreStep(ctx, events.PreStep{Session: sid(i), Step: n, Cwd: e.cwd, Tools: tools})
 				took := time.Since(start)
 				if err != nil || d.Outcome != want {
 					b.Errorf("%s step %s: %+v, %v; want %s", sid(i), n, d, err, want)
+				} else if n == "0" {
+					mu.Lock()
+					lists[d.Catalog.Source.Digest]++
+					mu.Unlock()
 				}
 				return took
 			}
@@ -141,6 +152,9 @@ func BenchmarkUnchangedPreStepReleases(b *testing.B) {
 			if b.Failed() {
 				b.FailNow()
 			}
+			if (len(lists) > 1) != (tc.canaries > 0) {
+				b.Fatalf("%d distinct first catalogs over %d sessions with %d canaries", len(lists), sessions, tc.canaries)
+			}
 
 			next := make(chan int)
 			var took []time.Duration
@@ -166,6 +180,7 @@ func BenchmarkUnchangedPreStepReleases(b *testing.B) {
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
 			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/trigger")
+			b.ReportMetric(float64(len(lists)), "lists")
 		})
 	}
 }
