@@ -125,7 +125,7 @@ func TestSkillsReleaseRefusalsWriteNothing(t *testing.T) {
 		{exitUsage, []string{"release", "deploy", "2", "--canary", "ten"}, `"ten"`},
 		{exitUsage, []string{"release", "deploy", "two", "--canary", "10%"}, `"two"`},
 		{exitFailure, []string{"release", "nope", "1", "--canary", "10%"}, "nope"},
-		{exitFailure, []string{"release", "gone", "1", "--canary", "10%"}, "gone"},
+		{exitFailure, []string{"release", "gone", "1", "--canary", "10%"}, "the skill is removed"},
 		{exitFailure, []string{"pin", "gone@2", "--scope", "global"}, "is a removal"},
 		{exitFailure, []string{"pin", "nope@1", "--scope", "global"}, "nope"},
 		{exitUsage, []string{"pin", "deploy", "--scope", "global"}, "needs NAME@REV"},

@@ -128,6 +128,8 @@ func (pb *Publisher) Release(ctx context.Context, scope skillstore.Scope, name s
 		return ReleaseState{}, err
 	}
 	switch {
+	case rel.revision == 0 && cur.Removed:
+		return ReleaseState{}, fmt.Errorf("skill %q in %s: %w: the skill is removed (rev %d); push it again with skills push --draft to release it", name, scope, ErrNoRelease, cur.Rev)
 	case rel.revision == 0 && h.Revision == cur.Revision:
 		return ReleaseState{}, fmt.Errorf("skill %q in %s: rev %d is already stable (%w); push a new revision with skills push --draft first", name, scope, rev, ErrNoRelease)
 	case rel.revision == 0:
