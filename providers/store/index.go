@@ -44,6 +44,10 @@ type Record struct {
 	// (see At): absent (0) in records written before skills numbered
 	// their revisions, which are numbered from their neighbours.
 	Rev uint64 `json:"rev,omitempty"`
+	// Signature is the publisher's signature of the revision (push
+	// --sign): over the key it is written under, its digest and its
+	// summary (SummaryDigest); nil when unsigned.
+	Signature *skillstore.Signature `json:"signature,omitempty"`
 }
 
 // maxRecordBytes bounds an index value: a record carries a description and
@@ -121,6 +125,7 @@ func decodeShape(name string, data []byte) (Record, error) {
 	case r.Size < 0 || r.Files < 1:
 		return Record{}, fmt.Errorf("%w: size %d, files %d", ErrBadRecord, r.Size, r.Files)
 	}
+
 	return r, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
@@ -282,6 +283,10 @@ type PushOptions struct {
 	Draft bool
 	// By names the publisher in the release (ReleaseState.By).
 	By string
+	// Sign, when not nil, signs each revision written (see SignRecord); a
+	// skill whose digest is unchanged is written again when its newest
+	// revision is not signed by this key.
+	Sign nkeys.KeyPair
 }
 
 // Push publishes skills in scope: each skill whose digest differs from the
@@ -350,7 +355,7 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	if err != nil {
 		return Change{}, err
 	}
-	if cur.live && cur.rec.Digest == l.Record.Digest {
+	if cur.live && cur.rec.Digest == l.Record.Digest && signedBy(opts.Sign, scope, cur.rec) {
 		// Unchanged; its files are stored again should they be gone
 		// (removed by a gc racing the push that wrote this entry).
 		if err := pb.putObject(ctx, l); err != nil {
@@ -382,6 +387,12 @@ func (pb *Publisher) pushOne(ctx context.Context, scope skillstore.Scope, l Loca
 	rec := l.Record
 	rec.Published = pb.now().UnixMilli()
 	rec.Rev = cur.rev + 1
+	rec.Signature = nil
+	if opts.Sign != nil {
+		if rec.Signature, err = SignRecord(opts.Sign, scope, rec); err != nil {
+			return Change{}, fmt.Errorf("sign %q: %w", rec.Name, err)
+		}
+	}
 	action := Updated
 	if !cur.exists {
 		action = Added
@@ -664,4 +675,18 @@ func (pb *Publisher) numberUnrecorded(ctx context.Context, filter string, ps []P
 // store within its limits, into dir (see skillstore.Materialize).
 func (pb *Publisher) Materialize(ctx context.Context, digest, dir string) error {
 	return skillstore.Materialize(ctx, pb.obs, digest, dir, pb.cfg.objectLimits())
+}
+
+// signedBy reports whether rec, the newest revision of its skill in
+// scope, carries a valid signature by kp; with no kp, any revision will
+// do.
+func signedBy(kp nkeys.KeyPair, scope skillstore.Scope, rec Record) bool {
+	if kp == nil {
+		return true
+	}
+	pub, err := kp.PublicKey()
+	if err != nil || rec.Signature == nil || rec.Signature.Key != pub {
+		return false
+	}
+	return VerifyRecord(scope, rec.Name, rec) == nil
 }

@@ -19,10 +19,13 @@ import (
 type controls struct {
 	rels map[string]map[string]relState // the skill's project id ("" global) -> name -> release
 	pins map[string]map[string]pinState // the pinned project id ("" every session) -> name -> pin
+	// untrusted holds, by skill key, the newest revision of each skill
+	// the trust policy does not trust (see untrustedNote).
+	untrusted map[string]untrustedNote
 }
 
 func newControls() *controls {
-	return &controls{rels: map[string]map[string]relState{}, pins: map[string]map[string]pinState{}}
+	return &controls{rels: map[string]map[string]relState{}, pins: map[string]map[string]pinState{}, untrusted: map[string]untrustedNote{}}
 }
 
 // relState is a release in progress: its value and its stable revision,
@@ -51,12 +54,18 @@ type ctlChange struct {
 	pin     PinState
 	e       entry // the stable (of a release) or pinned revision, read
 	hasE    bool
-	readErr error // why it could not be read
+	readErr error       // why it could not be read
+	pol     TrustPolicy // of the trust policy key
 }
 
 // decodeControl decodes an entry of a release or pin key; nil for any
 // other key.
 func decodeControl(key string, put bool, e jetstream.KeyValueEntry) *ctlChange {
+	if key == TrustKey {
+		c := &ctlChange{kind: "trust", deleted: !put}
+		c.pol, c.valErr = policyOf(e)
+		return c
+	}
 	kind, sc, name, ok, err := controlKey(key)
 	if !ok {
 		return nil
@@ -80,6 +89,9 @@ func decodeControl(key string, put bool, e jetstream.KeyValueEntry) *ctlChange {
 // (its digest the one named, its object the skill's).
 func (p *Provider) checkControl(ctx context.Context, c change, ctl *ctlChange) change {
 	c.ctl = ctl
+	if ctl.kind == "trust" {
+		return c // the watch applies it (see loadPolicy)
+	}
 	if ctl.keyErr != nil {
 		c.bad, c.err = true, ctl.keyErr
 		return c
@@ -127,6 +139,11 @@ func (p *Provider) readAt(ctx context.Context, scope skillstore.Scope, name stri
 	if rec.Digest != ref.Digest {
 		return entry{}, fmt.Errorf("store revision %d of %s has digest %s, not %s", ref.Revision, key, skillstore.Short(rec.Digest), skillstore.Short(ref.Digest))
 	}
+	if v := p.view(); v.require == RequireSigned {
+		if err := untrusted(v, scope, name, rec); err != nil {
+			return entry{}, fmt.Errorf("store revision %d of %s: %w", ref.Revision, key, err)
+		}
+	}
 	if err := p.verify(ctx, rec); err != nil {
 		return entry{}, err
 	}
@@ -138,6 +155,9 @@ func (p *Provider) readAt(ctx context.Context, scope skillstore.Scope, name stri
 // known of the key as it was.
 func (p *Provider) applyControl(ctls *controls, c change) func() {
 	ctl := c.ctl
+	if ctl.kind == "trust" {
+		return nil
+	}
 	project := ctl.scope.ProjectID()
 	if ctl.kind == "libpin" {
 		return nil // a tenant's pin of a library skill: its library provider serves it

@@ -131,6 +131,12 @@ type Config struct {
 	// (channel pin). Open waits until the tenant's pins are read, and the
 	// provider follows them (a change is announced as any change is).
 	TenantPins jetstream.KeyValue
+	// Tenant, for a library (Library), is the tenant's own store, whose
+	// trust policy decides which keys are trusted for the library's
+	// skills (TrustPolicy.Library) and what is required of them (the
+	// stricter of the tenant's and the library's requirements). Nil: the
+	// library's own policy alone.
+	Tenant *Provider
 	// WatchGate, when not nil, holds back the index watch: each change
 	// that lands after Open is applied only once a value is received from
 	// the gate (or it is closed). Tests use it to keep one member behind.
@@ -297,6 +303,11 @@ type Provider struct {
 	warnings map[string]uint64                   // kind -> warnings so far
 	window   warnWindow                          // the store's rate limit of warnings
 	reads    *rate.Limiter                       // bytes of objects read to check records
+
+	policy    atomic.Pointer[TrustPolicy] // the store's trust policy
+	retrust   chan struct{}               // asks the watch to load again under a changed policy
+	tmu       sync.Mutex                  // guards followers
+	followers []*Provider                 // libraries following this store's policy
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -329,8 +340,14 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Provider, e
 		advanced: make(chan struct{}),
 		warnings: make(map[string]uint64),
 		recheck:  make(chan struct{}, 1),
+		retrust:  make(chan struct{}, 1),
 	}
 	p.pos.Store(&providers.Position{})
+	pol := defaultPolicy()
+	p.policy.Store(&pol)
+	if cfg.Library && cfg.Tenant != nil {
+		cfg.Tenant.addFollower(p)
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -703,8 +720,8 @@ func (p *Provider) run() {
 		if p.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errRefill) {
-			continue // the old (dropped) view answers until the new one is loaded
+		if errors.Is(err, errRefill) || errors.Is(err, errRetrust) {
+			continue // the old view answers until the new one is loaded
 		}
 		var re *errReload
 		if errors.As(err, &re) {
@@ -797,6 +814,7 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 	probe := time.NewTicker(stallProbe)
 	defer probe.Stop()
 	var target, at uint64
+	var enforced trustView // the policy the loaded index was judged under
 	check := func() error {
 		cur, err := p.identity(ctx)
 		switch {
@@ -844,11 +862,17 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 			if err := check(); err != nil {
 				return err
 			}
+		case <-p.retrust:
+			if loaded && !p.view().equal(enforced) {
+				return errRetrust
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return errors.New("index watch ended")
 			}
 			if e == nil { // every current entry delivered
+				p.loadPolicy(ctx, pending)
+				enforced = p.view()
 				idx, ctls, use := p.load(ctx, pending)
 				p.swap(idx, ctls, use, rev, id.epoch, pending.stripped)
 				pending, loaded = nil, true
@@ -869,6 +893,15 @@ func (p *Provider) follow(status <-chan nats.Status) error {
 					return ctx.Err()
 				case st := <-status:
 					return fmt.Errorf("NATS %s", st)
+				}
+			}
+			if e.Key() == TrustKey {
+				t, err := policyOf(e)
+				if err != nil {
+					p.warnAt(slog.LevelError, warnMalformed, e.Key(), "skill store trust policy not written by skillstream (malformed): the policy in force stays; "+
+						"write it again with skills trust", "key", e.Key(), "revision", e.Revision(), "err", err)
+				} else if p.setPolicy(t); !p.view().equal(enforced) {
+					return errRetrust
 				}
 			}
 			p.apply(ctx, e)
@@ -952,6 +985,13 @@ type change struct {
 	size     int64        // rec's summary bytes
 	foreign  foreignCount // of a malformed value: the key's history
 	ctl      *ctlChange   // of a release or pin key
+	// Of a record the trust policy does not trust: why (trust), the
+	// requirement it was judged under, and the store revision of the
+	// newest trusted one offered in its place (kept; 0 none).
+	trust    error
+	require  string
+	kept     uint64
+	untrRev  uint64 // the untrusted revision
 }
 
 // foreignCount is what a key's history holds after a value the store did
@@ -1051,6 +1091,21 @@ func (p *Provider) checkDecoded(ctx context.Context, d decoded, verify bool) cha
 		c.keep, c.err = true, d.err
 		c.foreign = p.countForeign(ctx, d.key, name)
 		return c
+	}
+	v := p.view()
+	if terr := untrusted(v, sc, name, d.rec); terr != nil {
+		c.trust, c.require, c.untrRev = terr, v.require, d.revision
+		if v.require == RequireSigned {
+			// Not offered: the newest trusted revision the history keeps
+			// stays, or none.
+			prev, ok := p.lastGood(ctx, d.key, name, d.revision)
+			if !ok {
+				c.remove = true
+				return c
+			}
+			c.kept, c.revision, c.rec, c.size = prev.revision, prev.revision, prev.rec, prev.rec.summaryBytes()
+			return c
+		}
 	}
 	if verify {
 		if err := p.verify(ctx, d.rec); err != nil {
@@ -1282,7 +1337,8 @@ func (p *Provider) readDigest(ctx context.Context, digest string) (digestCheck, 
 const verifyTimeout = 5 * time.Second
 
 // lastGood returns the newest valid revision of key before rev that the
-// index still holds (its history), when no removal came after it.
+// index still holds (its history), when no removal came after it; under a
+// policy that requires signed revisions, the newest trusted one.
 func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (entry, bool) {
 	hctx, cancel := context.WithTimeout(ctx, stallProbe)
 	defer cancel()
@@ -1302,6 +1358,12 @@ func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (
 		if err != nil {
 			continue
 		}
+		if v := p.view(); v.require == RequireSigned {
+			sc, _, _ := parseKey(key)
+			if untrusted(v, sc, name, rec) != nil {
+				continue
+			}
+		}
 		if p.verify(ctx, rec) != nil {
 			return entry{}, false
 		}
@@ -1313,6 +1375,26 @@ func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (
 // applyTo applies one checked change to an index and returns the warning
 // to log about it, if any (nil when none).
 func (p *Provider) applyTo(idx map[string]map[string]entry, ctls *controls, use *usage, c change) func() {
+	if c.ctl == nil && !c.bad && !c.keep {
+		if c.trust == nil {
+			delete(ctls.untrusted, c.key)
+		} else {
+			ctls.untrusted[c.key] = untrustedNote{revision: c.untrRev, require: c.require, kept: c.kept, err: c.trust}
+			f := p.applyRecord(idx, ctls, use, c)
+			return func() {
+				p.warnTrust(c)
+				if f != nil {
+					f()
+				}
+			}
+		}
+	}
+	return p.applyRecord(idx, ctls, use, c)
+}
+
+// applyRecord applies one checked change that is not a trust policy's
+// finding to idx.
+func (p *Provider) applyRecord(idx map[string]map[string]entry, ctls *controls, use *usage, c change) func() {
 	if c.bad {
 		return func() {
 			p.warn(warnMalformed, c.key, "skill index entry skipped", "key", c.key, "revision", c.revision, "err", c.err)
@@ -1475,14 +1557,15 @@ func (p *Provider) Diagnostics(ctx context.Context, q catalog.Query) ([]provider
 	p.mu.Lock()
 	over := p.over
 	p.mu.Unlock()
-	if over == nil {
-		return nil, nil
-	}
 	src := catalog.SourceStoreGlobal
 	if p.cfg.Library {
 		src = catalog.SourceLibrary
 	}
-	return []providers.Diagnostic{{Source: src, Path: p.Store(), Reason: over.Error() + "; its skills are not listed"}}, nil
+	var out []providers.Diagnostic
+	if over != nil {
+		out = append(out, providers.Diagnostic{Source: src, Path: p.Store(), Reason: over.Error() + "; its skills are not listed"})
+	}
+	return append(out, p.trustDiagnostics(src)...), nil
 }
 
 // load checks the entries of a fresh watch (at most loadParallel objects
@@ -1555,6 +1638,7 @@ const (
 	warnObject    = "bad_object"      // a record whose object is missing, damaged or another skill's
 	warnWatch     = "watch"           // the index watch broke or the buckets changed
 	warnBounds    = "over_bounds"     // the store's view went over its bounds
+	warnUntrusted = "untrusted"       // a revision the trust policy does not trust
 )
 
 // warnEvery is how often one key's warnings are logged at most; the
@@ -1644,7 +1728,7 @@ func (p *Provider) warnSummary() {
 	}
 	args := []any{"bucket", p.cfg.Bucket, "per_minute", warnLines}
 	total := 0
-	for _, kind := range []string{warnMalformed, warnObject, warnBounds, warnWatch} {
+	for _, kind := range []string{warnMalformed, warnObject, warnBounds, warnWatch, warnUntrusted} {
 		if n := dropped[kind]; n > 0 {
 			args = append(args, kind, n)
 			total += n

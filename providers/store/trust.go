@@ -1,0 +1,415 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/providers"
+)
+
+// TrustKey is the index key of the store's trust policy (a TrustPolicy,
+// JSON): which publishers' keys are trusted and what the provider
+// requires of a revision. It is not a skill's key: readers of skills skip
+// it as a key outside the layout.
+const TrustKey = "trust.policy"
+
+// The values of TrustPolicy.Require.
+const (
+	RequireOff    = "off"    // every revision offered, signed or not (no key)
+	RequireWarn   = "warn"   // every revision offered; one not trusted is reported
+	RequireSigned = "signed" // only trusted revisions offered
+)
+
+// The values of TrustPolicy.Library.
+const (
+	LibraryIgnore = "ignore" // the library's keys are not trusted (default)
+	LibraryTrust  = "trust"  // the keys the library's own policy names are trusted for its skills
+)
+
+// MaxTrustKeys bounds the keys of a policy.
+const MaxTrustKeys = 64
+
+// maxPolicyBytes bounds a policy value.
+const maxPolicyBytes = 8 << 10
+
+// ErrBadPolicy reports a trust policy value that is not one skillstream
+// writes.
+var ErrBadPolicy = errors.New("malformed trust policy")
+
+// TrustPolicy is the value of TrustKey. Require is RequireOff, RequireWarn
+// or RequireSigned; Keys the trusted publishers' public keys
+// (skillstore.ValidPublicKey). Library, in a tenant's store, says whether
+// the keys named by the library's own policy are trusted for the
+// library's skills (LibraryTrust) or not (LibraryIgnore, or empty); in
+// the library's store it is not used. A store without the key requires
+// nothing (RequireOff).
+type TrustPolicy struct {
+	V       int      `json:"v"`
+	Require string   `json:"require"`
+	Keys    []string `json:"keys"`
+	Library string   `json:"library,omitempty"`
+}
+
+// DecodePolicy decodes and checks a trust policy value: at most 8 KiB of
+// JSON of version 1, a known requirement, at most MaxTrustKeys keys, each
+// a publisher's public key, and a known library choice.
+func DecodePolicy(data []byte) (TrustPolicy, error) {
+	if len(data) > maxPolicyBytes {
+		return TrustPolicy{}, fmt.Errorf("%w: %d bytes, over %d", ErrBadPolicy, len(data), maxPolicyBytes)
+	}
+	var t TrustPolicy
+	if err := json.Unmarshal(data, &t); err != nil {
+		return TrustPolicy{}, fmt.Errorf("%w: %v", ErrBadPolicy, err)
+	}
+	if err := t.check(); err != nil {
+		return TrustPolicy{}, err
+	}
+	return t, nil
+}
+
+func (t TrustPolicy) check() error {
+	switch {
+	case t.V != 1:
+		return fmt.Errorf("%w: version %d, want 1", ErrBadPolicy, t.V)
+	case t.Require != RequireOff && t.Require != RequireWarn && t.Require != RequireSigned:
+		return fmt.Errorf("%w: require %q, want off, warn or signed", ErrBadPolicy, clip(t.Require))
+	case len(t.Keys) > MaxTrustKeys:
+		return fmt.Errorf("%w: %d keys, over %d", ErrBadPolicy, len(t.Keys), MaxTrustKeys)
+	case t.Library != "" && t.Library != LibraryIgnore && t.Library != LibraryTrust:
+		return fmt.Errorf("%w: library %q, want trust or ignore", ErrBadPolicy, clip(t.Library))
+	}
+	for _, k := range t.Keys {
+		if !skillstore.ValidPublicKey(k) {
+			if strings.HasPrefix(k, "S") {
+				return fmt.Errorf("%w: a key that looks like a seed (not shown): a policy names public keys (N...), never seeds", ErrBadPolicy)
+			}
+			return fmt.Errorf("%w: key %q is not a skill signing key (skills keygen makes one)", ErrBadPolicy, clip(k))
+		}
+	}
+	return nil
+}
+
+// defaultPolicy is the policy of a store without a trust key.
+func defaultPolicy() TrustPolicy { return TrustPolicy{V: 1, Require: RequireOff, Keys: []string{}} }
+
+// SummaryDigest is the digest of what the index shows of a revision
+// without its files (what a catalog lists): the lowercase hex SHA-256 of
+// its description, whenToUse and invocation flags. A revision's signature
+// covers it (skillstore.Statement), so a record's text cannot be changed
+// under a signature.
+func SummaryDigest(r Record) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "description %d\x00%s\x00whenToUse %d\x00%s\x00model %t\x00user %t\x00",
+		len(r.Description), r.Description, len(r.WhenToUse), r.WhenToUse, r.Invocation.ModelInvocable, r.Invocation.UserInvocable)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// SignRecord signs r as skill r.Name of scope.
+func SignRecord(kp nkeys.KeyPair, scope skillstore.Scope, r Record) (*skillstore.Signature, error) {
+	s, err := skillstore.Sign(kp, scope, r.Name, r.Digest, SummaryDigest(r))
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// VerifyRecord verifies r's signature as the record of skill name in
+// scope (the key it was read under).
+func VerifyRecord(scope skillstore.Scope, name string, r Record) error {
+	return skillstore.Verify(r.Signature, scope, name, r.Digest, SummaryDigest(r))
+}
+
+// trustView is the policy a provider enforces: its requirement and the
+// keys it trusts.
+type trustView struct {
+	require string
+	keys    []string
+}
+
+func (v trustView) equal(o trustView) bool {
+	return v.require == o.require && slices.Equal(v.keys, o.keys)
+}
+
+// view is the policy the provider enforces: its store's own; for a
+// library with a tenant's store (Config.Tenant), the stricter of the two
+// requirements, the tenant's keys, and the library's own keys when the
+// tenant trusts the library.
+func (p *Provider) view() trustView {
+	own := *p.policy.Load()
+	if p.cfg.Library && p.cfg.Tenant != nil {
+		ten := *p.cfg.Tenant.policy.Load()
+		v := trustView{require: stricter(own.Require, ten.Require), keys: slices.Clone(ten.Keys)}
+		if ten.Library == LibraryTrust {
+			v.keys = append(v.keys, own.Keys...)
+		}
+		slices.Sort(v.keys)
+		return trustView{require: v.require, keys: slices.Compact(v.keys)}
+	}
+	keys := slices.Clone(own.Keys)
+	slices.Sort(keys)
+	return trustView{require: own.Require, keys: slices.Compact(keys)}
+}
+
+func stricter(a, b string) string {
+	rank := map[string]int{RequireOff: 0, RequireWarn: 1, RequireSigned: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// untrusted says why rec, read under the key of skill name in scope, is
+// not trusted under v; nil when it is, or when v requires nothing.
+func untrusted(v trustView, scope skillstore.Scope, name string, rec Record) error {
+	if v.require == RequireOff || v.require == "" {
+		return nil
+	}
+	return skillstore.Trusted(rec.Signature, scope, name, rec.Digest, SummaryDigest(rec), v.keys)
+}
+
+// Policy is the trust policy the provider enforces now (its store's own
+// policy; see TrustPolicy).
+func (p *Provider) Policy() TrustPolicy {
+	t := *p.policy.Load()
+	t.Keys = slices.Clone(t.Keys)
+	return t
+}
+
+// setPolicy installs t as the store's policy and reports whether what
+// the provider enforces changed; followers (library providers reading
+// this store's policy) are asked to check again.
+func (p *Provider) setPolicy(t TrustPolicy) bool {
+	before := p.view()
+	p.policy.Store(&t)
+	p.tmu.Lock()
+	fs := slices.Clone(p.followers)
+	p.tmu.Unlock()
+	for _, f := range fs {
+		f.retrustNow()
+	}
+	return !before.equal(p.view())
+}
+
+// retrustNow asks the watch to load the index again if what the provider
+// enforces changed (a tenant's policy a library follows).
+func (p *Provider) retrustNow() {
+	select {
+	case p.retrust <- struct{}{}:
+	default:
+	}
+}
+
+// follow registers f to be told of this store's policy changes.
+func (p *Provider) addFollower(f *Provider) {
+	p.tmu.Lock()
+	p.followers = append(p.followers, f)
+	p.tmu.Unlock()
+}
+
+// errRetrust ends a watch so that the index is loaded again under a
+// changed trust policy: every revision is judged again.
+var errRetrust = errors.New("skill store trust policy changed: loading the index again")
+
+// policyFromHistory returns the newest valid policy the index's history
+// keeps of TrustKey (a malformed value at a fresh load falls back to it),
+// and whether there is one.
+func (p *Provider) policyFromHistory(ctx context.Context) (TrustPolicy, bool) {
+	hctx, cancel := context.WithTimeout(ctx, stallProbe)
+	defer cancel()
+	hist, err := p.kv.History(hctx, TrustKey)
+	if err != nil {
+		return TrustPolicy{}, false
+	}
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		if h.Operation() != jetstream.KeyValuePut {
+			return defaultPolicy(), true
+		}
+		if t, err := DecodePolicy(h.Value()); err == nil {
+			return t, true
+		}
+	}
+	return TrustPolicy{}, false
+}
+
+// policyOf returns the policy an entry of TrustKey sets, and the error of
+// a value that is not one skillstream writes.
+func policyOf(e jetstream.KeyValueEntry) (TrustPolicy, error) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return defaultPolicy(), nil
+	}
+	return DecodePolicy(e.Value())
+}
+
+// ReadPolicy reads the store's trust policy and its revision (0: the
+// store has none, and requires nothing).
+func (pb *Publisher) ReadPolicy(ctx context.Context) (TrustPolicy, uint64, error) {
+	e, err := pb.kv.Get(ctx, TrustKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return defaultPolicy(), 0, nil
+	}
+	if err != nil {
+		return TrustPolicy{}, 0, fmt.Errorf("read %s: %w", TrustKey, err)
+	}
+	t, err := DecodePolicy(e.Value())
+	if err != nil {
+		return TrustPolicy{}, e.Revision(), fmt.Errorf("%s (revision %d): %w; write it again with skills trust require", TrustKey, e.Revision(), err)
+	}
+	return t, e.Revision(), nil
+}
+
+// ChangePolicy reads the store's trust policy, applies change to it and
+// writes it back, conditional on the revision read (a lost race is an
+// error wrapping ErrChanged, the store unchanged). A policy that does not
+// decode is replaced when change sets it whole (force).
+func (pb *Publisher) ChangePolicy(ctx context.Context, change func(*TrustPolicy) error) (TrustPolicy, uint64, error) {
+	t, last, err := pb.ReadPolicy(ctx)
+	if err != nil {
+		if last == 0 {
+			return TrustPolicy{}, 0, err
+		}
+		t = defaultPolicy() // malformed: written again from scratch
+	}
+	if err := change(&t); err != nil {
+		return TrustPolicy{}, 0, err
+	}
+	slices.Sort(t.Keys)
+	t.Keys = slices.Compact(t.Keys)
+	if t.Keys == nil {
+		t.Keys = []string{}
+	}
+	if err := t.check(); err != nil {
+		return TrustPolicy{}, 0, err
+	}
+	rev, err := pb.kv.Update(ctx, TrustKey, encodeJSON(t), last)
+	if casLost(err) {
+		return TrustPolicy{}, 0, changedErr("the trust policy", TrustKey)
+	}
+	if err != nil {
+		return TrustPolicy{}, 0, fmt.Errorf("write %s: %w", TrustKey, err)
+	}
+	return t, rev, nil
+}
+
+// ParseRequire checks a requirement given on a command line.
+func ParseRequire(s string) (string, error) {
+	switch s {
+	case RequireOff, RequireWarn, RequireSigned:
+		return s, nil
+	}
+	return "", fmt.Errorf("require %q: want off, warn or signed", s)
+}
+
+// CheckKey checks a public key given on a command line.
+func CheckKey(k string) error {
+	if skillstore.ValidPublicKey(k) {
+		return nil
+	}
+	if strings.HasPrefix(k, "S") {
+		return errors.New("that looks like a seed: give the public key (N..., printed by skills keygen), never the seed")
+	}
+	return fmt.Errorf("%q is not a skill signing public key (N..., printed by skills keygen)", clip(k))
+}
+
+// untrustedNote is what the provider knows of a skill whose newest
+// revision the policy does not trust: that revision, the requirement it
+// was judged under, the trusted revision offered in its place (0: none;
+// under RequireWarn the untrusted one itself is offered) and why.
+type untrustedNote struct {
+	revision uint64
+	require  string
+	kept     uint64
+	err      error
+}
+
+// warnTrust reports a revision the policy does not trust (rate limited
+// per key, counted as "untrusted").
+func (p *Provider) warnTrust(c change) {
+	args := []any{"key", c.key, "revision", c.untrRev, "require", c.require, "err", c.trust}
+	switch {
+	case c.require != RequireSigned:
+		p.warn(warnUntrusted, c.key, "skill revision not trusted by the store's trust policy: offered (the policy only warns)", args...)
+	case c.kept != 0:
+		p.warn(warnUntrusted, c.key, "skill revision not trusted by the store's trust policy: not offered; its newest trusted revision stays offered",
+			append(args, "kept_revision", c.kept)...)
+	default:
+		p.warn(warnUntrusted, c.key, "skill revision not trusted by the store's trust policy: not offered, and no earlier trusted revision: the skill is not offered",
+			args...)
+	}
+}
+
+// Untrusted is one skill whose newest revision the store's trust policy
+// does not trust.
+type Untrusted struct {
+	Key      string // its index key
+	Revision uint64 // the store revision not trusted
+	Require  string // the requirement in force
+	Kept     uint64 // the trusted revision offered instead; 0: none (or, under warn, the untrusted one is)
+	Reason   string
+}
+
+// Untrusted lists the skills whose newest revision the trust policy does
+// not trust, by key.
+func (p *Provider) Untrusted() []Untrusted {
+	p.mu.Lock()
+	out := make([]Untrusted, 0, len(p.ctl.untrusted))
+	for k, n := range p.ctl.untrusted {
+		out = append(out, Untrusted{Key: k, Revision: n.revision, Require: n.require, Kept: n.kept, Reason: n.err.Error()})
+	}
+	p.mu.Unlock()
+	slices.SortFunc(out, func(a, b Untrusted) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// trustDiagnostics is one diagnostic per skill the policy does not trust
+// (for operators: it names the store's bucket and the key).
+func (p *Provider) trustDiagnostics(src string) []providers.Diagnostic {
+	var out []providers.Diagnostic
+	for _, u := range p.Untrusted() {
+		what := "offered (the trust policy only warns)"
+		switch {
+		case u.Require == RequireSigned && u.Kept != 0:
+			what = fmt.Sprintf("not offered; store revision %d stays offered", u.Kept)
+		case u.Require == RequireSigned:
+			what = "not offered, and no earlier trusted revision"
+		}
+		out = append(out, providers.Diagnostic{Source: src, Path: p.Store() + " " + u.Key,
+			Reason: fmt.Sprintf("store revision %d not trusted: %s; %s", u.Revision, u.Reason, what)})
+	}
+	return out
+}
+
+// loadPolicy installs the policy a fresh watch delivered (the store's
+// default without one). A value that is not one skillstream writes falls
+// back to the newest valid one the history keeps, else the policy in
+// force stays; either way it is reported.
+func (p *Provider) loadPolicy(ctx context.Context, pl *pendingLoad) {
+	t := defaultPolicy()
+	for _, d := range pl.entries {
+		if d.ctl == nil || d.ctl.kind != "trust" {
+			continue
+		}
+		t = d.ctl.pol
+		if d.ctl.valErr != nil {
+			prev, ok := p.policyFromHistory(ctx)
+			if !ok {
+				prev = *p.policy.Load()
+			}
+			t = prev
+			p.warnAt(slog.LevelError, warnMalformed, TrustKey, "skill store trust policy not written by skillstream (malformed): the last valid one stays in force; "+
+				"write it again with skills trust", "key", TrustKey, "revision", d.revision, "require", t.Require, "err", d.ctl.valErr)
+		}
+	}
+	p.setPolicy(t)
+}
