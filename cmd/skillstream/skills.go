@@ -64,6 +64,7 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 		}
 	}
 	ps := []providers.Provider{fs}
+	var tenantStore *store.Provider // its trust policy decides the library's
 	if js != nil && !c.NoSkillStore {
 		cfg := c.storeConfig()
 		cfg.Pins = c.pins
@@ -83,10 +84,11 @@ func (c *Config) skillSources(ctx context.Context, log *slog.Logger, watch bool,
 			return nil, nil, fmt.Errorf("skill store: %w", err)
 		}
 		ps = append(ps, st)
+		tenantStore = st
 	}
 	if c.library != nil {
 		lcfg := store.Config{Library: true, Bucket: c.library.bucket, Objects: c.library.objects, Replicas: c.Replicas,
-			History: c.SkillStoreHistory, OnWarning: c.storeWarned}
+			History: c.SkillStoreHistory, OnWarning: c.storeWarned, Tenant: tenantStore}
 		if log != nil {
 			lcfg.Logger = log.With("component", "library")
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -117,13 +118,14 @@ func (a *app) skillsCommand() (*command, runFunc) {
 		library  bool
 
 		includeHidden, linksOut bool
+		sign                    string
 	)
-	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc|status|release|promote|pin|unpin [arguments] [flags]", `
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc|status|release|promote|pin|unpin|keygen|trust [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
 
-  push DIR... [--scope S] [--prune] [--draft] [--json] [--include-hidden] [--follow-links-out]
+  push DIR... [--scope S] [--prune] [--draft] [--json] [--include-hidden] [--follow-links-out] [--sign SEEDFILE]
       publish the skills in each DIR (a skills root, a skill folder or a
       flat skill file). Only what belongs to a skill is published: version
       control folders (.git, .hg, .svn) never, other hidden files and
@@ -161,6 +163,11 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       others keep the revision they had (see release). Without --draft,
       a new revision of a skill in a release is stable for every session
       at once and ends the release ("release ended").
+      --sign SEEDFILE signs each revision written with the key in
+      SEEDFILE (made by keygen, mode 0600): the signature covers the
+      skill's scope and name, its digest and its summary. A skill whose
+      files are unchanged is written again when its newest revision is
+      not signed by that key.
   ls [--scope S]
       the published skills (every scope without --scope), one row each
       under a header: scope, name, the skill's revision, digest (first 12 hex
@@ -217,6 +224,21 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       tenant T: REV is the library skill's revision; the pin is kept in
       T's own store (the library stays read-only to T) and beats the
       library's releases and newest revision for T's sessions only.
+  keygen [--out FILE]
+      make a signing key (ed25519, an nkey): the seed is written to FILE
+      (default skillstream-signing.seed; created with mode 0600, never
+      overwritten, never printed) and the public key (N...) printed.
+      Needs no NATS.
+  trust show [--json] | add KEY | remove KEY | require off|warn|signed | library trust|ignore
+      the store's trust policy, which every serve enforces within
+      seconds of a change: the publishers' public keys trusted, and what
+      is required of a revision: off (anything offered), warn (offered;
+      a revision not signed by a trusted key is reported in the log, the
+      warning counter, skills status and catalog --json), signed (such a
+      revision is not offered: the skill's newest trusted revision the
+      index keeps is, or none). library trust also trusts, for the
+      library's skills, the keys the library's own policy names.
+      Changes are conditional on the policy read; each prints the policy.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -254,17 +276,22 @@ tool results carry as value.revision.`[1:], `
   skillstream skills status commit-message
   skillstream skills promote commit-message
   skillstream skills pin commit-message@2 --scope project/payments
-  skillstream skills gc --dry-run`[1:])
+  skillstream skills gc --dry-run
+  skillstream skills keygen --out ~/.skillstream/signing.seed
+  skillstream skills push skills/ --sign ~/.skillstream/signing.seed
+  skillstream skills trust add NBZJ...
+  skillstream skills trust require signed`[1:])
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
 	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
 	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
 	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
-	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME")
+	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME; keygen: the seed file")
+	cmd.localString(&sign, "sign", "", "push: sign each revision written with the seed in `file` (skills keygen)")
 	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV does")
 	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
-	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status: the state as one JSON object")
+	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status, trust show: the state as one JSON object")
 	cmd.localBool(&draft, "draft", false, "push: publish changed skills as drafts, offered to no session until released")
 	cmd.localBool(&library, "library", false, "pin, unpin: a skill of the shared library, for every session of --tenant (kept in the tenant's store)")
 	cmd.localString(&canary, "canary", "", "release: the `percentage` of sessions offered the revision (10%, 2.5%)")
@@ -275,9 +302,15 @@ tool results carry as value.revision.`[1:], `
 	c.storeNATSFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
-			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin or unpin")
+			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen or trust")
 		}
 		action, args := args[0], args[1:]
+		if sign != "" && action != "push" {
+			return usagef("--sign applies to push only")
+		}
+		if action == "keygen" {
+			return a.keygen(args, out)
+		}
 		if err := c.validateNATS(); err != nil {
 			return err
 		}
@@ -298,7 +331,7 @@ tool results carry as value.revision.`[1:], `
 			return usagef("--prune, --include-hidden and --follow-links-out apply to push only")
 		}
 		if out != "" && action != "get" {
-			return usagef("--out applies to get only")
+			return usagef("--out applies to get and keygen only")
 		}
 		if to != "" && action != "rollback" {
 			return usagef("--to applies to rollback only")
@@ -306,8 +339,8 @@ tool results carry as value.revision.`[1:], `
 		if revision != "" && action != "get" {
 			return usagef("--revision applies to get only")
 		}
-		if asJSON && action != "push" && action != "status" {
-			return usagef("--json applies to push and status only")
+		if asJSON && action != "push" && action != "status" && action != "trust" {
+			return usagef("--json applies to push, status and trust show only")
 		}
 		if draft && action != "push" {
 			return usagef("--draft applies to push only")
@@ -329,6 +362,14 @@ tool results carry as value.revision.`[1:], `
 			if len(args) == 0 {
 				return usagef("skills push needs at least one skills root, skill folder or skill file")
 			}
+			var signer nkeys.KeyPair
+			if sign != "" {
+				var err error
+				if signer, err = readSigner(sign); err != nil {
+					return err
+				}
+				defer signer.Wipe()
+			}
 			locals, err := a.readForPush(args, c.storeConfig(), store.ReadOptions{IncludeHidden: includeHidden, LinksOut: linksOut})
 			if err != nil {
 				return err
@@ -338,7 +379,7 @@ tool results carry as value.revision.`[1:], `
 				if err != nil {
 					return err
 				}
-				changes, err := pb.PushWith(ctx, sc, locals, store.PushOptions{Prune: prune, Draft: draft, By: c.publisherName(a)})
+				changes, err := pb.PushWith(ctx, sc, locals, store.PushOptions{Prune: prune, Draft: draft, By: c.publisherName(a), Sign: signer})
 				tok := events.StoreToken{Epoch: before, Revision: pushRevision(changes)}
 				if err == nil {
 					err = samePushEpoch(ctx, pb, before)
@@ -354,6 +395,9 @@ tool results carry as value.revision.`[1:], `
 				}
 				if tok.Revision > 0 {
 					fmt.Fprintf(a.stdout, "store revision %d epoch %s\n", tok.Revision, tok.Epoch)
+				}
+				if signer != nil && err == nil {
+					fmt.Fprintf(a.stdout, "signed by %s\n", keyOf(signer))
 				}
 				return err
 			}
@@ -506,13 +550,18 @@ tool results carry as value.revision.`[1:], `
 			if run, err = a.libraryPinAction(&c, action, args, scope); err != nil {
 				return err
 			}
+		case "trust":
+			var err error
+			if run, err = a.trustAction(args, asJSON); err != nil {
+				return err
+			}
 		case "status", "release", "promote":
 			var err error
 			if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
 				return err
 			}
 		default:
-			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin or unpin", action)
+			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen or trust", action)
 		}
 		// A refusal by the server stops the command at once: the refused
 		// publish would otherwise be noticed only when its acknowledgement

@@ -191,6 +191,20 @@ func printStatus(w io.Writer, st store.Status) {
 	for _, m := range st.Malformed {
 		fmt.Fprintf(w, "  ignored    %s\n", m)
 	}
+	if t := st.Trust; t != nil {
+		signed := "unsigned"
+		if t.Key != "" {
+			signed = "signed by " + t.Key
+		}
+		switch {
+		case t.Trusted:
+			fmt.Fprintf(w, "  trust      newest revision %s, trusted (require %s)\n", signed, t.Require)
+		case t.Require == store.RequireSigned:
+			fmt.Fprintf(w, "  trust      newest revision %s, not trusted: %s; require signed: not offered, %s offered instead\n", signed, t.Reason, ref(t.Offered))
+		default:
+			fmt.Fprintf(w, "  trust      newest revision %s, not trusted: %s; require %s: offered\n", signed, t.Reason, t.Require)
+		}
+	}
 }
 
 // libraryPinAction checks the arguments of pin and unpin with --library

@@ -339,6 +339,9 @@ type Status struct {
 	// Malformed says why a release or pin entry of the skill was not
 	// read (written by hand): servers ignore it.
 	Malformed []string `json:"malformed,omitempty"`
+	// Trust is what the store's trust policy makes of the newest
+	// revision; nil when the policy requires nothing and it is unsigned.
+	Trust *TrustStatus `json:"trust,omitempty"`
 }
 
 // PinStatus is one scope pinning a skill.
@@ -360,6 +363,9 @@ func (pb *Publisher) Status(ctx context.Context, scope skillstore.Scope, name st
 	if !cur.Removed && cur.Err == nil {
 		st.Head = refOf(cur)
 		st.Stable = st.Head
+	}
+	if st.Trust, err = pb.trustStatus(ctx, scope, name, hist); err != nil {
+		st.Malformed = append(st.Malformed, err.Error())
 	}
 	rel, err := pb.readRelease(ctx, scope, name)
 	if err != nil {

@@ -988,10 +988,10 @@ type change struct {
 	// Of a record the trust policy does not trust: why (trust), the
 	// requirement it was judged under, and the store revision of the
 	// newest trusted one offered in its place (kept; 0 none).
-	trust    error
-	require  string
-	kept     uint64
-	untrRev  uint64 // the untrusted revision
+	trust   error
+	require string
+	kept    uint64
+	untrRev uint64 // the untrusted revision
 }
 
 // foreignCount is what a key's history holds after a value the store did

@@ -372,11 +372,21 @@ func (p *Provider) Untrusted() []Untrusted {
 	return out
 }
 
+// maxTrustDiagnostics bounds the diagnostics of skills not trusted; one
+// more counts the others.
+const maxTrustDiagnostics = 100
+
 // trustDiagnostics is one diagnostic per skill the policy does not trust
-// (for operators: it names the store's bucket and the key).
+// (for operators: it names the store's bucket and the key), at most
+// maxTrustDiagnostics and a count of the others.
 func (p *Provider) trustDiagnostics(src string) []providers.Diagnostic {
 	var out []providers.Diagnostic
-	for _, u := range p.Untrusted() {
+	all := p.Untrusted()
+	more := len(all) - maxTrustDiagnostics
+	if more > 0 {
+		all = all[:maxTrustDiagnostics]
+	}
+	for _, u := range all {
 		what := "offered (the trust policy only warns)"
 		switch {
 		case u.Require == RequireSigned && u.Kept != 0:
@@ -386,6 +396,9 @@ func (p *Provider) trustDiagnostics(src string) []providers.Diagnostic {
 		}
 		out = append(out, providers.Diagnostic{Source: src, Path: p.Store() + " " + u.Key,
 			Reason: fmt.Sprintf("store revision %d not trusted: %s; %s", u.Revision, u.Reason, what)})
+	}
+	if more > 0 {
+		out = append(out, providers.Diagnostic{Source: src, Path: p.Store(), Reason: fmt.Sprintf("%d more skills not trusted (skills status NAME says why)", more)})
 	}
 	return out
 }
@@ -412,4 +425,55 @@ func (p *Provider) loadPolicy(ctx context.Context, pl *pendingLoad) {
 		}
 	}
 	p.setPolicy(t)
+}
+
+// TrustStatus is what the store's trust policy makes of a skill's newest
+// revision (Status.Trust): the requirement in force, the key that signed
+// it (empty: unsigned), whether it is trusted and why not, and under
+// RequireSigned the revision offered in its place (nil: none).
+type TrustStatus struct {
+	Require string  `json:"require"`
+	Key     string  `json:"key,omitempty"`
+	Trusted bool    `json:"trusted"`
+	Reason  string  `json:"reason,omitempty"`
+	Offered *RevRef `json:"offered,omitempty"`
+}
+
+// trustStatus judges the newest revision of hist (a skill's history in
+// scope) under the store's policy; nil when the policy requires nothing
+// and the revision is unsigned (nothing to say).
+func (pb *Publisher) trustStatus(ctx context.Context, scope skillstore.Scope, name string, hist []Revision) (*TrustStatus, error) {
+	pol, _, err := pb.ReadPolicy(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cur := hist[len(hist)-1]
+	if cur.Removed || cur.Err != nil {
+		return nil, nil
+	}
+	if pol.Require == RequireOff && cur.Record.Signature == nil {
+		return nil, nil
+	}
+	v := trustView{require: RequireWarn, keys: pol.Keys}
+	ts := &TrustStatus{Require: pol.Require, Trusted: true}
+	if s := cur.Record.Signature; s != nil {
+		ts.Key = clip(s.Key)
+	}
+	if err := untrusted(v, scope, name, cur.Record); err != nil {
+		ts.Trusted, ts.Reason = false, err.Error()
+	}
+	if pol.Require != RequireSigned || ts.Trusted {
+		return ts, nil
+	}
+	for i := len(hist) - 2; i >= 0; i-- {
+		h := hist[i]
+		if h.Removed {
+			break
+		}
+		if h.Err == nil && untrusted(v, scope, name, h.Record) == nil {
+			ts.Offered = refOf(h)
+			break
+		}
+	}
+	return ts, nil
 }
