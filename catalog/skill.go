@@ -137,6 +137,22 @@ type Skill struct {
 	// revision the skill was loaded at (0 outside the store).
 	Digest   string `json:"digest,omitempty"`
 	Revision uint64 `json:"revision,omitempty"`
+	// Signature is the loaded revision's publisher signature, when the
+	// skill store holds one (see Signature); nil otherwise.
+	Signature *Signature `json:"signature,omitempty"`
+}
+
+// Signature is what a worker needs to verify a store skill's signature
+// itself: the publisher's key, the algorithm and the signature, and the
+// two fields of the signed statement a result does not otherwise carry,
+// the skill's scope ("global" or "project/<id>") and the digest of its
+// summary. Structured value only, never in the text.
+type Signature struct {
+	Key     string `json:"key"`
+	Alg     string `json:"alg"`
+	Sig     string `json:"sig"`
+	Scope   string `json:"scope"`
+	Summary string `json:"summary"`
 }
 
 // Snapshot is the set of skills available for one working directory, sorted

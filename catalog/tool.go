@@ -84,6 +84,9 @@ type Value struct {
 	// Origin is the loaded revision's evidence (see Summary): structured
 	// value only, never in the text.
 	Origin Origin
+	// Signature is the loaded revision's signature (see Skill): structured
+	// value only, never in the text.
+	Signature *Signature
 }
 
 // Truncation tells how much of a skill's instructions a result shows, in
@@ -186,6 +189,7 @@ func run(ctx context.Context, l Lookup, name string, opts Options, may func(Invo
 		Digest:       sk.Digest,
 		Revision:     sk.Revision,
 		Origin:       sk.Origin,
+		Signature:    sk.Signature,
 	}}
 }
 

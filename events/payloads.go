@@ -612,6 +612,23 @@ type SkillValue struct {
 	Channel string `msgpack:"channel,omitempty" json:"channel,omitempty"`
 	// Truncated is set when the instruction size limit shortened Content.
 	Truncated *Truncated `msgpack:"truncated,omitempty" json:"truncated,omitempty"`
+	// Signature is the publisher's signature of a store skill's
+	// revision, when the store holds one: what a worker needs to verify
+	// it before writing the skill's files (store skills only).
+	Signature *SkillSignature `msgpack:"signature,omitempty" json:"signature,omitempty"`
+}
+
+// SkillSignature is a store skill's signature as a result carries it: the
+// publisher's public key (an nkey, "N..."), the algorithm, the signature
+// (standard base64), and the scope ("global" or "project/<id>") and
+// summary digest (64 lowercase hex digits) the signed statement names
+// beside the skill's name and digest (see package skillstore).
+type SkillSignature struct {
+	Key     string `msgpack:"key" json:"key"`
+	Alg     string `msgpack:"alg" json:"alg"`
+	Sig     string `msgpack:"sig" json:"sig"`
+	Scope   string `msgpack:"scope" json:"scope"`
+	Summary string `msgpack:"summary" json:"summary"`
 }
 
 // Truncated says how much of a skill's instructions were kept, in bytes.

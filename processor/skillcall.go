@@ -258,6 +258,9 @@ func toolResult(t *trigger, r catalog.Result) events.ToolResult {
 	case r.Value != nil:
 		v := &events.SkillValue{Name: r.Value.Name, Provider: r.Value.Provider, Content: r.Value.Content,
 			Digest: r.Value.Digest, Revision: r.Value.Revision, Rev: r.Value.Origin.Rev, Channel: r.Value.Origin.Channel}
+		if sg := r.Value.Signature; sg != nil {
+			v.Signature = &events.SkillSignature{Key: sg.Key, Alg: sg.Alg, Sig: sg.Sig, Scope: sg.Scope, Summary: sg.Summary}
+		}
 		if tr := r.Value.Truncated; tr != nil {
 			v.Truncated = &events.Truncated{Kept: int64(tr.Kept), Total: int64(tr.Total)}
 		}

@@ -45,6 +45,7 @@ type Client struct {
 	materialize    Materializer
 	objects        string                            // the skill store's object store, for the default materializer
 	libraryObjects string                            // the shared library's object store (WithLibraryObjects)
+	trusted        []string                          // publishers' keys a store skill must be signed by (WithTrustedKeys); nil: any
 	minStore       atomic.Pointer[events.StoreToken] // the store every trigger asks for at least (RequireStore); nil: none
 
 	sub  *nats.Subscription
@@ -202,6 +203,51 @@ func WithMaterializer(m Materializer) Option {
 		c.materialize = m
 		return nil
 	}
+}
+
+// WithTrustedKeys makes the client verify a store skill's signature before
+// it writes the skill's files: the result must carry a signature
+// (SkillValue.Signature) by one of keys (publishers' public keys, "N...",
+// as skills keygen prints them) over the skill's scope, name, digest and
+// summary digest, else CallSkill returns the result with an error
+// matching ErrMaterialize and ErrUntrusted and writes nothing. A key
+// that is not a publisher's is refused here. Without it any store skill's
+// files are written (their digest is always checked).
+func WithTrustedKeys(keys ...string) Option {
+	return func(c *Client) error {
+		for _, k := range keys {
+			if !skillstore.ValidPublicKey(k) {
+				return fmt.Errorf("client: trusted key %q is not a skill signing public key (N..., from skills keygen)", clip(k))
+			}
+		}
+		c.trusted = append([]string(nil), keys...)
+		return nil
+	}
+}
+
+// checkTrusted verifies the signature r carries against the trusted keys
+// (WithTrustedKeys); nil without trusted keys.
+func (c *Client) checkTrusted(r events.ToolResult) error {
+	if len(c.trusted) == 0 {
+		return nil
+	}
+	v := r.Value
+	sg := v.Signature
+	if sg == nil {
+		return fmt.Errorf("%w: %w", ErrUntrusted, skillstore.ErrUnsigned)
+	}
+	scope, err := skillstore.ParseScope(sg.Scope)
+	if err != nil {
+		return fmt.Errorf("%w: %w: scope %q", ErrUntrusted, skillstore.ErrBadSignature, clip(sg.Scope))
+	}
+	if !skillstore.ValidDigest(sg.Summary) {
+		return fmt.Errorf("%w: %w: summary digest %q", ErrUntrusted, skillstore.ErrBadSignature, clip(sg.Summary))
+	}
+	s := &skillstore.Signature{Key: sg.Key, Alg: sg.Alg, Sig: sg.Sig}
+	if err := skillstore.Trusted(s, scope, v.Name, v.Digest, sg.Summary, c.trusted); err != nil {
+		return fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	return nil
 }
 
 // LibraryProvider is the provider name of a shared library's skills in a
@@ -643,6 +689,9 @@ func (c *Client) materializeResult(ctx context.Context, sc events.SkillCall, r e
 	dir := skillstore.ResourcePath(sc.ResourceDir, name, digest)
 	if got := r.Value.ResourceBase.Path; got != dir {
 		return fmt.Errorf("client: skill %s: %w: the answer names resource directory %q, not %q", name, ErrMaterialize, clip(got), dir)
+	}
+	if err := c.checkTrusted(r); err != nil {
+		return fmt.Errorf("client: skill %q: %w: %w", name, ErrMaterialize, err)
 	}
 	if err := c.materialize(ctx, r, dir); err != nil {
 		return fmt.Errorf("client: skill %q into %s: %w: %w", name, dir, ErrMaterialize, err)

@@ -36,6 +36,10 @@ var (
 	// directory, or no Materializer is configured. The tool result is
 	// returned with the error.
 	ErrMaterialize = errors.New("materialize skill files")
+	// ErrUntrusted: a client with trusted keys (WithTrustedKeys) got a
+	// store skill unsigned, signed by another key, or whose signature does
+	// not verify; its files were not written. It comes with ErrMaterialize.
+	ErrUntrusted = errors.New("skill not signed by a trusted key")
 )
 
 // CodeUnavailable is the error code of an answer a processor gives when it

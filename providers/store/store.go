@@ -638,7 +638,15 @@ func (p *Provider) Load(ctx context.Context, name string, q catalog.Query) (cata
 	}
 	sum := p.summary(e, source, channel, q)
 	sum.Description, sum.WhenToUse, sum.Invocation = sk.Description, sk.WhenToUse, sk.Invocation
-	return catalog.Skill{Summary: sum, Content: sk.Content, Digest: e.rec.Digest, Revision: e.revision}, nil
+	out := catalog.Skill{Summary: sum, Content: sk.Content, Digest: e.rec.Digest, Revision: e.revision}
+	if s := e.rec.Signature; s != nil {
+		scope := skillstore.Global
+		if source == catalog.SourceStoreProject {
+			scope, _ = skillstore.Project(q.Project)
+		}
+		out.Signature = &catalog.Signature{Key: s.Key, Alg: s.Alg, Sig: s.Sig, Scope: scope.String(), Summary: SummaryDigest(e.rec)}
+	}
+	return out, nil
 }
 
 // loadBody returns the parsed SKILL.md of rec's object, from the cache
