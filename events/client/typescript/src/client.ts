@@ -19,6 +19,7 @@ import {
   ClosedError,
   ExpiredError,
   MaterializeError,
+  UntrustedSkillError,
   RejectedError,
   TimeoutError,
   TooLargeError,
@@ -26,6 +27,7 @@ import {
 } from "./errors.js";
 import type { Compaction, Decision, PreStep, SkillCall, SkillSearch, ToolDefinition, ToolDefinitions, ToolResult } from "./gen/wire.js";
 import { materializeFromStore } from "./materialize.js";
+import { untrustedReason, validPublicKey, type SkillSignature } from "./signature.js";
 import { DEFAULT_OBJECTS, resourcePath } from "./storeformat.js";
 import { checkPayload, type Problem } from "./schema.js";
 import { parseStoreToken, validStoreEpoch, type StoreToken } from "./storetoken.js";
@@ -125,6 +127,14 @@ export interface ClientOptions extends NodeConnectionOptions {
   libraryObjects?: string;
   /** Replaces the default materializer (fetch by digest from the object store, verify, write atomically). */
   materialize?: Materializer;
+  /**
+   * Publishers' public keys ("N...", as `skillstream skills keygen` prints
+   * them): when set, a store skill's files are written only if its result
+   * carries a signature by one of them that verifies over the skill's
+   * scope, name, digest and summary digest; otherwise the call throws an
+   * UntrustedSkillError (a MaterializeError) and writes nothing.
+   */
+  trustedKeys?: string[];
   /**
    * The subject prefix of this client's reply inbox (default "_INBOX", or
    * the connection's inboxPrefix). Processors answer only on prefixes they
@@ -337,6 +347,7 @@ export class Client {
   readonly #js: JetStreamClient;
   readonly #ownsConn: boolean;
   readonly #materialize: Materializer;
+  #trusted: string[] | undefined;
   readonly #hooks: TestHooks;
   readonly #base: string;
   readonly #sub: Subscription;
@@ -405,6 +416,14 @@ export class Client {
     this.#js = jetstream(nc);
     this.#hooks = opts[TEST_HOOKS] ?? {};
     this.#materialize = opts.materialize ?? ((r, dir) => this.#storeMaterializer(r, dir));
+    if (opts.trustedKeys !== undefined) {
+      for (const k of opts.trustedKeys) {
+        if (typeof k !== "string" || !validPublicKey(k)) {
+          throw new BadPayloadError("trustedKeys", "want skill signing public keys (N..., from skills keygen)", "invalid option");
+        }
+      }
+      this.#trusted = [...opts.trustedKeys];
+    }
     this.#base = createInbox(this.inboxPrefix) + ".";
     this.#sub = nc.subscribe(this.#base + "*", { callback: (err, m) => (err ? undefined : this.#route(m)) });
   }
@@ -931,6 +950,12 @@ export class Client {
         r,
       );
     }
+    if (this.#trusted) {
+      const why = untrustedReason(v.name, v.digest!, v.signature as SkillSignature | undefined, this.#trusted);
+      if (why !== undefined) {
+        throw new UntrustedSkillError(`materialize skill files: skill ${JSON.stringify(v.name)} not written: ${why}`, r);
+      }
+    }
     const key = `${dir}\0${v.digest}`;
     let p = this.#materializing.get(key);
     if (!p) {
@@ -986,6 +1011,7 @@ export async function connect(opts: ClientOptions = {}): Promise<Client> {
     skillObjects: _s,
     libraryObjects: _lo,
     materialize: _mat,
+    trustedKeys: _tk,
     connection: _c,
     storeToken: _st,
     minStoreRevision: _msr,

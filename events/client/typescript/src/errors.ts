@@ -105,6 +105,12 @@ export class MaterializeError extends SkillstreamError {
 }
 
 /**
+ * A client with trustedKeys got a store skill unsigned, signed by another
+ * key, or whose signature does not verify: its files were not written.
+ */
+export class UntrustedSkillError extends MaterializeError {}
+
+/**
  * Invalid input, refused before anything was sent, or an answer that is
  * not a well-formed payload. `field` is the path of the field with the
  * wire's keys ("session", "tools[2].name"); `problem` says what is wrong.

@@ -42,6 +42,7 @@ export {
   ClosedError,
   ExpiredError,
   MaterializeError,
+  UntrustedSkillError,
   RejectedError,
   SkillstreamError,
   TimeoutError,
@@ -61,5 +62,6 @@ export type {
   ToolResult,
 } from "./gen/wire.js";
 export { resourcePath, validStoreName } from "./storeformat.js";
+export { statement, untrustedReason, validPublicKey, type SkillSignature } from "./signature.js";
 export { formatStoreToken, parseStoreToken, validStoreEpoch, type StoreToken } from "./storetoken.js";
 export { checkPayload, type Problem, type Strictness } from "./schema.js";
