@@ -199,8 +199,10 @@ func printStatus(w io.Writer, st store.Status) {
 		switch {
 		case t.Trusted:
 			fmt.Fprintf(w, "  trust      newest revision %s, trusted (require %s)\n", signed, t.Require)
-		case t.Require == store.RequireSigned:
+		case t.Require == store.RequireSigned && t.Offered != nil:
 			fmt.Fprintf(w, "  trust      newest revision %s, not trusted: %s; require signed: not offered, %s offered instead\n", signed, t.Reason, ref(t.Offered))
+		case t.Require == store.RequireSigned:
+			fmt.Fprintf(w, "  trust      newest revision %s, not trusted: %s; require signed: not offered, and no earlier trusted revision\n", signed, t.Reason)
 		default:
 			fmt.Fprintf(w, "  trust      newest revision %s, not trusted: %s; require %s: offered\n", signed, t.Reason, t.Require)
 		}

@@ -4,7 +4,8 @@
 // commands publishing and fetching, worker clients writing a skill's files
 // to disk — follows one rule. It knows nothing of what a skill means (no
 // SKILL.md parsing, no catalog) and watches nothing; its only dependency
-// beyond the standard library is the JetStream object store it reads.
+// beyond the standard library is the JetStream object store it reads, and
+// nkeys for signatures.
 //
 // # Buckets and keys
 //
@@ -69,6 +70,26 @@
 // hold control characters are refused. Temporary folders of
 // materialisations killed before their rename are removed by the next one
 // beside them, once their process is gone or they are an hour old.
+//
+// # Signatures
+//
+// A revision may be signed by its publisher (Sign, Verify, Trusted): an
+// ed25519 signature by an nkey of the server role (KeyPrefix, "N..."
+// public keys, "SN..." seeds; ParseSeed refuses seeds of other roles,
+// which are NATS credentials) over the statement (Statement):
+//
+//	skillstream-skill/v1
+//	key <index key: global.<name> or project.<id>.<name>>
+//	digest <the files' digest>
+//	summary <the summary's digest>
+//
+// one field per line. The key is rebuilt from where the record is read,
+// never taken from it, so a signature moved to another skill or scope
+// does not verify; the summary digest (computed by the store provider
+// from the record's description, whenToUse and invocation flags) binds
+// what a catalog lists without reading the files. A worker verifies a
+// skill result's signature with the scope and summary digest the result
+// carries.
 //
 // Left to the caller: choosing the resource directory, checking a name and
 // digest that came from elsewhere (ValidName, ValidDigest) before building

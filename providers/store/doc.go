@@ -113,6 +113,29 @@
 // pin); a pin it cannot read is logged and the skill served unpinned.
 // Publisher.PinLibrary and UnpinLibrary write them, the revision checked
 // against the library's history.
+// The index key "trust.policy" (a TrustPolicy, JSON; not a skill's key,
+// skipped by readers of skills and never reported as a bad skill key)
+// holds the store's trust policy: the publishers' public keys trusted,
+// what is required of a revision (RequireOff, RequireWarn,
+// RequireSigned) and, in a tenant's store, whether the keys the library's
+// own policy names are trusted for the library's skills. A revision may
+// carry a signature (Record.Signature, written by PushWith with
+// PushOptions.Sign) over a statement rebuilt from the key it is read
+// under (scope and name), its digest and its summary (SummaryDigest):
+// see skillstore's signatures. Under RequireSigned a revision that is not
+// signed by a trusted key, or whose signature does not verify, is not
+// offered: the newest trusted revision the key's history keeps is (or
+// none), as lastGood does for malformed values; under RequireWarn it is
+// offered; under both it is reported (a rate-limited warning of kind
+// "untrusted", Untrusted, Diagnostics, Status.Trust). Signatures are
+// checked when a record is decoded, before it is listed (also with
+// LazyVerify, which defers only the objects). A change of the policy
+// ends the watch and loads the index again under it, so every member
+// judges every revision alike within seconds; a library's provider
+// (Config.Tenant) follows its tenant's policy the same way. A policy
+// value that is not one skillstream writes (DecodePolicy) is ignored, the
+// last valid one kept. Publisher.ChangePolicy writes it conditional on
+// the revision read.
 //
 // Config.Pins opens a view of the store in which named skills stay at a
 // given revision (read from the kept history, their objects checked as a
