@@ -137,7 +137,12 @@
 // one version: by default it fetches them by digest from the skill store's
 // object store (WithSkillObjects) and writes them atomically and read-only
 // (skillstore.Materialize; a second call for the same digest does nothing).
-// WithMaterializer replaces that step.
+// WithMaterializer replaces that step. With WithTrustedKeys the client
+// first verifies the signature the result carries (SkillValue.Signature)
+// against those publishers' keys, over the skill's scope, name, digest
+// and summary digest (skillstore.Trusted), and refuses an unsigned
+// result, another key or a signature that does not verify with
+// ErrUntrusted (and ErrMaterialize), writing nothing.
 //
 // # Fresh store skills
 //
