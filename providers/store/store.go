@@ -702,6 +702,9 @@ func (p *Provider) Close() error {
 	if p.tpDone != nil {
 		<-p.tpDone
 	}
+	if t := p.cfg.Tenant; t != nil && p.cfg.Library {
+		t.removeFollower(p)
+	}
 	p.vmu.Lock()
 	if t := p.window.timer; t != nil {
 		t.Stop()

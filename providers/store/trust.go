@@ -210,10 +210,17 @@ func (p *Provider) retrustNow() {
 	}
 }
 
-// follow registers f to be told of this store's policy changes.
+// addFollower registers f to be told of this store's policy changes.
 func (p *Provider) addFollower(f *Provider) {
 	p.tmu.Lock()
 	p.followers = append(p.followers, f)
+	p.tmu.Unlock()
+}
+
+// removeFollower forgets f (closed).
+func (p *Provider) removeFollower(f *Provider) {
+	p.tmu.Lock()
+	p.followers = slices.DeleteFunc(p.followers, func(x *Provider) bool { return x == f })
 	p.tmu.Unlock()
 }
 
