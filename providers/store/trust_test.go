@@ -158,6 +158,11 @@ func TestTrustPolicyEnforced(t *testing.T) {
 	if u := p.Untrusted(); len(u) != 0 {
 		t.Fatalf("off: untrusted %v", u)
 	}
+	// The object rewritten after its signed push is never offered, under
+	// any policy, and is reported.
+	if w.get("bad_object") == 0 {
+		t.Errorf("the altered object was not reported: %v", w.n)
+	}
 
 	// Signed, on the running provider: only what the trusted key signed
 	// for that key and text; kept falls back to its signed revision.
