@@ -139,10 +139,8 @@ func (p *Provider) readAt(ctx context.Context, scope skillstore.Scope, name stri
 	if rec.Digest != ref.Digest {
 		return entry{}, fmt.Errorf("store revision %d of %s has digest %s, not %s", ref.Revision, key, skillstore.Short(rec.Digest), skillstore.Short(ref.Digest))
 	}
-	if v := p.view(); v.require == RequireSigned {
-		if err := untrusted(v, scope, name, rec); err != nil {
-			return entry{}, fmt.Errorf("store revision %d of %s: %w", ref.Revision, key, err)
-		}
+	if v := p.view(); v.enforced(untrusted(v, scope, name, rec)) {
+		return entry{}, fmt.Errorf("store revision %d of %s: %w", ref.Revision, key, untrusted(v, scope, name, rec))
 	}
 	if err := p.verify(ctx, rec); err != nil {
 		return entry{}, err

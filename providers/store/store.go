@@ -1106,7 +1106,7 @@ func (p *Provider) checkDecoded(ctx context.Context, d decoded, verify bool) cha
 	v := p.view()
 	if terr := untrusted(v, sc, name, d.rec); terr != nil {
 		c.trust, c.require, c.untrRev = terr, v.require, d.revision
-		if v.require == RequireSigned {
+		if v.enforced(terr) {
 			// Not offered: the newest trusted revision the history keeps
 			// stays, or none.
 			prev, ok := p.lastGood(ctx, d.key, name, d.revision)
@@ -1369,11 +1369,9 @@ func (p *Provider) lastGood(ctx context.Context, key, name string, rev uint64) (
 		if err != nil {
 			continue
 		}
-		if v := p.view(); v.require == RequireSigned {
-			sc, _, _ := parseKey(key)
-			if untrusted(v, sc, name, rec) != nil {
-				continue
-			}
+		sc, _, _ := parseKey(key)
+		if v := p.view(); v.enforced(untrusted(v, sc, name, rec)) {
+			continue
 		}
 		if p.verify(ctx, rec) != nil {
 			return entry{}, false
@@ -1390,7 +1388,7 @@ func (p *Provider) applyTo(idx map[string]map[string]entry, ctls *controls, use 
 		if c.trust == nil {
 			delete(ctls.untrusted, c.key)
 		} else {
-			ctls.untrusted[c.key] = untrustedNote{revision: c.untrRev, require: c.require, kept: c.kept, err: c.trust}
+			ctls.untrusted[c.key] = untrustedNote{revision: c.untrRev, require: c.require, kept: c.kept, err: c.trust, revoked: errors.Is(c.trust, ErrRevoked)}
 			f := p.applyRecord(idx, ctls, use, c)
 			return func() {
 				p.warnTrust(c)
@@ -1650,6 +1648,7 @@ const (
 	warnWatch     = "watch"           // the index watch broke or the buckets changed
 	warnBounds    = "over_bounds"     // the store's view went over its bounds
 	warnUntrusted = "untrusted"       // a revision the trust policy does not trust
+	warnRevoked   = "revoked"         // a revision whose digest or key the trust policy revokes
 )
 
 // warnEvery is how often one key's warnings are logged at most; the
@@ -1739,7 +1738,7 @@ func (p *Provider) warnSummary() {
 	}
 	args := []any{"bucket", p.cfg.Bucket, "per_minute", warnLines}
 	total := 0
-	for _, kind := range []string{warnMalformed, warnObject, warnBounds, warnWatch, warnUntrusted} {
+	for _, kind := range []string{warnMalformed, warnObject, warnBounds, warnWatch, warnUntrusted, warnRevoked} {
 		if n := dropped[kind]; n > 0 {
 			args = append(args, kind, n)
 			total += n

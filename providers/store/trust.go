@@ -40,8 +40,15 @@ const (
 // MaxTrustKeys bounds the keys of a policy.
 const MaxTrustKeys = 64
 
+// MaxRevoked bounds each list of a policy's revocations (keys, digests).
+const MaxRevoked = 128
+
 // maxPolicyBytes bounds a policy value.
-const maxPolicyBytes = 8 << 10
+const maxPolicyBytes = 32 << 10
+
+// ErrRevoked reports a revision whose digest, or whose signing key, the
+// store's policy revokes: never offered, whatever the policy requires.
+var ErrRevoked = errors.New("revoked")
 
 // ErrBadPolicy reports a trust policy value that is not one skillstream
 // writes.
@@ -54,16 +61,46 @@ var ErrBadPolicy = errors.New("malformed trust policy")
 // library's skills (LibraryTrust) or not (LibraryIgnore, or empty); in
 // the library's store it is not used. A store without the key requires
 // nothing (RequireOff).
+//
+// Revoked lists the publishers' keys and the digests revoked: a revision
+// whose digest is revoked, or signed by a revoked key, is never offered,
+// whatever Require says (the skill's newest revision not revoked, and
+// trusted under RequireSigned, is offered in its place, or none).
 type TrustPolicy struct {
 	V       int      `json:"v"`
 	Require string   `json:"require"`
 	Keys    []string `json:"keys"`
 	Library string   `json:"library,omitempty"`
+	Revoked *Revoked `json:"revoked,omitempty"`
 }
 
-// DecodePolicy decodes and checks a trust policy value: at most 8 KiB of
+// Revoked is what a trust policy revokes: at most MaxRevoked publishers'
+// public keys and MaxRevoked digests, each sorted and unique.
+type Revoked struct {
+	Keys    []string `json:"keys,omitempty"`
+	Digests []string `json:"digests,omitempty"`
+}
+
+// RevokedKeys is the keys p revokes (nil: none).
+func (t TrustPolicy) RevokedKeys() []string {
+	if t.Revoked == nil {
+		return nil
+	}
+	return t.Revoked.Keys
+}
+
+// RevokedDigests is the digests p revokes (nil: none).
+func (t TrustPolicy) RevokedDigests() []string {
+	if t.Revoked == nil {
+		return nil
+	}
+	return t.Revoked.Digests
+}
+
+// DecodePolicy decodes and checks a trust policy value: at most 32 KiB of
 // JSON of version 1, a known requirement, at most MaxTrustKeys keys, each
-// a publisher's public key, and a known library choice.
+// a publisher's public key, a known library choice, and at most
+// MaxRevoked revoked keys and digests, each valid.
 func DecodePolicy(data []byte) (TrustPolicy, error) {
 	if len(data) > maxPolicyBytes {
 		return TrustPolicy{}, fmt.Errorf("%w: %d bytes, over %d", ErrBadPolicy, len(data), maxPolicyBytes)
@@ -89,12 +126,22 @@ func (t TrustPolicy) check() error {
 	case t.Library != "" && t.Library != LibraryIgnore && t.Library != LibraryTrust:
 		return fmt.Errorf("%w: library %q, want trust or ignore", ErrBadPolicy, clip(t.Library))
 	}
-	for _, k := range t.Keys {
+	for _, k := range append(slices.Clone(t.Keys), t.RevokedKeys()...) {
 		if !skillstore.ValidPublicKey(k) {
 			if strings.HasPrefix(k, "S") {
 				return fmt.Errorf("%w: a key that looks like a seed (not shown): a policy names public keys (N...), never seeds", ErrBadPolicy)
 			}
 			return fmt.Errorf("%w: key %q is not a skill signing key (skills keygen makes one)", ErrBadPolicy, clip(k))
+		}
+	}
+	if r := t.Revoked; r != nil {
+		if len(r.Keys) > MaxRevoked || len(r.Digests) > MaxRevoked {
+			return fmt.Errorf("%w: %d revoked keys and %d revoked digests, over %d of either", ErrBadPolicy, len(r.Keys), len(r.Digests), MaxRevoked)
+		}
+		for _, d := range r.Digests {
+			if !skillstore.ValidDigest(d) {
+				return fmt.Errorf("%w: revoked digest %q is not a digest (64 lowercase hex digits)", ErrBadPolicy, clip(d))
+			}
 		}
 	}
 	return nil
@@ -135,10 +182,29 @@ func VerifyRecord(scope skillstore.Scope, name string, r Record) error {
 type trustView struct {
 	require string
 	keys    []string
+	revKeys []string // revoked keys, sorted
+	revDigs []string // revoked digests, sorted
 }
 
 func (v trustView) equal(o trustView) bool {
-	return v.require == o.require && slices.Equal(v.keys, o.keys)
+	return v.require == o.require && slices.Equal(v.keys, o.keys) &&
+		slices.Equal(v.revKeys, o.revKeys) && slices.Equal(v.revDigs, o.revDigs)
+}
+
+// enforced says whether a revision judged err under v is not offered:
+// a revoked one never is; one not trusted only under RequireSigned.
+func (v trustView) enforced(err error) bool {
+	return err != nil && (v.require == RequireSigned || errors.Is(err, ErrRevoked))
+}
+
+// sortedUnion is the sorted, unique union of lists.
+func sortedUnion(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // view is the policy the provider enforces: its store's own; for a
@@ -153,12 +219,13 @@ func (p *Provider) view() trustView {
 		if ten.Library == LibraryTrust {
 			v.keys = append(v.keys, own.Keys...)
 		}
-		slices.Sort(v.keys)
-		return trustView{require: v.require, keys: slices.Compact(v.keys)}
+		// What either store revokes is revoked.
+		return trustView{require: v.require, keys: sortedUnion(v.keys),
+			revKeys: sortedUnion(own.RevokedKeys(), ten.RevokedKeys()),
+			revDigs: sortedUnion(own.RevokedDigests(), ten.RevokedDigests())}
 	}
-	keys := slices.Clone(own.Keys)
-	slices.Sort(keys)
-	return trustView{require: own.Require, keys: slices.Compact(keys)}
+	return trustView{require: own.Require, keys: sortedUnion(own.Keys),
+		revKeys: sortedUnion(own.RevokedKeys()), revDigs: sortedUnion(own.RevokedDigests())}
 }
 
 func stricter(a, b string) string {
@@ -170,8 +237,17 @@ func stricter(a, b string) string {
 }
 
 // untrusted says why rec, read under the key of skill name in scope, is
-// not trusted under v; nil when it is, or when v requires nothing.
+// not trusted under v; nil when it is, or when v requires nothing and
+// revokes neither its digest nor its key. A revocation wraps ErrRevoked.
 func untrusted(v trustView, scope skillstore.Scope, name string, rec Record) error {
+	if _, ok := slices.BinarySearch(v.revDigs, rec.Digest); ok {
+		return fmt.Errorf("%w: digest %s", ErrRevoked, skillstore.Short(rec.Digest))
+	}
+	if s := rec.Signature; s != nil {
+		if _, ok := slices.BinarySearch(v.revKeys, s.Key); ok {
+			return fmt.Errorf("%w: signed by revoked key %s", ErrRevoked, s.Key)
+		}
+	}
 	if v.require == RequireOff || v.require == "" {
 		return nil
 	}
@@ -183,6 +259,9 @@ func untrusted(v trustView, scope skillstore.Scope, name string, rec Record) err
 func (p *Provider) Policy() TrustPolicy {
 	t := *p.policy.Load()
 	t.Keys = slices.Clone(t.Keys)
+	if r := t.Revoked; r != nil {
+		t.Revoked = &Revoked{Keys: slices.Clone(r.Keys), Digests: slices.Clone(r.Digests)}
+	}
 	return t
 }
 
@@ -296,6 +375,12 @@ func (pb *Publisher) ChangePolicy(ctx context.Context, change func(*TrustPolicy)
 	if t.Keys == nil {
 		t.Keys = []string{}
 	}
+	if r := t.Revoked; r != nil {
+		r.Keys, r.Digests = sortedUnion(r.Keys), sortedUnion(r.Digests)
+		if len(r.Keys) == 0 && len(r.Digests) == 0 {
+			t.Revoked = nil
+		}
+	}
 	if err := t.check(); err != nil {
 		return TrustPolicy{}, 0, err
 	}
@@ -338,6 +423,7 @@ type untrustedNote struct {
 	require  string
 	kept     uint64
 	err      error
+	revoked  bool // err is a revocation: not offered whatever require says
 }
 
 // warnTrust reports a revision the policy does not trust (rate limited
@@ -345,6 +431,12 @@ type untrustedNote struct {
 func (p *Provider) warnTrust(c change) {
 	args := []any{"key", c.key, "revision", c.untrRev, "require", c.require, "err", c.trust}
 	switch {
+	case errors.Is(c.trust, ErrRevoked) && c.kept != 0:
+		p.warn(warnRevoked, c.key, "skill revision revoked by the store's trust policy: not offered; its newest revision not revoked stays offered",
+			append(args, "kept_revision", c.kept)...)
+	case errors.Is(c.trust, ErrRevoked):
+		p.warn(warnRevoked, c.key, "skill revision revoked by the store's trust policy: not offered, and no earlier revision to offer: the skill is not offered",
+			args...)
 	case c.require != RequireSigned:
 		p.warn(warnUntrusted, c.key, "skill revision not trusted by the store's trust policy: offered (the policy only warns)", args...)
 	case c.kept != 0:
@@ -364,6 +456,7 @@ type Untrusted struct {
 	Require  string // the requirement in force
 	Kept     uint64 // the trusted revision offered instead; 0: none (or, under warn, the untrusted one is)
 	Reason   string
+	Revoked  bool // the revision's digest or key is revoked: not offered, whatever Require says
 }
 
 // Untrusted lists the skills whose newest revision the trust policy does
@@ -372,7 +465,7 @@ func (p *Provider) Untrusted() []Untrusted {
 	p.mu.Lock()
 	out := make([]Untrusted, 0, len(p.ctl.untrusted))
 	for k, n := range p.ctl.untrusted {
-		out = append(out, Untrusted{Key: k, Revision: n.revision, Require: n.require, Kept: n.kept, Reason: n.err.Error()})
+		out = append(out, Untrusted{Key: k, Revision: n.revision, Require: n.require, Kept: n.kept, Reason: n.err.Error(), Revoked: n.revoked})
 	}
 	p.mu.Unlock()
 	slices.SortFunc(out, func(a, b Untrusted) int { return strings.Compare(a.Key, b.Key) })
@@ -395,14 +488,19 @@ func (p *Provider) trustDiagnostics(src string) []providers.Diagnostic {
 	}
 	for _, u := range all {
 		what := "offered (the trust policy only warns)"
+		enforced := u.Require == RequireSigned || u.Revoked
 		switch {
-		case u.Require == RequireSigned && u.Kept != 0:
+		case enforced && u.Kept != 0:
 			what = fmt.Sprintf("not offered; store revision %d stays offered", u.Kept)
-		case u.Require == RequireSigned:
+		case enforced:
 			what = "not offered, and no earlier trusted revision"
 		}
+		verdict := "not trusted"
+		if u.Revoked {
+			verdict = "revoked"
+		}
 		out = append(out, providers.Diagnostic{Source: src, Path: p.Store() + " " + u.Key,
-			Reason: fmt.Sprintf("store revision %d not trusted: %s; %s", u.Revision, u.Reason, what)})
+			Reason: fmt.Sprintf("store revision %d %s: %s; %s", u.Revision, verdict, u.Reason, what)})
 	}
 	if more > 0 {
 		out = append(out, providers.Diagnostic{Source: src, Path: p.Store(), Reason: fmt.Sprintf("%d more skills not trusted (skills status NAME says why)", more)})
@@ -442,6 +540,7 @@ type TrustStatus struct {
 	Require string  `json:"require"`
 	Key     string  `json:"key,omitempty"`
 	Trusted bool    `json:"trusted"`
+	Revoked bool    `json:"revoked,omitempty"` // its digest or key is revoked: not offered, whatever require says
 	Reason  string  `json:"reason,omitempty"`
 	Offered *RevRef `json:"offered,omitempty"`
 }
@@ -458,19 +557,27 @@ func (pb *Publisher) trustStatus(ctx context.Context, scope skillstore.Scope, na
 	if cur.Removed || cur.Err != nil {
 		return nil, nil
 	}
-	if pol.Require == RequireOff && cur.Record.Signature == nil {
+	v := trustView{require: RequireWarn, keys: sortedUnion(pol.Keys),
+		revKeys: sortedUnion(pol.RevokedKeys()), revDigs: sortedUnion(pol.RevokedDigests())}
+	cerr := untrusted(v, scope, name, cur.Record)
+	revoked := errors.Is(cerr, ErrRevoked)
+	if pol.Require == RequireOff && cur.Record.Signature == nil && !revoked {
 		return nil, nil
 	}
-	v := trustView{require: RequireWarn, keys: pol.Keys}
-	ts := &TrustStatus{Require: pol.Require, Trusted: true}
+	ts := &TrustStatus{Require: pol.Require, Trusted: true, Revoked: revoked}
 	if s := cur.Record.Signature; s != nil {
 		ts.Key = clip(s.Key)
 	}
-	if err := untrusted(v, scope, name, cur.Record); err != nil {
-		ts.Trusted, ts.Reason = false, err.Error()
+	if cerr != nil {
+		ts.Trusted, ts.Reason = false, cerr.Error()
 	}
-	if pol.Require != RequireSigned || ts.Trusted {
+	if (pol.Require != RequireSigned && !revoked) || ts.Trusted {
 		return ts, nil
+	}
+	// What is offered instead: the newest earlier revision not revoked
+	// (and, under signed, trusted).
+	if pol.Require != RequireSigned {
+		v.require = RequireOff
 	}
 	for i := len(hist) - 2; i >= 0; i-- {
 		h := hist[i]

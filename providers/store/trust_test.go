@@ -384,6 +384,7 @@ func FuzzDecodePolicy(f *testing.F) {
 	f.Add([]byte(`{"v":1,"require":"signed","keys":[],"library":"trust"}`))
 	f.Add([]byte(`{"v":1,"require":"warn","keys":["NBZJRKKE3NDHK2RIJRCJE6O2ZNN3RSWTCKV7TEXXNVYXBJOZQRSW4QE4"]}`))
 	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`{"v":1,"require":"off","keys":[],"revoked":{"keys":["NBZJRKKE3NDHK2RIJRCJE6O2ZNN3RSWTCKV7TEXXNVYXBJOZQRSW4QE4"],"digests":["` + strings.Repeat("ab", 32) + `"]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := store.DecodePolicy(data)
 		if err != nil {
@@ -392,7 +393,8 @@ func FuzzDecodePolicy(f *testing.F) {
 			}
 			return
 		}
-		if len(p.Keys) > store.MaxTrustKeys || (p.Require != "off" && p.Require != "warn" && p.Require != "signed") {
+		if len(p.Keys) > store.MaxTrustKeys || (p.Require != "off" && p.Require != "warn" && p.Require != "signed") ||
+			len(p.RevokedKeys()) > store.MaxRevoked || len(p.RevokedDigests()) > store.MaxRevoked {
 			t.Fatalf("accepted %+v", p)
 		}
 	})
