@@ -119,8 +119,9 @@ func (a *app) skillsCommand() (*command, runFunc) {
 
 		includeHidden, linksOut bool
 		sign                    string
+		revokeKey, revokeDigest string
 	)
-	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc|status|release|promote|pin|unpin|keygen|trust [arguments] [flags]", `
+	cmd := newCommand("skills", "skillstream skills push|ls|history|rm|get|diff|rollback|gc|status|release|promote|pin|unpin|keygen|trust|revoke|unrevoke|revocations [arguments] [flags]", `
 Publish and inspect the skill store: the skills every serve of a fleet
 reads from NATS (a key-value index and an object store of the skills'
 files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
@@ -239,6 +240,16 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       index keeps is, or none). library trust also trusts, for the
       library's skills, the keys the library's own policy names.
       Changes are conditional on the policy read; each prints the policy.
+  revoke --key KEY | --digest DIGEST
+  unrevoke --key KEY | --digest DIGEST
+  revocations [--json]
+      revoke a publisher's key or a skill version's digest in the store's
+      trust policy: whatever require says, a revision signed by a revoked
+      key, or whose digest is revoked, is not offered by any serve within
+      seconds (the skill's newest revision not revoked the index keeps is,
+      or none), and live sessions drop it at their next step. unrevoke
+      undoes one; revocations lists them. Revoking what is revoked, or
+      unrevoking what is not, is an error that changes nothing.
   gc [--dry-run] [--min-age DURATION]
       remove the stored files (objects) of skill versions that no revision
       kept by the index names any more: updates and rm keep the old files,
@@ -280,18 +291,21 @@ tool results carry as value.revision.`[1:], `
   skillstream skills keygen --out ~/.skillstream/signing.seed
   skillstream skills push skills/ --sign ~/.skillstream/signing.seed
   skillstream skills trust add NBZJ...
-  skillstream skills trust require signed`[1:])
+  skillstream skills trust require signed
+  skillstream skills revoke --key NBZJ...`[1:])
 	cmd.group("Flags")
 	cmd.localString(&scope, "scope", "", "`scope`: global or project/<id> (push, history, get: default global; rm: required)")
 	cmd.localBool(&prune, "prune", false, "push: remove the scope's skills that are not in any DIR")
 	cmd.localBool(&includeHidden, "include-hidden", false, "push: publish hidden files and folders too (never .git, .hg, .svn)")
 	cmd.localBool(&linksOut, "follow-links-out", false, "push: publish skill folders of a root that are symbolic links leading outside it")
 	cmd.localString(&out, "out", "", "get: write the skill's files to `dir`/NAME; keygen: the seed file")
+	cmd.localString(&revokeKey, "key", "", "revoke, unrevoke: a publisher's public `key` (N...)")
+	cmd.localString(&revokeDigest, "digest", "", "revoke, unrevoke: a skill version's `digest` (64 hex digits)")
 	cmd.localString(&sign, "sign", "", "push: sign each revision written with the seed in `file` (skills keygen)")
 	cmd.localString(&revision, "revision", "", "get: the skill's `revision` to write, as NAME@REV does")
 	cmd.localString(&to, "to", "", "rollback: publish the files of `revision` (default: the newest earlier one with other files)")
 	cmd.localBool(&dryRun, "dry-run", false, "gc: list the objects that would be removed, remove nothing")
-	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status, trust show: the state as one JSON object")
+	cmd.localBool(&asJSON, "json", false, "push: print the changes and the store revision as one JSON object; status, trust show, revocations: the state as one JSON object")
 	cmd.localBool(&draft, "draft", false, "push: publish changed skills as drafts, offered to no session until released")
 	cmd.localBool(&library, "library", false, "pin, unpin: a skill of the shared library, for every session of --tenant (kept in the tenant's store)")
 	cmd.localString(&canary, "canary", "", "release: the `percentage` of sessions offered the revision (10%, 2.5%)")
@@ -302,11 +316,14 @@ tool results carry as value.revision.`[1:], `
 	c.storeNATSFlags(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
 		if len(args) == 0 {
-			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen or trust")
+			return usagef("skills needs an action: push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen, trust, revoke, unrevoke or revocations")
 		}
 		action, args := args[0], args[1:]
 		if sign != "" && action != "push" {
 			return usagef("--sign applies to push only")
+		}
+		if (revokeKey != "" || revokeDigest != "") && action != "revoke" && action != "unrevoke" {
+			return usagef("--key and --digest apply to revoke and unrevoke only")
 		}
 		if action == "keygen" {
 			return a.keygen(args, out)
@@ -339,8 +356,8 @@ tool results carry as value.revision.`[1:], `
 		if revision != "" && action != "get" {
 			return usagef("--revision applies to get only")
 		}
-		if asJSON && action != "push" && action != "status" && action != "trust" {
-			return usagef("--json applies to push, status and trust show only")
+		if asJSON && action != "push" && action != "status" && action != "trust" && action != "revocations" {
+			return usagef("--json applies to push, status, trust show and revocations only")
 		}
 		if draft && action != "push" {
 			return usagef("--draft applies to push only")
@@ -555,13 +572,18 @@ tool results carry as value.revision.`[1:], `
 			if run, err = a.trustAction(args, asJSON); err != nil {
 				return err
 			}
+		case "revoke", "unrevoke", "revocations":
+			var err error
+			if run, err = a.revokeAction(action, args, revokeKey, revokeDigest, asJSON); err != nil {
+				return err
+			}
 		case "status", "release", "promote":
 			var err error
 			if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
 				return err
 			}
 		default:
-			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen or trust", action)
+			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen, trust, revoke, unrevoke or revocations", action)
 		}
 		// A refusal by the server stops the command at once: the refused
 		// publish would otherwise be noticed only when its acknowledgement

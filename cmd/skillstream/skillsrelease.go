@@ -197,6 +197,10 @@ func printStatus(w io.Writer, st store.Status) {
 			signed = "signed by " + t.Key
 		}
 		switch {
+		case t.Revoked && t.Offered != nil:
+			fmt.Fprintf(w, "  trust      newest revision %s, %s: not offered (whatever require says), %s offered instead\n", signed, t.Reason, ref(t.Offered))
+		case t.Revoked:
+			fmt.Fprintf(w, "  trust      newest revision %s, %s: not offered (whatever require says), and no earlier revision to offer\n", signed, t.Reason)
 		case t.Trusted:
 			fmt.Fprintf(w, "  trust      newest revision %s, trusted (require %s)\n", signed, t.Require)
 		case t.Require == store.RequireSigned && t.Offered != nil:

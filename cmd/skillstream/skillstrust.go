@@ -203,3 +203,103 @@ func keyOf(kp nkeys.KeyPair) string {
 	k, _ := kp.PublicKey()
 	return strings.TrimSpace(k)
 }
+
+// revokeAction checks the arguments of skills revoke, unrevoke and
+// revocations and returns what runs it: revoke and unrevoke take one of
+// --key KEY or --digest DIGEST and change the store's trust policy
+// (conditional on the policy read); revocations prints what is revoked.
+func (a *app) revokeAction(action string, args []string, key, digest string, asJSON bool) (func(context.Context, *store.Publisher) error, error) {
+	if len(args) != 0 {
+		return nil, usagef("skills %s takes no arguments (give --key KEY or --digest DIGEST)", action)
+	}
+	if action == "revocations" {
+		if key != "" || digest != "" {
+			return nil, usagef("--key and --digest apply to revoke and unrevoke only")
+		}
+		return func(ctx context.Context, pb *store.Publisher) error {
+			t, rev, err := pb.ReadPolicy(ctx)
+			if err != nil {
+				return err
+			}
+			return a.printRevocations(a.stdout, t, rev, asJSON)
+		}, nil
+	}
+	if asJSON {
+		return nil, usagef("--json applies to revocations, not %s", action)
+	}
+	if (key == "") == (digest == "") {
+		return nil, usagef("skills %s needs one of --key KEY or --digest DIGEST", action)
+	}
+	what, list := key, func(r *store.Revoked) *[]string { return &r.Keys }
+	if key != "" {
+		if err := store.CheckKey(key); err != nil {
+			return nil, usagef("--key: %v", err)
+		}
+	} else {
+		if !skillstore.ValidDigest(digest) {
+			return nil, usagef("--digest: %q is not a digest (64 lowercase hex digits, as skills history and ls --json print)", clipArg(digest))
+		}
+		what, list = digest, func(r *store.Revoked) *[]string { return &r.Digests }
+	}
+	change := func(t *store.TrustPolicy) error {
+		if t.Revoked == nil {
+			t.Revoked = &store.Revoked{}
+		}
+		l := list(t.Revoked)
+		has := slices.Contains(*l, what)
+		switch {
+		case action == "revoke" && has:
+			return fmt.Errorf("%s is already revoked: the store is unchanged", what)
+		case action == "revoke":
+			*l = append(*l, what)
+		case !has:
+			return fmt.Errorf("%s is not revoked: nothing to unrevoke, the store is unchanged", what)
+		default:
+			*l = slices.DeleteFunc(*l, func(k string) bool { return k == what })
+		}
+		return nil
+	}
+	return func(ctx context.Context, pb *store.Publisher) error {
+		t, rev, err := pb.ChangePolicy(ctx, change)
+		if err != nil {
+			return err
+		}
+		return a.printRevocations(a.stdout, t, rev, false)
+	}, nil
+}
+
+// clipArg shortens a hostile argument for an error message.
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// printRevocations prints what a trust policy revokes: a line per key and
+// per digest, or with asJSON one object.
+func (a *app) printRevocations(w io.Writer, t store.TrustPolicy, rev uint64, asJSON bool) error {
+	keys, digests := t.RevokedKeys(), t.RevokedDigests()
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Keys     []string `json:"keys"`
+			Digests  []string `json:"digests"`
+			Revision uint64   `json:"revision"`
+		}{append([]string{}, keys...), append([]string{}, digests...), rev})
+	}
+	if len(keys)+len(digests) == 0 {
+		fmt.Fprintln(w, "nothing revoked")
+	}
+	for _, k := range keys {
+		fmt.Fprintf(w, "revoked key     %s\n", k)
+	}
+	for _, d := range digests {
+		fmt.Fprintf(w, "revoked digest  %s\n", d)
+	}
+	if rev != 0 {
+		fmt.Fprintf(w, "store revision %d\n", rev)
+	}
+	return nil
+}
