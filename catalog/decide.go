@@ -132,6 +132,9 @@ type View struct {
 	// evidence of which revision each store skill's entry came from. They
 	// never reach the model's text or the Digest.
 	Origins Origins
+	// Revoked is the snapshot's: the skills not offered because their
+	// revision is revoked. Never for the model.
+	Revoked []string
 
 	// texts remembers the list rendered from Entries for each kind of
 	// update, so that every session given this view shares one rendering.
@@ -195,7 +198,7 @@ func PrepareRanked(snap Snapshot, opts Options, rank Ranking) View {
 	}
 	search := opts.searchShortening()
 	if !snap.Complete {
-		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics}
+		return View{Revision: snap.Revision, Epoch: snap.Epoch, UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, Revoked: snap.Revoked}
 	}
 	entries := Entries(snap.Skills, opts.DescriptionMaxLength)
 	var omitted int
@@ -206,7 +209,7 @@ func PrepareRanked(snap Snapshot, opts Options, rank Ranking) View {
 	}
 	return View{Entries: entries, Omitted: omitted, Digest: digestList(entries, omitted, search), Complete: true, Revision: snap.Revision, Epoch: snap.Epoch,
 		UserInvocation: opts.UserInvocation, Search: search, Diagnostics: snap.Diagnostics, texts: new(renderedTexts),
-		ChangeLists: opts.Updates == UpdatesChanges, Origins: OriginsOf(snap.Skills)}
+		ChangeLists: opts.Updates == UpdatesChanges, Origins: OriginsOf(snap.Skills), Revoked: snap.Revoked}
 }
 
 // SourcePrecedence returns, for Shorten, the precedence (Precedence) of

@@ -171,6 +171,11 @@ type Snapshot struct {
 	// Diagnostics say what was found but not offered (a SKILL.md that
 	// does not parse, a dangling link), for people, never for the model.
 	Diagnostics []Diagnostic
+	// Revoked names, sorted, the skills not offered because the skill
+	// store's trust policy revokes the revision it would offer (and it
+	// has no other to offer): the evidence a catalog record keeps of why
+	// they left it. Never for the model.
+	Revoked []string
 }
 
 // Diagnostic tells a person why something was not offered as a skill.

@@ -118,6 +118,9 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 	if len(s.Origins) > 0 {
 		n++
 	}
+	if len(s.Revoked) > 0 {
+		n++
+	}
 	if s.View != nil {
 		n++
 	}
@@ -147,6 +150,11 @@ func (s CatalogSource) encodeFull(e *msgpack.Encoder) error {
 	if err == nil && len(s.Origins) > 0 {
 		if err = e.EncodeString("origins"); err == nil {
 			err = e.Encode(s.Origins)
+		}
+	}
+	if err == nil && len(s.Revoked) > 0 {
+		if err = e.EncodeString("revoked"); err == nil {
+			err = e.Encode(s.Revoked)
 		}
 	}
 	if err == nil && s.View != nil {
@@ -196,6 +204,7 @@ type changesSource struct {
 	Digest   string          `msgpack:"digest" json:"digest"`
 	Omitted  int             `msgpack:"omitted,omitempty" json:"omitted,omitempty"`
 	Origins  []EntryOrigin   `msgpack:"origins,omitempty" json:"origins,omitempty"`
+	Revoked  []string        `msgpack:"revoked,omitempty" json:"revoked,omitempty"`
 	View     *View           `msgpack:"view,omitempty" json:"view,omitempty"`
 	Options  *CatalogOptions `msgpack:"options,omitempty" json:"options,omitempty"`
 }
@@ -205,7 +214,7 @@ func changesSourceOf(s CatalogSource) changesSource {
 		s.Changes = []Change{}
 	}
 	return changesSource{Kind: s.Kind, Producer: s.Producer, Update: s.Update, Base: s.Base, Changes: s.Changes,
-		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, Origins: s.Origins, View: s.View, Options: s.Options}
+		Count: s.Count, Digest: s.Digest, Omitted: s.Omitted, Origins: s.Origins, Revoked: s.Revoked, View: s.View, Options: s.Options}
 }
 
 // marshalJSON is json.Marshal without HTML escaping: payload text is full of

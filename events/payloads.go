@@ -326,6 +326,11 @@ type CatalogSource struct {
 	// revision and channel it came from, in entry order; absent in older
 	// records and for skills outside the store.
 	Origins []EntryOrigin `msgpack:"origins,omitempty" json:"origins,omitempty"`
+	// Revoked names the skills the catalog leaves out because the skill
+	// store's trust policy revokes the revision it would offer (a change
+	// list: those of its removals), sorted: why they left the session's
+	// list. Absent when none, and in older records; never in the text.
+	Revoked []string `msgpack:"revoked,omitempty" json:"revoked,omitempty"`
 	// View is what the catalog was decided on.
 	View *View `msgpack:"view,omitempty" json:"view,omitempty"`
 	// Base, Changes and Count are a change list's (Update

@@ -47,6 +47,7 @@ func FuzzCatalogSourceEncoding(f *testing.F) {
 	f.Add("", "", "", "", 0, -1, strings.Repeat("é", 200), uint64(1<<40), strings.Repeat("i", 300), true, true)
 	f.Add("skill-catalog", "owner", "initial", "d", 6, 0, "desc", uint64(3), "canary", true, true)
 	f.Add("skill-catalog", "owner", "replacement", "d", 22, 0, "desc", uint64(0), "", false, false)
+	f.Add("skill-catalog", "owner", "replacement", "d", 8, 0, "desc", uint64(4), "stable", true, true)
 	f.Fuzz(func(t *testing.T, kind, producer, update, digest string, n, omitted int, desc string, rev uint64, instance string, view, compact bool) {
 		if update == UpdateChanges {
 			update = "x"
@@ -65,6 +66,11 @@ func FuzzCatalogSourceEncoding(f *testing.F) {
 		if n%4 == 2 { // a release's evidence: some entries' origins
 			for i := 0; i < n; i += 2 {
 				s.Origins = append(s.Origins, EntryOrigin{Name: s.Entries[i].Name, Rev: rev + uint64(i), Digest: digest, Channel: instance})
+			}
+		}
+		if n%5 == 3 { // skills left out as revoked
+			for i := 0; i < n; i += 3 {
+				s.Revoked = append(s.Revoked, strings.Repeat("r", i%70+1))
 			}
 		}
 		if n%3 == 1 {

@@ -31,7 +31,7 @@ func TestCatalogEncodedOnceForSessionsArrivingTogether(t *testing.T) {
 			<-start
 			d := catalog.Decision{Update: catalog.UpdateInitial, Digest: v.Digest, Entries: v.Entries, Omitted: v.Omitted, Text: v.Text(catalog.UpdateInitial)}
 			texts[i] = d.Text
-			b, err := bodies.get(d, catalog.Origins{}, 7, "e", "p", "i", nil)
+			b, err := bodies.get(d, catalog.Origins{}, nil, 7, "e", "p", "i", nil)
 			if err != nil {
 				t.Error(err)
 			}

@@ -243,7 +243,7 @@ func (s *preStepPlan) current(ctx context.Context) error {
 func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*events.CatalogBody, error) {
 	p := s.p
 	if d.Update != catalog.UpdateChanges {
-		return p.bodies.get(d, s.origins(), rev, epoch, p.cfg.ToolOwner, p.cfg.Instance, s.recordedOptions())
+		return p.bodies.get(d, s.origins(), s.revoked(), rev, epoch, p.cfg.ToolOwner, p.cfg.Instance, s.recordedOptions())
 	}
 	return events.NewCatalogBody(d.Text, events.CatalogSource{
 		Kind:     events.SourceKindCatalog,
@@ -255,9 +255,19 @@ func (s *preStepPlan) body(d catalog.Decision, rev uint64, epoch string) (*event
 		Digest:   d.Digest,
 		Omitted:  d.Omitted,
 		Origins:  history.CatalogOrigins(d, s.origins()),
+		Revoked:  history.CatalogRevoked(d, s.revoked()),
 		View:     &events.View{Revision: rev, Instance: p.cfg.Instance, Epoch: epoch},
 		Options:  s.recordedOptions(),
 	})
+}
+
+// revoked are the skills withheld as revoked from the view this pre-step
+// decided on (none when the tool is not visible).
+func (s *preStepPlan) revoked() []string {
+	if s.prepared == nil {
+		return nil
+	}
+	return s.prepared.Revoked
 }
 
 // origins are the origins of the skills this pre-step decided on (none

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -481,6 +482,7 @@ type catalogBodyKey struct {
 	epoch    string
 	ranking  string // the ranking recorded (catalogs listed by use)
 	origins  string // the origins' key (catalog.Origins.Key): evidence differs, so does the body
+	revoked  string // the names withheld as revoked, joined: evidence too
 }
 
 // catalogBodiesSize bounds the kept bodies: a processor appends one
@@ -495,8 +497,8 @@ func newCatalogBodies() *catalogBodies {
 }
 
 // get returns the shared part of the catalog decided by d.
-func (c *catalogBodies) get(d catalog.Decision, origins catalog.Origins, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
-	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch, origins: origins.Key()}
+func (c *catalogBodies) get(d catalog.Decision, origins catalog.Origins, revoked []string, revision uint64, epoch, producer, instance string, opts *events.CatalogOptions) (*events.CatalogBody, error) {
+	k := catalogBodyKey{digest: d.Digest, update: d.Update, revision: revision, epoch: epoch, origins: origins.Key(), revoked: strings.Join(revoked, "\x00")}
 	if opts != nil {
 		k.ranking = opts.Ranking
 	}
@@ -516,6 +518,7 @@ func (c *catalogBodies) get(d catalog.Decision, origins catalog.Origins, revisio
 			Digest:   d.Digest,
 			Omitted:  d.Omitted,
 			Origins:  history.CatalogOrigins(d, origins),
+			Revoked:  history.CatalogRevoked(d, revoked),
 			View:     &events.View{Revision: revision, Instance: instance, Epoch: epoch},
 			Options:  opts,
 		})

@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,7 @@ type view struct {
 	rejected []Rejected
 	errs     []ProviderError
 	diags    []Diagnostic // the providers' diagnostics, for the worker (diagnose)
+	revoked  []string     // skills withheld as revoked, sorted (revokedNames)
 
 	mu       sync.Mutex
 	prepared map[catalog.Options]*preparedView // see Prepared
@@ -75,7 +77,7 @@ func (v *view) prepare(opts catalog.Options, shared *sharedViews) catalog.View {
 	pv.once.Do(func() {
 		prepare := func() catalog.View {
 			return catalog.Prepare(catalog.Snapshot{Skills: v.skills, Complete: v.complete, Revision: v.pos.Revision, Epoch: v.pos.Epoch,
-				Diagnostics: v.diags}, opts)
+				Diagnostics: v.diags, Revoked: v.revoked}, opts)
 		}
 		if shared == nil || !v.complete {
 			pv.v = prepare()
@@ -83,6 +85,7 @@ func (v *view) prepare(opts catalog.Options, shared *sharedViews) catalog.View {
 		}
 		pv.v = shared.get(v.contentSum(), opts, prepare)
 		pv.v.Diagnostics = v.diags // the view's own, as its position (Prepared)
+		pv.v.Revoked = v.revoked
 		// and so are its origins: a view of the same text may come from
 		// other revisions of the store's skills (a release's canary).
 		pv.v.Origins = catalog.OriginsOf(v.skills)
@@ -252,6 +255,7 @@ func (r *Registry) collect(ctx context.Context, q catalog.Query) (*view, error) 
 		v := r.merge(results)
 		v.pos = pos
 		v.diags = r.diagnose(ctx, q)
+		v.revoked = r.revokedNames(q, v.skills)
 		changed, replaced := r.since(q, tokens, open)
 		if changed || replaced {
 			if attempt == 0 {
@@ -309,4 +313,34 @@ func (r *Registry) store(q catalog.Query, tokens []<-chan struct{}, v *view) {
 func (v *view) find(name string) (int, bool) {
 	i := sort.Search(len(v.skills), func(i int) bool { return v.skills[i].Name >= name })
 	return i, i < len(v.skills) && v.skills[i].Name == name
+}
+
+// revokedNames is what the providers withhold from q's view as revoked
+// (Revoker), less the names the view offers all the same (another
+// provider's skill, or a revision not revoked): sorted, at most
+// MaxRevoked.
+func (r *Registry) revokedNames(q catalog.Query, skills []catalog.Summary) []string {
+	var out []string
+	for _, p := range r.ps {
+		if rv, ok := p.(Revoker); ok {
+			out = append(out, rv.Revoked(q)...)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	offered := make(map[string]bool, len(skills))
+	for _, s := range skills {
+		offered[s.Name] = true
+	}
+	out = slices.DeleteFunc(out, func(name string) bool { return offered[name] })
+	if len(out) > MaxRevoked {
+		out = out[:MaxRevoked]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

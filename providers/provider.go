@@ -132,6 +132,18 @@ type Diagnoser interface {
 // Diagnostic tells an operator why something was not offered as a skill.
 type Diagnostic = catalog.Diagnostic
 
+// Revoker is implemented by providers that withhold skills whose revision
+// is revoked (the skill store's trust policy): Revoked names, for q, the
+// skills not offered for that reason alone. It answers from memory. A
+// view records them (catalog.Snapshot.Revoked) so that the catalog that
+// drops them says why; they never reach the model.
+type Revoker interface {
+	Revoked(q catalog.Query) []string
+}
+
+// MaxRevoked bounds the revoked names a view carries.
+const MaxRevoked = 64
+
 // Revisioned is implemented by providers whose answers follow an ordered
 // log (the skill store): Revision is the position of the log they have
 // applied, CatchUp waits until they have applied at least rev or ctx ends.

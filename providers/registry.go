@@ -162,7 +162,7 @@ func (r *Registry) Snapshot(ctx context.Context, q catalog.Query) (catalog.Snaps
 		return catalog.Snapshot{}, err
 	}
 	return catalog.Snapshot{Skills: append([]catalog.Summary(nil), v.skills...), Complete: v.complete, Revision: pos.Revision, Epoch: pos.Epoch,
-		Diagnostics: v.diags}, nil
+		Diagnostics: v.diags, Revoked: v.revoked}, nil
 }
 
 // Prepared returns catalog.Prepare of q's snapshot under opts: the

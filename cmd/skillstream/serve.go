@@ -219,7 +219,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	}
 
 	storeWarnings := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "skillstream", Name: "store_warnings_total",
-		Help: "Skill store warnings, logged or not, by kind and tenant (\"\" without tenants): malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), over_bounds (the store is over its bounds: none of its skills listed), watch, untrusted (a revision the store's trust policy does not trust: not offered under require signed, offered under warn)."},
+		Help: "Skill store warnings, logged or not, by kind and tenant (\"\" without tenants): malformed_entry, bad_object (a record whose object is missing, damaged or another skill's: not listed), over_bounds (the store is over its bounds: none of its skills listed), watch, untrusted (a revision the store's trust policy does not trust: not offered under require signed, offered under warn), revoked (a revision whose digest or signing key the policy revokes: never offered)."},
 		[]string{"kind", "tenant"})
 	c.storeWarnedFor = func(tenant string) func(string) {
 		return func(kind string) { storeWarnings.WithLabelValues(kind, tenant).Inc() }

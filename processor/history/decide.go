@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/skillstream/skillstream/catalog"
@@ -180,4 +181,25 @@ func (l lookup) Resolve(ctx context.Context, name string) (catalog.Summary, erro
 
 func (l lookup) Load(ctx context.Context, name string) (catalog.Skill, error) {
 	return l.skills.Load(ctx, name, l.q)
+}
+
+// CatalogRevoked is what a catalog decided as d records of the skills
+// withheld as revoked from its view (catalog.View.Revoked): a full
+// catalog, every one (none of them is listed); a change list, those it
+// removes. Nil when none.
+func CatalogRevoked(d catalog.Decision, revoked []string) []string {
+	if len(revoked) == 0 {
+		return nil
+	}
+	if d.Update != catalog.UpdateChanges {
+		return slices.Clone(revoked)
+	}
+	var out []string
+	for _, c := range d.Changes {
+		if c.Kind == catalog.ChangeRemoved && slices.Contains(revoked, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

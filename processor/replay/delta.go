@@ -43,6 +43,9 @@ type Delta struct {
 	Added []events.Entry `json:"added,omitempty"`
 	// Removed are the names no longer listed.
 	Removed []string `json:"removed,omitempty"`
+	// Revoked are those of Removed that the step's catalog records as
+	// left out because their revision is revoked.
+	Revoked []string `json:"revoked,omitempty"`
 	// Changed are the entries listed before and now whose description
 	// changed (and is not now empty).
 	Changed []Change `json:"changed,omitempty"`
@@ -196,6 +199,11 @@ func (d *Deltas) open(s Step) *Delta {
 			before, dl.LeftOutBefore = base.Entries, base.Omitted
 		}
 		dl.diff(before, s.Seen.Entries)
+		for _, name := range dl.Removed {
+			if slices.Contains(s.Recorded.Revoked, name) {
+				dl.Revoked = append(dl.Revoked, name)
+			}
+		}
 		if dl.Hidden != 0 {
 			hidden := Delta{}
 			hidden.diff(d.prev.Entries, s.Seen.Entries)

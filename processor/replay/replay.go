@@ -62,8 +62,11 @@ type Outcome struct {
 	// or changes); Rev and Channel, for a skill call, those of the skill
 	// loaded (or whose load failed). They never reach the model's text.
 	Origins []events.EntryOrigin `json:"origins,omitempty"`
-	Rev     uint64               `json:"rev,omitempty"`
-	Channel string               `json:"channel,omitempty"`
+	// Revoked are, for an appended catalog, the skills it records as left
+	// out because their revision is revoked (see events.CatalogSource).
+	Revoked []string `json:"revoked,omitempty"`
+	Rev     uint64   `json:"rev,omitempty"`
+	Channel string   `json:"channel,omitempty"`
 }
 
 // Invoked is a skill a user invoked at a pre-step: its name, the exact
@@ -650,6 +653,7 @@ func (r *Replayer) replayPreStep(ctx context.Context, p *pending, hist mark, s *
 		s.Replayed.Text = d.Text
 		if prepared != nil {
 			s.Replayed.Origins = history.CatalogOrigins(d, prepared.Origins)
+			s.Replayed.Revoked = history.CatalogRevoked(d, prepared.Revoked)
 		}
 	}
 	invs, err := r.replayInvocations(ctx, p, h, ps)
@@ -750,7 +754,25 @@ func (r *Replayer) verdict(s *Step) {
 			s.Differs = true
 			s.Diff += d
 		}
+		if d := revokedDiff(rec, rep, r.opts.AsRecorded); d != "" {
+			s.Differs = true
+			s.Diff += d
+		}
 	}
+}
+
+// revokedDiff says how the skills recorded as left out for a revocation
+// differ, "" when they do not. Both sides must name some unless the
+// replay is of the revisions recorded (strict), which reproduces them: a
+// capture or today's store knows of no revocation then.
+func revokedDiff(rec, rep Outcome, strict bool) string {
+	if !rec.appends() || !rep.appends() || slices.Equal(rec.Revoked, rep.Revoked) {
+		return ""
+	}
+	if !strict && (len(rec.Revoked) == 0 || len(rep.Revoked) == 0) {
+		return ""
+	}
+	return "--- recorded revoked\n+++ replayed revoked\n-" + strings.Join(rec.Revoked, ", ") + "\n+" + strings.Join(rep.Revoked, ", ") + "\n"
 }
 
 // originsDiff says how the revisions behind the same model text differ
@@ -794,6 +816,7 @@ func recordedCatalog(l events.Layout, out *Event) Outcome {
 	o.Update = updateKind(c.Source.Update, len(c.Source.Entries)+c.Source.Omitted)
 	o.Text = c.Text
 	o.Origins = c.Source.Origins
+	o.Revoked = c.Source.Revoked
 	return o
 }
 
@@ -897,6 +920,7 @@ func (r *Replayer) shownAt(p *pending, h history.State) shown {
 		return sh
 	}
 	sh.origins = c.Source.Origins
+	sh.revoked = c.Source.Revoked
 	if o := c.Source.Omitted; o > 0 {
 		// The skills left out are stood in for: the list the step's
 		// options make of the stand-ins and the entries shown is the one

@@ -37,6 +37,7 @@ import (
 type shown struct {
 	entries  []catalog.Entry              // as the model read them: Bare when listed without a description
 	origins  []events.EntryOrigin         // the revisions the catalog recorded for its entries
+	revoked  []string                     // the skills the catalog recorded as withheld, revoked
 	omitted  []catalog.Summary            // placeholders of the skills left out
 	results  map[string]events.ToolResult // by skill name
 	captured recordedSkills
@@ -54,7 +55,7 @@ const (
 )
 
 func (s shown) Snapshot(context.Context, catalog.Query) (catalog.Snapshot, error) {
-	snap := catalog.Snapshot{Complete: true, Skills: make([]catalog.Summary, len(s.entries), len(s.entries)+len(s.omitted))}
+	snap := catalog.Snapshot{Complete: true, Skills: make([]catalog.Summary, len(s.entries), len(s.entries)+len(s.omitted)), Revoked: s.revoked}
 	for i, e := range s.entries {
 		snap.Skills[i] = catalog.Summary{Name: e.Name, Description: e.Description, Source: sourceListed,
 			Invocation: catalog.Invocation{ModelInvocable: true, UserInvocable: true}}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers"
 )
@@ -590,4 +591,28 @@ func (pb *Publisher) trustStatus(ctx context.Context, scope skillstore.Scope, na
 		}
 	}
 	return ts, nil
+}
+
+// Revoked implements providers.Revoker: the skills of q's scopes (the
+// library's, for a library) not offered because the revision they would
+// offer is revoked and no earlier one can be, sorted.
+func (p *Provider) Revoked(q catalog.Query) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctl == nil {
+		return nil
+	}
+	var out []string
+	for key, n := range p.ctl.untrusted {
+		if !n.revoked || n.kept != 0 {
+			continue
+		}
+		sc, name, err := parseKey(key)
+		if err != nil || (sc.ProjectID() != "" && sc.ProjectID() != q.Project) {
+			continue
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
