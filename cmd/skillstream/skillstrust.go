@@ -237,7 +237,7 @@ func (a *app) revokeAction(action string, args []string, key, digest string, asJ
 		}
 	} else {
 		if !skillstore.ValidDigest(digest) {
-			return nil, usagef("--digest: %q is not a digest (64 lowercase hex digits, as skills history and ls --json print)", clipArg(digest))
+			return nil, usagef("--digest: %q is not a digest (64 lowercase hex digits, as skills status NAME --json prints it)", clipArg(digest))
 		}
 		what, list = digest, func(r *store.Revoked) *[]string { return &r.Digests }
 	}

@@ -242,11 +242,11 @@ func stricter(a, b string) string {
 // revokes neither its digest nor its key. A revocation wraps ErrRevoked.
 func untrusted(v trustView, scope skillstore.Scope, name string, rec Record) error {
 	if _, ok := slices.BinarySearch(v.revDigs, rec.Digest); ok {
-		return fmt.Errorf("%w: digest %s", ErrRevoked, skillstore.Short(rec.Digest))
+		return fmt.Errorf("%w digest %s", ErrRevoked, skillstore.Short(rec.Digest))
 	}
 	if s := rec.Signature; s != nil {
 		if _, ok := slices.BinarySearch(v.revKeys, s.Key); ok {
-			return fmt.Errorf("%w: signed by revoked key %s", ErrRevoked, s.Key)
+			return fmt.Errorf("%w key %s", ErrRevoked, s.Key)
 		}
 	}
 	if v.require == RequireOff || v.require == "" {
@@ -493,15 +493,16 @@ func (p *Provider) trustDiagnostics(src string) []providers.Diagnostic {
 		switch {
 		case enforced && u.Kept != 0:
 			what = fmt.Sprintf("not offered; store revision %d stays offered", u.Kept)
+		case u.Revoked:
+			what = "not offered, and no earlier revision to offer"
 		case enforced:
 			what = "not offered, and no earlier trusted revision"
 		}
-		verdict := "not trusted"
+		reason := fmt.Sprintf("store revision %d not trusted: %s; %s", u.Revision, u.Reason, what)
 		if u.Revoked {
-			verdict = "revoked"
+			reason = fmt.Sprintf("store revision %d %s (whatever require says); %s", u.Revision, u.Reason, what)
 		}
-		out = append(out, providers.Diagnostic{Source: src, Path: p.Store() + " " + u.Key,
-			Reason: fmt.Sprintf("store revision %d %s: %s; %s", u.Revision, verdict, u.Reason, what)})
+		out = append(out, providers.Diagnostic{Source: src, Path: p.Store() + " " + u.Key, Reason: reason})
 	}
 	if more > 0 {
 		out = append(out, providers.Diagnostic{Source: src, Path: p.Store(), Reason: fmt.Sprintf("%d more skills not trusted (skills status NAME says why)", more)})
