@@ -224,7 +224,7 @@ func deltaLines(d *replay.Delta) []string {
 	}
 	names("added", added)
 	names("removed", d.Removed)
-	names("revoked (removed for a revoked revision)", d.Revoked)
+	names("revoked", d.Revoked)
 	names("changed", changed)
 	names("without a description", d.Undescribed)
 	if d.Reordered {

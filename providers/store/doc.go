@@ -137,6 +137,19 @@
 // last valid one kept. Publisher.ChangePolicy writes it conditional on
 // the revision read.
 //
+// The policy also revokes (TrustPolicy.Revoked: at most MaxRevoked
+// publishers' keys and as many digests). Whatever the requirement, even
+// RequireOff, a revision whose digest is revoked or that is signed by a
+// revoked key is never offered, through the index, a release or a pin:
+// the skill's newest revision the history keeps that is not revoked (and
+// trusted, under RequireSigned) is offered in its place, or none. It is
+// reported as a warning of kind "revoked" (Untrusted with Revoked set,
+// Diagnostics, Status.Trust.Revoked), and the skills withheld for it
+// alone are named to the registry (Revoked, providers.Revoker), whose
+// views carry them so that the catalog record that drops them says why.
+// A library's provider applies its own store's revocations and its
+// tenant's.
+//
 // Config.Pins opens a view of the store in which named skills stay at a
 // given revision (read from the kept history, their objects checked as a
 // load checks them), ranked where the scope's skills rank, or absent for
