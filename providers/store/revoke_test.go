@@ -152,3 +152,48 @@ func TestRevocationsRejectBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRevocationLibrary: a tenant's revocation of the curator's key
+// withholds the library's skills from that tenant only; the library's
+// own revocation of a digest withholds it from every tenant. Revoked
+// names what is withheld for that reason alone.
+func TestRevocationLibrary(t *testing.T) {
+	srv := natstest.Start(t)
+	curator, curPub := newKey(t)
+	libCfg := store.Config{Library: true, Bucket: "LIBRARY", Objects: "LIBRARY"}
+	lib := publisher(t, srv.JS, libCfg)
+	root := t.TempDir()
+	pushSigned(t, lib, skillstore.Global, curator, writeSkill(t, root, "curated", "Curated.", "Body.", nil))
+	cs := push(t, lib, skillstore.Global, false, writeSkill(t, root, "loose", "Loose.", "Body.", nil))
+	tenants := map[string]*store.Publisher{}
+	libs := map[string]*store.Provider{}
+	for _, name := range []string{"ACME", "GLOBEX"} {
+		cfg := store.Config{Bucket: name, Objects: name}
+		tenants[name] = publisher(t, srv.JS, cfg)
+		lc := libCfg
+		lc.Tenant = open(t, srv.JS, cfg)
+		libs[name] = open(t, srv.JS, lc)
+	}
+	l := catalog.SourceLibrary + ":"
+	both := []string{l + "curated@1", l + "loose@1"}
+	for name, p := range libs {
+		if got := offered(t, p, catalog.Query{}); !slices.Equal(got, both) {
+			t.Fatalf("%s before: %v", name, got)
+		}
+	}
+	revoke(t, tenants["ACME"], func(r *store.Revoked) { r.Keys = []string{curPub} })
+	eventually(t, "acme's revocation", func() bool {
+		return slices.Equal(offered(t, libs["ACME"], catalog.Query{}), []string{l + "loose@1"})
+	})
+	if got := libs["ACME"].Revoked(catalog.Query{}); !slices.Equal(got, []string{"curated"}) {
+		t.Errorf("acme's library Revoked() = %v", got)
+	}
+	if got := offered(t, libs["GLOBEX"], catalog.Query{}); !slices.Equal(got, both) {
+		t.Errorf("globex affected by acme's revocation: %v", got)
+	}
+	revoke(t, lib, func(r *store.Revoked) { r.Digests = []string{cs[0].Digest} })
+	eventually(t, "the library's revocation", func() bool {
+		return slices.Equal(offered(t, libs["GLOBEX"], catalog.Query{}), []string{l + "curated@1"}) &&
+			len(offered(t, libs["ACME"], catalog.Query{})) == 0
+	})
+}
