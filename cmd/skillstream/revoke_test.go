@@ -145,6 +145,40 @@ func TestRevokeKeyMidSession(t *testing.T) {
 	if _, metrics, _ := s.get("/metrics"); !strings.Contains(metrics, `skillstream_store_warnings_total{kind="revoked"`) {
 		t.Errorf("no revoked warning counted")
 	}
+
+	// A revoked digest: the skill's earlier revision is served in its
+	// place, and no result carries the revoked digest.
+	team := skillDir(t, "team-tool", "Run the team's tool.")
+	writeFile(t, team, "notes.md", "Second version.")
+	pushed := regexp.MustCompile(`store revision (\d+)`).FindStringSubmatch(run(exitOK, "skills", "push", team))
+	if pushed == nil {
+		t.Fatal("push printed no store revision")
+	}
+	var atRev uint64
+	fmt.Sscan(pushed[1], &atRev)
+	call := func(id string) events.ToolResult {
+		t.Helper()
+		res, err := c.CallSkill(ctx, events.SkillCall{Session: "rv2", Call: id, Cwd: cwd, Args: events.SkillArgs{Name: "team-tool"}, MinStoreRevision: atRev})
+		if err != nil || res.IsError || res.Value == nil {
+			t.Fatalf("call %s: %+v %v", id, res, err)
+		}
+		return res
+	}
+	second := call("team-1").Value.Digest
+	run(exitOK, "skills", "revoke", "--digest", second)
+	for i := 2; ; i++ {
+		v := call(fmt.Sprint("team-", i)).Value
+		if v.Digest != second {
+			if v.Rev != 1 {
+				t.Errorf("after the digest's revocation: rev %d %s, want rev 1", v.Rev, v.Digest)
+			}
+			break
+		}
+		if i > 200 {
+			t.Fatal("the revoked digest is still served")
+		}
+		time.Sleep(50 * time.Millisecond) // the policy reaches the serve's store watch
+	}
 	c.Close()
 
 	// The recording: history names the revocation; replay as recorded
