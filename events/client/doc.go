@@ -142,7 +142,10 @@
 // against those publishers' keys, over the skill's scope, name, digest
 // and summary digest (skillstore.Trusted), and refuses an unsigned
 // result, another key or a signature that does not verify with
-// ErrUntrusted (and ErrMaterialize), writing nothing.
+// ErrUntrusted (and ErrMaterialize), writing nothing. The client does not
+// know the store's revocations (a worker cannot read the trust policy): it
+// relies on the processor, which never answers with a revoked revision;
+// drop a revoked key from WithTrustedKeys too.
 //
 // # Fresh store skills
 //
