@@ -96,7 +96,9 @@
 // for a registry's cohorts; a change of a release or pin key closes the
 // change channels it affects, so every member's views refresh. A value
 // that is not one skillstream writes (DecodeRelease, DecodePin) is
-// ignored with a warning, what was known of the key kept. Publisher
+// ignored with a warning, what was known of the key kept; so is a new
+// release or pin once the store holds Config.MaxSkills of them, so that an
+// index writer cannot grow what every member keeps. Publisher
 // writes them: PushWith with Draft (the release entry first, then the
 // revision, so an interrupted push exposes nothing), Release, Promote,
 // Rollback (which ends a release in progress), Pin, Unpin and Status;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -668,5 +669,58 @@ func TestParseShare(t *testing.T) {
 		if _, err := store.ParseShare(in); !errors.Is(err, store.ErrBadShare) {
 			t.Errorf("ParseShare(%q) = %v, want ErrBadShare", in, err)
 		}
+	}
+}
+
+// An index writer cannot grow what every member keeps of releases and pins
+// past the store's bound on skills: pins over it are ignored, with a
+// warning, and room made by an unpin is used by the next pin written.
+func TestPinsBoundedByMaxSkills(t *testing.T) {
+	srv, pb, root, dir, _ := startPDF(t)
+	ctx := context.Background()
+	writeSkill(t, root, "pdf", "PDF two.", "Two.", nil)
+	push(t, pb, skillstore.Global, false, dir)
+	warned := &warnCount{n: map[string]int{}}
+	p := open(t, srv.JS, store.Config{MaxSkills: 3, OnWarning: warned.add})
+	waitServed(t, p, "pdf", catalog.Query{}, "PDF two.")
+	scope := func(i int) skillstore.Scope {
+		sc, err := skillstore.Project(fmt.Sprintf("p%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	for i := range 5 {
+		if _, err := pb.Pin(ctx, scope(i), "pdf", store.At{Rev: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned := func() (n int) {
+		for i := range 5 {
+			if _, o := served(t, p, "pdf", catalog.Query{Project: fmt.Sprintf("p%d", i)}); o.Channel == catalog.ChannelPin {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, "two pins over the bound warned of", func() bool { return warned.get("malformed_entry") >= 2 })
+	if n := pinned(); n != 3 {
+		t.Fatalf("%d projects pinned; want the bound, 3", n)
+	}
+	if _, err := pb.Unpin(ctx, scope(0), "pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Unpin(ctx, scope(4), "pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.Pin(ctx, scope(4), "pdf", store.At{Rev: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the pin written after an unpin is held", func() bool {
+		_, o := served(t, p, "pdf", catalog.Query{Project: "p4"})
+		return o.Channel == catalog.ChannelPin
+	})
+	if n := pinned(); n != 3 {
+		t.Errorf("%d projects pinned after an unpin and a pin; want 3", n)
 	}
 }

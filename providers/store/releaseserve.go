@@ -22,6 +22,9 @@ type controls struct {
 	// untrusted holds, by skill key, the newest revision of each skill
 	// the trust policy does not trust (see untrustedNote).
 	untrusted map[string]untrustedNote
+	// n counts the entries of rels and pins: bounded by the store's
+	// MaxSkills, as its skills are (see applyControl).
+	n int
 }
 
 func newControls() *controls {
@@ -167,9 +170,19 @@ func (p *Provider) applyControl(ctls *controls, c change) func() {
 		}
 	}
 	if ctl.kind == "release" {
+		_, known := ctls.rels[project][ctl.name]
 		if ctl.deleted {
-			delete(ctls.rels[project], ctl.name)
+			if known {
+				delete(ctls.rels[project], ctl.name)
+				ctls.n--
+			}
 			return nil
+		}
+		if !known && ctls.n >= p.cfg.MaxSkills {
+			return p.controlsFull(c)
+		}
+		if !known {
+			ctls.n++
 		}
 		if ctls.rels[project] == nil {
 			ctls.rels[project] = map[string]relState{}
@@ -183,8 +196,12 @@ func (p *Provider) applyControl(ctls *controls, c change) func() {
 		}
 		return nil
 	}
+	_, known := ctls.pins[project][ctl.name]
 	if ctl.deleted || ctl.readErr != nil {
-		delete(ctls.pins[project], ctl.name)
+		if known {
+			delete(ctls.pins[project], ctl.name)
+			ctls.n--
+		}
 		if ctl.readErr != nil {
 			return func() {
 				p.warn(warnMalformed, c.key, "skill pin's revision cannot be read: the pin is ignored", "key", c.key, "revision", c.revision, "err", ctl.readErr)
@@ -192,11 +209,27 @@ func (p *Provider) applyControl(ctls *controls, c change) func() {
 		}
 		return nil
 	}
+	if !known && ctls.n >= p.cfg.MaxSkills {
+		return p.controlsFull(c)
+	}
+	if !known {
+		ctls.n++
+	}
 	if ctls.pins[project] == nil {
 		ctls.pins[project] = map[string]pinState{}
 	}
 	ctls.pins[project][ctl.name] = pinState{pin: ctl.pin, e: ctl.e}
 	return nil
+}
+
+// controlsFull is the warning for a release or pin entry left out because
+// the store already holds MaxSkills of them: an index writer cannot grow
+// what every member keeps in memory past the store's own bound.
+func (p *Provider) controlsFull(c change) func() {
+	return func() {
+		p.warn(warnMalformed, c.key, "skill index "+c.ctl.kind+" entry ignored: the store already holds as many releases and pins as it may hold skills",
+			"key", c.key, "revision", c.revision, "max", p.cfg.MaxSkills)
+	}
 }
 
 // storePin returns the pin that holds skill name of the scope of project
