@@ -619,6 +619,9 @@ func (r *plain) catalogOptions(o *CatalogOptions) bool {
 		case "catalogRanking":
 			o.Ranking, ok = r.str()
 			return 1 << 10, ok
+		case "searchBodies":
+			o.SearchBodies, ok = r.bool()
+			return 1 << 11, ok
 		}
 		return 0, false
 	})

@@ -451,7 +451,7 @@ func TestFastAnswersTakePlainShape(t *testing.T) {
 		t.Errorf("change list not taken: %+v", c)
 	}
 	// A source with the options that shaped it, full and change list.
-	opts := &CatalogOptions{DescriptionMax: 300, MaxLength: 0, MaxSkillBytes: 1 << 20, ListedMax: 40, Search: true, Updates: "changes", UserInvocation: true,
+	opts := &CatalogOptions{DescriptionMax: 300, MaxLength: 0, MaxSkillBytes: 1 << 20, ListedMax: 40, Search: true, SearchBodies: true, Updates: "changes", UserInvocation: true,
 		ResendsPerMinute: 6, CatalogBytesPerMinute: 4 << 20}
 	withOpts := cat
 	withOpts.Source.Options = opts
