@@ -156,6 +156,9 @@ func (a *app) tenantsInit(dir string, files []string, natsURL string) error {
 			if f.Library != nil {
 				auth("the library", *f.Library)
 			}
+			if f.Audit != nil {
+				auth("the audit service", *f.Audit)
+			}
 			for _, t := range f.Tenants {
 				auth("tenant "+t.Name, t.tenantAuth)
 				if t.MCPTokenEnv != "" {

@@ -35,6 +35,7 @@ import (
 	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/search"
+	"github.com/skillstream/skillstream/providers/store/audit"
 )
 
 // shutdownTimeout bounds how long the metrics server and the NATS client may
@@ -140,6 +141,8 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		err   error
 		tf    *tenantsFile // with --tenants
 		libAc string       // the library's account, with one
+		lib   *tenantConn  // the library's connection, with one
+		aud   *tenantConn  // the audit service's, with one
 	)
 	switch {
 	case c.Tenants != "":
@@ -148,10 +151,22 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 			return err
 		}
 		tf = f
-		var lib *tenantConn
 		conns, lib, err = c.connectTenants(ctx, log, f)
 		if err != nil {
 			return err
+		}
+		if f.Audit != nil {
+			if aud, err = c.connectAudit(ctx, log, f, conns, lib); err != nil {
+				for _, t := range conns {
+					t.nc.Close()
+				}
+				if lib != nil {
+					lib.nc.Close()
+				}
+				return err
+			}
+			defer aud.nc.Close()
+			where = append(where, "audit_account", aud.account)
 		}
 		if lib != nil {
 			defer lib.nc.Close()
@@ -300,6 +315,12 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	if tf != nil {
 		tw := a.newTenantWatch(c, log, tf, units, libAc, metrics, ann)
 		defer tw.close()
+		if aud != nil {
+			actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
+			cfg := audit.Config{NC: aud.nc, JS: aud.js, LibraryAccount: libAc, Replicas: c.Replicas, Log: log,
+				Resolve: tw.auditIndex(c.SkillStoreBucket, lib, tf)}
+			g.Add(func() error { return audit.Serve(actx, cfg) }, func(error) { acancel() })
+		}
 		wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
 		wdone := make(chan struct{})
 		g.Add(func() error {

@@ -21,6 +21,7 @@ import (
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/providers/store"
+	"github.com/skillstream/skillstream/providers/store/audit"
 )
 
 // storeNATSFlags registers how commands other than serve reach the skill
@@ -175,7 +176,9 @@ files, see "Running a fleet" in cmd/skillstream/MANUAL.md).
       digits), time published; nothing when there are none.
   history NAME [--scope S]
       the revisions the index keeps of a skill: revision, digest, time
-      and store revision.
+      and store revision, the key that signed it, and (with --tenants,
+      where the deployment runs the audit service) who wrote it as the
+      NATS server knows them, and the skill's release and pin writes.
   rm NAME --scope S
       remove a skill from a scope (earlier revisions stay readable); a
       removal takes the skill's next revision. Prints the store revision
@@ -374,6 +377,11 @@ tool results carry as value.revision.`[1:], `
 			return usagef("--dry-run and --min-age apply to gc only")
 		}
 		var run func(context.Context, *store.Publisher) error
+		// What the action writes, claimed in the audit trail once it
+		// succeeded: push and rm fill it with what they wrote; the others
+		// name the key they write (its newest entry is claimed).
+		var claims []audit.Claim
+		var nc *nats.Conn
 		switch action {
 		case "push":
 			if len(args) == 0 {
@@ -397,6 +405,7 @@ tool results carry as value.revision.`[1:], `
 					return err
 				}
 				changes, err := pb.PushWith(ctx, sc, locals, store.PushOptions{Prune: prune, Draft: draft, By: c.publisherName(a), Sign: signer})
+				claims = changeClaims(sc, changes)
 				tok := events.StoreToken{Epoch: before, Revision: pushRevision(changes)}
 				if err == nil {
 					err = samePushEpoch(ctx, pb, before)
@@ -442,7 +451,9 @@ tool results carry as value.revision.`[1:], `
 				if err != nil {
 					return err
 				}
-				printHistory(a.stdout, hs)
+				h := a.readAudit(ctx, &c, nc, args[0])
+				printHistory(a.stdout, hs, h)
+				h.printOther(a.stdout)
 				if hs[0].Counted {
 					fmt.Fprintf(a.stderr, "skillstream skills history: no revision the index keeps of %s records its number (written by an older skillstream): "+
 						"they are counted from the oldest kept, and shift when it leaves the history, until the skill's next push or rollback records one\n", args[0])
@@ -465,6 +476,7 @@ tool results carry as value.revision.`[1:], `
 				if err != nil {
 					return err
 				}
+				claims = changeClaims(sc, []store.Change{ch})
 				if err := samePushEpoch(ctx, pb, epoch); err != nil {
 					return err
 				}
@@ -542,6 +554,7 @@ tool results carry as value.revision.`[1:], `
 			run = func(ctx context.Context, pb *store.Publisher) error {
 				return a.skillsRollback(ctx, pb, sc, args[0], rev)
 			}
+			claims = []audit.Claim{{Op: audit.OpRollback, Key: sc.Key(args[0]), Name: args[0]}}
 		case "gc":
 			if len(args) > 0 {
 				return usagef("skills gc takes no arguments, got %q", args[0])
@@ -561,26 +574,39 @@ tool results carry as value.revision.`[1:], `
 				if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
 					return err
 				}
+				claims = []audit.Claim{{Op: audit.OpRelease, Key: store.PinKey(sc, args[0]), Name: args[0]}}
 				break
 			}
 			var err error
 			if run, err = a.libraryPinAction(&c, action, args, scope); err != nil {
 				return err
 			}
+			if len(args) > 0 {
+				claims = []audit.Claim{{Op: audit.OpRelease, Key: store.LibraryPinKey(args[0]), Name: args[0]}}
+			}
 		case "trust":
 			var err error
 			if run, err = a.trustAction(args, asJSON); err != nil {
 				return err
+			}
+			if len(args) > 0 && args[0] != "show" {
+				claims = []audit.Claim{{Op: audit.OpPolicy, Key: store.TrustKey}}
 			}
 		case "revoke", "unrevoke", "revocations":
 			var err error
 			if run, err = a.revokeAction(action, args, revokeKey, revokeDigest, asJSON); err != nil {
 				return err
 			}
+			if action != "revocations" {
+				claims = []audit.Claim{{Op: audit.OpPolicy, Key: store.TrustKey}}
+			}
 		case "status", "release", "promote":
 			var err error
 			if run, err = a.releaseAction(action, args, sc, scope != "", canary, asJSON, c.publisherName(a)); err != nil {
 				return err
+			}
+			if action != "status" {
+				claims = []audit.Claim{{Op: audit.OpRelease, Key: store.ReleaseKey(sc, args[0]), Name: args[0]}}
 			}
 		default:
 			return usagef("unknown skills action %q: want push, ls, history, rm, get, diff, rollback, gc, status, release, promote, pin, unpin, keygen, trust, revoke, unrevoke or revocations", action)
@@ -597,9 +623,15 @@ tool results carry as value.revision.`[1:], `
 			return err
 		}
 		defer closeNC()
+		if js != nil {
+			nc = js.Conn()
+		}
 		pb, err := store.NewPublisher(ctx, js, c.storeConfig())
 		if err == nil {
 			err = run(ctx, pb) // a missing skill, revision or scope: exit 1, like every command
+		}
+		if err == nil {
+			a.claimWrites(ctx, &c, nc, claims, "skills "+action+" "+strings.Join(args, " "))
 		}
 		return refused.explain(err)
 	}
@@ -798,16 +830,23 @@ func printChange(w io.Writer, ch store.Change) {
 }
 
 // printHistory writes one line per revision: the skill's revision, its
-// digest (or removed, or malformed), its time and its store revision.
-func printHistory(w io.Writer, hs []store.Revision) {
+// digest (or removed, or malformed), its time and its store revision,
+// the key that signed it, and who wrote it as the audit trail records
+// (au nil: no trail read).
+func printHistory(w io.Writer, hs []store.Revision, au *historyAudit) {
 	for _, h := range hs {
+		who := au.suffix(h.Revision)
 		switch {
 		case h.Removed:
-			fmt.Fprintf(w, "rev %d removed %s store revision %d\n", h.Rev, stamp(h.Created), h.Revision)
+			fmt.Fprintf(w, "rev %d removed %s store revision %d%s\n", h.Rev, stamp(h.Created), h.Revision, who)
 		case h.Err != nil:
-			fmt.Fprintf(w, "rev %d malformed %s store revision %d: %v\n", h.Rev, stamp(h.Created), h.Revision, h.Err)
+			fmt.Fprintf(w, "rev %d malformed %s store revision %d: %v%s\n", h.Rev, stamp(h.Created), h.Revision, h.Err, who)
 		default:
-			fmt.Fprintf(w, "rev %d %s %s store revision %d\n", h.Rev, skillstore.Short(h.Record.Digest), stamp(h.Created), h.Revision)
+			signed := ""
+			if sig := h.Record.Signature; sig != nil {
+				signed = " signed " + sig.Key
+			}
+			fmt.Fprintf(w, "rev %d %s %s store revision %d%s%s\n", h.Rev, skillstore.Short(h.Record.Digest), stamp(h.Created), h.Revision, signed, who)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ import (
 //	  user: library-reader
 //	  password_env: SKILLSTREAM_LIBRARY_PASSWORD
 //	  bucket: LIBRARY              # index bucket (default LIBRARY); objects likewise
+//	audit:                         # optional
+//	  user: auditor
+//	  password_env: SKILLSTREAM_AUDITOR_PASSWORD
 //	tenants:
 //	  - name: acme
 //	    user: skillstream
@@ -49,7 +53,11 @@ import (
 
 // tenantsFile is the --tenants file.
 type tenantsFile struct {
-	Library *tenantAuth   `yaml:"library"`
+	Library *tenantAuth `yaml:"library"`
+	// Audit is the audit service's account (optional): serve connects to
+	// it and records who writes each tenant's store and the library
+	// (providers/store/audit).
+	Audit   *tenantAuth   `yaml:"audit"`
 	Tenants []tenantEntry `yaml:"tenants"`
 	path    string
 }
@@ -156,8 +164,19 @@ func loadTenants(path string) (*tenantsFile, error) {
 			f.Library.Objects = f.Library.Bucket
 		}
 	}
+	if f.Audit != nil {
+		if err := f.Audit.check(); err != nil {
+			return nil, usagef("--tenants %s: audit: %v", path, err)
+		}
+		if f.Audit.Bucket != "" || f.Audit.Objects != "" {
+			return nil, usagef("--tenants %s: audit: bucket and objects are the library's settings", path)
+		}
+	}
 	return &f, nil
 }
+
+// auditTenant names the audit account's credentials among the secrets.
+const auditTenant = "(audit)" // never a tenant's name (see tenantNameRE)
 
 // secretsNeeded says which secrets of a tenants file a command needs:
 // serve every tenant's and the library's (and, with --mcp-listen, every
@@ -194,6 +213,12 @@ func (f *tenantsFile) checkSecrets(need secretsNeeded) error {
 			}
 			continue
 		}
+		if name == auditTenant {
+			if f.Audit != nil {
+				add("the audit service", *f.Audit)
+			}
+			continue
+		}
 		for _, t := range f.Tenants {
 			if t.Name != name {
 				continue
@@ -217,7 +242,7 @@ func (f *tenantsFile) checkSecrets(need secretsNeeded) error {
 
 // everyone is what serve needs: every tenant, and the library.
 func (f *tenantsFile) everyone(mcp bool) secretsNeeded {
-	return secretsNeeded{tenants: append(f.names(), libraryTenant), mcp: mcp}
+	return secretsNeeded{tenants: append(f.names(), libraryTenant, auditTenant), mcp: mcp}
 }
 
 // check reports credentials that are missing or given twice; the secrets
@@ -471,6 +496,41 @@ func (c *Config) connectTenants(ctx context.Context, log *slog.Logger, f *tenant
 		tenants = append(tenants, t)
 	}
 	return tenants, library, nil
+}
+
+// connectAudit connects to the audit service's account of f: an account
+// of its own (no tenant's, not the library's), with JetStream, where the
+// audit streams are kept.
+func (c *Config) connectAudit(ctx context.Context, log *slog.Logger, f *tenantsFile, tenants []tenantConn, lib *tenantConn) (*tenantConn, error) {
+	nc, err := c.connectTenant(log, "audit", *f.Audit)
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t := &tenantConn{name: auditTenant, nc: nc}
+	if t.account, err = accountOf(actx, nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	others := tenants
+	if lib != nil {
+		others = append(slices.Clip(others), *lib)
+	}
+	for _, o := range others {
+		if o.account == t.account {
+			nc.Close()
+			return nil, fmt.Errorf("audit: the audit service's account %s is also %s's: it needs an account of its own, which no tenant can write", t.account, o.name)
+		}
+	}
+	if t.js, err = jetstream.New(nc); err == nil {
+		_, err = t.js.AccountInfo(actx)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("audit: JetStream of account %s (the audit records are kept there): %w", t.account, err)
+	}
+	return t, nil
 }
 
 // natsUserName is the user c connects as, when it is named (a tenant's

@@ -38,6 +38,7 @@ const (
 // tenantUsers are the users of tenantsConf and the environment variables
 // their passwords come from.
 var tenantUsers = map[string]string{
+	"auditor":          "SKILLSTREAM_AUDITOR_PASSWORD",
 	"library-reader":   "SKILLSTREAM_LIBRARY_READER_PASSWORD",
 	"curator":          "SKILLSTREAM_CURATOR_PASSWORD",
 	"acme-processor":   "ACME_PROCESSOR_PASSWORD",

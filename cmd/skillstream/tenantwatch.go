@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/skillstream/skillstream/processor/supervise"
+	"github.com/skillstream/skillstream/providers/store/audit"
 )
 
 // Tenants added and removed at run time. serve watches its tenants file
@@ -37,17 +38,19 @@ type tenantWatch struct {
 
 	mu       sync.Mutex
 	units    map[string]*servedUnit
-	accounts map[string]string // account → tenant
+	accounts map[string]string              // account → tenant
+	stores   map[string]jetstream.JetStream // account → the tenant's JetStream (the audit service reads its index)
 }
 
 // newTenantWatch follows f's tenants, served by units (serve's units at
 // start), the library in account libAccount ("" without one).
 func (a *app) newTenantWatch(c *Config, log *slog.Logger, f *tenantsFile, units []*servedUnit, libAccount string, metrics *prometheus.Registry, ann *announcer) *tenantWatch {
 	w := &tenantWatch{a: a, c: c, log: log, metrics: metrics, ann: ann, library: libraryKey(f),
-		units: map[string]*servedUnit{}, accounts: map[string]string{}}
+		units: map[string]*servedUnit{}, accounts: map[string]string{}, stores: map[string]jetstream.JetStream{}}
 	for _, u := range units {
 		w.units[u.tenant] = u
 		w.accounts[u.account] = u.tenant
+		w.stores[u.account] = u.js
 	}
 	if libAccount != "" { // the library's account is no tenant's
 		w.accounts[libAccount] = libraryTenant
@@ -169,6 +172,9 @@ func (w *tenantWatch) dial(ctx context.Context, u *servedUnit, e tenantEntry) er
 		u.mcpToken = os.Getenv(e.MCPTokenEnv)
 	}
 	u.nc, u.js, u.account = nc, js, account
+	w.mu.Lock()
+	w.stores[account] = js
+	w.mu.Unlock()
 	u.conn = tenantConn{name: e.Name, nc: nc, js: js, account: account, mcpToken: u.mcpToken, maxBytes: e.maxBytes, workers: e.Workers, rate: e.MaxTriggerRate}
 	return nil
 }
@@ -181,6 +187,7 @@ func (w *tenantWatch) stopped(name string) {
 	delete(w.units, name)
 	if u != nil && u.account != "" && w.accounts[u.account] == name {
 		delete(w.accounts, u.account)
+		delete(w.stores, u.account)
 	}
 	w.mu.Unlock()
 	if u == nil {
@@ -225,4 +232,21 @@ func (a *app) supervisedUnit(c *Config, log *slog.Logger, u *servedUnit, metrics
 			return r, nil
 		},
 		Failed: func(error) { ann.failed(u) }}
+}
+
+// auditIndex is the audit service's way to every store it audits: each
+// tenant served now, and the library (lib, nil without one).
+func (w *tenantWatch) auditIndex(bucket string, lib *tenantConn, f *tenantsFile) func(string) (audit.Index, bool) {
+	return func(account string) (audit.Index, bool) {
+		if lib != nil && account == lib.account {
+			return audit.Index{JS: lib.js, Bucket: f.Library.Bucket}, true
+		}
+		w.mu.Lock()
+		js := w.stores[account]
+		w.mu.Unlock()
+		if js == nil {
+			return audit.Index{}, false
+		}
+		return audit.Index{JS: js, Bucket: bucket}, true
+	}
 }

@@ -18,6 +18,7 @@ const shippedTenantsConf = "../../cmd/skillstream/deploy/tenants.conf"
 var shippedVariables = map[string]string{
 	"SKILLSTREAM_LIBRARY_READER_PASSWORD": "library-reader",
 	"SKILLSTREAM_CURATOR_PASSWORD":        "curator",
+	"SKILLSTREAM_AUDITOR_PASSWORD":        "auditor",
 	"ACME_PROCESSOR_PASSWORD":             "acme-processor",
 	"ACME_ADMIN_PASSWORD":                 "acme-admin",
 	"ACME_WORKER_1_PASSWORD":              "acme-worker-1",
