@@ -1,0 +1,23 @@
+// Package console is the operator console: web pages where a platform
+// team sees one tenant's skills, usage, sessions and fleet, and steers
+// its skills (roll back, release, promote, pin).
+//
+// It is a front door like the MCP server: it reads the registry, the
+// skill store, the usage projection and the session log through the
+// same packages the processor and the commands use, and never holds a
+// second copy of their rules. Pages are server-rendered html/template
+// with plain links and forms; the one script is the vendored chart
+// library and a small file of our own that draws its plots from JSON the
+// page carries. Nothing is fetched from another origin.
+//
+// Safety: every string a skill controls (names, descriptions, bodies)
+// reaches the page through html/template's contextual escaping; the
+// Content-Security-Policy allows scripts from the console's own origin
+// only (no inline script); every state-changing request needs the signed
+// session's CSRF token and an Origin (or Referer) of the console's own
+// host; a request naming a Host the console was not started with is
+// refused; bodies and queries are bounded. People sign in with a
+// console token (viewer or operator) and get a signed, HttpOnly,
+// SameSite=Strict cookie; a console serves one tenant and holds only
+// that tenant's sources, so it cannot show another's data.
+package console
