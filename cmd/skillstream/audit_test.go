@@ -120,7 +120,7 @@ func TestAuditNamesServerKnownUsers(t *testing.T) {
 		// The unclaimed revision, then claimed by the forged request: the
 		// server's name, not the header's.
 		regexp.MustCompile(`^rev 3 \w{12} \S+ store revision \d+ by acme-admin@ACME at \S+$`),
-		regexp.MustCompile(`^release release\.global\.report by acme-admin@ACME at \S+ store revision \d+: skills release report 2$`),
+		regexp.MustCompile(`^release release\.global\.report by acme-admin@ACME at \S+ store revision \d+: skills release report 2 --canary 10%$`),
 	}
 	if len(lines) != len(checks) {
 		t.Fatalf("acme history: %d lines, want %d:\n%s", len(lines), len(checks), out)

@@ -631,7 +631,11 @@ tool results carry as value.revision.`[1:], `
 			err = run(ctx, pb) // a missing skill, revision or scope: exit 1, like every command
 		}
 		if err == nil {
-			a.claimWrites(ctx, &c, nc, claims, "skills "+action+" "+strings.Join(args, " "))
+			detail := "skills " + action + " " + strings.Join(args, " ")
+			if action == "release" {
+				detail += " --canary " + canary
+			}
+			a.claimWrites(ctx, &c, nc, claims, detail)
 		}
 		return refused.explain(err)
 	}
