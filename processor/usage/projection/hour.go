@@ -1,8 +1,10 @@
 package projection
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sort"
 	"strconv"
@@ -32,6 +34,10 @@ const (
 	// skill row keeps per hour.
 	HourDigests   = 16
 	HourRevisions = 32
+	// HourFoundPairs is how many (session, skill) pairs a search returned
+	// an hour keeps, to count the loads that followed them; past it a
+	// load after a search is not counted as one.
+	HourFoundPairs = 4096
 	// HourQueries and HourQueryBytes bound the queries that matched
 	// nothing an hour keeps; further ones count in NoMatchOther.
 	HourQueries    = 100
@@ -95,6 +101,9 @@ type SkillHour struct {
 	Digests   []string `json:"digests,omitempty"`
 	Revisions []uint64 `json:"revisions,omitempty"`
 	SetsCut   bool     `json:"setsCut,omitempty"`
+	// AfterSearch counts its loads that followed, in the same hour, a
+	// search of the same session that returned it (once per session).
+	AfterSearch int `json:"afterSearch,omitempty"`
 	// Releases split loads and errors by revision and channel (see
 	// usage.SkillUsage.Releases), keyed "<rev>:<channel>", at most
 	// HourRevisions (SetsCut says some were left out).
@@ -170,6 +179,52 @@ type SearchHour struct {
 	// NoMatchOther the searches of queries past HourQueries.
 	NoMatchQueries map[string]int `json:"noMatchQueries,omitempty"`
 	NoMatchOther   int            `json:"noMatchOther,omitempty"`
+	// ThenLoaded counts the skills a search returned that the same
+	// session then loaded within the hour (a pair once). Pairs holds the
+	// pairs returned so far, keyed by a hash of session and skill, true
+	// once loaded; at most HourFoundPairs (PairsCut says some were left
+	// out, so ThenLoaded may count short).
+	ThenLoaded int             `json:"thenLoaded,omitempty"`
+	Pairs      map[string]bool `json:"pairs,omitempty"`
+	PairsCut   bool            `json:"pairsCut,omitempty"`
+}
+
+// pairKey names the pair of a session and a skill in SearchHour.Pairs.
+func pairKey(sid, skill string) string {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], HashSession(sid))
+	h.Write(b[:])
+	h.Write([]byte(skill))
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// found notes that a search of sid returned skill.
+func (s *SearchHour) found(sid, skill string) {
+	k := pairKey(sid, skill)
+	if _, ok := s.Pairs[k]; ok {
+		return
+	}
+	if len(s.Pairs) >= HourFoundPairs {
+		s.PairsCut = true
+		return
+	}
+	if s.Pairs == nil {
+		s.Pairs = map[string]bool{}
+	}
+	s.Pairs[k] = false
+}
+
+// loaded reports whether sid loading skill follows a search of sid that
+// returned it, not counted yet; it marks the pair counted.
+func (s *SearchHour) loaded(sid, skill string) bool {
+	k := pairKey(sid, skill)
+	if done, ok := s.Pairs[k]; !ok || done {
+		return false
+	}
+	s.Pairs[k] = true
+	s.ThenLoaded++
+	return true
 }
 
 // HourKey is the key of the hour bucket of t: h.<YYYYMMDDHH>, UTC.
@@ -207,6 +262,9 @@ func (h *Hour) Apply(out usage.Output, seq uint64, at time.Time) {
 	case usage.OutputLoad:
 		r := h.row(out.Skill)
 		r.Loads++
+		if h.Search.loaded(out.Session, out.Skill) {
+			r.AfterSearch++
+		}
 		r.digest(out.Digest)
 		r.revision(out.Revision)
 		if rh := r.release(out.Rev, out.Channel); rh != nil {
@@ -265,6 +323,9 @@ func (h *Hour) searched(sid string, v *events.SearchValue) {
 			name = usage.OtherSkill
 		}
 		s.Skills = inc(s.Skills, name, 1)
+		if name == e.Name {
+			s.found(sid, name)
+		}
 	}
 }
 
@@ -417,6 +478,7 @@ func (h *Hour) shedSets() {
 		h.Search.NoMatchOther += n
 	}
 	h.Search.NoMatchQueries = nil
+	h.Search.Pairs, h.Search.PairsCut = nil, true
 }
 
 // shedRows folds every row but the keep most used into usage.OtherSkill,
@@ -481,6 +543,7 @@ func foldCodes(m map[string]int) map[string]int {
 // add sums row o into r (sets are dropped: only shedRows adds rows).
 func (r *SkillHour) add(o *SkillHour, sparseMax int) {
 	r.Loads += o.Loads
+	r.AfterSearch += o.AfterSearch
 	r.Invocations += o.Invocations
 	for c, n := range o.Errors {
 		r.Errors = inc(r.Errors, c, n)

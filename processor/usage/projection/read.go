@@ -32,48 +32,58 @@ const getMax = 512
 // getWorkers is how many gets are in flight at once.
 const getWorkers = 16
 
+// open finds the projection opts names: its stream, bucket and position,
+// checked to be the projection of that stream.
+func open(ctx context.Context, js jetstream.JetStream, opts Options) (Options, jetstream.Stream, jetstream.KeyValue, Position, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return Options{}, nil, nil, Position{}, err
+	}
+	st, err := js.Stream(ctx, o.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("stream %s does not exist", o.Stream)
+	}
+	if err != nil {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("stream %s: %w", o.Stream, err)
+	}
+	if want := events.StreamSubjects(o.Prefix); !slices.Contains(st.CachedInfo().Config.Subjects, want) {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("stream %s holds subjects %q, not %s: %w", o.Stream, st.CachedInfo().Config.Subjects, want, usage.ErrNotSessionStream)
+	}
+	kv, err := js.KeyValue(ctx, o.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("%w: bucket %s does not exist", ErrNoProjection, o.Bucket)
+	}
+	if err != nil {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("bucket %s: %w", o.Bucket, err)
+	}
+	e, err := kv.Get(ctx, posKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("%w: bucket %s has no position yet", ErrNoProjection, o.Bucket)
+	}
+	if err != nil {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("bucket %s: position: %w", o.Bucket, err)
+	}
+	pos, err := decodePosition(e.Value())
+	if err != nil {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("%w: bucket %s: %w", ErrNoProjection, o.Bucket, err)
+	}
+	if err := (&Projector{opts: o}).matches(pos); err != nil {
+		return Options{}, nil, nil, Position{}, fmt.Errorf("%w: %w", ErrNoProjection, err)
+	}
+
+	return o, st, kv, pos, nil
+}
+
 // Read sums the hour buckets of the window from since (zero: every hour
 // the projection holds) to now into a report of the keys usage.Read
 // gives, with Report.Projection saying what the projection covered, how
 // far it lags the stream and what it does not keep. The window starts at
 // the hour of since: the projection counts by the hour (UTC).
 func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.Time) (*usage.Report, error) {
-	o, err := opts.withDefaults()
+	o, st, kv, pos, err := open(ctx, js, opts)
 	if err != nil {
 		return nil, err
 	}
-	st, err := js.Stream(ctx, o.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("stream %s does not exist", o.Stream)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
-	}
-	if want := events.StreamSubjects(o.Prefix); !slices.Contains(st.CachedInfo().Config.Subjects, want) {
-		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", o.Stream, st.CachedInfo().Config.Subjects, want, usage.ErrNotSessionStream)
-	}
-	kv, err := js.KeyValue(ctx, o.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, fmt.Errorf("%w: bucket %s does not exist", ErrNoProjection, o.Bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
-	}
-	e, err := kv.Get(ctx, posKey)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, fmt.Errorf("%w: bucket %s has no position yet", ErrNoProjection, o.Bucket)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("bucket %s: position: %w", o.Bucket, err)
-	}
-	pos, err := decodePosition(e.Value())
-	if err != nil {
-		return nil, fmt.Errorf("%w: bucket %s: %w", ErrNoProjection, o.Bucket, err)
-	}
-	if err := (&Projector{opts: o}).matches(pos); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoProjection, err)
-	}
-
 	info := &usage.ProjectionInfo{Bucket: o.Bucket, Since: since, CountsFrom: pos.From, AppliedSeq: pos.Seq, AppliedAt: pos.Time,
 		NotKept: slices.Clone(NotKept), Partial: []string{}}
 	m := newMerger(pos.Gen)
