@@ -30,8 +30,9 @@ func (a *app) usageCommand() (*command, runFunc) {
 		asJSON  bool
 		scan    bool
 		rebuild bool
+		by      string
 	)
-	cmd := newCommand("usage", "skillstream usage [NAME] [--since DURATION|TIME] [--session SID] [--project ID] [--scan] [--json] [flags]\n       skillstream usage --rebuild [--since DURATION|TIME] [flags]", `
+	cmd := newCommand("usage", "skillstream usage [NAME] [--since DURATION|TIME] [--session SID] [--project ID] [--scan] [--json] [flags]\n       skillstream usage [NAME] --by hour|day [--since DURATION|TIME] [--json] [flags]\n       skillstream usage --rebuild [--since DURATION|TIME] [flags]", `
 Report which skills were used: per skill, the model's loads (successful
 skill tool results), users' invocations (skill.invocation records), errors
 by code, distinct sessions, first and last use, and the digests and store
@@ -73,6 +74,22 @@ outputs under the project of its latest trigger in the window. Without a
 projection (no serve --usage-projection has kept one yet) usage reads
 the stream too, and says so.
 
+--by hour or --by day prints usage over time from the projection
+instead: one row per hour or day (UTC) of the window, every one shown,
+with the loads, searches, searches followed by a load of a skill they
+found (same session, within the hour), searches that found nothing, and
+errors (skill calls and searches answered with an error); usage NAME
+--by the skill's loads, the searches that found it, its loads after
+them, its errors, and its loads per store revision and channel (canary
+against stable). The window is --since to now, by default the last 48
+hours by the hour and 30 days by the day, at most 92 days. --json prints
+the series as one object: step, from, to, times (each point's start,
+Unix seconds), total (loads, searches, searchThenLoad, noMatch, errors:
+one number per point), skills (name, loads, found, searchThenLoad,
+errors, releases - rev, channel, loads, errors), partial, appliedSeq,
+lagRecords and lagCounted; usage NAME --by --json the same with that
+skill alone in skills. The operator console plots these same points.
+
 --rebuild deletes the projection and replays the stream's outputs into
 it, from the start or from --since, then prints how many it applied; a
 serve keeping the projection stands by meanwhile and goes on after it.
@@ -100,6 +117,8 @@ but the bucket by --rebuild.`[1:], `
   skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'
   skillstream usage --since 7d --scan
   skillstream usage deploy --since 24h
+  skillstream usage --by hour --since 24h
+  skillstream usage deploy --by day --json
   skillstream usage --rebuild`[1:])
 	cmd.group("Flags")
 	cmd.localString(&since, "since", "", "read from `DURATION` ago (24h, 7d) or from TIME (RFC 3339); default the stream's start")
@@ -107,6 +126,7 @@ but the bucket by --rebuild.`[1:], `
 	cmd.localString(&project, "project", "", "count only sessions of project `id` (from the stream: triggers name projects)")
 	cmd.localBool(&scan, "scan", false, "read the stream, not the usage projection")
 	cmd.localBool(&rebuild, "rebuild", false, "delete the usage projection and replay the stream into it (from --since when given), then print the count")
+	cmd.localString(&by, "by", "", "print usage over time, one row per `step`: hour or day (UTC), from the projection")
 	cmd.localBool(&asJSON, "json", false, "print the report as one JSON object")
 	c.readerFlags(cmd)
 	cmd.group("Usage projection")
@@ -137,11 +157,31 @@ but the bucket by --rebuild.`[1:], `
 				return err
 			}
 		}
+		var step projection.Step
+		if by != "" {
+			if step, err = projection.ParseStep(by); err != nil {
+				return usagef("--by: %v", err)
+			}
+			if rebuild || scan || sid != "" || project != "" {
+				return usagef("--by reads the usage projection: it takes no --rebuild, --scan, --session or --project")
+			}
+		}
 		js, closeJS, err := a.openSessions(&c)
 		if err != nil {
 			return err
 		}
 		defer closeJS()
+		if step != "" {
+			s, err := projection.ReadSeries(ctx, js, c.usageOptions(), step, start, time.Time{})
+			if err != nil {
+				return err
+			}
+			out := bufio.NewWriterSize(a.stdout, 64<<10)
+			if err := printSeries(out, s, name, asJSON); err != nil {
+				return err
+			}
+			return out.Flush()
+		}
 		if rebuild {
 			return a.rebuildUsage(ctx, &c, js, start, asJSON)
 		}
@@ -576,4 +616,71 @@ func revisions(rs []uint64) string {
 		parts[i] = strconv.FormatUint(r, 10)
 	}
 	return strings.Join(parts, ",")
+}
+
+// printSeries writes usage --by: the series, or the skill name's alone.
+func printSeries(w io.Writer, s *projection.Series, name string, asJSON bool) error {
+	var sk *projection.SkillSeries
+	if name != "" {
+		sk = s.Skill(name)
+		one := *s
+		one.Skills = []projection.SkillSeries{}
+		if sk != nil {
+			one.Skills = append(one.Skills, *sk)
+		}
+		s = &one
+	}
+	if asJSON {
+		enc := newJSONEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	layout := "2006-01-02T15:04Z"
+	if s.Step == projection.ByDay {
+		layout = "2006-01-02"
+	}
+	fmt.Fprintf(w, "usage by %s (UTC), %s to %s, from the usage projection up to stream sequence %d", s.Step,
+		s.From.Format(layout), s.To.Format(layout), s.AppliedSeq)
+	switch {
+	case s.LagRecords > 0 && s.LagCounted:
+		fmt.Fprintf(w, " and the %d output records after it", s.LagRecords)
+	case s.LagRecords > 0:
+		fmt.Fprintf(w, " (%d output records behind the stream, not counted)", s.LagRecords)
+	}
+	if name != "" {
+		fmt.Fprintf(w, "; skill %s", name)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t") }
+	n := strconv.Itoa
+	switch {
+	case name == "":
+		row("TIME", "LOADS", "SEARCHES", "SEARCH-THEN-LOAD", "NO-MATCH", "ERRORS")
+		t := s.Total
+		for i, at := range s.Times {
+			row(time.Unix(at, 0).UTC().Format(layout), n(t.Loads[i]), n(t.Searches[i]), n(t.SearchThenLoad[i]), n(t.NoMatch[i]), n(t.Errors[i]))
+		}
+	case sk == nil:
+		tw.Flush()
+		fmt.Fprintf(w, "(%s was not loaded, found or failing in the window)\n", name)
+	default:
+		head := []string{"TIME", "LOADS", "FOUND", "SEARCH-THEN-LOAD", "ERRORS"}
+		for _, r := range sk.Releases {
+			head = append(head, fmt.Sprintf("LOADS r%d %s", r.Rev, r.Channel), fmt.Sprintf("ERRORS r%d %s", r.Rev, r.Channel))
+		}
+		row(head...)
+		for i, at := range s.Times {
+			cells := []string{time.Unix(at, 0).UTC().Format(layout), n(sk.Loads[i]), n(sk.Found[i]), n(sk.SearchThenLoad[i]), n(sk.Errors[i])}
+			for _, r := range sk.Releases {
+				cells = append(cells, n(r.Loads[i]), n(r.Errors[i]))
+			}
+			row(cells...)
+		}
+	}
+	tw.Flush()
+	for _, p := range s.Partial {
+		fmt.Fprintf(w, "partial: %s\n", p)
+	}
+	return nil
 }
