@@ -112,6 +112,9 @@ type Sources struct {
 	Usage    UsageSources
 	Sessions SessionSources
 	Fleet    FleetSources
+	// Prefix is the sessions stream's subject prefix ("": the default),
+	// which the usage projection and the session readers need.
+	Prefix string
 }
 
 // Server is one tenant's console: an http.Handler.
