@@ -3,16 +3,22 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
 
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor/console"
 	"github.com/skillstream/skillstream/processor/console/browsertest"
 	"github.com/skillstream/skillstream/processor/usage/projection"
@@ -123,6 +129,37 @@ func TestUsagePage(t *testing.T) {
 			}
 		}
 	}
+	// Loads a store's releases served (stable revision 1, canary 2): the
+	// skill's plot splits them.
+	for i, ch := range []string{"stable", "canary", "stable"} {
+		sid := "rel-" + strconv.Itoa(i)
+		b, err := events.Encode(events.JSON, events.ToolResult{V: 1, Session: sid, Call: "c1", TriggerSeq: 1, Text: "<skill_content>x</skill_content>",
+			Value: &events.SkillValue{Name: "deploy", Provider: "store", Rev: uint64(1 + i%2), Channel: ch}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := nats.NewMsg(events.Subject(events.DefaultPrefix, sid, events.KindToolResult))
+		m.Data = b
+		m.Header.Set(events.HeaderContentType, events.ContentTypeJSON)
+		if _, err := f.srv.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	natstest.Eventually(t, 30*time.Second, "the releases plotted", func() error {
+		_, body := get(t, c, ts.URL+"/usage?skill=deploy")
+		p, ok := plots(t, body)["plot-skill-releases"]
+		if !ok {
+			return errors.New("no releases plot")
+		}
+		got := map[string]int{}
+		for _, l := range p.Series {
+			got[l.Label] = total(l.Values)
+		}
+		if got["loads r1 stable"] != 2 || got["loads r2 canary"] != 1 || len(got) != 4 {
+			return fmt.Errorf("releases plotted %v", got)
+		}
+		return nil
+	})
 	// The never-used table, both ways; the hostile description of a used
 	// skill never reaches it, and a listed one shows escaped.
 	_, body := get(t, c, ts.URL+"/usage")
