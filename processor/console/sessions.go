@@ -29,11 +29,13 @@ type SessionSources struct {
 	Catalog catalog.Options
 }
 
+// maxSessionEvents is the longest session the timeline and the replay
+// read (the export streams any, up to maxExportBytes): a longer one is
+// for skillstream history and replay. A variable for tests.
+var maxSessionEvents uint64 = 20000
+
 // Bounds of the sessions pages' reads.
 const (
-	// maxSessionEvents is the longest session the pages read (export
-	// streams any): a longer one is for skillstream history and replay.
-	maxSessionEvents = 20000
 	// recentWindow is how many of the stream's newest records the list
 	// of recent sessions looks through; recentMax how many it shows.
 	recentWindow = 20000
@@ -212,8 +214,8 @@ func (s *Server) sessionSize(ctx context.Context, sid string) (uint64, error) {
 }
 
 // openSession checks a session before a page reads it: the stream, the
-// id, and its size within the bound.
-func (s *Server) openSession(ctx context.Context, r *http.Request) (string, uint64, error) {
+// id, and, when bounded, its size within maxSessionEvents.
+func (s *Server) openSession(ctx context.Context, r *http.Request, bounded bool) (string, uint64, error) {
 	sid, err := s.sessionID(r)
 	if err != nil {
 		return "", 0, err
@@ -227,6 +229,10 @@ func (s *Server) openSession(ctx context.Context, r *http.Request) (string, uint
 	}
 	if n == 0 {
 		return "", 0, NotFound("session %s has no events in stream %s", sid, s.cfg.Sources.Stream)
+	}
+	if bounded && n > maxSessionEvents {
+		return "", 0, &httpError{http.StatusRequestEntityTooLarge, fmt.Errorf("session %s has %d events, more than the console reads (%d): skillstream history --session %s and replay --live read it whole",
+			sid, n, maxSessionEvents, sid)}
 	}
 	return sid, n, nil
 }
@@ -272,7 +278,7 @@ var errStop = errors.New("stop")
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), sessionTimeout)
 	defer cancel()
-	sid, n, err := s.openSession(ctx, r)
+	sid, n, err := s.openSession(ctx, r, true)
 	if err != nil {
 		return err
 	}
@@ -356,7 +362,7 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 func (s *Server) sessionExport(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*sessionTimeout)
 	defer cancel()
-	sid, _, err := s.openSession(ctx, r)
+	sid, _, err := s.openSession(ctx, r, false)
 	if err != nil {
 		return err
 	}
@@ -388,7 +394,7 @@ type replayView struct {
 func (s *Server) sessionReplay(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), sessionTimeout)
 	defer cancel()
-	sid, _, err := s.openSession(ctx, r)
+	sid, _, err := s.openSession(ctx, r, true)
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,17 @@ func TestSessionPages(t *testing.T) {
 	if code, body := get(t, c, ts.URL+"/sessions/never-was"); code != http.StatusNotFound || !strings.Contains(body, "no events") {
 		t.Errorf("a session that never was: %d", code)
 	}
+	// A session longer than the pages read is refused, saying what reads
+	// it whole; its export still downloads.
+	defer console.SetMaxSessionEvents(5)()
+	for _, path := range []string{"/sessions/sess-0", "/sessions/sess-0/replay"} {
+		if code, body := get(t, c, ts.URL+path); code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "skillstream history --session sess-0") {
+			t.Errorf("%s of a long session: %d", path, code)
+		}
+	}
+	if code, _ := get(t, c, ts.URL+"/sessions/sess-0/export"); code != http.StatusOK {
+		t.Errorf("export of a long session: %d", code)
+	}
 }
 
 type errString string
