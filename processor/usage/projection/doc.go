@@ -16,7 +16,10 @@
 // tombstone, changes) and the skills they listed; searches, those that
 // found something and those that found nothing (with their queries),
 // failed searches by code, the skills searches returned, and the sessions
-// that searched. Beside the hours, the key pos holds the Position (the
+// that searched, and the skills a search returned that the same session
+// then loaded within the hour (Search.ThenLoaded, SkillHour.AfterSearch:
+// the hour keeps up to HourFoundPairs hashed session and skill pairs to
+// count them). Beside the hours, the key pos holds the Position (the
 // stream it projects, its generation, the sequence up to which every
 // output record is applied) and the key lease the lease.
 //
@@ -25,8 +28,9 @@
 // window; past that a HyperLogLog of 512 registers, whose estimate is
 // within about 4.6% (one standard error) and which the report marks
 // (SessionsEstimated). What follows one session's searches and loads
-// through time - the skills found then loaded, the searches per session -
-// is not kept (NotKept); usage --scan reports it. Each hour is bounded
+// through time beyond the hour - the skills found then loaded, the
+// searches per session - is not kept in a report (NotKept); usage --scan
+// reports it. Each hour is bounded
 // (HourSkills rows, HourListed names, digests, revisions and queries),
 // so that it always fits in one message; what is cut is said in the
 // report (ProjectionInfo.Partial).
@@ -131,4 +135,12 @@
 // It also says how far the projection lags the stream: the output
 // records after its position, and the time from the position's record to
 // the newest.
+//
+// ReadSeries reads the hours of a window (at most MaxSeriesHours) into
+// series by the hour or by the day (UTC), every point present: loads,
+// searches, search-then-load, searches that found nothing and errors, in
+// total and per skill, with each skill's loads and errors per store
+// revision and channel. The records after the position are counted in
+// as Read counts them. usage --by prints these series and the operator
+// console plots them.
 package projection
