@@ -10,6 +10,16 @@
 // library and a small file of our own that draws its plots from JSON the
 // page carries. Nothing is fetched from another origin.
 //
+// The usage page plots the projection's series by the hour or the day
+// (projection.ReadSeries: the points skillstream usage --by prints), in
+// total and for a picked skill, split by store revision and channel
+// where releases served it, with the skills listed and never used as a
+// table sorted by query. The sessions pages read a session's log as
+// skillstream history, export and replay --live do (processor/replay):
+// its timeline, the exact text shown at a step, the recording as a
+// download, and a replay against today's skills. A session id from a URL
+// is checked against the stream's layout, and every read is bounded.
+//
 // Safety: every string a skill controls (names, descriptions, bodies)
 // reaches the page through html/template's contextual escaping; the
 // Content-Security-Policy allows scripts from the console's own origin
