@@ -110,6 +110,9 @@ type skillData struct {
 	// Acts says the skill's store takes the operators' actions.
 	Acts   bool
 	Latest uint64
+	// CompareA and CompareB are the revisions the compare form starts
+	// with: the newest kept one and the one before it.
+	CompareA, CompareB uint64
 }
 
 func (d skillData) PageTitle() (string, string) { return d.Name, "skills" }
@@ -197,6 +200,17 @@ func (s *Server) skillPage(w http.ResponseWriter, r *http.Request) error {
 			rr.Who = who[h.Revision]
 		}
 		d.Revisions = append(d.Revisions, rr)
+		if rr.Digest != "" {
+			switch {
+			case d.CompareB == 0:
+				d.CompareB = rr.Rev
+			case d.CompareA == 0:
+				d.CompareA = rr.Rev
+			}
+		}
+	}
+	if d.CompareA == 0 {
+		d.CompareA = d.CompareB
 	}
 	s.fillPlot(ctx, &d)
 	s.render(w, r, http.StatusOK, "skill.html", d)
