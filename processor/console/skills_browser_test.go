@@ -87,7 +87,7 @@ func TestBrowserSkills(t *testing.T) {
 	if err := chromedp.Do(ctx,
 		chromedp.SendKeys(`input[name=q]`, "weekly"),
 		chromedp.Submit(`input[name=q]`),
-		chromedp.WaitVisible(`p.count`),
+		chromedp.WaitVisible(`input[name=q][value="weekly"]`), // the new page
 	); err != nil {
 		t.Fatal(err)
 	}
