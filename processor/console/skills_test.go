@@ -42,6 +42,7 @@ type skillEnv struct {
 	pb, lib *store.Publisher
 	reg     *providers.Registry
 	trusted string // the trusted publisher's key
+	cfg     console.Config
 	mu      sync.Mutex
 	actions []console.Action
 }
@@ -140,6 +141,17 @@ func newSkillEnv(t *testing.T, js jetstream.JetStream, auditConn *nats.Conn) *sk
 		t.Fatal(err)
 	}
 	pushDir(t, e.pb, writeSkill(t, root, "evil", hostile, "Body "+hostile, nil), store.PushOptions{})
+	alpha, err := skillstore.Project("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.ReadSkill(writeSkill(t, t.TempDir(), "projonly", "A project's own skill.", "Project body.", nil), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pb.Push(ctx, alpha, []store.Local{l}, false); err != nil {
+		t.Fatal(err)
+	}
 	libRoot := t.TempDir()
 	pushDir(t, e.lib, writeSkill(t, libRoot, "libskill", "A library skill.", "Shared.", nil), store.PushOptions{})
 	folder := t.TempDir()
@@ -183,6 +195,7 @@ func newSkillEnv(t *testing.T, js jetstream.JetStream, auditConn *nats.Conn) *sk
 		e.actions = append(e.actions, a)
 		e.mu.Unlock()
 	}}
+	e.cfg = cfg
 	ts := startConsole(t, cfg)
 	e.ts.URL = ts.URL
 	return e
@@ -262,6 +275,7 @@ func TestSkillsPage(t *testing.T) {
 		"gone":       {`chip revoked">revoked<`},
 		"evil":       {"&lt;script&gt;window.pwned=1"},
 		"libskill":   {`<td class="source">library`},
+		"projonly":   {`store <span class="muted">project/alpha</span>`, `href="/skills/projonly?in=project%2falpha"`},
 		"localskill": {`<td class="source">folder <span class="muted">custom</span>`},
 	} {
 		row := rowOf(body, name)
@@ -348,6 +362,8 @@ func TestSkillPageAndDiff(t *testing.T) {
 		"/skills/BAD%20NAME":                    http.StatusBadRequest,
 		"/skills/localskill?in=folder":          http.StatusOK,
 		"/skills/libskill?in=library":           http.StatusOK,
+		"/skills/projonly?in=project/alpha":     http.StatusOK,
+		"/skills/projonly?in=global":            http.StatusNotFound,
 	} {
 		if status, body := get(t, c, e.ts.URL+path); status != want {
 			t.Errorf("%s: %d, want %d\n%s", path, status, want, body)
