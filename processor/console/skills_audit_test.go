@@ -102,7 +102,7 @@ func TestSkillAudit(t *testing.T) {
 
 	c := client(t)
 	signIn(t, c, e.ts.URL, operatorToken)
-	_, body := get(t, c, e.ts.URL+"/skills/report?in=global")
+	_, body := fetchPage(t, c, e.ts.URL+"/skills/report?in=global")
 	row1, row2 := revRow(body, "1"), revRow(body, "2")
 	if !strings.Contains(row1, `<td class="who">alice@T</td>`) {
 		t.Errorf("rev 1 does not name alice:\n%s", row1)
@@ -130,7 +130,7 @@ func TestSkillAudit(t *testing.T) {
 		t.Errorf("the rollback is not in the trail as ops's: %+v", rs)
 	}
 	// The page now names ops for rev 3.
-	_, body = get(t, c, e.ts.URL+"/skills/report?in=global")
+	_, body = fetchPage(t, c, e.ts.URL+"/skills/report?in=global")
 	if row3 := revRow(body, "3"); !strings.Contains(row3, `<td class="who">ops@T</td>`) {
 		t.Errorf("rev 3 does not name ops:\n%s", row3)
 	}

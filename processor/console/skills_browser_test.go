@@ -16,8 +16,8 @@ import (
 	"github.com/skillstream/skillstream/providers/store"
 )
 
-// TestBrowserSkills, in a real Chromium: the skills page, a hostile
-// skill's page and its diff show the hostile text as text and run none
+// TestBrowserSkills, in a real Chromium: the skills page, a hostileDesc
+// skill's page and its diff show the hostileDesc text as text and run none
 // of it (the flag its script would set stays undefined, no dialog
 // opens, no image or javascript: link is made of it); an operator rolls
 // a skill back from its page through the confirmation, which shows the
@@ -25,9 +25,9 @@ import (
 func TestBrowserSkills(t *testing.T) {
 	srv := natstest.Start(t)
 	e := newSkillEnv(t, srv.JS, nil)
-	// A second revision of the hostile skill, so that its diff shows
-	// hostile lines on both sides.
-	pushDir(t, e.pb, writeSkill(t, t.TempDir(), "evil", hostile, "Body "+hostile+"\n<script>window.pwned=5</script>", nil), store.PushOptions{})
+	// A second revision of the hostileDesc skill, so that its diff shows
+	// hostileDesc lines on both sides.
+	pushDir(t, e.pb, writeSkill(t, t.TempDir(), "evil", hostileDesc, "Body "+hostileDesc+"\n<script>window.pwned=5</script>", nil), store.PushOptions{})
 
 	ctx, log := browsertest.New(t)
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -49,16 +49,16 @@ func TestBrowserSkills(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	// safe checks that nothing of the hostile text ran or became markup.
+	// safe checks that nothing of the hostileDesc text ran or became markup.
 	safe := func(where string) {
 		t.Helper()
 		pwned, err := chromedp.Run(ctx, chromedp.Evaluate[string](`typeof window.pwned`))
 		if err != nil || pwned != "undefined" {
-			t.Errorf("%s: window.pwned is %s (%v): the hostile text ran", where, pwned, err)
+			t.Errorf("%s: window.pwned is %s (%v): the hostileDesc text ran", where, pwned, err)
 		}
 		made, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('main img, main script:not([src]):not([type="application/json"]), a[href^="javascript:"], [onerror]').length`))
 		if err != nil || made != 0 {
-			t.Errorf("%s: %d elements made of the hostile text (%v)", where, made, err)
+			t.Errorf("%s: %d elements made of the hostileDesc text (%v)", where, made, err)
 		}
 		if n := dialogs.Load(); n != 0 {
 			t.Errorf("%s: %d dialogs opened", where, n)
@@ -66,7 +66,7 @@ func TestBrowserSkills(t *testing.T) {
 	}
 	desc, err := chromedp.Run(ctx, chromedp.Text(`tr[data-name="evil"] .desc`))
 	if err != nil || !strings.Contains(desc, `<script>window.pwned=1;alert(1)</script> "><img src=x onerror=`) || !strings.Contains(desc, "javascript:window.pwned=4") {
-		t.Errorf("the hostile description is not shown as text: %q (%v)", desc, err)
+		t.Errorf("the hostileDesc description is not shown as text: %q (%v)", desc, err)
 	}
 	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr.skill')].map(r => r.dataset.name + ' ' + r.querySelector('.source').innerText + ' ' + r.querySelector('.state').innerText + ' ' + r.querySelector('.sig .chip').innerText)`))
 	if err != nil {
@@ -95,7 +95,7 @@ func TestBrowserSkills(t *testing.T) {
 		t.Errorf("search for weekly: %d rows (%v)", n, err)
 	}
 
-	// The hostile skill's page and its diff.
+	// The hostileDesc skill's page and its diff.
 	if err := chromedp.Do(ctx, chromedp.Navigate(e.ts.URL+"/skills/evil?in=global"), chromedp.WaitVisible(`h1.name`)); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBrowserSkills(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d, err := chromedp.Run(ctx, chromedp.Text(`table.diff`)); err != nil || !strings.Contains(d, "<script>window.pwned=5</script>") {
-		t.Errorf("the diff does not show the hostile line as text: %q (%v)", d, err)
+		t.Errorf("the diff does not show the hostileDesc line as text: %q (%v)", d, err)
 	}
 	safe("diff page")
 

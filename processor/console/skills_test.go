@@ -29,10 +29,10 @@ import (
 	"github.com/skillstream/skillstream/providers/store"
 )
 
-// hostile is a description a skill's author controls: markup that would
+// hostileDesc is a description a skill's author controls: markup that would
 // run script (set window.pwned, open a dialog) if it reached a page
 // unescaped, and a javascript: link.
-const hostile = `Hostile <script>window.pwned=1;alert(1)</script> "><img src=x onerror="window.pwned=2;alert(2)"> <a href="javascript:window.pwned=3">click</a> [link](javascript:window.pwned=4)`
+const hostileDesc = `Hostile <script>window.pwned=1;alert(1)</script> "><img src=x onerror="window.pwned=2;alert(2)"> <a href="javascript:window.pwned=3">click</a> [link](javascript:window.pwned=4)`
 
 // skillEnv is a console over a real skill store, library, folder and
 // sessions stream in an in-process NATS server.
@@ -140,7 +140,7 @@ func newSkillEnv(t *testing.T, js jetstream.JetStream, auditConn *nats.Conn) *sk
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pushDir(t, e.pb, writeSkill(t, root, "evil", hostile, "Body "+hostile, nil), store.PushOptions{})
+	pushDir(t, e.pb, writeSkill(t, root, "evil", hostileDesc, "Body "+hostileDesc, nil), store.PushOptions{})
 	alpha, err := skillstore.Project("alpha")
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +201,8 @@ func newSkillEnv(t *testing.T, js jetstream.JetStream, auditConn *nats.Conn) *sk
 	return e
 }
 
-// get fetches path as c and returns the status and body.
-func get(t *testing.T, c *http.Client, u string) (int, string) {
+// fetchPage fetches u as c and returns the status and body.
+func fetchPage(t *testing.T, c *http.Client, u string) (int, string) {
 	t.Helper()
 	res, err := c.Get(u)
 	if err != nil {
@@ -252,13 +252,13 @@ func rowOf(body, name string) string {
 // TestSkillsPage: every skill of the store, the library and the folder
 // is listed with its source, revision, release state, signature state,
 // size and estimated tokens; the filters and the search keep what they
-// name; hostile text is escaped; a bad filter is a clear 400.
+// name; hostileDesc text is escaped; a bad filter is a clear 400.
 func TestSkillsPage(t *testing.T) {
 	srv := natstest.Start(t)
 	e := newSkillEnv(t, srv.JS, nil)
 	c := client(t)
 	signIn(t, c, e.ts.URL, viewerToken)
-	status, body := get(t, c, e.ts.URL+"/skills")
+	status, body := fetchPage(t, c, e.ts.URL+"/skills")
 	if status != http.StatusOK {
 		t.Fatalf("skills: %d\n%s", status, body)
 	}
@@ -290,7 +290,7 @@ func TestSkillsPage(t *testing.T) {
 		}
 	}
 	if strings.Contains(body, "<script>window.pwned") || strings.Contains(body, `<img src=x`) {
-		t.Error("the hostile description reached the page unescaped")
+		t.Error("the hostileDesc description reached the page unescaped")
 	}
 	if !strings.Contains(body, "no usage projection is configured") {
 		t.Error("the page does not say the usage columns are empty and why")
@@ -302,7 +302,7 @@ func TestSkillsPage(t *testing.T) {
 		"q=WEEKLY":              {"report"},
 		"source=store&q=signed": {"signed", "trusty"},
 	} {
-		status, body := get(t, c, e.ts.URL+"/skills?"+q)
+		status, body := fetchPage(t, c, e.ts.URL+"/skills?"+q)
 		if status != http.StatusOK {
 			t.Fatalf("%s: %d", q, status)
 		}
@@ -314,7 +314,7 @@ func TestSkillsPage(t *testing.T) {
 			t.Errorf("%s lists %v, want %v", q, got, want)
 		}
 	}
-	if status, body := get(t, c, e.ts.URL+"/skills?source=%3Cb%3E"); status != http.StatusBadRequest || !strings.Contains(body, "want store, library or folder") || strings.Contains(body, "<b>") {
+	if status, body := fetchPage(t, c, e.ts.URL+"/skills?source=%3Cb%3E"); status != http.StatusBadRequest || !strings.Contains(body, "want store, library or folder") || strings.Contains(body, "<b>") {
 		t.Errorf("a bad source filter: %d %s", status, body)
 	}
 }
@@ -327,7 +327,7 @@ func TestSkillPageAndDiff(t *testing.T) {
 	e := newSkillEnv(t, srv.JS, nil)
 	c := client(t)
 	signIn(t, c, e.ts.URL, viewerToken)
-	status, body := get(t, c, e.ts.URL+"/skills/report?in=global")
+	status, body := fetchPage(t, c, e.ts.URL+"/skills/report?in=global")
 	if status != http.StatusOK {
 		t.Fatalf("skill page: %d\n%s", status, body)
 	}
@@ -341,7 +341,7 @@ func TestSkillPageAndDiff(t *testing.T) {
 	if strings.Contains(body, "roll back to") {
 		t.Error("a viewer is offered an action")
 	}
-	status, body = get(t, c, e.ts.URL+"/skills/report/diff?in=global&a=1&b=2")
+	status, body = fetchPage(t, c, e.ts.URL+"/skills/report/diff?in=global&a=1&b=2")
 	if status != http.StatusOK {
 		t.Fatalf("diff: %d\n%s", status, body)
 	}
@@ -350,8 +350,8 @@ func TestSkillPageAndDiff(t *testing.T) {
 			t.Errorf("the diff lacks %q", w)
 		}
 	}
-	// The hostile body is escaped in the diff too.
-	if status, body = get(t, c, e.ts.URL+"/skills/evil/diff?in=global&a=1&b=1"); status != http.StatusOK || !strings.Contains(body, "No file differs") {
+	// The hostileDesc body is escaped in the diff too.
+	if status, body = fetchPage(t, c, e.ts.URL+"/skills/evil/diff?in=global&a=1&b=1"); status != http.StatusOK || !strings.Contains(body, "No file differs") {
 		t.Errorf("diff of a revision with itself: %d", status)
 	}
 	for path, want := range map[string]int{
@@ -365,7 +365,7 @@ func TestSkillPageAndDiff(t *testing.T) {
 		"/skills/projonly?in=project/alpha":     http.StatusOK,
 		"/skills/projonly?in=global":            http.StatusNotFound,
 	} {
-		if status, body := get(t, c, e.ts.URL+path); status != want {
+		if status, body := fetchPage(t, c, e.ts.URL+path); status != want {
 			t.Errorf("%s: %d, want %d\n%s", path, status, want, body)
 		}
 	}
@@ -381,7 +381,7 @@ func TestSkillActions(t *testing.T) {
 	ctx := context.Background()
 	viewer := client(t)
 	signIn(t, viewer, e.ts.URL, viewerToken)
-	_, vbody := get(t, viewer, e.ts.URL+"/skills")
+	_, vbody := fetchPage(t, viewer, e.ts.URL+"/skills")
 	vcsrf := csrfOf(t, vbody)
 	acts := []struct {
 		path string
@@ -394,7 +394,7 @@ func TestSkillActions(t *testing.T) {
 		{"/skills/report/unpin", url.Values{"in": {"global"}}},
 	}
 	for _, a := range acts {
-		if status, _ := get(t, viewer, e.ts.URL+a.path+"?"+a.form.Encode()); status != http.StatusForbidden {
+		if status, _ := fetchPage(t, viewer, e.ts.URL+a.path+"?"+a.form.Encode()); status != http.StatusForbidden {
 			t.Errorf("viewer GET %s: %d, want 403", a.path, status)
 		}
 		f := url.Values{"csrf": {vcsrf}}
@@ -411,7 +411,7 @@ func TestSkillActions(t *testing.T) {
 
 	op := client(t)
 	signIn(t, op, e.ts.URL, operatorToken)
-	status, body := get(t, op, e.ts.URL+"/skills/report/rollback?in=global&rev=1")
+	status, body := fetchPage(t, op, e.ts.URL+"/skills/report/rollback?in=global&rev=1")
 	if status != http.StatusOK {
 		t.Fatalf("confirm: %d\n%s", status, body)
 	}
@@ -432,7 +432,7 @@ func TestSkillActions(t *testing.T) {
 	}
 
 	// The release's confirmation: the canary's share of the live ones.
-	if _, body := get(t, op, e.ts.URL+"/skills/draftie/release?in=global&rev=2&share=50"); !strings.Contains(body, "about 1 of 2 live sessions (50%") {
+	if _, body := fetchPage(t, op, e.ts.URL+"/skills/draftie/release?in=global&rev=2&share=50"); !strings.Contains(body, "about 1 of 2 live sessions (50%") {
 		t.Errorf("the release's blast radius is not the share of the live sessions:\n%s", body)
 	}
 	for _, a := range acts {
@@ -506,7 +506,7 @@ func TestSkillActions(t *testing.T) {
 		"/skills/report/pin?in=global":                      "which revision",
 		"/skills/libskill/pin?in=library&rev=1":             "library is read only",
 	} {
-		if status, body := get(t, op, e.ts.URL+path); status != http.StatusBadRequest || !strings.Contains(body, want) {
+		if status, body := fetchPage(t, op, e.ts.URL+path); status != http.StatusBadRequest || !strings.Contains(body, want) {
 			t.Errorf("%s: %d, want 400 naming %q", path, status, want)
 		}
 	}
@@ -526,7 +526,7 @@ func TestLiveSessionsWindow(t *testing.T) {
 	ts := httptestServer(t, s)
 	c := client(t)
 	signIn(t, c, ts, operatorToken)
-	if _, body := get(t, c, ts+"/skills/report/rollback?in=global&rev=1"); !strings.Contains(body, `<strong class="reach">0 live sessions</strong>`) {
+	if _, body := fetchPage(t, c, ts+"/skills/report/rollback?in=global&rev=1"); !strings.Contains(body, `<strong class="reach">0 live sessions</strong>`) {
 		t.Errorf("an hour later, sessions are still live:\n%s", body)
 	}
 }

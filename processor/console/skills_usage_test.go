@@ -85,7 +85,7 @@ func TestSkillsUsage(t *testing.T) {
 	ts := startConsole(t, cfg)
 	c := client(t)
 	signIn(t, c, ts.URL, viewerToken)
-	_, body := get(t, c, ts.URL+"/skills")
+	_, body := fetchPage(t, c, ts.URL+"/skills")
 	if strings.Contains(body, "no usage projection") {
 		t.Error("the page says there is no projection")
 	}
@@ -97,7 +97,7 @@ func TestSkillsUsage(t *testing.T) {
 		t.Errorf("draftie's usage:\n%s", draftie)
 	}
 
-	_, body = get(t, c, ts.URL+"/skills/report?in=global")
+	_, body = fetchPage(t, c, ts.URL+"/skills/report?in=global")
 	if !strings.Contains(body, `<div class="plot" data-plot="plot-usage"></div>`) {
 		t.Fatalf("no plot on the skill page:\n%s", body)
 	}
