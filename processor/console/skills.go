@@ -314,9 +314,9 @@ func (s *Server) folderRows(ctx context.Context) ([]skillRow, error) {
 	return rows, nil
 }
 
-// usageOptions are the usage projection's options of the console's
+// skillUsageOptions are the usage projection's options of the console's
 // sources.
-func (s *Server) usageOptions(ctx context.Context) (projection.Options, error) {
+func (s *Server) skillUsageOptions(ctx context.Context) (projection.Options, error) {
 	src := s.cfg.Sources
 	prefix, err := streamPrefix(ctx, src.JS, src.Stream)
 	if err != nil {
@@ -346,7 +346,7 @@ func streamPrefix(ctx context.Context, js jetstream.JetStream, stream string) (s
 // addUsage fills the rows' last use (the whole projection) and loads of
 // the last 7 days.
 func (s *Server) addUsage(ctx context.Context, rows []skillRow) error {
-	opts, err := s.usageOptions(ctx)
+	opts, err := s.skillUsageOptions(ctx)
 	if err != nil {
 		return err
 	}
