@@ -19,6 +19,18 @@
 // its timeline, the exact text shown at a step, the recording as a
 // download, and a replay against today's skills. A session id from a URL
 // is checked against the stream's layout, and every read is bounded.
+// The skills pages list every skill of the tenant (its store's, every
+// scope; the library's; the folders' the registry offers) with its
+// release, pin and signature state, size and estimated tokens (bytes /
+// 4) and, with the usage projection, its last use and loads of the
+// last 7 days. A skill's page lists its revisions with who pushed them
+// (the audit trail), diffs any two side by side, and plots its loads
+// and errors by the hour. An operator's roll back, release, promote, pin
+// and unpin is a GET confirmation first, showing the blast radius (the
+// sessions with a pre-step in the last 15 minutes, read from the
+// sessions stream within a bound; a release's share of them), then a
+// POST that calls the same store methods as the skills commands and is
+// claimed in the audit trail as the console's connection's.
 //
 // Safety: every string a skill controls (names, descriptions, bodies)
 // reaches the page through html/template's contextual escaping; the
