@@ -307,7 +307,7 @@ func (s *Server) liveSessions(ctx context.Context) (n int, atLeast bool, err err
 	seen := map[string]struct{}{}
 	read := 0
 	for read < limit {
-		batch, err := cons.Fetch(min(limit-read, 1000), jetstream.FetchMaxWait(500*time.Millisecond))
+		batch, err := cons.FetchNoWait(min(limit-read, 1000))
 		if err != nil {
 			return len(seen), false, fmt.Errorf("stream %s: %w", src.Stream, err)
 		}

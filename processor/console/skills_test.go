@@ -530,3 +530,39 @@ func TestLiveSessionsWindow(t *testing.T) {
 		t.Errorf("an hour later, sessions are still live:\n%s", body)
 	}
 }
+
+// TestLiveSessionsBounded: the live sessions are counted over batches
+// of the stream, and a count that reaches its bound says it is a lower
+// bound.
+func TestLiveSessionsBounded(t *testing.T) {
+	srv := natstest.Start(t)
+	e := newSkillEnv(t, srv.JS, nil)
+	// 1500 more live sessions: more than one batch of the read.
+	for i := range 1500 {
+		if _, err := e.js.PublishAsync(events.Subject("ev", fmt.Sprintf("bulk%d", i), events.KindPreStep), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-e.js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishes not acknowledged")
+	}
+	for _, c := range []struct {
+		max  int
+		want string
+	}{
+		{0, "1502 live sessions"},
+		{2, "at least 2 live sessions"},
+		{1501, "at least 1500 live sessions"}, // 1501 records: s1 twice, s2, 1498 others
+	} {
+		cfg := e.cfg
+		cfg.Sources.Skills.MaxLiveScan = c.max
+		ts := startConsole(t, cfg)
+		cl := client(t)
+		signIn(t, cl, ts.URL, operatorToken)
+		if _, body := fetchPage(t, cl, ts.URL+"/skills/report/rollback?in=global&rev=1"); !strings.Contains(body, `<strong class="reach">`+c.want+`</strong>`) {
+			t.Errorf("bound %d: want %q:\n%s", c.max, c.want, body)
+		}
+	}
+}
