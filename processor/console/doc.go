@@ -19,6 +19,17 @@
 // its timeline, the exact text shown at a step, the recording as a
 // download, and a replay against today's skills. A session id from a URL
 // is checked against the stream's layout, and every read is bounded.
+// Safety: every string a skill controls (names, descriptions, bodies)
+// reaches the page through html/template's contextual escaping; the
+// Content-Security-Policy allows scripts from the console's own origin
+// only (no inline script); every state-changing request needs the signed
+// session's CSRF token and an Origin (or Referer) of the console's own
+// host; a request naming a Host the console was not started with is
+// refused; bodies and queries are bounded. People sign in with a
+// console token (viewer or operator) and get a signed, HttpOnly,
+// SameSite=Strict cookie; a console serves one tenant and holds only
+// that tenant's sources, so it cannot show another's data.
+//
 // The skills pages list every skill of the tenant (its store's, every
 // scope; the library's; the folders' the registry offers) with its
 // release, pin and signature state, size and estimated tokens (bytes /
@@ -31,15 +42,4 @@
 // sessions stream within a bound; a release's share of them), then a
 // POST that calls the same store methods as the skills commands and is
 // claimed in the audit trail as the console's connection's.
-//
-// Safety: every string a skill controls (names, descriptions, bodies)
-// reaches the page through html/template's contextual escaping; the
-// Content-Security-Policy allows scripts from the console's own origin
-// only (no inline script); every state-changing request needs the signed
-// session's CSRF token and an Origin (or Referer) of the console's own
-// host; a request naming a Host the console was not started with is
-// refused; bodies and queries are bounded. People sign in with a
-// console token (viewer or operator) and get a signed, HttpOnly,
-// SameSite=Strict cookie; a console serves one tenant and holds only
-// that tenant's sources, so it cannot show another's data.
 package console
