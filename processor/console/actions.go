@@ -129,7 +129,7 @@ type confirmData struct {
 	Live     int
 	AtLeast  bool
 	LiveNote string
-	Window   time.Duration
+	Window   string
 	Reach    string
 	// Scope says whose sessions see the change.
 	Scope string
@@ -151,7 +151,7 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d := confirmData{Action: a, What: describe(a, st), Status: st, Window: s.liveWindow()}
+	d := confirmData{Action: a, What: describe(a, st), Status: st, Window: minutes(s.liveWindow())}
 	if a.Scope == skillstore.Global {
 		d.Scope = "every session of the tenant"
 	} else {
@@ -238,8 +238,11 @@ func (s *Server) actPage(w http.ResponseWriter, r *http.Request) error {
 		}
 		return &httpError{http.StatusBadRequest, err}
 	}
-	s.claim(ctx, r, a)
-	http.Redirect(w, r, s.cfg.Base+"skills/"+url.PathEscape(a.Name)+"?in="+url.QueryEscape(a.In)+"&done="+a.Kind, http.StatusSeeOther)
+	to := s.cfg.Base + "skills/" + url.PathEscape(a.Name) + "?in=" + url.QueryEscape(a.In) + "&done=" + a.Kind
+	if err := s.claim(ctx, r, a); err != nil {
+		to += "&unaudited=1"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
 }
 
@@ -252,11 +255,12 @@ func (s *Server) who(r *http.Request) string {
 
 // claim asks the audit service to record the action's write as the
 // console's connection's, as the skills commands do; a console without
-// an audit connection only logs it (s.audit).
-func (s *Server) claim(ctx context.Context, r *http.Request, a skillAction) {
+// an audit connection only logs it (s.audit). The error says the write
+// is not in the trail.
+func (s *Server) claim(ctx context.Context, r *http.Request, a skillAction) error {
 	nc := s.cfg.Sources.AuditConn
 	if nc == nil {
-		return
+		return nil
 	}
 	op, key := a.claimKey()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -268,9 +272,21 @@ func (s *Server) claim(ctx context.Context, r *http.Request, a skillAction) {
 	rec, err := audit.Submit(ctx, nc, audit.Claim{Op: op, Store: audit.StoreTenant, Key: key, Name: a.Name, Detail: detail})
 	if err != nil {
 		s.log.Warn("console: action not audited", "tenant", s.cfg.Tenant, "action", a.What(), "err", err)
-		return
+		return err
 	}
 	s.log.Info("console: action audited", "tenant", s.cfg.Tenant, "action", a.What(), "as", rec.Who(), "revision", rec.Revision)
+	return nil
+}
+
+// minutes writes d as people say it: "15 minutes", "90 seconds".
+func minutes(d time.Duration) string {
+	if d%time.Minute == 0 {
+		if d == time.Minute {
+			return "minute"
+		}
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return fmt.Sprintf("%d seconds", d/time.Second)
 }
 
 func (s *Server) liveWindow() time.Duration {

@@ -101,8 +101,10 @@ type skillData struct {
 	AuditNote string
 	// Others are audit records of release and pin entries.
 	Others []string
-	// Done names the action just taken (from the redirect after it).
-	Done string
+	// Done names the action just taken (from the redirect after it);
+	// Unaudited says its write is not in the audit trail.
+	Done      string
+	Unaudited bool
 	// Plot is the usage plot's data block, and PlotNote what it covers.
 	Plot     *plotData
 	PlotID   string
@@ -133,7 +135,8 @@ func (s *Server) skillPage(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), pageTimeout)
 	defer cancel()
-	d := skillData{Name: name, In: pl.In, Source: pl.Source, Done: doneText[r.URL.Query().Get("done")]}
+	d := skillData{Name: name, In: pl.In, Source: pl.Source, Done: doneText[r.URL.Query().Get("done")],
+		Unaudited: r.URL.Query().Get("unaudited") == "1"}
 	if pl.Source == SourceFolder {
 		sk, err := s.cfg.Sources.Registry.Load(ctx, name, catalog.Query{})
 		if errors.Is(err, catalog.ErrNotFound) {

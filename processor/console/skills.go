@@ -113,7 +113,7 @@ func (skillsData) PageTitle() (string, string) { return "Skills", "skills" }
 // The filter's values.
 var (
 	sourceFilters = []string{"", SourceStore, SourceLibrary, SourceFolder}
-	stateFilters  = []string{"", store.ChannelStable, store.ChannelDraft, store.ChannelCanary, "pinned", "removed"}
+	stateFilters  = []string{"", store.ChannelStable, store.ChannelDraft, store.ChannelCanary, "pinned"}
 )
 
 func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request) error {
@@ -123,7 +123,7 @@ func (s *Server) skillsPage(w http.ResponseWriter, r *http.Request) error {
 		return BadRequest("source %q: want store, library or folder", clipText(d.Source))
 	}
 	if !slices.Contains(stateFilters, d.State) {
-		return BadRequest("state %q: want stable, draft, canary, pinned or removed", clipText(d.State))
+		return BadRequest("state %q: want stable, draft, canary or pinned", clipText(d.State))
 	}
 	if len(d.Q) > 200 {
 		return BadRequest("search text of %d bytes: at most 200", len(d.Q))

@@ -415,7 +415,7 @@ func TestSkillActions(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("confirm: %d\n%s", status, body)
 	}
-	if !strings.Contains(body, `<strong class="reach">2 live sessions</strong>`) {
+	if !strings.Contains(body, `<strong class="reach">2 live sessions</strong> (sessions with a pre-step in the last 15 minutes`) {
 		t.Errorf("the confirmation does not show the 2 live sessions:\n%s", body)
 	}
 	csrf := csrfOf(t, body)
@@ -564,5 +564,27 @@ func TestLiveSessionsBounded(t *testing.T) {
 		if _, body := fetchPage(t, cl, ts.URL+"/skills/report/rollback?in=global&rev=1"); !strings.Contains(body, `<strong class="reach">`+c.want+`</strong>`) {
 			t.Errorf("bound %d: want %q:\n%s", c.max, c.want, body)
 		}
+	}
+}
+
+// TestSkillActionUnaudited: with an audit connection but no audit
+// service answering, the skill page says who pushed is not shown and
+// why, and an action's write is done and said not to be in the trail.
+func TestSkillActionUnaudited(t *testing.T) {
+	srv := natstest.Start(t)
+	e := newSkillEnv(t, srv.JS, srv.Conn)
+	c := client(t)
+	signIn(t, c, e.ts.URL, operatorToken)
+	_, body := fetchPage(t, c, e.ts.URL+"/skills/report?in=global")
+	if !strings.Contains(body, "Who wrote each revision is not shown: no audit service answers") {
+		t.Errorf("the page does not say why who pushed is not shown")
+	}
+	res, rbody := post(t, c, e.ts.URL, e.ts.URL+"/skills/report/rollback", url.Values{"in": {"global"}, "rev": {"1"}, "csrf": {csrfOf(t, body)}})
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.Contains(loc, "unaudited=1") {
+		t.Fatalf("rollback: %s %q\n%s", res.Status, loc, rbody)
+	}
+	if _, body := fetchPage(t, c, e.ts.URL+loc); !strings.Contains(body, "Rolled back.") || !strings.Contains(body, "The audit trail did not record this write") {
+		t.Errorf("the page after the action does not say it is not audited:\n%s", body)
 	}
 }
