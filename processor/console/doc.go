@@ -2,6 +2,19 @@
 // team sees one tenant's skills, usage, sessions and fleet, and steers
 // its skills (roll back, release, promote, pin).
 //
+// The skills pages list every skill of the tenant (its store's, every
+// scope; the library's; the folders' the registry offers) with its
+// release, pin and signature state, size and estimated tokens (bytes /
+// 4) and, with the usage projection, its last use and loads of the
+// last 7 days. A skill's page lists its revisions with who pushed them
+// (the audit trail), diffs any two side by side, and plots its loads
+// and errors by the hour. An operator's roll back, release, promote, pin
+// and unpin is a GET confirmation first, showing the blast radius (the
+// sessions with a pre-step in the last 15 minutes, read from the
+// sessions stream within a bound; a release's share of them), then a
+// POST that calls the same store methods as the skills commands and is
+// claimed in the audit trail as the console's connection's.
+//
 // It is a front door like the MCP server: it reads the registry, the
 // skill store, the usage projection and the session log through the
 // same packages the processor and the commands use, and never holds a
@@ -29,17 +42,4 @@
 // console token (viewer or operator) and get a signed, HttpOnly,
 // SameSite=Strict cookie; a console serves one tenant and holds only
 // that tenant's sources, so it cannot show another's data.
-//
-// The skills pages list every skill of the tenant (its store's, every
-// scope; the library's; the folders' the registry offers) with its
-// release, pin and signature state, size and estimated tokens (bytes /
-// 4) and, with the usage projection, its last use and loads of the
-// last 7 days. A skill's page lists its revisions with who pushed them
-// (the audit trail), diffs any two side by side, and plots its loads
-// and errors by the hour. An operator's roll back, release, promote, pin
-// and unpin is a GET confirmation first, showing the blast radius (the
-// sessions with a pre-step in the last 15 minutes, read from the
-// sessions stream within a bound; a release's share of them), then a
-// POST that calls the same store methods as the skills commands and is
-// claimed in the audit trail as the console's connection's.
 package console
