@@ -411,6 +411,21 @@ func TestSkillActions(t *testing.T) {
 
 	op := client(t)
 	signIn(t, op, e.ts.URL, operatorToken)
+	// The buttons a skill's state allows.
+	for path, want := range map[string][]string{
+		"/skills/report?in=global":  {`id="act-rollback"`, `class="rollback" href="/skills/report/rollback?in=global&amp;rev=1"`, `class="pin" href="/skills/report/pin?in=global&amp;rev=2"`},
+		"/skills/draftie?in=global": {`id="act-release"`, `id="act-end"`},
+	} {
+		_, body := fetchPage(t, op, e.ts.URL+path)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %s", path, w)
+			}
+		}
+	}
+	if _, body := fetchPage(t, viewer, e.ts.URL+"/skills/draftie?in=global"); strings.Contains(body, `id="act-`) {
+		t.Error("a viewer is shown action buttons")
+	}
 	status, body := fetchPage(t, op, e.ts.URL+"/skills/report/rollback?in=global&rev=1")
 	if status != http.StatusOK {
 		t.Fatalf("confirm: %d\n%s", status, body)
