@@ -32,6 +32,7 @@
 // its timeline, the exact text shown at a step, the recording as a
 // download, and a replay against today's skills. A session id from a URL
 // is checked against the stream's layout, and every read is bounded.
+//
 // Safety: every string a skill controls (names, descriptions, bodies)
 // reaches the page through html/template's contextual escaping; the
 // Content-Security-Policy allows scripts from the console's own origin

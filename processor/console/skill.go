@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
@@ -294,40 +293,25 @@ func (s *Server) fillPlot(ctx context.Context, d *skillData) {
 	d.PlotNote = fmt.Sprintf("Loads and errors of %s by the hour (UTC), the last %d hours, as the usage projection counted them.", d.Name, plotHours)
 }
 
-// skillHours reads the hour buckets of the usage projection for name:
-// hours hours ending with now's, one point per hour (missing hours are
-// zeros). It reads the buckets as the projector wrote them, without the
-// records it has not applied yet.
+// skillHours is name's loads and errors by the hour, hours hours ending
+// with now's, as the usage page reads them (projection.ReadSeries): one
+// point per hour, zeros where it was not used.
 func (s *Server) skillHours(ctx context.Context, name string, now time.Time, hours int) (plotData, error) {
-	kv, err := s.cfg.Sources.JS.KeyValue(ctx, s.cfg.Sources.UsageBucket)
+	opts, err := s.usageOptions(ctx)
 	if err != nil {
-		return plotData{}, fmt.Errorf("bucket %s: %w", s.cfg.Sources.UsageBucket, err)
+		return plotData{}, err
 	}
-	p := plotData{Title: "Usage of " + name + " by the hour", Series: []plotSeries{{Label: "loads"}, {Label: "errors"}}}
 	end := now.UTC().Truncate(time.Hour)
-	for i := hours - 1; i >= 0; i-- {
-		t := end.Add(-time.Duration(i) * time.Hour)
-		p.X = append(p.X, t.Unix())
-		loads, errs := 0, 0
-		e, err := kv.Get(ctx, projection.HourKey(t))
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return plotData{}, fmt.Errorf("bucket %s: %w", s.cfg.Sources.UsageBucket, err)
-		default:
-			h, err := projection.DecodeHour(e.Value())
-			if err != nil {
-				return plotData{}, fmt.Errorf("hour %s: %w", t.Format("2006-01-02T15"), err)
-			}
-			if sh := h.Skills[name]; sh != nil {
-				loads = sh.Loads
-				for _, n := range sh.Errors {
-					errs += n
-				}
-			}
-		}
-		p.Series[0].Values = append(p.Series[0].Values, loads)
-		p.Series[1].Values = append(p.Series[1].Values, errs)
+	sr, err := projection.ReadSeries(ctx, s.cfg.Sources.JS, opts, projection.ByHour, end.Add(-time.Duration(hours-1)*time.Hour), now)
+	if err != nil {
+		return plotData{}, err
+	}
+	p := plotData{Title: "Usage of " + name + " by the hour", X: sr.Times, Series: []plotSeries{{Label: "loads"}, {Label: "errors"}}}
+	if sk := sr.Skill(name); sk != nil {
+		p.Series[0].Values, p.Series[1].Values = sk.Loads, sk.Errors
+	} else {
+		zeros := make([]int, len(sr.Times))
+		p.Series[0].Values, p.Series[1].Values = zeros, zeros
 	}
 	return p, nil
 }

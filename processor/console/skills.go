@@ -314,17 +314,6 @@ func (s *Server) folderRows(ctx context.Context) ([]skillRow, error) {
 	return rows, nil
 }
 
-// skillUsageOptions are the usage projection's options of the console's
-// sources.
-func (s *Server) skillUsageOptions(ctx context.Context) (projection.Options, error) {
-	src := s.cfg.Sources
-	prefix, err := streamPrefix(ctx, src.JS, src.Stream)
-	if err != nil {
-		return projection.Options{}, err
-	}
-	return projection.Options{Stream: src.Stream, Prefix: prefix, Layout: src.Layout, Bucket: src.UsageBucket, NoProvision: true}, nil
-}
-
 // streamPrefix is the subject prefix of the sessions stream: the one
 // subject it holds, "<prefix>.>".
 func streamPrefix(ctx context.Context, js jetstream.JetStream, stream string) (string, error) {
@@ -346,7 +335,7 @@ func streamPrefix(ctx context.Context, js jetstream.JetStream, stream string) (s
 // addUsage fills the rows' last use (the whole projection) and loads of
 // the last 7 days.
 func (s *Server) addUsage(ctx context.Context, rows []skillRow) error {
-	opts, err := s.skillUsageOptions(ctx)
+	opts, err := s.usageOptions(ctx)
 	if err != nil {
 		return err
 	}

@@ -41,10 +41,19 @@ type plot struct {
 	Spec plotSpec
 }
 
-// usageOptions are the options of the tenant's usage projection.
-func (s *Server) usageOptions() projection.Options {
+// usageOptions are the options of the tenant's usage projection, read
+// only (the console never creates its bucket). The subject prefix is the
+// sources' or, when they name none, the sessions stream's.
+func (s *Server) usageOptions(ctx context.Context) (projection.Options, error) {
 	src := s.cfg.Sources
-	return projection.Options{Stream: src.Stream, Prefix: src.Prefix, Layout: src.Layout, Bucket: src.UsageBucket}
+	prefix := src.Prefix
+	if prefix == "" {
+		var err error
+		if prefix, err = streamPrefix(ctx, src.JS, src.Stream); err != nil {
+			return projection.Options{}, err
+		}
+	}
+	return projection.Options{Stream: src.Stream, Prefix: prefix, Layout: src.Layout, Bucket: src.UsageBucket, NoProvision: true}, nil
 }
 
 // usageSeries reads the projection's series of step over the step's
@@ -53,7 +62,11 @@ func (s *Server) usageSeries(ctx context.Context, step projection.Step) (*projec
 	if s.cfg.Sources.JS == nil || s.cfg.Sources.Stream == "" {
 		return nil, errors.New("this console has no sessions stream to read usage from")
 	}
-	return projection.ReadSeries(ctx, s.cfg.Sources.JS, s.usageOptions(), step, time.Time{}, s.cfg.Now())
+	opts, err := s.usageOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return projection.ReadSeries(ctx, s.cfg.Sources.JS, opts, step, time.Time{}, s.cfg.Now())
 }
 
 // totalPlot is the plot of a series' totals.
@@ -172,7 +185,11 @@ func (s *Server) usagePage(w http.ResponseWriter, r *http.Request) error {
 			v.NoSkill = true
 		}
 	}
-	rep, err := projection.Read(ctx, s.cfg.Sources.JS, s.usageOptions(), sr.From)
+	opts, err := s.usageOptions(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := projection.Read(ctx, s.cfg.Sources.JS, opts, sr.From)
 	if err != nil {
 		return fmt.Errorf("read the usage projection: %w", err)
 	}
