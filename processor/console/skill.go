@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
 	"github.com/skillstream/skillstream/processor/usage/projection"
