@@ -76,6 +76,7 @@ func commands() []subcommand {
 		{"usage", "report which skills were loaded, invoked, failed and never used", (*app).usageCommand},
 		{"history", "show the catalog the model saw at each step of a session", (*app).historyCommand},
 		{"mcp", "serve the skills to an MCP host over stdio", (*app).mcpCommand},
+		{"console", "serve the operator console: skills, usage, sessions and fleet in a browser", (*app).consoleCommand},
 		{"bench", "measure throughput and latency under load, next to a same-run baseline", (*app).benchCommand},
 		{"tenants", "write the passwords of a tenant deployment to one env file", (*app).tenantsCommand},
 		{"nats-server", "run a NATS server from a configuration file (the embedded nats-server)", (*app).natsServerCommand},

@@ -102,6 +102,8 @@ type Config struct {
 
 	// MCP hosts: serve (see MCPConfig).
 	MCP MCPConfig
+	// The operator console: console, and serve with --console-listen.
+	Console ConsoleConfig
 
 	// Operations.
 	MetricsListen    string

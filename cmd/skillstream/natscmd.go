@@ -164,6 +164,12 @@ func (a *app) tenantsInit(dir string, files []string, natsURL string) error {
 				if t.MCPTokenEnv != "" {
 					add(t.MCPTokenEnv, fmt.Sprintf("bearer token of tenant %s's MCP hosts (serve --mcp-listen only)", t.Name))
 				}
+				if t.ConsoleTokenEnv != "" {
+					add(t.ConsoleTokenEnv, fmt.Sprintf("viewer token of tenant %s's operator console (serve --console-listen only)", t.Name))
+				}
+				if t.ConsoleOperatorTokenEnv != "" {
+					add(t.ConsoleOperatorTokenEnv, fmt.Sprintf("operator token of tenant %s's operator console (serve --console-listen only)", t.Name))
+				}
 			}
 		default:
 			return usagef("tenants init: %s: want a NATS server configuration (.conf) or a tenants file (.yaml)", s.name)

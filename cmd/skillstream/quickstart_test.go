@@ -457,7 +457,7 @@ func TestTenantsInit(t *testing.T) {
 			vars[k] = v
 		}
 	}
-	for _, v := range append(mapValues(tenantUsers), "ACME_MCP_TOKEN", "GLOBEX_MCP_TOKEN") {
+	for _, v := range append(mapValues(tenantUsers), "ACME_MCP_TOKEN", "GLOBEX_MCP_TOKEN", "ACME_CONSOLE_TOKEN", "ACME_CONSOLE_OPERATOR_TOKEN", "GLOBEX_CONSOLE_TOKEN", "GLOBEX_CONSOLE_OPERATOR_TOKEN") {
 		if !embedded.ReadsBack(vars[v]) || len(vars[v]) < 32 {
 			t.Errorf("%s=%q", v, vars[v])
 		}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/console"
 	"github.com/skillstream/skillstream/processor/embedded"
 	"github.com/skillstream/skillstream/processor/gcpolicy"
 	"github.com/skillstream/skillstream/processor/supervise"
@@ -79,6 +80,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.layoutFlag(cmd)
 	c.securityFlags(cmd)
 	c.mcpFlags(cmd)
+	c.consoleFlags(cmd, "", "serve the operator console on this `address` (off when empty): at / without --tenants, each tenant's at /<tenant>/ with the tokens its console_token_env and console_operator_token_env name")
 	c.opsFlags(cmd, true)
 	c.usageProjectionFlags(cmd)
 	c.searchLearnFlags(cmd)
@@ -106,6 +108,9 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 		}
 		token, err := c.validateMCP()
 		if err != nil {
+			return err
+		}
+		if err := a.validateServeConsole(&c); err != nil {
 			return err
 		}
 		var metricsToken string
@@ -267,6 +272,19 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
+	var consoles http.Handler
+	var consoleLn net.Listener
+	if c.Console.Listen != "" {
+		if consoles, err = a.serveConsoles(c, units, log); err != nil {
+			return err
+		}
+		if consoleLn, err = net.Listen("tcp", c.Console.Listen); err != nil {
+			return fmt.Errorf("console listener: %w", err)
+		}
+		defer consoleLn.Close()
+		where = append(where, "console", "http://"+consoleLn.Addr().String()+"/")
+	}
+
 	// Each processor is started, and started again after a failure, on
 	// its own (processor/supervise): one tenant that cannot start leaves
 	// the others serving. Without tenants only what waiting may fix (a
@@ -397,6 +415,18 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		}, func(error) { mcancel() })
 	}
 
+	// The operator console: it reads the registries and stores; stopped
+	// after the processors.
+	if consoles != nil {
+		cctx, ccancel := context.WithCancel(context.WithoutCancel(ctx))
+		g.Add(func() error {
+			if err := console.Serve(cctx, consoleLn, consoles); err != nil {
+				return fmt.Errorf("console server: %w", err)
+			}
+			return nil
+		}, func(error) { ccancel() })
+	}
+
 	// Embedded server, stopped last.
 	if srv != nil {
 		srvStop := make(chan struct{})
@@ -432,8 +462,9 @@ type servedUnit struct {
 	dial            func(context.Context) error // connects nc, js and conn (tenants added at run time); nil otherwise
 	conn            tenantConn
 	mcpToken        string
-	late            *supervise.Late                 // the registry and index as the MCP front door reads them
-	uses            atomic.Pointer[projection.Uses] // the use ranking of the unit's current start (--catalog-rank use)
+	late            *supervise.Late                    // the registry and index as the MCP front door reads them
+	uses            atomic.Pointer[projection.Uses]    // the use ranking of the unit's current start (--catalog-rank use)
+	served          atomic.Pointer[providers.Registry] // reg, for the console: set once built, nil once closed
 	reg             *providers.Registry
 	index           *search.Index
 }
@@ -455,6 +486,7 @@ func (u *servedUnit) close(log *slog.Logger) {
 		u.index = nil
 	}
 	if u.reg != nil {
+		u.served.Store(nil)
 		if err := u.reg.Close(); err != nil {
 			log.Warn("close skill registry", "tenant", u.tenant, "err", err)
 		}
@@ -510,6 +542,7 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 			return nil, err
 		}
 		u.reg = r
+		u.served.Store(r)
 		if c.SkillSearch {
 			// The index follows the registry: built per changed skill,
 			// never per search.

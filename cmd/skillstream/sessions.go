@@ -73,7 +73,9 @@ func (c *Config) validateNATS() error {
 				return err
 			}
 			// MCP tokens only when serve serves MCP.
-			if err := f.checkSecrets(f.everyone(c.MCP.Listen != "")); err != nil {
+			need := f.everyone(c.MCP.Listen != "")
+			need.console = c.Console.Listen != ""
+			if err := f.checkSecrets(need); err != nil {
 				return err
 			}
 		} else if err := c.useTenant(); err != nil {

@@ -44,6 +44,8 @@ import (
 //	    user: skillstream
 //	    password_env: ACME_PROCESSOR_PASSWORD
 //	    mcp_token_env: ACME_MCP_TOKEN   # bearer token of acme's MCP hosts (serve --mcp-listen)
+//	    console_token_env: ACME_CONSOLE_TOKEN                   # acme's console viewers (serve --console-listen)
+//	    console_operator_token_env: ACME_CONSOLE_OPERATOR_TOKEN # and its operators
 //	  - name: globex
 //	    creds: /etc/skillstream/globex.creds
 //
@@ -79,6 +81,11 @@ type tenantEntry struct {
 	Name        string `yaml:"name"`
 	tenantAuth  `yaml:",inline"`
 	MCPTokenEnv string `yaml:"mcp_token_env"`
+	// ConsoleTokenEnv and ConsoleOperatorTokenEnv name the variables
+	// holding the tokens people sign in to the tenant's operator console
+	// with (serve --console-listen), as viewers and as operators.
+	ConsoleTokenEnv         string `yaml:"console_token_env"`
+	ConsoleOperatorTokenEnv string `yaml:"console_operator_token_env"`
 	// MaxBytes bounds the tenant's SESSIONS stream ("2GiB"; default
 	// serve's --max-bytes): it must fit the account's JetStream limit.
 	MaxBytes string `yaml:"max_bytes"`
@@ -184,6 +191,7 @@ const auditTenant = "(audit)" // never a tenant's name (see tenantNameRE)
 type secretsNeeded struct {
 	tenants []string // names; libraryTenant for the library
 	mcp     bool
+	console bool // the console tokens (serve --console-listen)
 }
 
 // checkSecrets reports, all at once, every environment variable of f that
@@ -226,6 +234,11 @@ func (f *tenantsFile) checkSecrets(need secretsNeeded) error {
 			add("tenant "+t.Name, t.tenantAuth)
 			if need.mcp && t.MCPTokenEnv != "" && os.Getenv(t.MCPTokenEnv) == "" {
 				missing = append(missing, fmt.Sprintf("%s (tenant %s's mcp_token_env, for --mcp-listen)", t.MCPTokenEnv, t.Name))
+			}
+			for _, v := range []struct{ key, name string }{{"console_token_env", t.ConsoleTokenEnv}, {"console_operator_token_env", t.ConsoleOperatorTokenEnv}} {
+				if need.console && v.name != "" && os.Getenv(v.name) == "" {
+					missing = append(missing, fmt.Sprintf("%s (tenant %s's %s, for --console-listen)", v.name, t.Name, v.key))
+				}
 			}
 		}
 	}
@@ -425,9 +438,11 @@ type tenantConn struct {
 	js       jetstream.JetStream
 	account  string
 	mcpToken string
-	maxBytes int64 // 0: serve's
-	workers  int   // 0: serve's
-	rate     int   // 0: serve's
+	// The tenant's console tokens (viewer, operator), with --console-listen.
+	consoleToken, consoleOperatorToken string
+	maxBytes                           int64 // 0: serve's
+	workers                            int   // 0: serve's
+	rate                               int   // 0: serve's
 }
 
 // connectTenants connects to every tenant of f and to the library, and
@@ -492,6 +507,7 @@ func (c *Config) connectTenants(ctx context.Context, log *slog.Logger, f *tenant
 		if e.MCPTokenEnv != "" {
 			t.mcpToken = os.Getenv(e.MCPTokenEnv)
 		}
+		t.consoleToken, t.consoleOperatorToken = os.Getenv(e.ConsoleTokenEnv), os.Getenv(e.ConsoleOperatorTokenEnv)
 		t.maxBytes, t.workers, t.rate = e.maxBytes, e.Workers, e.MaxTriggerRate
 		tenants = append(tenants, t)
 	}

@@ -135,16 +135,8 @@ const (
 
 // New makes the console of cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.ViewerToken == "" && cfg.OperatorToken == "" {
-		return nil, errors.New("console: no token: set a viewer or operator token (people sign in with it)")
-	}
-	if cfg.ViewerToken != "" && cfg.ViewerToken == cfg.OperatorToken {
-		return nil, errors.New("console: the viewer and operator tokens are the same")
-	}
-	for _, t := range []string{cfg.ViewerToken, cfg.OperatorToken} {
-		if t != "" && len(t) < 16 {
-			return nil, errors.New("console: a token must be at least 16 characters")
-		}
+	if err := CheckTokens(cfg.ViewerToken, cfg.OperatorToken); err != nil {
+		return nil, err
 	}
 	if cfg.Base == "" {
 		cfg.Base = "/"

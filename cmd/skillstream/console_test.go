@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/console"
+	"github.com/skillstream/skillstream/processor/console/browsertest"
+)
+
+// TestConsoleCommandFleet: `skillstream console` beside a running serve
+// prints its URL and, with no token in the environment, an operator token
+// made for the run; in a real browser that token signs in and the fleet
+// page shows the serving member, the usage projection and the stream.
+func TestConsoleCommandFleet(t *testing.T) {
+	t.Setenv(console.EnvViewerToken, "")
+	t.Setenv(console.EnvOperatorToken, "")
+	root := t.TempDir()
+	writeFile(t, root, "deploy/SKILL.md", skillMD("Deploy.", "name: deploy", "description: Deploy the app."))
+	srv := startServe(t, t.TempDir(), root, "--usage-projection")
+	natsAddr := strings.TrimPrefix(srv.url, "nats://")
+
+	// The member serve runs, as the group's service info names it.
+	var member string
+	nc := srv.connect(t)
+	eventually(t, 10*time.Second, "serve's member answers", func() error {
+		ms, err := processor.Members(context.Background(), nc, 500*time.Millisecond)
+		if err != nil || len(ms) != 1 {
+			return errorf("members %v (%v)", ms, err)
+		}
+		member = ms[0]
+		return nil
+	})
+
+	out := &syncBuffer{}
+	errs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"console", "--listen", natsAddr, "--console-listen", "127.0.0.1:0",
+			"--no-bundled", "--user-skills-dir=", "--skills-dir", root}, out, errs)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Errorf("console exit %d:\n%s", code, errs)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("console did not stop:\n%s", errs)
+		}
+	})
+	urlRE := regexp.MustCompile(`(?m)^console: (http://127\.0\.0\.1:\d+/)$`)
+	tokRE := regexp.MustCompile(`(?m)^operator token, made for this run \(set SKILLSTREAM_CONSOLE_OPERATOR_TOKEN to choose one\): (\S{16,})$`)
+	var base, token string
+	eventually(t, 30*time.Second, "console prints its URL and token", func() error {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("console exited %d:\n%s%s", code, out, errs)
+		default:
+		}
+		u, tk := urlRE.FindStringSubmatch(out.String()), tokRE.FindStringSubmatch(out.String())
+		if u == nil || tk == nil {
+			return errorf("stdout %q", out)
+		}
+		base, token = u[1], tk[1]
+		return nil
+	})
+
+	bctx, log := browsertest.New(t)
+	bctx, bcancel := context.WithTimeout(bctx, 60*time.Second)
+	defer bcancel()
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(base+"fleet"),
+		chromedp.WaitVisible(`input[name=token]`),
+		chromedp.SendKeys(`input[name=token]`, token),
+		chromedp.Submit(`input[name=token]`),
+		chromedp.WaitVisible(`#members`),
+	); err != nil {
+		t.Fatalf("sign in and open the fleet page: %v\n%s", err, errs)
+	}
+	got, err := chromedp.Run(bctx, chromedp.Text(`#members .instance`))
+	if err != nil || got != member {
+		t.Errorf("the fleet page shows member %q (%v), serve runs %s", got, err, member)
+	}
+	summary, err := chromedp.Run(bctx, chromedp.Text(`#fleet-summary`))
+	if err != nil || !strings.Contains(summary, "1 member answers") || !strings.Contains(summary, "agree on one catalog") {
+		t.Errorf("summary %q (%v)", summary, err)
+	}
+	role, err := chromedp.Run(bctx, chromedp.Text(`header .role`))
+	if err != nil || role != "operator" {
+		t.Errorf("signed in as %q (%v)", role, err)
+	}
+	stream, err := chromedp.Run(bctx, chromedp.Text(`#stream`))
+	if err != nil || !strings.Contains(stream, "SESSIONS") {
+		t.Errorf("stream table %q (%v)", stream, err)
+	}
+	// The projection serve keeps: its table (not the note saying there
+	// is none) once it wrote its position.
+	eventually(t, 30*time.Second, "the fleet page shows the usage projection", func() error {
+		if err := chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(`#projection`)); err != nil {
+			return err
+		}
+		txt, err := chromedp.Run(bctx, chromedp.Text(`#projection`))
+		if err != nil || !strings.Contains(txt, "Lag") {
+			return errorf("projection %q (%v)", txt, err)
+		}
+		return nil
+	})
+	if e := log.Errors(); len(e) > 0 {
+		t.Errorf("page errors: %v", e)
+	}
+}
+
+// TestConsoleRefusesOpenListenWithoutToken: a console reachable beyond
+// this machine without a token refuses to start, in console and in
+// serve, saying which variables to set.
+func TestConsoleRefusesOpenListenWithoutToken(t *testing.T) {
+	t.Setenv(console.EnvViewerToken, "")
+	t.Setenv(console.EnvOperatorToken, "")
+	for _, args := range [][]string{
+		{"console", "--console-listen", "0.0.0.0:0"},
+		{"serve", "--console-listen", "0.0.0.0:0", "--data", t.TempDir(), "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t))},
+	} {
+		code, stdout, stderr := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "no console token") || !strings.Contains(stderr, console.EnvOperatorToken) {
+			t.Errorf("%v: exit %d\nstdout %s\nstderr %s", args, code, stdout, stderr)
+		}
+	}
+	t.Setenv(console.EnvViewerToken, "short")
+	if code, _, stderr := runMain(t, "console", "--console-listen", "127.0.0.1:0"); code != exitUsage || !strings.Contains(stderr, "at least 16 characters") {
+		t.Errorf("a short token: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestServeConsoleTenants: serve --console-listen with the shipped
+// tenants files serves each tenant's console under /<tenant>/, signed
+// in to with that tenant's tokens; acme's token and acme's session open
+// none of globex's pages.
+func TestServeConsoleTenants(t *testing.T) {
+	natsURL, _ := tenantServer(t)
+	tokens := map[string]string{}
+	for _, v := range []string{"ACME_CONSOLE_TOKEN", "ACME_CONSOLE_OPERATOR_TOKEN", "GLOBEX_CONSOLE_TOKEN", "GLOBEX_CONSOLE_OPERATOR_TOKEN"} {
+		tokens[v] = randomToken(t)
+		t.Setenv(v, tokens[v])
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	startTenantServe(t, natsURL, "--console-listen", addr)
+	base := "http://" + addr
+
+	acme := consoleClient(t)
+	eventually(t, 30*time.Second, "acme's console is served", func() error {
+		return consoleSignIn(acme, base+"/acme/", tokens["ACME_CONSOLE_OPERATOR_TOKEN"])
+	})
+	if code, body := consoleGet(t, acme, base+"/acme/fleet"); code != http.StatusOK || !strings.Contains(body, "<h1>Fleet</h1>") || !strings.Contains(body, "acme") {
+		t.Errorf("acme's fleet page: %d\n%s", code, body)
+	}
+	globex := consoleClient(t)
+	eventually(t, 30*time.Second, "globex's console is served", func() error {
+		return consoleSignIn(globex, base+"/globex/", tokens["GLOBEX_CONSOLE_TOKEN"])
+	})
+	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, "globex") || !strings.Contains(body, ">viewer<") {
+		t.Errorf("globex's fleet page: %d\n%s", code, body)
+	}
+
+	// acme's tokens do not sign in to globex's console.
+	for _, v := range []string{"ACME_CONSOLE_TOKEN", "ACME_CONSOLE_OPERATOR_TOKEN"} {
+		if err := consoleSignIn(consoleClient(t), base+"/globex/", tokens[v]); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("%s signed in to globex's console: %v", v, err)
+		}
+	}
+	// acme's session opens no page of globex's: its cookie is not sent
+	// there, and sent by hand it is not globex's console's.
+	if code, _ := consoleGet(t, acme, base+"/globex/fleet"); code != http.StatusSeeOther {
+		t.Errorf("acme's client on globex's fleet page: %d", code)
+	}
+	u, _ := url.Parse(base + "/acme/")
+	var cookie *http.Cookie
+	for _, c := range acme.Jar.Cookies(u) {
+		cookie = c
+	}
+	if cookie == nil {
+		t.Fatal("no acme session cookie")
+	}
+	req, _ := http.NewRequest("GET", base+"/globex/skills", nil)
+	req.AddCookie(cookie)
+	res, err := acme.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/globex/login") {
+		t.Errorf("acme's cookie on globex's pages: %s %s", res.Status, res.Header.Get("Location"))
+	}
+	// The root names no tenant.
+	if code, body := consoleGet(t, consoleClient(t), base+"/"); code != http.StatusNotFound || strings.Contains(body, "acme") || strings.Contains(body, "globex") {
+		t.Errorf("/: %d %s", code, body)
+	}
+	if code, _ := consoleGet(t, consoleClient(t), base+"/initech/login"); code != http.StatusNotFound {
+		t.Errorf("an unknown tenant: %d", code)
+	}
+}
+
+// consoleClient keeps cookies and does not follow redirects.
+func consoleClient(t testing.TB) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// consoleSignIn signs c in to the console at base (ending in /).
+func consoleSignIn(c *http.Client, base, token string) error {
+	u, _ := url.Parse(base)
+	req, _ := http.NewRequest("POST", base+"login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		return errorf("sign in: %s %s", res.Status, b)
+	}
+	return nil
+}
+
+func consoleGet(t testing.TB, c *http.Client, u string) (int, string) {
+	t.Helper()
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
