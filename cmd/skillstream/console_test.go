@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -158,21 +159,28 @@ func TestServeConsoleTenants(t *testing.T) {
 		t.Setenv(v, tokens[v])
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	startTenantServe(t, natsURL, "--console-listen", addr)
+	logs := startTenantServe(t, natsURL, "--console-listen", addr)
 	base := "http://" + addr
+	instance := map[string]string{}
+	for _, m := range regexp.MustCompile(`tenant serving"? tenant=(\w+) account=\S+ instance=(\S+)`).FindAllStringSubmatch(logs.String(), -1) {
+		instance[m[1]] = m[2]
+	}
+	if instance["acme"] == "" || instance["globex"] == "" {
+		t.Fatalf("the tenants' instances are not logged:\n%s", logs)
+	}
 
 	acme := consoleClient(t)
 	eventually(t, 30*time.Second, "acme's console is served", func() error {
 		return consoleSignIn(acme, base+"/acme/", tokens["ACME_CONSOLE_OPERATOR_TOKEN"])
 	})
-	if code, body := consoleGet(t, acme, base+"/acme/fleet"); code != http.StatusOK || !strings.Contains(body, "<h1>Fleet</h1>") || !strings.Contains(body, "acme") {
+	if code, body := consoleGet(t, acme, base+"/acme/fleet"); code != http.StatusOK || !strings.Contains(body, instance["acme"]) || strings.Contains(body, instance["globex"]) {
 		t.Errorf("acme's fleet page: %d\n%s", code, body)
 	}
 	globex := consoleClient(t)
 	eventually(t, 30*time.Second, "globex's console is served", func() error {
 		return consoleSignIn(globex, base+"/globex/", tokens["GLOBEX_CONSOLE_TOKEN"])
 	})
-	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, "globex") || !strings.Contains(body, ">viewer<") {
+	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, instance["globex"]) || strings.Contains(body, instance["acme"]) || !strings.Contains(body, ">viewer<") {
 		t.Errorf("globex's fleet page: %d\n%s", code, body)
 	}
 
@@ -205,6 +213,52 @@ func TestServeConsoleTenants(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/globex/login") {
 		t.Errorf("acme's cookie on globex's pages: %s %s", res.Status, res.Header.Get("Location"))
 	}
+	// skillstream console with the administrators' file: acme's console
+	// over acme's administrator connection sees acme's member alone.
+	adminYAML, err := filepath.Abs("deploy/tenants-admin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(console.EnvViewerToken, tokens["ACME_CONSOLE_TOKEN"])
+	t.Setenv(console.EnvOperatorToken, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errs, done := &syncBuffer{}, &syncBuffer{}, make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"console", "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", "acme",
+			"--console-listen", "127.0.0.1:0", "--no-bundled", "--user-skills-dir="}, out, errs)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("console exit %d:\n%s", code, errs)
+		}
+	}()
+	var admin string
+	eventually(t, 30*time.Second, "the console prints its URL", func() error {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("console exited %d:\n%s", code, errs)
+		default:
+		}
+		m := regexp.MustCompile(`console: (http://\S+/)`).FindStringSubmatch(out.String())
+		if m == nil {
+			return errorf("stdout %q", out)
+		}
+		admin = m[1]
+		return nil
+	})
+	if strings.Contains(out.String(), "token, made") {
+		t.Errorf("a token was made though one is set: %s", out)
+	}
+	ac := consoleClient(t)
+	if err := consoleSignIn(ac, admin, tokens["ACME_CONSOLE_TOKEN"]); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := consoleGet(t, ac, admin+"fleet"); code != http.StatusOK || !strings.Contains(body, instance["acme"]) || strings.Contains(body, instance["globex"]) {
+		t.Errorf("the administrator's console of acme: %d\n%s", code, body)
+	}
+
 	// The root names no tenant.
 	if code, body := consoleGet(t, consoleClient(t), base+"/"); code != http.StatusNotFound || strings.Contains(body, "acme") || strings.Contains(body, "globex") {
 		t.Errorf("/: %d %s", code, body)
@@ -247,4 +301,31 @@ func consoleGet(t testing.TB, c *http.Client, u string) (int, string) {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(b)
+}
+
+// TestServeConsoleAlone: serve --console-listen without tenants serves
+// the console at /, signed in to with the operator token of the
+// environment, and its fleet page shows serve's own member.
+func TestServeConsoleAlone(t *testing.T) {
+	token := randomToken(t)
+	t.Setenv(console.EnvViewerToken, "")
+	t.Setenv(console.EnvOperatorToken, token)
+	root := t.TempDir()
+	writeFile(t, root, "deploy/SKILL.md", skillMD("Deploy.", "name: deploy", "description: Deploy the app."))
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	srv := startServe(t, t.TempDir(), root, "--console-listen", addr, "--log-level", "info")
+	if !strings.Contains(srv.stderr.String(), `"console":"http://`+addr+`/"`) {
+		t.Errorf("serve's serving line does not name the console:\n%s", srv.stderr)
+	}
+	ms, err := processor.Members(context.Background(), srv.connect(t), time.Second)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("members %v (%v)", ms, err)
+	}
+	c := consoleClient(t)
+	if err := consoleSignIn(c, "http://"+addr+"/", token); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := consoleGet(t, c, "http://"+addr+"/fleet"); code != http.StatusOK || !strings.Contains(body, ms[0]) || !strings.Contains(body, ">operator<") {
+		t.Errorf("fleet: %d\n%s", code, body)
+	}
 }
