@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -128,7 +129,8 @@ func TestConsoleCommandFleet(t *testing.T) {
 
 // TestConsoleRefusesOpenListenWithoutToken: a console reachable beyond
 // this machine without a token refuses to start, in console and in
-// serve, saying which variables to set.
+// serve, saying which variables to set; so does a short token, and a
+// console with no server to read through.
 func TestConsoleRefusesOpenListenWithoutToken(t *testing.T) {
 	t.Setenv(console.EnvViewerToken, "")
 	t.Setenv(console.EnvOperatorToken, "")
@@ -144,6 +146,18 @@ func TestConsoleRefusesOpenListenWithoutToken(t *testing.T) {
 	t.Setenv(console.EnvViewerToken, "short")
 	if code, _, stderr := runMain(t, "console", "--console-listen", "127.0.0.1:0"); code != exitUsage || !strings.Contains(stderr, "at least 16 characters") {
 		t.Errorf("a short token: exit %d\n%s", code, stderr)
+	}
+	// Without a server to read through, the console says so and opens
+	// no store folder of its own.
+	t.Setenv(console.EnvViewerToken, randomToken(t))
+	dir := t.TempDir()
+	t.Chdir(dir)
+	listen := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	if code, _, stderr := runMain(t, "console", "--listen", listen, "--console-listen", "127.0.0.1:0"); code != exitFailure || !strings.Contains(stderr, "no NATS server answers on --listen "+listen) {
+		t.Errorf("no server: exit %d\n%s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("the console made %v", entries)
 	}
 }
 

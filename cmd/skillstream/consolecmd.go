@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/processor/console"
@@ -60,8 +61,8 @@ beside the URL; on any other address the console refuses to start without
 a token. Reach it by another name than localhost with --console-host.
 
 The console reads and acts with this command's credentials: --nats-url
-and its credentials, or a running serve's embedded server on --listen,
-else the --data store. With --tenants FILE --tenant NAME (the
+and its credentials, or a running serve's embedded server on --listen (it
+never opens a store folder itself: start serve first). With --tenants FILE --tenant NAME (the
 administrators' file) it acts for that tenant alone, and operators'
 actions are recorded by the audit service as that administrator's. It
 takes the same skills, skill store and stream flags as serve, so that its
@@ -72,7 +73,11 @@ pages show what serve serves.`[1:], `
 	c.consoleFlags(cmd, defaultConsoleListen, "`address` the console listens on (a non-loopback one needs a console token)")
 	c.skillFlags(cmd)
 	c.storeFlags(cmd)
-	c.readerFlags(cmd)
+	c.storeNATSFlags(cmd)
+	cmd.group("Stream")
+	cmd.pick(c.streamFlags, "stream", "prefix")
+	c.layoutFlag(cmd)
+	c.opsFlags(cmd, false)
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
 	return cmd, func(ctx context.Context, args []string) error {
@@ -89,7 +94,7 @@ pages show what serve serves.`[1:], `
 		if err := c.validateStore(); err != nil {
 			return err
 		}
-		js, closeJS, err := a.openSessions(&c) // checks the reader flags and --tenants
+		js, closeJS, err := a.consoleConn(&c)
 		if err != nil {
 			return err
 		}
@@ -150,6 +155,41 @@ func (a *app) validateServeConsole(c *Config) error {
 	var err error
 	c.Console.viewer, c.Console.operator, c.Console.made, err = a.consoleTokens(c.Console.Listen)
 	return err
+}
+
+// consoleConn checks the NATS and stream flags and connects where the
+// console reads: --nats-url (with --tenants, as the tenant's
+// administrator), else a running serve's embedded server on --listen. The
+// console never opens a store folder itself, as usage may for a moment:
+// it runs for long, and a serve started on the folder meanwhile would
+// open it a second time. The connection reconnects until closed.
+func (a *app) consoleConn(c *Config) (jetstream.JetStream, func(), error) {
+	c.Data = defaultData // not a console flag: checked as the embedded server's, never opened
+	if err := c.validateReader(); err != nil {
+		return nil, nil, err
+	}
+	url, opts := c.NATSURL, []nats.Option{nats.Name("skillstream console"), nats.MaxReconnects(-1)}
+	if url == "" {
+		if !serving(c.Listen) {
+			return nil, nil, fmt.Errorf("no NATS server answers on --listen %s: start `skillstream serve` (the console reads through its server), or give --nats-url", c.Listen)
+		}
+		url = "nats://" + c.Listen
+	} else {
+		var err error
+		if opts, err = c.connectOptions(c.newLogger(a.stderr)); err != nil {
+			return nil, nil, err
+		}
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream context: %w", err)
+	}
+	return js, nc.Close, nil
 }
 
 // consoleTokens reads the console's tokens from the environment and
