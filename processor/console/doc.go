@@ -43,4 +43,15 @@
 // console token (viewer or operator) and get a signed, HttpOnly,
 // SameSite=Strict cookie; a console serves one tenant and holds only
 // that tenant's sources, so it cannot show another's data.
+//
+// Serving: New makes one tenant's console (an http.Handler under its
+// Base); NewMux serves several on one listener, each under /<tenant>/
+// and made once its sources are there (serve's processors started), the
+// root naming none; Tokens decides a console's tokens (a random operator
+// token only on a loopback address) and Serve runs the HTTP server with
+// bounded timeouts. The fleet page asks the members of the tenant's
+// group, over the tenant's connection, for their service info and each
+// for its view, and reads the usage projection's lag and the sessions
+// stream's and account's use; what members say of themselves is bounded
+// and escaped like a skill's text.
 package console
