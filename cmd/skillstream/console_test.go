@@ -343,3 +343,56 @@ func TestServeConsoleAlone(t *testing.T) {
 		t.Errorf("fleet: %d\n%s", code, body)
 	}
 }
+
+// TestServeConsoleTenantChanged: a tenant whose entry changes while
+// serve runs gets its console anew, with the tokens its entry names now;
+// the other tenants' consoles (and sign-ins) stay as they were.
+func TestServeConsoleTenantChanged(t *testing.T) {
+	natsURL, _ := tenantServer(t)
+	tokens := map[string]string{}
+	for _, v := range []string{"ACME_CONSOLE_TOKEN", "ACME_CONSOLE_OPERATOR_TOKEN", "GLOBEX_CONSOLE_TOKEN", "GLOBEX_CONSOLE_OPERATOR_TOKEN", "ACME_CONSOLE_ROTATED"} {
+		tokens[v] = randomToken(t)
+		t.Setenv(v, tokens[v])
+	}
+	shipped, err := os.ReadFile(tenantsYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml := filepath.Join(t.TempDir(), "tenants.yaml")
+	writeTenants(t, yaml, string(shipped))
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	logs := runPermittedServe(t, []string{"serve", "--nats-url", natsURL, "--tenants", yaml, "--no-bundled", "--user-skills-dir=",
+		"--workers", "4", "--metrics-listen", quietAddr(t), "--console-listen", addr}, "skillstream serving")
+	base := "http://" + addr
+
+	acme, globex := consoleClient(t), consoleClient(t)
+	eventually(t, 30*time.Second, "the consoles served", func() error {
+		if err := consoleSignIn(acme, base+"/acme/", tokens["ACME_CONSOLE_OPERATOR_TOKEN"]); err != nil {
+			return err
+		}
+		return consoleSignIn(globex, base+"/globex/", tokens["GLOBEX_CONSOLE_TOKEN"])
+	})
+
+	// acme's operators get a new token variable (and its members fewer
+	// workers): acme's entry changed, globex's did not.
+	changed := strings.Replace(string(shipped), "console_operator_token_env: ACME_CONSOLE_OPERATOR_TOKEN", "console_operator_token_env: ACME_CONSOLE_ROTATED", 1)
+	if changed == string(shipped) {
+		t.Fatal("the shipped file names no ACME_CONSOLE_OPERATOR_TOKEN")
+	}
+	writeTenants(t, yaml, changed)
+	eventually(t, 60*time.Second, "acme's console with its new token", func() error {
+		if !strings.Contains(logs.String(), "tenants file applied") {
+			return errorf("not applied yet")
+		}
+		return consoleSignIn(consoleClient(t), base+"/acme/", tokens["ACME_CONSOLE_ROTATED"])
+	})
+	if err := consoleSignIn(consoleClient(t), base+"/acme/", tokens["ACME_CONSOLE_OPERATOR_TOKEN"]); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("acme's old operator token still signs in: %v", err)
+	}
+	if code, _ := consoleGet(t, acme, base+"/acme/fleet"); code != http.StatusSeeOther {
+		t.Errorf("a sign-in to acme's old console still opens its pages: %d", code)
+	}
+	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, "<h1>Fleet</h1>") {
+		t.Errorf("globex's sign-in after acme's change: %d\n%s", code, body)
+	}
+}

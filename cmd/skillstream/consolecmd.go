@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -253,7 +252,7 @@ func consoleLog(log *slog.Logger, tenant string) *slog.Logger {
 // with them each tenant's under /<tenant>/, its tokens from the variables
 // its entry names. A unit's console is made once its registry is built,
 // and reads through the unit's own connection.
-func (a *app) serveConsoles(c *Config, units []*servedUnit, log *slog.Logger) (http.Handler, error) {
+func (a *app) serveConsoles(c *Config, units []*servedUnit, log *slog.Logger) (*console.Mux, error) {
 	var ts []console.Tenant
 	if units[0].tenant == "" {
 		if c.Console.made {
@@ -280,6 +279,20 @@ func (a *app) serveConsoles(c *Config, units []*servedUnit, log *slog.Logger) (h
 		ts = append(ts, c.unitConsole(u, "/"+u.tenant+"/", t.consoleToken, t.consoleOperatorToken, log))
 	}
 	return console.NewMux(ts), nil
+}
+
+// setConsole serves the console of tenant e, added or changed at run
+// time and served by u, in place of the one it had; a tenant whose tokens
+// are not set (or not fit) gets none, and the log says why.
+func (w *tenantWatch) setConsole(u *servedUnit, e tenantEntry) {
+	viewer, operator := os.Getenv(e.ConsoleTokenEnv), os.Getenv(e.ConsoleOperatorTokenEnv)
+	if err := console.CheckTokens(viewer, operator); err != nil {
+		w.console.Remove(e.Name)
+		w.log.Error("tenant has no operator console: set the variables its console_token_env and console_operator_token_env name, and edit its entry again",
+			"tenant", e.Name, "err", err)
+		return
+	}
+	w.console.Set(w.c.unitConsole(u, "/"+e.Name+"/", viewer, operator, w.log))
 }
 
 // unitConsole is the console of one served unit under base.

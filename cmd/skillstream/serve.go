@@ -272,7 +272,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		where = append(where, "mcp", "http://"+mcpFront.ln.Addr().String()+"/mcp")
 	}
 
-	var consoles http.Handler
+	var consoles *console.Mux
 	var consoleLn net.Listener
 	if c.Console.Listen != "" {
 		if consoles, err = a.serveConsoles(c, units, log); err != nil {
@@ -332,6 +332,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 	// while they stop.
 	if tf != nil {
 		tw := a.newTenantWatch(c, log, tf, units, libAc, metrics, ann)
+		tw.console = consoles // tenants added or changed get their console
 		defer tw.close()
 		if aud != nil {
 			actx, acancel := context.WithCancel(context.WithoutCancel(ctx))

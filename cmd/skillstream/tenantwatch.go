@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/skillstream/skillstream/processor/console"
 	"github.com/skillstream/skillstream/processor/supervise"
 	"github.com/skillstream/skillstream/providers/store/audit"
 )
@@ -34,7 +35,8 @@ type tenantWatch struct {
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	ann     *announcer
-	library string // the library's entry at start
+	library string       // the library's entry at start
+	console *console.Mux // serve's console (--console-listen), or nil
 
 	mu       sync.Mutex
 	units    map[string]*servedUnit
@@ -121,6 +123,9 @@ func (w *tenantWatch) unit(e tenantEntry) supervise.Unit {
 	if w.c.MCP.Listen != "" {
 		w.log.Warn("a tenant added at run time is not served over MCP until serve restarts", "tenant", e.Name)
 	}
+	if w.console != nil {
+		w.setConsole(u, e)
+	}
 	w.mu.Lock()
 	w.units[e.Name] = u
 	w.mu.Unlock()
@@ -190,6 +195,9 @@ func (w *tenantWatch) stopped(name string) {
 		delete(w.stores, u.account)
 	}
 	w.mu.Unlock()
+	if w.console != nil {
+		w.console.Remove(name)
+	}
 	if u == nil {
 		return
 	}

@@ -25,6 +25,7 @@ type Tenant struct {
 // sources only, and signs its cookies with a secret of its own under its
 // own path: a session of one tenant's console is nothing to another's.
 type Mux struct {
+	mu      sync.RWMutex
 	tenants map[string]*muxEntry
 	single  *muxEntry
 }
@@ -40,14 +41,29 @@ type muxEntry struct {
 func NewMux(ts []Tenant) *Mux {
 	m := &Mux{tenants: map[string]*muxEntry{}}
 	for _, t := range ts {
-		e := &muxEntry{t: t}
-		if t.Name == "" {
-			m.single = e
-			continue
-		}
-		m.tenants[t.Name] = e
+		m.Set(t)
 	}
 	return m
+}
+
+// Set serves t's console, in place of the one t's name had (whose
+// sign-ins end with it): a tenant added, or changed, at run time.
+func (m *Mux) Set(t Tenant) {
+	e := &muxEntry{t: t}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.Name == "" {
+		m.single = e
+		return
+	}
+	m.tenants[t.Name] = e
+}
+
+// Remove stops serving the console of tenant name (dropped at run time).
+func (m *Mux) Remove(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.tenants, name)
 }
 
 // get returns the entry's console, making it when its sources are ready.
@@ -66,10 +82,14 @@ func (e *muxEntry) get() (*Server, bool, error) {
 }
 
 func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.RLock()
 	e := m.single
+	m.mu.RUnlock()
 	if e == nil {
 		name, rest, slash := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		m.mu.RLock()
 		e = m.tenants[name]
+		m.mu.RUnlock()
 		switch {
 		case e == nil:
 			// Which tenants exist is not told: a console's path is its
