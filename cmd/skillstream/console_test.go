@@ -395,4 +395,20 @@ func TestServeConsoleTenantChanged(t *testing.T) {
 	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, "<h1>Fleet</h1>") {
 		t.Errorf("globex's sign-in after acme's change: %d\n%s", code, body)
 	}
+
+	// globex's entry now names acme's token: globex gets no console, and
+	// the log says why.
+	writeTenants(t, yaml, strings.Replace(changed, "console_operator_token_env: GLOBEX_CONSOLE_OPERATOR_TOKEN", "console_operator_token_env: ACME_CONSOLE_ROTATED", 1))
+	eventually(t, 60*time.Second, "globex's console refused", func() error {
+		if !strings.Contains(logs.String(), "tenants acme and globex have the same console token") {
+			return errorf("not yet")
+		}
+		return nil
+	})
+	if code, _ := consoleGet(t, consoleClient(t), base+"/globex/login"); code != http.StatusNotFound {
+		t.Errorf("globex's console with acme's token: %d", code)
+	}
+	if err := consoleSignIn(consoleClient(t), base+"/acme/", tokens["ACME_CONSOLE_ROTATED"]); err != nil {
+		t.Errorf("acme's console: %v", err)
+	}
 }

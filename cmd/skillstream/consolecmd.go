@@ -286,7 +286,20 @@ func (a *app) serveConsoles(c *Config, units []*servedUnit, log *slog.Logger) (*
 // are not set (or not fit) gets none, and the log says why.
 func (w *tenantWatch) setConsole(u *servedUnit, e tenantEntry) {
 	viewer, operator := os.Getenv(e.ConsoleTokenEnv), os.Getenv(e.ConsoleOperatorTokenEnv)
-	if err := console.CheckTokens(viewer, operator); err != nil {
+	err := console.CheckTokens(viewer, operator)
+	w.mu.Lock()
+	for _, o := range w.entries {
+		if o.Name == e.Name || err != nil {
+			continue
+		}
+		for _, tok := range []string{os.Getenv(o.ConsoleTokenEnv), os.Getenv(o.ConsoleOperatorTokenEnv)} {
+			if tok != "" && (tok == viewer || tok == operator) {
+				err = fmt.Errorf("tenants %s and %s have the same console token: each tenant's must be its own", o.Name, e.Name)
+			}
+		}
+	}
+	w.mu.Unlock()
+	if err != nil {
 		w.console.Remove(e.Name)
 		w.log.Error("tenant has no operator console: set the variables its console_token_env and console_operator_token_env name, and edit its entry again",
 			"tenant", e.Name, "err", err)

@@ -35,8 +35,9 @@ type tenantWatch struct {
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	ann     *announcer
-	library string       // the library's entry at start
-	console *console.Mux // serve's console (--console-listen), or nil
+	library string        // the library's entry at start
+	console *console.Mux  // serve's console (--console-listen), or nil
+	entries []tenantEntry // the file's tenants as last loaded (their console tokens must differ)
 
 	mu       sync.Mutex
 	units    map[string]*servedUnit
@@ -107,6 +108,9 @@ func (w *tenantWatch) load() ([]supervise.Wanted, error) {
 	if libraryKey(f) != w.library {
 		w.log.Warn("the tenants file's library entry changed: serve reads the library it started with until it is restarted", "file", w.c.Tenants)
 	}
+	w.mu.Lock()
+	w.entries = f.Tenants
+	w.mu.Unlock()
 	out := make([]supervise.Wanted, len(f.Tenants))
 	for i, e := range f.Tenants {
 		out[i] = supervise.Wanted{Name: e.Name, Key: tenantKey(e), Make: func() (supervise.Unit, error) { return w.unit(e), nil }}
