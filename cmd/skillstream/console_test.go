@@ -94,14 +94,22 @@ func TestConsoleCommandFleet(t *testing.T) {
 	); err != nil {
 		t.Fatalf("sign in and open the fleet page: %v\n%s", err, errs)
 	}
-	got, err := chromedp.Run(bctx, chromedp.Text(`#members .instance`))
-	if err != nil || got != member {
-		t.Errorf("the fleet page shows member %q (%v), serve runs %s", got, err, member)
-	}
-	summary, err := chromedp.Run(bctx, chromedp.Text(`#fleet-summary`))
-	if err != nil || !strings.Contains(summary, "1 member answers") || !strings.Contains(summary, "agree on one catalog") {
-		t.Errorf("summary %q (%v)", summary, err)
-	}
+	// A member answers within the page's wait; on a loaded machine it
+	// may take another look.
+	eventually(t, 30*time.Second, "the fleet page shows serve's member", func() error {
+		got, err := chromedp.Run(bctx, chromedp.Text(`#members .instance`))
+		if err == nil && got == member {
+			summary, err := chromedp.Run(bctx, chromedp.Text(`#fleet-summary`))
+			if err != nil || !strings.Contains(summary, "1 member answers") || !strings.Contains(summary, "agree on one catalog") {
+				return errorf("summary %q (%v)", summary, err)
+			}
+			return nil
+		}
+		if err := chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(`#fleet-summary`)); err != nil {
+			return err
+		}
+		return errorf("the fleet page shows member %q (%v), serve runs %s", got, err, member)
+	})
 	role, err := chromedp.Run(bctx, chromedp.Text(`header .role`))
 	if err != nil || role != "operator" {
 		t.Errorf("signed in as %q (%v)", role, err)
@@ -187,15 +195,13 @@ func TestServeConsoleTenants(t *testing.T) {
 	eventually(t, 30*time.Second, "acme's console is served", func() error {
 		return consoleSignIn(acme, base+"/acme/", tokens["ACME_CONSOLE_OPERATOR_TOKEN"])
 	})
-	if code, body := consoleGet(t, acme, base+"/acme/fleet"); code != http.StatusOK || !strings.Contains(body, instance["acme"]) || strings.Contains(body, instance["globex"]) {
-		t.Errorf("acme's fleet page: %d\n%s", code, body)
-	}
+	fleetShows(t, acme, base+"/acme/fleet", instance["acme"], instance["globex"])
 	globex := consoleClient(t)
 	eventually(t, 30*time.Second, "globex's console is served", func() error {
 		return consoleSignIn(globex, base+"/globex/", tokens["GLOBEX_CONSOLE_TOKEN"])
 	})
-	if code, body := consoleGet(t, globex, base+"/globex/fleet"); code != http.StatusOK || !strings.Contains(body, instance["globex"]) || strings.Contains(body, instance["acme"]) || !strings.Contains(body, ">viewer<") {
-		t.Errorf("globex's fleet page: %d\n%s", code, body)
+	if body := fleetShows(t, globex, base+"/globex/fleet", instance["globex"], instance["acme"]); !strings.Contains(body, ">viewer<") {
+		t.Errorf("globex's fleet page, signed in as a viewer:\n%s", body)
 	}
 
 	// acme's tokens do not sign in to globex's console.
@@ -269,9 +275,7 @@ func TestServeConsoleTenants(t *testing.T) {
 	if err := consoleSignIn(ac, admin, tokens["ACME_CONSOLE_TOKEN"]); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := consoleGet(t, ac, admin+"fleet"); code != http.StatusOK || !strings.Contains(body, instance["acme"]) || strings.Contains(body, instance["globex"]) {
-		t.Errorf("the administrator's console of acme: %d\n%s", code, body)
-	}
+	fleetShows(t, ac, admin+"fleet", instance["acme"], instance["globex"])
 
 	// The root names no tenant.
 	if code, body := consoleGet(t, consoleClient(t), base+"/"); code != http.StatusNotFound || strings.Contains(body, "acme") || strings.Contains(body, "globex") {
@@ -280,6 +284,26 @@ func TestServeConsoleTenants(t *testing.T) {
 	if code, _ := consoleGet(t, consoleClient(t), base+"/initech/login"); code != http.StatusNotFound {
 		t.Errorf("an unknown tenant: %d", code)
 	}
+}
+
+// fleetShows waits until the fleet page at u shows member (it answers
+// within the page's wait, which a loaded machine may miss), and checks
+// that it never shows other. It returns the page.
+func fleetShows(t testing.TB, c *http.Client, u, member, other string) string {
+	t.Helper()
+	var body string
+	eventually(t, 30*time.Second, u+" shows member "+member, func() error {
+		var code int
+		code, body = consoleGet(t, c, u)
+		if code != http.StatusOK || !strings.Contains(body, member) {
+			return errorf("%d\n%s", code, body)
+		}
+		return nil
+	})
+	if strings.Contains(body, other) {
+		t.Errorf("%s shows %s:\n%s", u, other, body)
+	}
+	return body
 }
 
 // consoleClient keeps cookies and does not follow redirects.
@@ -339,8 +363,8 @@ func TestServeConsoleAlone(t *testing.T) {
 	if err := consoleSignIn(c, "http://"+addr+"/", token); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := consoleGet(t, c, "http://"+addr+"/fleet"); code != http.StatusOK || !strings.Contains(body, ms[0]) || !strings.Contains(body, ">operator<") {
-		t.Errorf("fleet: %d\n%s", code, body)
+	if body := fleetShows(t, c, "http://"+addr+"/fleet", ms[0], "no such member"); !strings.Contains(body, ">operator<") {
+		t.Errorf("fleet, signed in as an operator:\n%s", body)
 	}
 }
 

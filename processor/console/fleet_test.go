@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
@@ -50,7 +51,8 @@ func TestFleetHostileMembers(t *testing.T) {
 	member("evil-1", `<script>alert(1)</script>`+strings.Repeat("x", 500), `"><img src=x onerror=alert(2)>`)
 	member("not an instance <b>", "v0", "")
 
-	ts := startConsole(t, console.Config{Sources: console.Sources{JS: js, Stream: "SESSIONS"}})
+	// A generous wait: the members answer at once, the page waits it out.
+	ts := startConsole(t, console.Config{Sources: console.Sources{JS: js, Stream: "SESSIONS", Fleet: console.FleetSources{Wait: 2 * time.Second}}})
 	c := client(t)
 	signIn(t, c, ts.URL, viewerToken)
 	res, err := c.Get(ts.URL + "/fleet")
