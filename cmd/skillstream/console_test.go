@@ -45,42 +45,8 @@ func TestConsoleCommandFleet(t *testing.T) {
 		return nil
 	})
 
-	out := &syncBuffer{}
-	errs := &syncBuffer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(ctx, []string{"console", "--listen", natsAddr, "--console-listen", "127.0.0.1:0",
-			"--no-bundled", "--user-skills-dir=", "--skills-dir", root}, out, errs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != exitOK {
-				t.Errorf("console exit %d:\n%s", code, errs)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("console did not stop:\n%s", errs)
-		}
-	})
-	urlRE := regexp.MustCompile(`(?m)^console: (http://127\.0\.0\.1:\d+/)$`)
-	tokRE := regexp.MustCompile(`(?m)^operator token, made for this run \(set SKILLSTREAM_CONSOLE_OPERATOR_TOKEN to choose one\): (\S{16,})$`)
-	var base, token string
-	eventually(t, 30*time.Second, "console prints its URL and token", func() error {
-		select {
-		case code := <-done:
-			done <- code
-			t.Fatalf("console exited %d:\n%s%s", code, out, errs)
-		default:
-		}
-		u, tk := urlRE.FindStringSubmatch(out.String()), tokRE.FindStringSubmatch(out.String())
-		if u == nil || tk == nil {
-			return errorf("stdout %q", out)
-		}
-		base, token = u[1], tk[1]
-		return nil
-	})
+	base, token, errs := runConsoleCmd(t, "--listen", natsAddr, "--console-listen", "127.0.0.1:0",
+		"--no-bundled", "--user-skills-dir=", "--skills-dir", root)
 
 	bctx, log := browsertest.New(t)
 	bctx, bcancel := context.WithTimeout(bctx, 60*time.Second)
@@ -435,4 +401,47 @@ func TestServeConsoleTenantChanged(t *testing.T) {
 	if err := consoleSignIn(consoleClient(t), base+"/acme/", tokens["ACME_CONSOLE_ROTATED"]); err != nil {
 		t.Errorf("acme's console: %v", err)
 	}
+}
+
+// runConsoleCmd runs `skillstream console ARGS` until the test ends, and
+// returns the URL it prints, the operator token it made (when the
+// environment gives none) and its stderr.
+func runConsoleCmd(t *testing.T, args ...string) (base, token string, errs *syncBuffer) {
+	t.Helper()
+	out := &syncBuffer{}
+	errs = &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, append([]string{"console"}, args...), out, errs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Errorf("console exit %d:\n%s", code, errs)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("console did not stop:\n%s", errs)
+		}
+	})
+	urlRE := regexp.MustCompile(`(?m)^console: (http://127\.0\.0\.1:\d+/)$`)
+	tokRE := regexp.MustCompile(`(?m)^operator token, made for this run \(set SKILLSTREAM_CONSOLE_OPERATOR_TOKEN to choose one\): (\S{16,})$`)
+	eventually(t, 30*time.Second, "console prints its URL", func() error {
+		select {
+		case code := <-done:
+			done <- code
+			t.Fatalf("console exited %d:\n%s%s", code, out, errs)
+		default:
+		}
+		u := urlRE.FindStringSubmatch(out.String())
+		if u == nil {
+			return errorf("stdout %q", out)
+		}
+		base = u[1]
+		if tk := tokRE.FindStringSubmatch(out.String()); tk != nil {
+			token = tk[1]
+		}
+		return nil
+	})
+	return base, token, errs
 }
