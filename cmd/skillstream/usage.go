@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,12 +52,12 @@ rate, and, read from the stream (--scan), the loads that followed a
 search of the same session that found the skill. Records older than
 releases name no revision: they count in the skill's totals only.
 
-The report is read from the usage projection that a serve started with
---usage-projection keeps in the key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
+The report is read from the usage projection that serve keeps (unless
+--no-usage-projection) in the key-value bucket --usage-bucket: one sum per hour (UTC), kept current as
 outputs are appended, so a report over any window reads one value per
 hour, whatever the stream's size. Its window starts at the hour of
---since. It keeps distinct sessions exactly up to 32 per skill and hour
-and 8,192 in all, and estimates them beyond (shown ~N, within about 5%);
+--since. It keeps distinct sessions exactly up to 1,024 per skill and hour
+and 8,192 in all, and estimates them beyond (shown ~N, within 2%);
 it does not keep what follows one session's searches through time (the
 skills found then loaded, the sessions that searched most): --scan
 reports those. When the projection has not yet applied the newest
@@ -71,7 +72,7 @@ from a failed skill call. --session and --project always read the stream:
 a session's report reads that session's log, and --project also reads the
 window's triggers, which alone name a project, and counts a session's
 outputs under the project of its latest trigger in the window. Without a
-projection (no serve --usage-projection has kept one yet) usage reads
+projection (every serve ran with --no-usage-projection, or none yet) usage reads
 the stream too, and says so.
 
 --by hour or --by day prints usage over time from the projection
@@ -363,8 +364,8 @@ func printUsage(w io.Writer, r *usage.Report) {
 	}
 	fmt.Fprintln(w)
 	if estimated || r.Searches.SessionsEstimated {
-		fmt.Fprintf(w, "~: an estimate: distinct sessions past %d per skill and hour (%s in all) are counted by a HyperLogLog sketch, within about 5%%\n",
-			projection.SparseMax, "8,192")
+		fmt.Fprintf(w, "~: an estimate: distinct sessions past %d per skill and hour (%s in all) are counted by a HyperLogLog sketch, within about %.1f%% (one standard error)\n",
+			projection.SparseMax, "8,192", 104/math.Sqrt(1<<projection.Precision))
 	}
 	for _, s := range p.Partial {
 		fmt.Fprintf(w, "partial: %s\n", s)

@@ -42,9 +42,11 @@ const (
 	// nothing an hour keeps; further ones count in NoMatchOther.
 	HourQueries    = 100
 	HourQueryBytes = 32 << 10
-	// MaxHourBytes is the largest encoded hour: a larger one sheds its
-	// sets (names listed, digests, revisions, queries) and, if still too
-	// large, all but its most used rows (Hour.Shed says so).
+	// MaxHourBytes is the largest encoded hour: a larger one first lowers
+	// the precision of its session sketches, step by step down to
+	// MinPrecision (Hour.Coarse says so), then sheds its sets (names
+	// listed, digests, revisions, queries) and, if still too large, all
+	// but its most used rows (Hour.Shed says so).
 	MaxHourBytes = 768 << 10
 )
 
@@ -79,6 +81,9 @@ type Hour struct {
 	// before that are lost (usage --rebuild counts them again).
 	Shed    bool `json:"shed,omitempty"`
 	Damaged bool `json:"damaged,omitempty"`
+	// Coarse says the hour lowered the precision of its session sketches
+	// to fit, so that its distinct sessions are estimated less closely.
+	Coarse bool `json:"coarse,omitempty"`
 
 	listed map[string]struct{} // Catalogs.Listed as a set, while applying
 	// listedKeys are the lists (usage.Output.ListedKey) added to listed
@@ -451,12 +456,28 @@ func inc[V int | int64](m map[string]V, k string, n V) map[string]V {
 	return m
 }
 
-// Encode writes the hour as JSON, shedding detail first when it would
-// be larger than MaxHourBytes.
+// Encode writes the hour as JSON, making its session sketches smaller
+// and then shedding detail first when it would be larger than
+// MaxHourBytes.
 func (h *Hour) Encode() ([]byte, error) {
 	b, err := json.Marshal(h)
 	if err != nil || len(b) <= MaxHourBytes {
 		return b, err
+	}
+	// The highest precision at which the sketches' sizes, worked out
+	// without encoding, leave the hour small enough; lower ones if the
+	// encoding says otherwise.
+	now := h.sketchBytes(Precision)
+	for p := uint8(Precision - 1); p >= MinPrecision; p-- {
+		if p > MinPrecision && len(b)-now+h.sketchBytes(p) > MaxHourBytes {
+			continue
+		}
+		if !h.coarsen(p) {
+			continue
+		}
+		if b, err = json.Marshal(h); err != nil || len(b) <= MaxHourBytes {
+			return b, err
+		}
 	}
 	h.shedSets()
 	if b, err = json.Marshal(h); err != nil || len(b) <= MaxHourBytes {
@@ -464,6 +485,28 @@ func (h *Hour) Encode() ([]byte, error) {
 	}
 	h.shedRows(100)
 	return json.Marshal(h)
+}
+
+// sketchBytes is the size of the hour's session sketches encoded, were
+// they coarsened to precision p.
+func (h *Hour) sketchBytes(p uint8) int {
+	n := h.Search.Sessions.encodedLen(p)
+	for _, r := range h.Skills {
+		n += r.Sessions.encodedLen(p)
+	}
+	return n
+}
+
+// coarsen bounds every session sketch of the hour by the size of a
+// HyperLogLog of precision p (Sketch.coarsen), and says whether any
+// changed.
+func (h *Hour) coarsen(p uint8) bool {
+	changed := h.Search.Sessions.coarsen(p)
+	for _, r := range h.Skills {
+		changed = r.Sessions.coarsen(p) || changed
+	}
+	h.Coarse = h.Coarse || changed
+	return changed
 }
 
 // shedSets drops the hour's sets: names listed, digests, revisions and

@@ -1,6 +1,7 @@
 package projection
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,33 +75,83 @@ func TestHourBounds(t *testing.T) {
 }
 
 // TestHourSheds: an hour that would encode larger than MaxHourBytes
-// drops its sets, then folds its least used rows into _other, keeping
-// every count.
+// first lowers the precision of its session sketches (no lower than
+// MinPrecision), keeping every row, and says so in a report's partial;
+// one still too large drops its sets, then folds its least used rows
+// into _other, keeping every count.
 func TestHourSheds(t *testing.T) {
 	at := time.Now()
-	h := newHour(1, at)
-	seq := uint64(0)
-	for i := range HourSkills {
-		for j := range SparseMax + 1 { // every row dense: 512 bytes of registers
-			seq++
-			h.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(j), Skill: "skill-" + strconv.Itoa(i),
-				Digest: strings.Repeat("d", 60) + strconv.Itoa(j%HourDigests)}, seq, at)
+	crowded := func(digests, codes int) *Hour {
+		h := newHour(1, at)
+		seq := uint64(0)
+		for i := range HourSkills {
+			name := "skill-" + strconv.Itoa(i)
+			for j := range HourDigests {
+				digest := ""
+				if j < digests {
+					digest = strings.Repeat("d", 60) + strconv.Itoa(j)
+				}
+				seq++
+				h.Apply(usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(j), Skill: name, Digest: digest}, seq, at)
+			}
+			for c := range codes {
+				seq++
+				h.Apply(usage.Output{Kind: usage.OutputSkillError, Session: "s", Skill: name, Code: "some-long-error-code-" + strconv.Itoa(c)}, seq, at)
+			}
+			r := h.Skills[name]
+			r.Sessions.densify(Precision) // as a row of more than SparseMax sessions is
+			rng := splitmix64(i)
+			for range 3000 {
+				r.Sessions.Add(rng.next())
+			}
+		}
+		return h
+	}
+	decode := func(h *Hour) (*Hour, int, int) {
+		t.Helper()
+		b, err := h.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeHour(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads, errs := 0, 0
+		for _, r := range back.Skills {
+			loads += r.Loads
+			for _, n := range r.Errors {
+				errs += n
+			}
+		}
+		if len(b) > MaxHourBytes {
+			t.Errorf("%d bytes, more than %d", len(b), MaxHourBytes)
+		}
+		return back, loads, errs
+	}
+
+	back, loads, _ := decode(crowded(0, 0))
+	if !back.Coarse || back.Shed || len(back.Skills) != HourSkills || loads != HourSkills*HourDigests {
+		t.Errorf("coarse %v, %d loads in %d rows; want coarse, %d in %d", back.Coarse, loads, len(back.Skills), HourSkills*HourDigests, HourSkills)
+	}
+	for name, r := range back.Skills {
+		if p := r.Sessions.p; p < MinPrecision || p >= Precision {
+			t.Fatalf("%s: precision %d", name, p)
+		}
+		// Within 5 standard errors: a thousand estimates.
+		if n, _ := r.Sessions.Count(); math.Abs(float64(n-3016)) > 5*1.04/math.Sqrt(1<<MinPrecision)*3016 {
+			t.Errorf("%s: %d sessions, want about 3,016", name, n)
 		}
 	}
-	b, err := h.Encode()
-	if err != nil {
-		t.Fatal(err)
+	m := newMerger(1)
+	m.merge(HourKey(at), back)
+	if p := m.partial(); len(p) != 1 || !strings.Contains(p[0], "too large for full-precision session sketches") || !strings.Contains(p[0], HourKey(at)) {
+		t.Errorf("partial %q", p)
 	}
-	back, err := DecodeHour(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loads := 0
-	for _, r := range back.Skills {
-		loads += r.Loads
-	}
-	if len(b) > MaxHourBytes || !back.Shed || loads != HourSkills*(SparseMax+1) || len(back.Skills) > 101 {
-		t.Errorf("%d bytes, shed %v, %d loads in %d rows", len(b), back.Shed, loads, len(back.Skills))
+
+	back, loads, errs := decode(crowded(HourDigests, HourCodes))
+	if !back.Coarse || !back.Shed || loads != HourSkills*HourDigests || errs != HourSkills*HourCodes || len(back.Skills) > 101 {
+		t.Errorf("coarse %v, shed %v, %d loads and %d errors in %d rows", back.Coarse, back.Shed, loads, errs, len(back.Skills))
 	}
 }
 

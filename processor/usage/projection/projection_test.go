@@ -45,9 +45,10 @@ func TestProjectionEqualsScan(t *testing.T) {
 				t.Fatalf("the workload is too thin to compare: %+v", scan)
 			}
 			for _, s := range proj.Skills {
-				// a-skill is loaded in all 70 sessions: past the exact range.
-				if want := s.Name == "a-skill"; s.SessionsEstimated != want {
-					t.Errorf("%s: sessions estimated %v, want %v", s.Name, s.SessionsEstimated, want)
+				// a-skill is loaded in all 70 sessions: within the exact
+				// range, as every row is (estimates: sketch_test.go).
+				if s.SessionsEstimated {
+					t.Errorf("%s: %d sessions estimated", s.Name, s.Sessions)
 				}
 			}
 			info := proj.Projection

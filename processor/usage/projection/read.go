@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -354,6 +355,7 @@ type merger struct {
 	// What is partial.
 	listedCut, setsCut bool
 	shed, damaged      []string
+	coarse             []string // hours whose sketches were made smaller
 	folded             []string // hours with skills counted under _other
 	foldedAll          bool     // skills past usage.MaxSkills in the window
 	unreadable         []string
@@ -432,6 +434,9 @@ func (m *merger) merge(key string, h *Hour) {
 	}
 	if h.Damaged {
 		m.damaged = append(m.damaged, key)
+	}
+	if h.Coarse {
+		m.coarse = append(m.coarse, key)
 	}
 	m.rep.Records += h.Records
 	m.rep.Unreadable += h.Unreadable
@@ -615,6 +620,10 @@ func (m *merger) partial() []string {
 	}
 	if len(m.shed) > 0 {
 		out = append(out, "hour buckets too large to keep whole (sets dropped, some rows under _other): "+list(m.shed))
+	}
+	if len(m.coarse) > 0 {
+		out = append(out, fmt.Sprintf("hour buckets too large for full-precision session sketches (distinct sessions estimated with down to %d registers, about %.1f%%): %s",
+			1<<MinPrecision, 104/math.Sqrt(1<<MinPrecision), list(m.coarse)))
 	}
 	if len(m.folded) > 0 {
 		out = append(out, usage.FoldedSkills(HourSkills)+" in an hour: "+list(m.folded))
