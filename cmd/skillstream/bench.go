@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,12 +39,15 @@ type benchOptions struct {
 	timeout     time.Duration
 	mode        string
 	noBaseline  bool
-	// usageProjection runs the usage projector beside the processor;
+	// usageProjection runs the usage projector beside the processor (by
+	// default, as serve does; noUsageProjection leaves it out);
 	// projectionCost plays the processor phase without it and with it,
 	// rounds times each, alternating which goes first.
-	usageProjection bool
-	projectionCost  bool
-	rounds          int
+	usageProjection   bool
+	noUsageProjection bool
+	projectionGiven   bool // either flag given
+	projectionCost    bool
+	rounds            int
 	// projectorApart runs the projector of the phases with it in a child
 	// of its own, its CPU measured apart from the processor's.
 	projectorApart bool
@@ -125,7 +129,8 @@ consumer, --workers).`[1:], `
 	cmd.group("Measurement")
 	cmd.localString(&o.mode, "processor", bench.ModeChild, "where the processor runs (`mode`): child (own process, measured), inprocess, or external (already serving --nats-url, not measured; it does not know the generated skills, so use --calls 0)")
 	cmd.localBool(&o.noBaseline, "no-baseline", false, "skip the baseline phase")
-	cmd.localBool(&o.usageProjection, "usage-projection", false, "run the usage projector beside the processor, as serve does (its cost counts in the processor's CPU)")
+	cmd.localBool(&o.usageProjection, "usage-projection", true, "run the usage projector beside the processor, as serve does by default (its cost counts in the processor's CPU)")
+	cmd.localBool(&o.noUsageProjection, "no-usage-projection", false, "run the processor without the usage projector, as serve --no-usage-projection")
 	cmd.localBool(&o.projectionCost, "usage-projection-cost", false, "measure the usage projector's cost in one run: the processor phase without it and the same load with it (starting at that phase's records), --rounds times each, side by side with their ratio, instead of the baseline")
 	cmd.localBool(&o.projectorApart, "projector-apart", false, "with --usage-projection-cost: run the projector of the phases with it in a process of its own beside the processor (which then runs without it), and measure its CPU there, from the load's start until it has applied the load's records: the processor's CPU per trigger varies more from phase to phase than the projector costs")
 	cmd.localInt(&o.rounds, "rounds", 4, "with --usage-projection-cost: play the pair of phases `N` times, alternating which goes first, and compare their sums (a later phase runs on a longer stream: one pair alone measures the order as much as the projector)")
@@ -167,6 +172,9 @@ consumer, --workers).`[1:], `
 			defer stop()
 			return a.benchScale(ctx, &c, o)
 		}
+		cmd.fs.Visit(func(f *flag.Flag) {
+			o.projectionGiven = o.projectionGiven || f.Name == "usage-projection" || f.Name == "no-usage-projection"
+		})
 		if err := o.validate(&c); err != nil {
 			return err
 		}
@@ -213,14 +221,15 @@ func (o *benchOptions) validate(c *Config) error {
 	if o.searches > 0 {
 		c.SkillSearch = true // a search workload needs a processor that searches
 	}
-	c.UsageProjection = o.usageProjection
+	c.UsageProjection = o.usageProjection && !o.noUsageProjection
 	if o.projectionCost {
 		switch {
-		case o.usageProjection:
-			return usagef("--usage-projection-cost runs the projector in its second phase: drop --usage-projection")
+		case o.projectionGiven:
+			return usagef("--usage-projection-cost runs the projector in its second phase only: drop --usage-projection and --no-usage-projection")
 		case o.mode == bench.ModeExternal:
 			return usagef("--usage-projection-cost needs a processor bench runs (--processor child or inprocess)")
 		}
+		c.UsageProjection = false // each pair of phases sets it
 		if o.rounds < 1 {
 			return usagef("--rounds %d: want at least 1", o.rounds)
 		}

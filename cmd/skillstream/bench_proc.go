@@ -70,7 +70,7 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		stopLearner = func() { cancel(); <-done }
 	}
 	stopProjector := func() {}
-	if c.UsageProjection {
+	if c.usageProjection() {
 		// The usage projector, as serve runs it beside the processor.
 		o := benchProjectorOptions(c, log)
 		js, err := jetstream.New(nc)

@@ -45,7 +45,7 @@ const (
 // store), and skill folders (the member serves the store alone).
 var scaleNotApplicable = []string{
 	"sessions", "steps", "calls", "searches", "changes", "concurrency", "projects", "gestures", "duration",
-	"processor", "no-baseline", "usage-projection", "cpuprofile",
+	"processor", "no-baseline", "usage-projection", "no-usage-projection", "cpuprofile",
 	"data", "nats-url", "nats-user", "nats-password", "nats-token", "nats-nkey", "nats-creds",
 	"nats-tls-ca", "nats-tls-cert", "nats-tls-key", "tenants", "tenant",
 	"skills-dir", "project-skills-subdir",

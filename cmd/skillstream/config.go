@@ -81,8 +81,9 @@ type Config struct {
 	NoProvision     bool
 
 	// Usage projection (usageproj.go): serve keeps it, usage reads it.
-	UsageBucket     string
-	UsageProjection bool
+	UsageBucket       string
+	UsageProjection   bool // on by default (serve's flag)
+	NoUsageProjection bool
 
 	// Learned search terms (searchlearn.go): serve's.
 	SearchLearn       bool

@@ -210,6 +210,41 @@ func TestTenantsOperatorMode(t *testing.T) {
 		t.Errorf("initech after the bad edit: %+v %v", d, err)
 	}
 
+	// serve keeps each tenant's usage projection by default, in the
+	// tenant's own account, as the shipped permissions let it.
+	for _, tn := range []struct{ name, creds string }{{"acme", acme.Processor}, {"globex", globex.Processor}} {
+		pnc, err := nats.Connect(url, nats.UserCredentials(tn.creds), nats.CustomInboxPrefix("_SKILLSTREAM_INBOX"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pjs, _ := jetstream.New(pnc)
+		eventually(t, 30*time.Second, tn.name+"'s usage projection holds an hour", func() error {
+			kctx, kcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer kcancel()
+			kv, err := pjs.KeyValue(kctx, "USAGE")
+			if err != nil {
+				return err
+			}
+			keys, err := kv.ListKeys(kctx)
+			if err != nil {
+				return err
+			}
+			for k := range keys.Keys() {
+				if strings.HasPrefix(k, "h.") {
+					return nil
+				}
+			}
+			var said []string
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "usage projection") {
+					said = append(said, line)
+				}
+			}
+			return fmt.Errorf("no hour bucket in %s's USAGE; serve said:\n%s", tn.name, strings.Join(said, "\n"))
+		})
+		pnc.Close()
+	}
+
 	// globex dropped from the file: stopped alone; acme and initech serve on.
 	writeTenants(t, tenants, libYAML+tenantEntryYAML("acme", acme.Processor)+tenantEntryYAML("initech", initech.Processor))
 	eventually(t, 30*time.Second, "globex stopped", func() error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,15 @@ func TestOwnerLayoutPermissions(t *testing.T) {
 	if n := a1.DroppedAnswers() + a2.DroppedAnswers(); n != 0 {
 		t.Errorf("%d answers dropped", n)
 	}
+	// serve keeps the usage projection by default, in the owner layout
+	// too, under the shipped permissions; the operator reads it.
+	eventually(t, 30*time.Second, "the projection caught up", func() error {
+		r, stderr := usageJSON(t, "--nats-url", userURL(t, natsURL, "operator", pw["operator"]), "--session-layout", "owner")
+		if r.Projection == nil || r.Projection.LagRecords != 0 || r.Records == 0 || len(r.Skills) == 0 {
+			return fmt.Errorf("%d records, %d skills, projection %+v: %s", r.Records, len(r.Skills), r.Projection, stderr)
+		}
+		return nil
+	})
 }
 
 // TestOwnerLayoutAnswersOnlyTheOwner: with the shipped owner-layout file in

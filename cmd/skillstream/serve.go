@@ -598,7 +598,7 @@ type unitRun struct {
 	log  *slog.Logger
 	pcfg processor.Config
 	p    *processor.Processor
-	proj *projection.Projector // nil without --usage-projection
+	proj *projection.Projector // nil with --no-usage-projection
 	// learnFrom, with --search-learn, is where the index's learning
 	// reads the log from.
 	learnFrom *time.Time

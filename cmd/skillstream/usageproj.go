@@ -21,9 +21,15 @@ func (c *Config) usageBucketFlag(cmd *command) {
 func (c *Config) usageProjectionFlags(cmd *command) {
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
-	cmd.cfgBool(&c.UsageProjection, "usage-projection", false,
-		"keep the usage projection that usage reads (one member of the group keeping it is enough; without, usage reads the stream); it costs CPU per trigger, see the manual")
+	cmd.cfgBool(&c.UsageProjection, "usage-projection", true,
+		"keep the usage projection that usage and the console read (the default; one member of the group keeping it is enough); it costs about 1% of the processor's CPU, see the manual")
+	cmd.cfgBool(&c.NoUsageProjection, "no-usage-projection", false,
+		"do not keep the usage projection (usage then reads the stream, unless another member keeps it)")
 }
+
+// usageProjection says whether this serve keeps the usage projection: by
+// default, unless --no-usage-projection (or --usage-projection=false).
+func (c *Config) usageProjection() bool { return c.UsageProjection && !c.NoUsageProjection }
 
 // usageOptions are the projection's options for the stream of c.
 func (c *Config) usageOptions() projection.Options {
@@ -32,9 +38,9 @@ func (c *Config) usageOptions() projection.Options {
 
 // usageProjector is the usage projector of one served processor, on its
 // connection (a tenant's projection in its own account); nil without
-// --usage-projection. It runs beside the processor, and stops with it.
+// --no-usage-projection. It runs beside the processor, and stops with it.
 func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.Config, instance string, metrics *prometheus.Registry) (*projection.Projector, error) {
-	if !c.UsageProjection {
+	if !c.usageProjection() {
 		return nil, nil
 	}
 	o := c.usageOptions()
@@ -55,7 +61,7 @@ func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.
 // useRanking is what a processor ranks its catalogs by with --catalog-rank
 // use: the tenant's loads over the last week, read from its usage
 // projection every minute (nil with --catalog-rank name). Without a
-// projection (no --usage-projection here or on another member) the
+// projection (--no-usage-projection here and on every other member) the
 // ranking stays empty and catalogs list by name.
 func (c *Config) useRanking(log *slog.Logger, u *servedUnit, pcfg processor.Config) *projection.Uses {
 	if c.catalogRank() != catalog.RankUse {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/client"
@@ -441,5 +445,80 @@ func TestUsageTableMarksEstimates(t *testing.T) {
 	}
 	if !hasRow(out, []string{"quiet", "3", "0", "0", "2"}) {
 		t.Errorf("quiet row:\n%s", out)
+	}
+}
+
+// TestUsageProjectionByDefault: under the shipped permission file, serve
+// connected as its processor user with no projection flag keeps the
+// usage projection (its bucket filled with the sessions' loads, usage
+// reading it as the operator, serve refused nothing), and with
+// --no-usage-projection creates neither the bucket nor its consumer.
+func TestUsageProjectionByDefault(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%v", off), func(t *testing.T) {
+			natsURL, pw := permServer(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			args := []string{"serve", "--nats-url", natsURL, "--nats-user", "processor", "--nats-password", pw["processor"],
+				"--no-bundled", "--user-skills-dir=", "--skills-dir", searchRoot(t), "--workers", "2"}
+			if off {
+				args = append(args, "--no-usage-projection")
+			}
+			t.Chdir(t.TempDir())
+			logs := runPermittedServe(t, args, "processor started")
+
+			a, err := client.Connect(userURL(t, natsURL, "worker-a", pw["worker-a"]), client.WithInboxPrefix("_INBOX.worker-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			cwd := t.TempDir()
+			for i := range 3 {
+				sid := "d" + strconv.Itoa(i)
+				if _, err := a.PreStep(ctx, events.PreStep{Session: sid, Step: "1", Cwd: cwd, Tools: []events.Tool{client.SkillTool("skillstream")}}); err != nil {
+					t.Fatal(err)
+				}
+				if r, err := a.CallSkill(ctx, events.SkillCall{Session: sid, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "k8s-deploy"}}); err != nil || r.IsError {
+					t.Fatalf("%s: %+v, %v", sid, r, err)
+				}
+			}
+
+			operator := userURL(t, natsURL, "operator", pw["operator"])
+			if !off {
+				proj := caughtUpUsage(t, 30*time.Second, operator)
+				if len(proj.Skills) == 0 || proj.Skills[0].Name != "k8s-deploy" || proj.Skills[0].Loads != 3 || proj.Skills[0].Sessions != 3 {
+					t.Errorf("projection's skills %+v", proj.Skills)
+				}
+				if !strings.Contains(logs.String(), "usage projection: active") {
+					t.Errorf("serve did not log the projector's start:\n%s", logs)
+				}
+				return
+			}
+			rep, stderr := usageJSON(t, "--nats-url", operator)
+			if rep.Projection != nil || len(rep.Skills) == 0 || rep.Skills[0].Loads != 3 {
+				t.Errorf("usage with no projection: %+v, %s", rep, stderr)
+			}
+			nc, err := nats.Connect(operator)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			if _, err := js.KeyValue(ctx, "USAGE"); !errors.Is(err, jetstream.ErrBucketNotFound) {
+				t.Errorf("bucket USAGE with --no-usage-projection: %v", err)
+			}
+			st, err := js.Stream(ctx, "SESSIONS")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name := range st.ConsumerNames(ctx).Name() {
+				if strings.HasSuffix(name, "-usage") {
+					t.Errorf("consumer %s with --no-usage-projection", name)
+				}
+			}
+			if strings.Contains(logs.String(), "usage projection") {
+				t.Errorf("serve logged a projector:\n%s", logs)
+			}
+		})
 	}
 }

@@ -314,7 +314,7 @@ func (p *Projector) bucket(ctx context.Context, create bool) (jetstream.KeyValue
 		return kv, nil
 	}
 	if !create {
-		return nil, fmt.Errorf("bucket %s does not exist, and provisioning is off: create it, or let serve provision it", p.opts.Bucket)
+		return nil, fmt.Errorf("bucket %s does not exist, and provisioning is off: create it, let serve provision it, or serve with --no-usage-projection", p.opts.Bucket)
 	}
 	replicas := p.opts.Replicas
 	if replicas <= 0 {
@@ -349,7 +349,7 @@ func (p *Projector) hint(err error) error {
 		return err
 	}
 	if last := nc.LastError(); last != nil && strings.Contains(strings.ToLower(last.Error()), "permissions violation") && strings.Contains(last.Error(), "$KV."+p.opts.Bucket) {
-		return fmt.Errorf("%w (the server refused: %v; grant publish on $KV.%s.>, or serve without --usage-projection)", err, last, p.opts.Bucket)
+		return fmt.Errorf("%w (the server refused: %v; grant publish on $KV.%s.>, or serve with --no-usage-projection)", err, last, p.opts.Bucket)
 	}
 	return err
 }
