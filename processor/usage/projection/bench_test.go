@@ -126,6 +126,23 @@ func BenchmarkHourApply(b *testing.B) {
 	}
 }
 
+// BenchmarkHourApplyBusy measures the same with distinct sessions past
+// the exact range: a load of one of 5 skills by one of 100,000 sessions
+// (20,000 sessions a skill, each skill's sketch a HyperLogLog).
+func BenchmarkHourApplyBusy(b *testing.B) {
+	h := newHour(1, time.Now())
+	outs := make([]usage.Output, 100000)
+	for i := range outs {
+		outs[i] = usage.Output{Kind: usage.OutputLoad, Session: "s" + strconv.Itoa(i), Skill: "skill-" + strconv.Itoa(i%5), Digest: "dd", Revision: 3}
+	}
+	at := time.Now()
+	i := 0
+	for b.Loop() {
+		h.Apply(outs[i%len(outs)], uint64(i+1), at)
+		i++
+	}
+}
+
 // BenchmarkHourEncode measures writing out an hour of a thousand skills,
 // each loaded by 20 of 1,000 sessions (what a projector encodes at each
 // write while the bench's mixed workload runs).

@@ -31,6 +31,16 @@
 // through time beyond the hour - the skills found then loaded, the
 // searches per session - is not kept in a report (NotKept); usage --scan
 // reports it. Each hour is bounded
+// window; past that a HyperLogLog of 2^Precision six-bit registers (24
+// KiB), counted with Ertl's improved estimator, a standard error of
+// 0.57% (within 2% but for about one estimate in 2,000), which the report
+// marks (SessionsEstimated). Sketches of different precisions merge at
+// the lower: an hour too large for its bucket lowers its sketches'
+// precision (down to MinPrecision) before it drops anything else, and
+// hours written before the precision rose hold 512 one-byte registers.
+// What follows one session's searches and loads through time - the
+// skills found then loaded, the searches per session - is not kept
+// (NotKept); usage --scan reports it. Each hour is bounded
 // (HourSkills rows, HourListed names, digests, revisions and queries),
 // so that it always fits in one message; what is cut is said in the
 // report (ProjectionInfo.Partial).
