@@ -386,7 +386,7 @@ func TestReplayBadInput(t *testing.T) {
 // keeps their manuals as golden files.
 func TestReaderCommandsTakeOnlyWhatTheyUse(t *testing.T) {
 	serveOnly := []string{"workers", "ack-wait", "max-deliver", "no-provision", "replicas", "max-age",
-		"duplicate-window", "server-name", "consumer", "metrics-listen"}
+		"duplicate-window", "server-name", "consumer", "metrics-listen", "usage-projection", "no-usage-projection"}
 	for _, name := range []string{"export", "replay", "history", "eval"} {
 		code, out, _ := runMain(t, name, "--help")
 		if code != exitOK {

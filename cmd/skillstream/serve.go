@@ -553,7 +553,7 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 			u.late.Set(u.reg, nil)
 		}
 	}
-	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog}
+	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog, announced: make(chan struct{})}
 	r.pcfg.Tenant = u.tenant // the cohorts of its releases are the tenant's
 	if c.SearchLearn {
 		r.learnFrom = &c.searchLearnFrom
@@ -569,7 +569,7 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 	}
 	popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
 		processor.WithVersion(thisBuild().version),
-		processor.WithOnReady(func() { ready(r) })}
+		processor.WithOnReady(func() { ready(r); close(r.announced) })}
 	if u.index != nil {
 		popts = append(popts, processor.WithSearcher(u.index))
 	}
@@ -599,6 +599,9 @@ type unitRun struct {
 	pcfg processor.Config
 	p    *processor.Processor
 	proj *projection.Projector // nil with --no-usage-projection
+	// announced is closed once the processor serves and that is logged:
+	// the projector starts then, so that the serving line comes first.
+	announced chan struct{}
 	// learnFrom, with --search-learn, is where the index's learning
 	// reads the log from.
 	learnFrom *time.Time
@@ -611,7 +614,13 @@ func (r *unitRun) Run(ctx context.Context) error {
 	pctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if r.proj != nil {
-		wg.Go(func() { _ = r.proj.Run(pctx) })
+		wg.Go(func() {
+			select {
+			case <-r.announced:
+				_ = r.proj.Run(pctx)
+			case <-pctx.Done():
+			}
+		})
 	}
 	if r.learnFrom != nil && r.u.index != nil {
 		wg.Go(func() { r.learnSearches(pctx, *r.learnFrom) })
