@@ -299,3 +299,39 @@ func TestSketchJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSketchJSON: whatever a stored sketch holds, reading it never
+// panics, and a sketch read is written back as a sketch that reads the
+// same and counts the same.
+func FuzzSketchJSON(f *testing.F) {
+	var dense, legacy Sketch
+	dense.densify(MinPrecision)
+	legacy.densify(legacyPrecision)
+	for i := range 100 {
+		dense.Add(HashSession(strconv.Itoa(i)))
+		legacy.Add(HashSession(strconv.Itoa(i)))
+	}
+	d, _ := json.Marshal(dense)
+	f.Add(d)
+	f.Add([]byte(`"` + base64.RawStdEncoding.EncodeToString(append([]byte{'d'}, legacy.dense...)) + `"`))
+	f.Add([]byte(`"cwAAAAAAAAABAAAAAAAAAAI"`))
+	f.Add([]byte(`""`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var s Sketch
+		if err := json.Unmarshal(b, &s); err != nil {
+			return
+		}
+		n, exact := s.Count()
+		out, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Sketch
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%s read, %s written, not read back: %v", b, out, err)
+		}
+		if m, e := back.Count(); m != n || e != exact || n < 0 {
+			t.Fatalf("%s: %d (exact %v), written and read back %d (%v)", b, n, exact, m, e)
+		}
+	})
+}
