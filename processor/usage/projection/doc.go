@@ -25,12 +25,6 @@
 //
 // Distinct sessions are a Sketch: exact (64-bit hashes of the session
 // ids) up to SparseMax sessions per skill and hour, and up to 8,192 over a
-// window; past that a HyperLogLog of 512 registers, whose estimate is
-// within about 4.6% (one standard error) and which the report marks
-// (SessionsEstimated). What follows one session's searches and loads
-// through time beyond the hour - the skills found then loaded, the
-// searches per session - is not kept in a report (NotKept); usage --scan
-// reports it. Each hour is bounded
 // window; past that a HyperLogLog of 2^Precision six-bit registers (24
 // KiB), counted with Ertl's improved estimator, a standard error of
 // 0.57% (within 2% but for about one estimate in 2,000), which the report
@@ -38,9 +32,9 @@
 // the lower: an hour too large for its bucket lowers its sketches'
 // precision (down to MinPrecision) before it drops anything else, and
 // hours written before the precision rose hold 512 one-byte registers.
-// What follows one session's searches and loads through time - the
-// skills found then loaded, the searches per session - is not kept
-// (NotKept); usage --scan reports it. Each hour is bounded
+// What follows one session's searches and loads through time beyond the
+// hour - the skills found then loaded, the searches per session - is not
+// kept in a report (NotKept); usage --scan reports it. Each hour is bounded
 // (HourSkills rows, HourListed names, digests, revisions and queries),
 // so that it always fits in one message; what is cut is said in the
 // report (ProjectionInfo.Partial).
