@@ -66,6 +66,7 @@ type Config struct {
 	Stream          string
 	Prefix          string
 	SessionLayout   string // flat or owner (--session-layout)
+	Partitions      int    // session streams (--partitions; 0 or 1: one)
 	Consumer        string
 	Instance        string
 	Replicas        int

@@ -11,6 +11,23 @@ func (c *Config) layoutFlag(cmd *command) {
 		"session subject `layout`: flat, <prefix>.<session>.<kind>; or owner, <prefix>.<owner>.<session>.<kind> with session ids <owner>.<session>, so that NATS permissions can bind sessions to their workers; the same for every member and command of one stream")
 }
 
+// partitionsFlag registers --partitions: serve's and the session
+// readers', each once it finds a session's stream by sessionPlace.
+func (c *Config) partitionsFlag(cmd *command) {
+	cmd.cfgInt(&c.Partitions, "partitions", 0,
+		"spread the sessions over `N` streams (<stream>-0 ... <stream>-N-1, subjects <prefix>p.<k>.<session>.<kind>, mapped by the NATS server's partition() of the session; 0: one stream); the same for every member and command of one deployment")
+}
+
+// sessionPlace is where session sid is kept: its stream and subject
+// prefix (the partition's with --partitions, computed from the id alone).
+func (c *Config) sessionPlace(sid string) (stream, prefix string) {
+	if c.Partitions < 2 {
+		return c.Stream, c.Prefix
+	}
+	k := events.PartitionOf(c.layout(), sid, c.Partitions)
+	return events.PartitionStream(c.Stream, k), events.PartitionPrefix(c.Prefix, k)
+}
+
 // layout is --session-layout (flat when it is not a layout: validated
 // first by validateLayout).
 func (c *Config) layout() events.Layout {
@@ -22,6 +39,9 @@ func (c *Config) layout() events.Layout {
 func (c *Config) validateLayout() error {
 	if _, err := events.ParseLayout(c.SessionLayout); err != nil {
 		return usagef("--session-layout %q: must be flat or owner", c.SessionLayout)
+	}
+	if err := events.CheckPartitions(c.Partitions); err != nil {
+		return usagef("--%v", err)
 	}
 	return nil
 }
