@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -157,6 +158,7 @@ func Measure(ctx context.Context, nc *nats.Conn, c Consumer, p Plan, duration ti
 		if c.Role == RoleProcessor {
 			ph.Processor = &st
 		}
+		ph.Heap = st.Heap
 	}
 	return ph, nil
 }
@@ -179,6 +181,8 @@ func StartCPUProfile(path string) (stop func(), err error) {
 // until stdin (what is left of it after the spec, which dec read) ends or
 // ctx does, stop p and print its statistics as one JSON line.
 func Serve(ctx context.Context, p Proc, dec *json.Decoder, stdin io.Reader, stdout io.Writer) error {
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	if _, err := fmt.Fprintln(stdout, Ready); err != nil {
 		_, _ = p.Stop()
 		return err
@@ -193,9 +197,11 @@ func Serve(ctx context.Context, p Proc, dec *json.Decoder, stdin io.Reader, stdo
 	case <-stopped:
 	case <-ctx.Done():
 	}
+	heap := heapSince(&m0) // the phase's, before stopping adds its own
 	s, err := p.Stop()
 	if err != nil {
 		return err
 	}
+	s.Heap = heap
 	return json.NewEncoder(stdout).Encode(s)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,27 @@ type ProcStats struct {
 	HeadReads map[string]float64 `json:"head_reads,omitempty"`
 	PeakRSS   int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
 	CPU       float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
+	// Heap is what the consumer child allocated while it served the
+	// phase (from its Ready line to its stop), from the Go runtime.
+	Heap *HeapStats `json:"heap,omitempty"`
+}
+
+// HeapStats are a child's allocations and garbage collections over a
+// phase.
+type HeapStats struct {
+	Mallocs    uint64  `json:"mallocs"`     // objects allocated
+	Bytes      uint64  `json:"bytes"`       // bytes allocated
+	GCs        uint32  `json:"gcs"`         // collections finished
+	GCPauseSec float64 `json:"gc_pause_s"`  // stop-the-world pauses, summed
+	GCCPUFrac  float64 `json:"gc_cpu_frac"` // the share of the child's CPU the collector took, over its life
+}
+
+// heapSince is what this process allocated and collected since m0.
+func heapSince(m0 *runtime.MemStats) *HeapStats {
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	return &HeapStats{Mallocs: m1.Mallocs - m0.Mallocs, Bytes: m1.TotalAlloc - m0.TotalAlloc, GCs: m1.NumGC - m0.NumGC,
+		GCPauseSec: float64(m1.PauseTotalNs-m0.PauseTotalNs) / 1e9, GCCPUFrac: m1.GCCPUFraction}
 }
 
 // Stage is the processor's own latency of one handling stage. The

@@ -129,6 +129,20 @@ func FormatReport(r *Report) string {
 			return benchMicros(p.ProjectorCPUPerTriggerUS)
 		}, "")
 	}
+	row("allocations per trigger", func(p *PhaseReport) string {
+		h, n := p.heap()
+		if h == nil || n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f objects, %s", float64(h.Mallocs)/float64(n), benchBytes(int64(h.Bytes/uint64(n))))
+	}, "")
+	row("GC cycles / pauses", func(p *PhaseReport) string {
+		h, _ := p.heap()
+		if h == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%d / %s", h.GCs, benchMicros(h.GCPauseSec*1e6))
+	}, "")
 	row("RSS end / peak", func(p *PhaseReport) string {
 		if p.PeakRSSBytes == 0 {
 			return "-"
@@ -439,7 +453,19 @@ type PhaseReport struct {
 	RSSBytes                 int64      `json:"rss_bytes,omitempty"` // at the end of the load
 	PeakRSSBytes             int64      `json:"peak_rss_bytes,omitempty"`
 	Processor                *ProcStats `json:"processor_metrics,omitempty"`
-	ErrorSamples             []string   `json:"error_samples,omitempty"`
+	// Heap is what the phase's consumer child (the processor or the
+	// baseline) allocated while it served the load.
+	Heap         *HeapStats `json:"heap,omitempty"`
+	ErrorSamples []string   `json:"error_samples,omitempty"`
+}
+
+// heap is what the phase's consumer child allocated, and the triggers it
+// answered (nil without a child's figures).
+func (ph *PhaseReport) heap() (*HeapStats, int64) {
+	if ph.Heap == nil {
+		return nil, 0
+	}
+	return ph.Heap, int64(ph.PreSteps + ph.SkillCalls + ph.Searches)
 }
 
 func (ph *PhaseReport) SetCPU(d time.Duration) {

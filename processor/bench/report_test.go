@@ -16,7 +16,8 @@ func TestReportText(t *testing.T) {
 	}
 	r := &Report{
 		Workload:  Workload{Sessions: 1000, Steps: 10, Concurrency: 1000, Encoding: "msgpack", Processor: ModeChild, Workers: 32},
-		Processor: &PhaseReport{Seconds: 2, Complete: true, PreSteps: 10000, PreStepsPerSec: 5000, Latency: lat(1500), PeakRSSBytes: 50 << 20, RSSBytes: 40 << 20, CPUSeconds: 2, CPUCores: 1},
+		Processor: &PhaseReport{Seconds: 2, Complete: true, PreSteps: 10000, PreStepsPerSec: 5000, Latency: lat(1500), PeakRSSBytes: 50 << 20, RSSBytes: 40 << 20, CPUSeconds: 2, CPUCores: 1,
+			Heap: &HeapStats{Mallocs: 1_600_000, Bytes: 320 << 20, GCs: 12, GCPauseSec: 0.0031}},
 		Baseline:  &PhaseReport{Seconds: 1, Complete: true, PreSteps: 10000, PreStepsPerSec: 10000, Latency: lat(1000)},
 	}
 	r.ComputeRatios()
@@ -29,6 +30,8 @@ func TestReportText(t *testing.T) {
 		"≥ 5000 pre-steps/s with 1000 sessions in flight: 5000/s met",
 		"processor peak RSS < 200 MB (1000 sessions seen): 50.0 MiB met",
 		"40.0 MiB / 50.0 MiB",
+		"160 objects, 32 KiB", // per trigger: 10,000 pre-steps
+		"12 / 3.10ms",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
