@@ -15,10 +15,10 @@ func TestReportText(t *testing.T) {
 			SeriesUnchanged: {N: 9, P50: p50, P90: 2 * p50, P99: 3 * p50, Max: 4 * p50}}
 	}
 	r := &Report{
-		Workload:  Workload{Sessions: 1000, Steps: 10, Concurrency: 1000, Encoding: "msgpack", Processor: ModeChild, Workers: 32},
+		Workload: Workload{Sessions: 1000, Steps: 10, Concurrency: 1000, Encoding: "msgpack", Processor: ModeChild, Workers: 32},
 		Processor: &PhaseReport{Seconds: 2, Complete: true, PreSteps: 10000, PreStepsPerSec: 5000, Latency: lat(1500), PeakRSSBytes: 50 << 20, RSSBytes: 40 << 20, CPUSeconds: 2, CPUCores: 1,
 			Heap: &HeapStats{Mallocs: 1_600_000, Bytes: 320 << 20, GCs: 12, GCPauseSec: 0.0031}},
-		Baseline:  &PhaseReport{Seconds: 1, Complete: true, PreSteps: 10000, PreStepsPerSec: 10000, Latency: lat(1000)},
+		Baseline: &PhaseReport{Seconds: 1, Complete: true, PreSteps: 10000, PreStepsPerSec: 10000, Latency: lat(1000)},
 	}
 	r.ComputeRatios()
 	got := FormatReport(r)
