@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -74,35 +73,11 @@ func (a *app) skillsDiff(ctx context.Context, pb *store.Publisher, sc skillstore
 // path), then the unified diffs of the changed and added or removed text
 // files.
 func writeFileDiff(w io.Writer, fa, fb []skillstore.File, revA, revB uint64) error {
-	am, bm := map[string][]byte{}, map[string][]byte{}
-	var paths []string
-	for _, f := range fa {
-		am[f.Path] = f.Data
-		paths = append(paths, f.Path)
-	}
-	for _, f := range fb {
-		if _, ok := am[f.Path]; !ok {
-			paths = append(paths, f.Path)
-		}
-		bm[f.Path] = f.Data
-	}
-	sort.Strings(paths)
 	var diffs bytes.Buffer
 	changed := 0
-	for _, p := range paths {
-		da, inA := am[p]
-		db, inB := bm[p]
-		var what string
-		switch {
-		case !inA:
-			what = "added"
-		case !inB:
-			what = "removed"
-		case !bytes.Equal(da, db):
-			what = "changed"
-		default:
-			continue
-		}
+	for _, c := range skillstore.ChangedFiles(fa, fb) {
+		p, what, da, db := c.Path, c.What, c.A, c.B
+		inA, inB := c.What != "added", c.What != "removed"
 		changed++
 		fmt.Fprintf(w, "%-7s %s\n", what, strconv.Quote(p)[1:len(strconv.Quote(p))-1])
 		from, to := fmt.Sprintf("a/%s (rev %d)", p, revA), fmt.Sprintf("b/%s (rev %d)", p, revB)

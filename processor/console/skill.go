@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/processor/replay"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers/store"
 	"github.com/skillstream/skillstream/providers/store/audit"
@@ -442,34 +441,10 @@ func revParam(v string) (uint64, error) {
 // changed ones, each changed text file line by line; cut says rows were
 // left out past maxDiffRows.
 func diffFiles(fa, fb []skillstore.File) (out []fileDiff, cut bool) {
-	am, bm := map[string][]byte{}, map[string][]byte{}
-	var paths []string
-	for _, f := range fa {
-		am[f.Path] = f.Data
-		paths = append(paths, f.Path)
-	}
-	for _, f := range fb {
-		if _, ok := am[f.Path]; !ok {
-			paths = append(paths, f.Path)
-		}
-		bm[f.Path] = f.Data
-	}
-	sort.Strings(paths)
 	rows := 0
-	for _, p := range paths {
-		da, inA := am[p]
-		db, inB := bm[p]
-		fd := fileDiff{Path: p}
-		switch {
-		case !inA:
-			fd.What = "added"
-		case !inB:
-			fd.What = "removed"
-		case !bytes.Equal(da, db):
-			fd.What = "changed"
-		default:
-			continue
-		}
+	for _, c := range skillstore.ChangedFiles(fa, fb) {
+		da, db := c.A, c.B
+		fd := fileDiff{Path: c.Path, What: c.What}
 		switch {
 		case !isText(da) || !isText(db):
 			fd.Note = fmt.Sprintf("binary, or over %d bytes: its lines are not shown", maxDiffFile)
@@ -501,59 +476,23 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// maxDiffCells bounds the line matching's table: past it the differing
-// middle (after the common head and tail) is shown as removed, then
-// added.
-const maxDiffCells = 4 << 20
-
 // sideBySide pairs the lines of a and b: common lines side by side,
 // removed lines on the left, added on the right, a removal followed by
-// an addition on one row (a change).
+// an addition on one row (a change). The edit script is replay's line
+// diff (skillstream replay and skills diff print the same), bounded as
+// it is: past its table's bound the differing middle is shown as
+// removed, then added.
 func sideBySide(a, b []string) []diffRow {
+	ops := replay.LineEdits(a, b)
 	head := 0
-	for head < len(a) && head < len(b) && a[head] == b[head] {
+	for head < len(ops) && ops[head] == ' ' {
 		head++
 	}
 	tail := 0
-	for tail < len(a)-head && tail < len(b)-head && a[len(a)-1-tail] == b[len(b)-1-tail] {
+	for tail < len(ops)-head && ops[len(ops)-1-tail] == ' ' {
 		tail++
 	}
-	am, bm := a[head:len(a)-tail], b[head:len(b)-tail]
-	// The edit script of the middle: ' ' same, '-' removed, '+' added.
-	var ops []byte
-	if n, m := len(am), len(bm); n*m <= maxDiffCells && n > 0 && m > 0 {
-		// Longest common subsequence, by suffix lengths.
-		lcs := make([][]int32, n+1)
-		for i := range lcs {
-			lcs[i] = make([]int32, m+1)
-		}
-		for i := n - 1; i >= 0; i-- {
-			for j := m - 1; j >= 0; j-- {
-				if am[i] == bm[j] {
-					lcs[i][j] = lcs[i+1][j+1] + 1
-				} else {
-					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-				}
-			}
-		}
-		i, j := 0, 0
-		for i < n || j < m {
-			switch {
-			case i < n && j < m && am[i] == bm[j]:
-				ops = append(ops, ' ')
-				i++
-				j++
-			case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-				ops = append(ops, '+')
-				j++
-			default:
-				ops = append(ops, '-')
-				i++
-			}
-		}
-	} else {
-		ops = append(slices.Repeat([]byte{'-'}, len(am)), slices.Repeat([]byte{'+'}, len(bm))...)
-	}
+	ops = ops[head : len(ops)-tail]
 	var rows []diffRow
 	for i := 0; i < head; i++ {
 		rows = append(rows, diffRow{Kind: "same", LeftN: i + 1, RighN: i + 1, Left: a[i], Right: b[i]})

@@ -118,6 +118,21 @@ func splitLines(s string) []string {
 	return ls
 }
 
+// LineEdits is a shortest edit script from lines a to lines b, one byte
+// per line of the script: ' ' kept, '-' removed (a's next line), '+'
+// added (b's next line); deletions come before insertions within a
+// change, and past the diff's bound the lines between the common head and
+// tail are all removed, then all added. The side-by-side diff of the
+// console pairs its lines from it.
+func LineEdits(a, b []string) []byte {
+	ops := editScript(a, b)
+	out := make([]byte, len(ops))
+	for i, o := range ops {
+		out[i] = o.kind
+	}
+	return out
+}
+
 // editScript computes a shortest edit script with a longest common
 // subsequence table over the lines that differ between the common head and
 // tail. Deletions come before insertions within a change.
