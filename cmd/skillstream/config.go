@@ -457,6 +457,9 @@ func (c *Config) validateServe() error {
 	if c.Instance != "" && !events.ValidInstance(c.Instance) {
 		return usagef("--instance %q: must be 1 to %d letters, digits, '-' or '_'", c.Instance, events.MaxInstanceLength)
 	}
+	if err := c.validatePartitions(); err != nil {
+		return err
+	}
 	if err := c.processorConfig().Validate(); err != nil {
 		return usageError{msg: err.Error()}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/skillstream/skillstream/processor/usage"
@@ -71,13 +72,19 @@ func (c *Config) searchOptions() search.Options {
 func (r *unitRun) learnSearches(ctx context.Context, since time.Time) {
 	ix := r.u.index
 	ix.ForgetLearned()
-	opts := usage.FollowOptions{Stream: r.pcfg.Stream, Prefix: r.pcfg.Prefix, Layout: r.pcfg.Layout, Since: since}
-	err := usage.FollowSearchLoads(ctx, r.u.js, opts, func(p usage.SearchLoad) {
-		if err := ix.Learn(p.Skill, p.Query, p.At); err != nil {
-			r.log.Debug("search learning: pair left out", "session", p.Session, "err", err)
-		}
-	})
-	if err != nil {
-		r.log.Warn("search learning stopped: the index keeps what it learned", "err", err)
+	var wg sync.WaitGroup
+	for _, part := range r.parts { // every partition's stream, with --partitions
+		wg.Go(func() {
+			opts := usage.FollowOptions{Stream: part.pcfg.Stream, Prefix: part.pcfg.Prefix, Layout: part.pcfg.Layout, Since: since}
+			err := usage.FollowSearchLoads(ctx, r.u.js, opts, func(p usage.SearchLoad) {
+				if err := ix.Learn(p.Skill, p.Query, p.At); err != nil {
+					r.log.Debug("search learning: pair left out", "session", p.Session, "err", err)
+				}
+			})
+			if err != nil {
+				r.log.Warn("search learning stopped: the index keeps what it learned", "stream", part.pcfg.Stream, "err", err)
+			}
+		})
 	}
+	wg.Wait()
 }

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,7 @@ GOMEMLIMIT, which the runtime honours as usual) to choose otherwise.`[1:], `
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
 	c.layoutFlag(cmd)
+	c.partitionsFlag(cmd)
 	c.securityFlags(cmd)
 	c.mcpFlags(cmd)
 	c.consoleFlags(cmd, "", "serve the operator console on this `address` (off when empty): at / without --tenants, each tenant's at /<tenant>/ with the tokens its console_token_env and console_operator_token_env name")
@@ -181,7 +183,7 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		}
 		where = append([]any{"nats", conns[0].nc.ConnectedUrlRedacted(), "tenants", len(conns)}, where...)
 	case c.NATSURL == "":
-		srv, err = embedded.Start(embedded.Options{Name: c.ServerName, Listen: c.Listen, StoreDir: c.Data}, log)
+		srv, err = embedded.Start(embedded.Options{Name: c.ServerName, Listen: c.Listen, StoreDir: c.Data, Mappings: c.partitionMappings()}, log)
 		if err != nil {
 			return err
 		}
@@ -204,6 +206,9 @@ func (a *app) serve(ctx context.Context, c *Config, mcpToken, metricsToken strin
 		}
 		data, _ := filepath.Abs(c.Data)
 		where = []any{"nats", "embedded", "listen", embedded.URL(srv), "data", data}
+		if m := c.partitionMappings(); m != nil {
+			where = append(where, "mapping", m[0][0]+" -> "+m[0][1])
+		}
 	default:
 		opts, err := c.connectOptions(log)
 		if err != nil {
@@ -553,54 +558,98 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 			u.late.Set(u.reg, nil)
 		}
 	}
-	r := &unitRun{u: u, pcfg: c.processorConfig(), log: ulog, announced: make(chan struct{})}
-	r.pcfg.Tenant = u.tenant // the cohorts of its releases are the tenant's
+	base := c.processorConfig()
+	base.Tenant = u.tenant // the cohorts of its releases are the tenant's
+	if t := u.conn; t.maxBytes > 0 {
+		base.MaxBytes = t.maxBytes
+	}
+	if t := u.conn; t.workers > 0 {
+		base.Workers = t.workers
+	}
+	if t := u.conn; t.rate > 0 {
+		base.MaxTriggerRate = float64(t.rate)
+	}
+	if base.Instance == "" {
+		// One name for the member's processors of every partition.
+		base.Instance = processor.DefaultInstance()
+	}
+	r := &unitRun{u: u, log: ulog, announced: make(chan struct{})}
 	if c.SearchLearn {
 		r.learnFrom = &c.searchLearnFrom
 	}
-	if t := u.conn; t.maxBytes > 0 {
-		r.pcfg.MaxBytes = t.maxBytes
-	}
-	if t := u.conn; t.workers > 0 {
-		r.pcfg.Workers = t.workers
-	}
-	if t := u.conn; t.rate > 0 {
-		r.pcfg.MaxTriggerRate = float64(t.rate)
-	}
-	popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
-		processor.WithVersion(thisBuild().version),
-		processor.WithOnReady(func() { ready(r); close(r.announced) })}
-	if u.index != nil {
-		popts = append(popts, processor.WithSearcher(u.index))
-	}
-	if r.uses = uses; uses != nil {
-		popts = append(popts, processor.WithRanker(uses))
-	}
-	if r.p, err = processor.New(u.nc, u.reg, r.pcfg, popts...); err != nil {
-		return nil, supervise.Permanent(err)
-	}
-	if err := r.p.Prepare(ctx); err != nil {
-		err = fmt.Errorf("processor%s: %w", u.label(), err)
-		if errors.Is(err, processor.ErrInvalidConfig) {
-			err = supervise.Permanent(err)
+	r.uses = uses
+	var mu sync.Mutex
+	pending := 0
+	for k, pcfg := range c.partitionConfigs(base) {
+		popts := []processor.Option{processor.WithLogger(ulog), processor.WithRegisterer(reg),
+			processor.WithVersion(thisBuild().version)}
+		if c.Partitions > 1 {
+			// Every partition's processor registers the same metrics:
+			// a label tells them apart.
+			popts[1] = processor.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"partition": strconv.Itoa(k)}, reg))
 		}
-		return nil, err
+		popts = append(popts, processor.WithOnReady(func() {
+			// Serving is announced once the processor of every
+			// partition serves.
+			mu.Lock()
+			pending--
+			last := pending == 0
+			mu.Unlock()
+			if last {
+				ready(r)
+				close(r.announced)
+			}
+		}))
+		if u.index != nil {
+			popts = append(popts, processor.WithSearcher(u.index))
+		}
+		if uses != nil {
+			popts = append(popts, processor.WithRanker(uses))
+		}
+		p, err := processor.New(u.nc, u.reg, pcfg, popts...)
+		if err != nil {
+			return nil, supervise.Permanent(err)
+		}
+		if err := p.Prepare(ctx); err != nil {
+			err = fmt.Errorf("processor%s%s: %w", u.label(), partitionLabel(c, k), err)
+			if errors.Is(err, processor.ErrInvalidConfig) {
+				err = supervise.Permanent(err)
+			}
+			return nil, err
+		}
+		proj, err := c.usageProjector(log, u, pcfg, k, p.Config().Instance, metrics)
+		if err != nil {
+			return nil, supervise.Permanent(err)
+		}
+		r.parts = append(r.parts, unitPart{pcfg: pcfg, p: p, proj: proj})
+		pending++
 	}
-	if r.proj, err = c.usageProjector(log, u, r.pcfg, r.p.Config().Instance, metrics); err != nil {
-		return nil, supervise.Permanent(err)
+	r.pcfg, r.p = r.parts[0].pcfg, r.parts[0].p
+	if c.Partitions > 1 {
+		// The server must map the sessions as the processors read them:
+		// checked once the partition streams exist.
+		if err := processor.CheckPartitionMapping(ctx, u.js, c.Stream, c.Prefix, base.Layout, c.Partitions); err != nil {
+			err = fmt.Errorf("processor%s: %w", u.label(), err)
+			if errors.Is(err, processor.ErrInvalidConfig) {
+				err = supervise.Permanent(err)
+			}
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-// unitRun is one start of a servedUnit: its processor and usage projector.
+// unitRun is one start of a servedUnit: its processor and usage
+// projector, one of each per partition with --partitions.
 type unitRun struct {
-	u    *servedUnit
-	log  *slog.Logger
-	pcfg processor.Config
-	p    *processor.Processor
-	proj *projection.Projector // nil with --no-usage-projection
-	// announced is closed once the processor serves and that is logged:
-	// the projector starts then, so that the serving line comes first.
+	u     *servedUnit
+	log   *slog.Logger
+	parts []unitPart
+	pcfg  processor.Config     // the first partition's (the only one without partitions)
+	p     *processor.Processor // the first partition's
+	// announced is closed once every processor serves and that is
+	// logged: the projectors start then, so that the serving line comes
+	// first.
 	announced chan struct{}
 	// learnFrom, with --search-learn, is where the index's learning
 	// reads the log from.
@@ -608,19 +657,30 @@ type unitRun struct {
 	uses      *projection.Uses // nil without --catalog-rank use
 }
 
-// Run runs the processor, and the usage projector beside it, until ctx
-// ends, then flushes the connection.
+// unitPart is the processor of one partition (the only one without
+// partitions) and its usage projector.
+type unitPart struct {
+	pcfg processor.Config
+	p    *processor.Processor
+	proj *projection.Projector // nil with --no-usage-projection
+}
+
+// Run runs the processors, and the usage projectors beside them, until
+// ctx ends, then flushes the connection. A processor that fails stops the
+// others: the unit starts again whole.
 func (r *unitRun) Run(ctx context.Context) error {
 	pctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if r.proj != nil {
-		wg.Go(func() {
-			select {
-			case <-r.announced:
-				_ = r.proj.Run(pctx)
-			case <-pctx.Done():
-			}
-		})
+	for _, part := range r.parts {
+		if part.proj != nil {
+			wg.Go(func() {
+				select {
+				case <-r.announced:
+					_ = part.proj.Run(pctx)
+				case <-pctx.Done():
+				}
+			})
+		}
 	}
 	if r.learnFrom != nil && r.u.index != nil {
 		wg.Go(func() { r.learnSearches(pctx, *r.learnFrom) })
@@ -628,42 +688,69 @@ func (r *unitRun) Run(ctx context.Context) error {
 	if r.uses != nil {
 		wg.Go(func() { _ = r.uses.Run(pctx) })
 	}
-	err := r.p.Run(ctx)
+	errs := make([]error, len(r.parts))
+	var pwg sync.WaitGroup
+	for i, part := range r.parts {
+		pwg.Go(func() {
+			if errs[i] = part.p.Run(pctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	pwg.Wait()
 	cancel()
 	wg.Wait()
 	if ferr := r.u.nc.FlushTimeout(shutdownTimeout); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) && ctx.Err() != nil {
 		r.log.Warn("flush NATS connection", "err", ferr)
 	}
-	if err != nil {
-		return fmt.Errorf("processor%s: %w", r.u.label(), err)
+	for i, err := range errs {
+		if err != nil {
+			return fmt.Errorf("processor%s%s: %w", r.u.label(), partitionLabel2(len(r.parts), i), err)
+		}
 	}
 	return nil
 }
 
-// Ready is closed once the processor serves.
-func (r *unitRun) Ready() <-chan struct{} { return r.p.Ready() }
+// Ready is closed once every processor serves.
+func (r *unitRun) Ready() <-chan struct{} {
+	if len(r.parts) == 1 {
+		return r.p.Ready()
+	}
+	ch := make(chan struct{})
+	go func() {
+		for _, part := range r.parts {
+			<-part.p.Ready()
+		}
+		close(ch)
+	}()
+	return ch
+}
 
-// Check reports whether the processor still serves: NATS connected and
-// its consumer there, a pull consumer.
+// Check reports whether the processors still serve: NATS connected and
+// each one's consumer there, a pull consumer.
 func (r *unitRun) Check(ctx context.Context) error {
 	if !r.u.nc.IsConnected() {
 		return errors.New("NATS " + r.u.nc.Status().String())
 	}
-	cons, err := r.u.js.Consumer(ctx, r.pcfg.Stream, r.pcfg.Consumer)
-	if err != nil {
-		return fmt.Errorf("consumer %s on stream %s: %w", r.pcfg.Consumer, r.pcfg.Stream, err)
-	}
-	if cons.CachedInfo().Config.DeliverSubject != "" {
-		return fmt.Errorf("consumer %s on stream %s is a push consumer, not the processors' pull consumer", r.pcfg.Consumer, r.pcfg.Stream)
+	for _, part := range r.parts {
+		cons, err := r.u.js.Consumer(ctx, part.pcfg.Stream, part.pcfg.Consumer)
+		if err != nil {
+			return fmt.Errorf("consumer %s on stream %s: %w", part.pcfg.Consumer, part.pcfg.Stream, err)
+		}
+		if cons.CachedInfo().Config.DeliverSubject != "" {
+			return fmt.Errorf("consumer %s on stream %s is a push consumer, not the processors' pull consumer", part.pcfg.Consumer, part.pcfg.Stream)
+		}
 	}
 	return nil
 }
 
-// Notes are the processor's unresolved view divergences.
+// Notes are the processors' unresolved view divergences.
 func (r *unitRun) Notes() []string {
 	var out []string
-	for _, d := range r.p.Divergences() {
-		out = append(out, d.String())
+	for i, part := range r.parts {
+		for _, d := range part.p.Divergences() {
+			out = append(out, d.String()+partitionLabel2(len(r.parts), i))
+		}
 	}
 	return out
 }
@@ -699,7 +786,12 @@ func (a *announcer) ready(r *unitRun) {
 	a.serving[u] = true
 	if a.first == nil {
 		pcfg, sl := r.pcfg, r.p.StreamLimits()
-		a.first = []any{"stream", pcfg.Stream, "subjects", pcfg.Prefix + ".>", "consumer", pcfg.Consumer,
+		stream, subjects := pcfg.Stream, pcfg.Prefix+".>"
+		if n := len(r.parts); n > 1 {
+			stream = fmt.Sprintf("%s … %s (%d partitions)", pcfg.Stream, r.parts[n-1].pcfg.Stream, n)
+			subjects = fmt.Sprintf("%s.> … %s.>", pcfg.Prefix, r.parts[n-1].pcfg.Prefix)
+		}
+		a.first = []any{"stream", stream, "subjects", subjects, "consumer", pcfg.Consumer,
 			"max_bytes", limitText(sl.MaxBytes), "max_age", durationLimitText(sl.MaxAge), "max_msg_size", limitText(int64(sl.MaxMsgSize)),
 			"stream_limits", sl.Provisioned, "max_trigger_bytes", formatBytes(int64(pcfg.MaxTriggerBytes)),
 			"tool_owner", pcfg.ToolOwner, "instance", r.p.Config().Instance, "workers", pcfg.Workers, "gc", a.gc}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,12 +40,13 @@ func (c *Config) usageOptions() projection.Options {
 // usageProjector is the usage projector of one served processor, on its
 // connection (a tenant's projection in its own account); nil without
 // --no-usage-projection. It runs beside the processor, and stops with it.
-func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.Config, instance string, metrics *prometheus.Registry) (*projection.Projector, error) {
+func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.Config, k int, instance string, metrics *prometheus.Registry) (*projection.Projector, error) {
 	if !c.usageProjection() {
 		return nil, nil
 	}
 	o := c.usageOptions()
 	o.Stream, o.Prefix, o.Layout = pcfg.Stream, pcfg.Prefix, pcfg.Layout
+	o.Bucket = c.usageBucketOf(k) // with partitions, one bucket per partition's stream
 	o.Consumer = pcfg.Consumer + "-usage"
 	o.Instance = instance
 	o.Replicas = pcfg.Replicas
@@ -54,6 +56,10 @@ func (c *Config) usageProjector(log *slog.Logger, u *servedUnit, pcfg processor.
 	if u.tenant != "" {
 		o.Logger = log.With("tenant", u.tenant)
 		o.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": u.tenant}, metrics)
+	}
+	if c.Partitions > 1 {
+		o.Logger = o.Logger.With("partition", k)
+		o.Registerer = prometheus.WrapRegistererWith(prometheus.Labels{"partition": strconv.Itoa(k)}, o.Registerer)
 	}
 	return projection.New(u.js, o)
 }

@@ -32,6 +32,9 @@ type Options struct {
 	Name     string // server name
 	Listen   string // client host:port (port 0: a free one); "" means in-process connections only
 	StoreDir string // JetStream store directory
+	// Mappings are subject mappings of the server's global account, each
+	// a source and its destination (e.g. events.PartitionMapping's).
+	Mappings [][2]string
 }
 
 // Start starts a JetStream-enabled NATS server and waits until it accepts
@@ -51,6 +54,17 @@ func Start(o Options, log *slog.Logger) (*server.Server, error) {
 		StoreDir:          store,
 		MaxPayload:        MaxPayload,
 		NoSigs:            true, // signals belong to the run group
+	}
+	if len(o.Mappings) > 0 {
+		// The global account, as a configuration's top-level mappings
+		// block makes it.
+		g := server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT)
+		for _, m := range o.Mappings {
+			if err := g.AddMapping(m[0], m[1]); err != nil {
+				return nil, fmt.Errorf("embedded NATS server: mapping %s to %s: %w", m[0], m[1], err)
+			}
+		}
+		opts.Accounts = append(opts.Accounts, g)
 	}
 	if o.Listen == "" {
 		opts.DontListen = true

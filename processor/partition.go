@@ -1,0 +1,91 @@
+package processor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillstream/skillstream/events"
+)
+
+// Partition is the configuration of the processor of partition k of n
+// (events.PartitionStream, events.PartitionPrefix): c's stream and prefix
+// made the partition's, and c's trigger rate shared out over the n
+// partitions, so that a member started with a rate keeps to it in all.
+// Everything else, the instance included, stays c's: the processors of one
+// member's partitions are one member, each in the group of its own
+// partition's stream.
+func (c Config) Partition(k, n int) Config {
+	c.Stream = events.PartitionStream(c.Stream, k)
+	c.Prefix = events.PartitionPrefix(c.Prefix, k)
+	if n > 1 && c.MaxTriggerRate > 0 {
+		c.MaxTriggerRate /= float64(n)
+	}
+	return c
+}
+
+// ProbeKind is the kind of the messages CheckPartitionMapping publishes:
+// no trigger kind, so no processor ever handles one.
+const ProbeKind events.Kind = "skillstream.probe"
+
+// probes is how many sessions CheckPartitionMapping places: enough that a
+// mapping with another partition count is all but never taken for the
+// right one.
+const probes = 8
+
+// CheckPartitionMapping checks that the NATS server behind js maps the
+// sessions under prefix (layout l) to the n partition streams of stream,
+// as events.PartitionOf places them: for a few random session ids it
+// publishes a probe message on <prefix>.<session>.skillstream.probe, reads
+// from the acknowledgement which stream took it, and deletes it there. A
+// server without the mapping, or with one for another partition count, is
+// an error naming the mapping to add. The partition streams must exist.
+func CheckPartitionMapping(ctx context.Context, js jetstream.JetStream, stream, prefix string, l events.Layout, n int) error {
+	src, dest := events.PartitionMapping(prefix, l, n)
+	want := fmt.Sprintf("the NATS server (or the account) must map %s to %s", src, dest)
+	for range probes {
+		sid := randomToken()
+		if l == events.LayoutOwner {
+			sid = randomToken() + "." + sid
+		}
+		subject := events.Subject(prefix, sid, ProbeKind)
+		ack, err := js.Publish(ctx, subject, nil)
+		if errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return fmt.Errorf("%w: partitions: no stream took probe %s: %s (mappings { \"%s\": \"%s\" })", ErrInvalidConfig, subject, want, src, dest)
+		}
+		if err != nil {
+			return fmt.Errorf("partitions: publish probe %s: %w", subject, err)
+		}
+		// The probe goes whatever is found: it is nobody's event.
+		derr := deleteMsg(ctx, js, ack.Stream, ack.Sequence)
+		k := events.PartitionOf(l, sid, n)
+		if got := events.PartitionStream(stream, k); ack.Stream != got {
+			return fmt.Errorf("%w: partitions: probe %s went to stream %s, not to partition %d's stream %s: %s (mappings { \"%s\": \"%s\" })",
+				ErrInvalidConfig, subject, ack.Stream, k, got, want, src, dest)
+		}
+		if derr != nil {
+			return fmt.Errorf("partitions: delete probe %s from stream %s: %w", subject, ack.Stream, derr)
+		}
+	}
+	return nil
+}
+
+// deleteMsg deletes message seq of stream.
+func deleteMsg(ctx context.Context, js jetstream.JetStream, stream string, seq uint64) error {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	return s.DeleteMsg(ctx, seq)
+}
+
+// randomToken is a random session token.
+func randomToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "probe-" + hex.EncodeToString(b[:])
+}
