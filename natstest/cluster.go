@@ -26,7 +26,8 @@ type Cluster struct {
 
 // StartCluster starts an n-node JetStream cluster and waits until it has a
 // meta leader and every node is current. Everything is shut down at cleanup.
-func StartCluster(t testing.TB, n int) *Cluster {
+// opts change every node's configuration (e.g. WithMappings).
+func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("natstest: cluster of %d nodes", n)
@@ -59,6 +60,9 @@ func StartCluster(t testing.TB, n int) *Cluster {
 				Port: ports[n+i],
 			},
 			Routes: routes,
+		}
+		for _, o := range opts {
+			o(c.opts[i])
 		}
 	}
 	t.Cleanup(c.shutdown)

@@ -50,6 +50,21 @@ func WithMaxPayload(n int32) Option {
 	return func(o *server.Options) { o.MaxPayload = n }
 }
 
+// WithMappings gives the server's global account subject mappings, each a
+// source and its destination, as a configuration's top-level mappings
+// block does.
+func WithMappings(mappings ...[2]string) Option {
+	return func(o *server.Options) {
+		g := server.NewAccount(server.DEFAULT_GLOBAL_ACCOUNT)
+		for _, m := range mappings {
+			if err := g.AddMapping(m[0], m[1]); err != nil {
+				panic(fmt.Sprintf("natstest: mapping %s to %s: %v", m[0], m[1], err))
+			}
+		}
+		o.Accounts = append(o.Accounts, g)
+	}
+}
+
 // WithLogging routes the server's log output to the test log.
 func WithLogging() Option {
 	return func(o *server.Options) { o.NoLog = false }

@@ -20,6 +20,12 @@ import (
 // member's partitions are one member, each in the group of its own
 // partition's stream.
 func (c Config) Partition(k, n int) Config {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.Prefix == "" {
+		c.Prefix = events.DefaultPrefix
+	}
 	c.Stream = events.PartitionStream(c.Stream, k)
 	c.Prefix = events.PartitionPrefix(c.Prefix, k)
 	if n > 1 && c.MaxTriggerRate > 0 {
