@@ -142,6 +142,7 @@ consumer, --workers).`[1:], `
 	c.skillFlags(cmd)
 	c.natsFlags(cmd)
 	c.streamFlags(cmd)
+	c.partitionsFlag(cmd)
 	c.opsFlags(cmd, false)
 	// bench's own defaults for shared flags: a random loopback port, a
 	// temporary store, and quiet logs.
@@ -229,6 +230,9 @@ func (o *benchOptions) validate(c *Config) error {
 		case o.mode == bench.ModeExternal:
 			return usagef("--usage-projection-cost needs a processor bench runs (--processor child or inprocess)")
 		}
+		if c.Partitions > 1 {
+			return usagef("--usage-projection-cost measures one stream's projector: drop --partitions")
+		}
 		c.UsageProjection = false // each pair of phases sets it
 		if o.rounds < 1 {
 			return usagef("--rounds %d: want at least 1", o.rounds)
@@ -301,7 +305,7 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 		if store == "" {
 			store = filepath.Join(work, "store")
 		}
-		srv, err := embedded.Start(embedded.Options{Name: "skillstream-bench", Listen: c.Listen, StoreDir: store}, log)
+		srv, err := embedded.Start(embedded.Options{Name: "skillstream-bench", Listen: c.Listen, StoreDir: store, Mappings: c.partitionMappings()}, log)
 		if err != nil {
 			return err
 		}
@@ -324,7 +328,8 @@ func (a *app) bench(ctx context.Context, c *Config, o benchOptions) error {
 			Sessions: o.sessions, Steps: o.steps, Calls: o.calls, Searches: o.searches, Changes: o.changes,
 			Concurrency: o.concurrency, Skills: o.skillCount, Projects: o.projects,
 			Encoding: o.encoding, Processor: o.mode, Workers: pcfg.Workers, Gestures: o.gestures,
-			NATS: map[bool]string{true: "embedded, loopback", false: "--nats-url"}[c.NATSURL == ""],
+			NATS:       map[bool]string{true: "embedded, loopback", false: "--nats-url"}[c.NATSURL == ""],
+			Partitions: c.Partitions,
 		},
 	}
 	plan := bench.Plan{

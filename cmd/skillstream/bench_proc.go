@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,33 +51,47 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 		index = search.New(reg, c.searchOptions())
 		opts = append(opts, processor.WithSearcher(index))
 	}
+	base := c.processorConfig()
+	if base.Instance == "" {
+		base.Instance = processor.DefaultInstance() // one member over every partition
+	}
+	cfgs := c.partitionConfigs(base)
 	stopLearner := func() {}
 	if c.SearchLearn && index != nil {
-		// The index learns from the bench's stream, as serve's does.
+		// The index learns from the bench's stream (each partition's), as
+		// serve's does.
 		js, err := jetstream.New(nc)
 		if err != nil {
 			nc.Close()
 			reg.Close()
 			return nil, fmt.Errorf("search learning: %w", err)
 		}
-		pc := c.processorConfig()
 		lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = usage.FollowSearchLoads(lctx, js, usage.FollowOptions{Stream: pc.Stream, Prefix: pc.Prefix, Layout: pc.Layout},
-				func(p usage.SearchLoad) { _ = index.Learn(p.Skill, p.Query, p.At) })
-		}()
-		stopLearner = func() { cancel(); <-done }
+		var wg sync.WaitGroup
+		for _, pc := range cfgs {
+			wg.Go(func() {
+				_ = usage.FollowSearchLoads(lctx, js, usage.FollowOptions{Stream: pc.Stream, Prefix: pc.Prefix, Layout: pc.Layout},
+					func(p usage.SearchLoad) { _ = index.Learn(p.Skill, p.Query, p.At) })
+			})
+		}
+		stopLearner = func() { cancel(); wg.Wait() }
 	}
 	stopProjector := func() {}
 	if c.usageProjection() {
-		// The usage projector, as serve runs it beside the processor.
-		o := benchProjectorOptions(c, log)
+		// The usage projector, as serve runs it beside the processor: one
+		// per partition's stream.
 		js, err := jetstream.New(nc)
-		var proj *projection.Projector
-		if err == nil {
-			proj, err = projection.New(js, o)
+		var projs []*projection.Projector
+		for k, pc := range cfgs {
+			if err != nil {
+				break
+			}
+			o := benchProjectorOptions(c, log)
+			o.Stream, o.Prefix, o.Bucket = pc.Stream, pc.Prefix, c.usageBucketOf(k)
+			var proj *projection.Projector
+			if proj, err = projection.New(js, o); err == nil {
+				projs = append(projs, proj)
+			}
 		}
 		if err != nil {
 			nc.Close()
@@ -84,11 +99,13 @@ func startBenchInProcess(ctx context.Context, c *Config, url string, log *slog.L
 			return nil, fmt.Errorf("usage projector: %w", err)
 		}
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); _ = proj.Run(pctx) }()
-		stopProjector = func() { cancel(); <-done }
+		var wg sync.WaitGroup
+		for _, proj := range projs {
+			wg.Go(func() { _ = proj.Run(pctx) })
+		}
+		stopProjector = func() { cancel(); wg.Wait() }
 	}
-	return bench.StartProcessor(ctx, nc, reg, c.processorConfig(), log, func() {
+	return bench.StartPartitions(ctx, nc, reg, cfgs, log, func() {
 		stopProjector()
 		stopLearner()
 		nc.Close()

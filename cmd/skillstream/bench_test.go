@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -380,5 +381,41 @@ func TestBenchUsageProjectorApart(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, bad.want) {
 			t.Errorf("%v: exit %d, %s", a, code, stderr)
 		}
+	}
+}
+
+// TestBenchPartitions: bench --partitions 4 maps the sessions on its
+// embedded server, runs a processor per partition, answers every trigger,
+// and reports each partition's stream's triggers (in JSON and per second
+// in the text).
+func TestBenchPartitions(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	args := []string{"bench", "--processor", "inprocess", "--no-baseline", "--partitions", "4",
+		"--sessions", "8", "--steps", "2", "--calls", "1", "--skill-count", "3", "--projects", "1", "--no-bundled", "--user-skills-dir="}
+	code, stdout, stderr := runMain(t, append(args, "--json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var r bench.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
+	}
+	if r.Workload.Partitions != 4 || r.Processor == nil || r.Processor.Errors != 0 || r.Processor.PreSteps != 16 || r.Processor.Processor == nil {
+		t.Fatalf("report: %+v", r)
+	}
+	var sum float64
+	for k := range 4 {
+		n := r.Processor.Processor.PartitionTriggers[strconv.Itoa(k)]
+		if n == 0 {
+			t.Errorf("partition %d handled no trigger: %v", k, r.Processor.Processor.PartitionTriggers)
+		}
+		sum += n
+	}
+	if sum != 32 {
+		t.Errorf("partitions handled %v triggers in all, want 32: %v", sum, r.Processor.Processor.PartitionTriggers)
+	}
+	code, stdout, stderr = runMain(t, args...)
+	if code != exitOK || !strings.Contains(stdout, "sessions spread over 4 partition streams") || !strings.Contains(stdout, "processor triggers per partition's stream: 0 ") {
+		t.Errorf("exit %d, text report without the partitions:\n%s\n%s", code, stdout, stderr)
 	}
 }

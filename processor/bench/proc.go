@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,11 @@ func heapSince(m0 *runtime.MemStats) *HeapStats {
 	runtime.ReadMemStats(&m1)
 	return &HeapStats{Mallocs: m1.Mallocs - m0.Mallocs, Bytes: m1.TotalAlloc - m0.TotalAlloc, GCs: m1.NumGC - m0.NumGC,
 		GCPauseSec: float64(m1.PauseTotalNs-m0.PauseTotalNs) / 1e9, GCCPUFrac: m1.GCCPUFraction}
+	// PartitionTriggers counts the triggers handled per partition, by
+	// partition number, with partitioned sessions (bench --partitions).
+	PartitionTriggers map[string]float64 `json:"partition_triggers,omitempty"`
+	PeakRSS           int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
+	CPU               float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
 }
 
 // Stage is the processor's own latency of one handling stage. The
@@ -118,6 +124,17 @@ func StatsOf(g prometheus.Gatherer) ProcStats {
 			s.Transient = sum(mf)
 		case "skillstream_dead_letters_total":
 			s.DeadLetters = sum(mf)
+		case "skillstream_triggers_total":
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "partition" {
+						if s.PartitionTriggers == nil {
+							s.PartitionTriggers = map[string]float64{}
+						}
+						s.PartitionTriggers[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
 		case "skillstream_head_reads_total":
 			for _, m := range mf.GetMetric() {
 				for _, l := range m.GetLabel() {
@@ -173,31 +190,67 @@ type inProcess struct {
 // tens of milliseconds at a thousand skills); Stop ends it, then calls
 // closeFn (which closes what the caller opened for it, nc included).
 func StartProcessor(ctx context.Context, nc *nats.Conn, skills processor.Skills, cfg processor.Config, log *slog.Logger, closeFn func(), opts ...processor.Option) (Proc, error) {
+	return StartPartitions(ctx, nc, skills, []processor.Config{cfg}, log, closeFn, opts...)
+}
+
+// StartPartitions is StartProcessor for partitioned sessions: a processor
+// per configuration (one per partition, processor.Config.Partition), all
+// on nc and skills, their metrics in one registry, each labelled with its
+// partition (its index in cfgs) when there are several.
+func StartPartitions(ctx context.Context, nc *nats.Conn, skills processor.Skills, cfgs []processor.Config, log *slog.Logger, closeFn func(), opts ...processor.Option) (Proc, error) {
 	metrics := prometheus.NewRegistry()
-	p, err := processor.New(nc, skills, cfg, append([]processor.Option{processor.WithLogger(log), processor.WithRegisterer(metrics)}, opts...)...)
-	if err != nil {
-		closeFn()
-		return nil, err
+	ps := make([]*processor.Processor, len(cfgs))
+	for k, cfg := range cfgs {
+		var reg prometheus.Registerer = metrics
+		if len(cfgs) > 1 {
+			reg = prometheus.WrapRegistererWith(prometheus.Labels{"partition": strconv.Itoa(k)}, metrics)
+		}
+		p, err := processor.New(nc, skills, cfg, append([]processor.Option{processor.WithLogger(log), processor.WithRegisterer(reg)}, opts...)...)
+		if err != nil {
+			closeFn()
+			return nil, err
+		}
+		ps[k] = p
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b := &inProcess{cancel: cancel, done: make(chan error, 1), metrics: metrics, close: closeFn}
-	go func() { b.done <- p.Run(pctx) }()
+	errs := make(chan error, len(ps))
+	for _, p := range ps {
+		go func() {
+			err := p.Run(pctx)
+			if err != nil {
+				cancel() // one failed: the others stop too
+			}
+			errs <- err
+		}()
+	}
+	go func() {
+		var first error
+		for range ps {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		b.done <- first
+	}()
 	if err := WaitProcessor(ctx, nc, time.Minute); err != nil {
 		_, _ = b.Stop()
 		return nil, err
 	}
-	select {
-	case <-p.Ready():
-	case err := <-b.done: // stopped before it was ready
-		b.done <- err
-		_, _ = b.Stop()
-		if err == nil {
-			err = errors.New("processor stopped before it was ready")
+	for _, p := range ps {
+		select {
+		case <-p.Ready():
+		case err := <-b.done: // stopped before it was ready
+			b.done <- err
+			_, _ = b.Stop()
+			if err == nil {
+				err = errors.New("processor stopped before it was ready")
+			}
+			return nil, err
+		case <-ctx.Done():
+			_, _ = b.Stop()
+			return nil, ctx.Err()
 		}
-		return nil, err
-	case <-ctx.Done():
-		_, _ = b.Stop()
-		return nil, ctx.Err()
 	}
 	return b, nil
 }

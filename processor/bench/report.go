@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +26,9 @@ func FormatReport(r *Report) string {
 	fmt.Fprintf(&b, "skillstream bench: %d sessions × %d pre-steps, %d skill calls%s per step, %d catalog changes, %s, %d skills, %d projects\n",
 		w.Sessions, w.Steps, w.Calls, searches, w.Changes, w.Encoding, w.Skills, w.Projects)
 	fmt.Fprintf(&b, "%d sessions in flight, %d processor workers, processor %s, NATS %s\n", w.Concurrency, w.Workers, w.Processor, w.NATS)
+	if w.Partitions > 1 {
+		fmt.Fprintf(&b, "sessions spread over %d partition streams, a processor (%d workers) on each\n", w.Partitions, w.Workers)
+	}
 	m := r.Machine
 	fmt.Fprintf(&b, "machine: %d CPUs, %s memory, %s %s; load average %s before, %s after\n\n",
 		m.CPUs, benchBytes(m.MemoryBytes), m.GoVersion, m.OSArch, orDash(m.LoadBefore), orDash(m.LoadAfter))
@@ -182,6 +186,7 @@ func FormatReport(r *Report) string {
 			fmt.Fprintf(&b, "; catalog head reads: %.0f hit, %.0f stale, %.0f unsure", st.HeadReads["hit"], st.HeadReads["stale"], st.HeadReads["unsure"])
 		}
 		fmt.Fprintln(&b)
+		b.WriteString(partitionRates(r.Processor))
 	}
 	for _, ph := range phases {
 		for _, e := range ph.ErrorSamples {
@@ -192,6 +197,30 @@ func FormatReport(r *Report) string {
 	b.WriteString(searchCost(r))
 	b.WriteString(benchTargets(r))
 	return b.String()
+}
+
+// partitionRates is the line of the triggers each partition's stream
+// carried per second of the processor phase (bench --partitions); "" with
+// one stream.
+func partitionRates(ph *PhaseReport) string {
+	st := ph.Processor
+	if st == nil || len(st.PartitionTriggers) < 2 || ph.Seconds <= 0 {
+		return ""
+	}
+	keys := make([]int, 0, len(st.PartitionTriggers))
+	for k := range st.PartitionTriggers {
+		n, err := strconv.Atoi(k)
+		if err != nil {
+			continue
+		}
+		keys = append(keys, n)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %.0f/s", k, st.PartitionTriggers[strconv.Itoa(k)]/ph.Seconds))
+	}
+	return fmt.Sprintf("processor triggers per partition's stream: %s\n", strings.Join(parts, ", "))
 }
 
 // invocationCost compares, in the processor phase, an unchanged pre-step
@@ -418,6 +447,9 @@ type Workload struct {
 	NATS        string `json:"nats"`
 	// Gestures: every Gestures-th pre-step invokes a skill by /name.
 	Gestures int `json:"gestures_every,omitempty"`
+	// Partitions is how many streams the sessions were spread over (bench
+	// --partitions; 0: one).
+	Partitions int `json:"partitions,omitempty"`
 	// Searches: skill searches after each pre-step.
 	Searches int `json:"searches_per_step,omitempty"`
 }
