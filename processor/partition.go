@@ -95,3 +95,52 @@ func randomToken() string {
 	_, _ = rand.Read(b[:])
 	return "probe-" + hex.EncodeToString(b[:])
 }
+
+// PartitionsMetadata is the key of a partition stream's metadata that
+// records how many partitions its deployment has.
+const PartitionsMetadata = "skillstream_partitions"
+
+// CheckPartitionStreams checks that the n partition streams of stream were
+// made for n partitions: a stream of partition n (one more) means they
+// were made for more, and a stream whose metadata records another count
+// was made for that many. A stream without the record gets it when mark
+// is set (serve provisions), so that a later start with another count is
+// refused. unpartitioned reports whether stream itself (sessions kept
+// without partitions) exists beside them.
+func CheckPartitionStreams(ctx context.Context, js jetstream.JetStream, stream string, n int, mark bool) (unpartitioned bool, err error) {
+	want := fmt.Sprint(n)
+	for k := range n {
+		name := events.PartitionStream(stream, k)
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return false, fmt.Errorf("partitions: stream %s: %w", name, err)
+		}
+		cfg := s.CachedInfo().Config
+		switch got := cfg.Metadata[PartitionsMetadata]; {
+		case got == want:
+		case got != "":
+			return false, fmt.Errorf("%w: partitions: stream %s was made for %s partitions, not %d: changing the count moves sessions to other streams (see the manual's partitioned sessions)",
+				ErrInvalidConfig, name, got, n)
+		case mark:
+			if cfg.Metadata == nil {
+				cfg.Metadata = map[string]string{}
+			}
+			cfg.Metadata[PartitionsMetadata] = want
+			if _, err := js.UpdateStream(ctx, cfg); err != nil {
+				return false, fmt.Errorf("partitions: record the partition count on stream %s: %w", name, err)
+			}
+		}
+	}
+	next := events.PartitionStream(stream, n)
+	if _, err := js.Stream(ctx, next); err == nil {
+		return false, fmt.Errorf("%w: partitions: stream %s exists: the streams were made for more than %d partitions (see the manual's partitioned sessions)", ErrInvalidConfig, next, n)
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, fmt.Errorf("partitions: stream %s: %w", next, err)
+	}
+	if _, err := js.Stream(ctx, stream); err == nil {
+		return true, nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, fmt.Errorf("partitions: stream %s: %w", stream, err)
+	}
+	return false, nil
+}

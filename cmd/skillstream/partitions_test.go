@@ -250,3 +250,30 @@ func TestShippedConfPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestServePartitionsCountChanged: the partition streams record their
+// count, and serve refuses to start on them with another one (a session
+// would move to another stream than the one holding its log); a serve
+// without partitions on them warns that their sessions are not served.
+func TestServePartitionsCountChanged(t *testing.T) {
+	root := spec4Skills(t)
+	data := t.TempDir()
+	s := startServe(t, data, root, "--partitions", "4")
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, s.stderr)
+	}
+	for _, tc := range []struct{ n, want string }{
+		{"2", "stream SESSIONS-0 was made for 4 partitions, not 2"},
+		{"8", "stream SESSIONS-0 was made for 4 partitions, not 8"},
+	} {
+		code, _, stderr := runMain(t, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--data", data,
+			"--no-bundled", "--user-skills-dir=", "--skills-dir", root, "--partitions", tc.n)
+		if code == exitOK || !strings.Contains(stderr, tc.want) {
+			t.Errorf("--partitions %s: exit %d, want %q:\n%s", tc.n, code, tc.want, stderr)
+		}
+	}
+	s = startServe(t, data, root)
+	if !strings.Contains(s.stderr.String(), "partition streams exist beside the stream of sessions without partitions") {
+		t.Errorf("no warning of the partition streams left:\n%s", s.stderr)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/console"
 	"github.com/skillstream/skillstream/processor/embedded"
@@ -625,15 +626,28 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 		pending++
 	}
 	r.pcfg, r.p = r.parts[0].pcfg, r.parts[0].p
+	if c.Partitions < 2 {
+		if _, err := u.js.Stream(ctx, events.PartitionStream(c.Stream, 0)); err == nil {
+			ulog.Warn("partition streams exist beside the stream of sessions without partitions: their sessions are not served (serve them with --partitions)", "stream", events.PartitionStream(c.Stream, 0))
+		}
+	}
 	if c.Partitions > 1 {
 		// The server must map the sessions as the processors read them:
 		// checked once the partition streams exist.
-		if err := processor.CheckPartitionMapping(ctx, u.js, c.Stream, c.Prefix, base.Layout, c.Partitions); err != nil {
+		err := processor.CheckPartitionMapping(ctx, u.js, c.Stream, c.Prefix, base.Layout, c.Partitions)
+		var alone bool
+		if err == nil {
+			alone, err = processor.CheckPartitionStreams(ctx, u.js, c.Stream, c.Partitions, !c.NoProvision)
+		}
+		if err != nil {
 			err = fmt.Errorf("processor%s: %w", u.label(), err)
 			if errors.Is(err, processor.ErrInvalidConfig) {
 				err = supervise.Permanent(err)
 			}
 			return nil, err
+		}
+		if alone {
+			ulog.Warn("a stream of sessions kept without partitions exists beside the partitions: its sessions are not served, and readers given --partitions do not find them", "stream", c.Stream)
 		}
 	}
 	return r, nil
