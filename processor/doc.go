@@ -82,6 +82,15 @@
 // again; a discarded sequence a compaction keeps holds nothing), and a
 // skill call runs the tool as usual.
 //
+// Partitioned sessions (events.PartitionOf) are N such streams: the
+// processor of partition k is an ordinary Processor whose configuration is
+// Config.Partition(k, N) (stream <stream>-<k>, prefix <prefix>p.<k>), and a
+// member runs one per partition, sharing its registry and instance name.
+// The NATS server's subject mapping (events.PartitionMapping) moves what
+// workers publish on <prefix>.> to the partitions' subjects;
+// CheckPartitionMapping probes that it does, and CheckPartitionStreams that
+// the streams were made for N partitions.
+//
 // Once its consumer pulls, Run registers the NATS micro service
 // "skillstream" (nats micro ls lists it) answering on
 // skillstream.tool.definition with the skill tool's
