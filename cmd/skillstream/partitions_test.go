@@ -277,3 +277,43 @@ func TestServePartitionsCountChanged(t *testing.T) {
 		t.Errorf("no warning of the partition streams left:\n%s", s.stderr)
 	}
 }
+
+// TestShippedTenantsConfPartitions loads the shipped tenants
+// configuration with its partition mappings uncommented: serve --tenants
+// --partitions 4 passes its probe in each tenant's account, and each
+// tenant's workers are answered from the tenant's own partitions.
+func TestShippedTenantsConfPartitions(t *testing.T) {
+	b, err := os.ReadFile(tenantsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), "#p mappings") != 2 {
+		t.Fatalf("%s: want a commented partition mapping in each tenant account", tenantsConf)
+	}
+	conf := filepath.Join(t.TempDir(), "tenants.conf")
+	if err := os.WriteFile(conf, []byte(strings.ReplaceAll(string(b), "#p ", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw := setPasswords(t, tenantUsers)
+	t.Setenv("ACME_MCP_TOKEN", randomToken(t))
+	t.Setenv("GLOBEX_MCP_TOKEN", randomToken(t))
+	natsURL := confServer(t, conf)
+	logs := startTenantServe(t, natsURL, "--partitions", "4")
+	if n := strings.Count(logs.String(), "tenant serving"); n != 2 {
+		t.Errorf("%d tenants serving, want 2:\n%s", n, logs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cwd := t.TempDir()
+	for _, user := range []string{"acme-worker-1", "globex-worker-1"} {
+		w := tenantWorker(t, natsURL, user, pw[user])
+		for i := range 8 {
+			session := fmt.Sprintf("%s-%d-%s", user, i, randomToken(t))
+			d, err := w.PreStep(ctx, events.PreStep{Session: session, Step: "1", Cwd: cwd, Tools: []events.Tool{client.SkillTool("skillstream")}})
+			// The tenants' stores are empty: answered, with no skills.
+			if err != nil || d.Outcome != events.OutcomeEmpty || d.TriggerSeq == 0 {
+				t.Fatalf("%s pre-step %d: %+v, %v", user, i, d, err)
+			}
+		}
+	}
+}

@@ -563,6 +563,11 @@ func (a *app) startUnit(ctx context.Context, c *Config, log *slog.Logger, u *ser
 	base.Tenant = u.tenant // the cohorts of its releases are the tenant's
 	if t := u.conn; t.maxBytes > 0 {
 		base.MaxBytes = t.maxBytes
+		if c.Partitions > 1 {
+			// A tenant's max_bytes is its sessions' budget: shared out
+			// over its partition streams, within its account's storage.
+			base.MaxBytes = t.maxBytes / int64(c.Partitions)
+		}
 	}
 	if t := u.conn; t.workers > 0 {
 		base.Workers = t.workers
