@@ -46,8 +46,11 @@ type ProcStats struct {
 	// HeadReads counts pre-steps that checked a large catalog through its
 	// head, by result (hit, stale, unsure).
 	HeadReads map[string]float64 `json:"head_reads,omitempty"`
-	PeakRSS   int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
-	CPU       float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
+	// PartitionTriggers counts the triggers handled per partition, by
+	// partition number, with partitioned sessions (bench --partitions).
+	PartitionTriggers map[string]float64 `json:"partition_triggers,omitempty"`
+	PeakRSS           int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
+	CPU               float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
 	// Heap is what the consumer child allocated while it served the
 	// phase (from its Ready line to its stop), from the Go runtime.
 	Heap *HeapStats `json:"heap,omitempty"`
@@ -69,11 +72,6 @@ func heapSince(m0 *runtime.MemStats) *HeapStats {
 	runtime.ReadMemStats(&m1)
 	return &HeapStats{Mallocs: m1.Mallocs - m0.Mallocs, Bytes: m1.TotalAlloc - m0.TotalAlloc, GCs: m1.NumGC - m0.NumGC,
 		GCPauseSec: float64(m1.PauseTotalNs-m0.PauseTotalNs) / 1e9, GCCPUFrac: m1.GCCPUFraction}
-	// PartitionTriggers counts the triggers handled per partition, by
-	// partition number, with partitioned sessions (bench --partitions).
-	PartitionTriggers map[string]float64 `json:"partition_triggers,omitempty"`
-	PeakRSS           int64              `json:"peak_rss_bytes,omitempty"` // whole life of the processor process
-	CPU               float64            `json:"cpu_seconds,omitempty"`    // whole life of the processor process
 }
 
 // Stage is the processor's own latency of one handling stage. The
