@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/processor/console"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -76,6 +77,7 @@ pages show what serve serves.`[1:], `
 	cmd.group("Stream")
 	cmd.pick(c.streamFlags, "stream", "prefix")
 	c.layoutFlag(cmd)
+	c.partitionsFlag(cmd)
 	c.opsFlags(cmd, false)
 	cmd.group("Usage projection")
 	c.usageBucketFlag(cmd)
@@ -219,6 +221,12 @@ func (a *app) consoleTokens(listen string) (viewer, operator string, made bool, 
 func (c *Config) consoleSources(ctx context.Context, js jetstream.JetStream, reg *providers.Registry) (console.Sources, error) {
 	src := console.Sources{JS: js, Registry: reg, Stream: c.Stream, Layout: c.layout(), UsageBucket: c.UsageBucket,
 		Fleet: console.FleetSources{Prefix: c.Prefix}}
+	if c.Partitions >= 2 {
+		// Partitioned sessions: each session where its id places it,
+		// and the lists over every partition.
+		src.Place = c.sessionPlace
+		src.Partitions = partition.Places(c.Stream, c.Prefix, c.Partitions)
+	}
 	if !c.NoSkillStore {
 		pb, err := store.NewPublisher(ctx, js, c.storeConfig())
 		if err != nil {

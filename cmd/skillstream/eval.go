@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/processor/replay"
 	"github.com/skillstream/skillstream/processor/replay/eval"
 	"github.com/skillstream/skillstream/providers/store"
@@ -173,15 +174,25 @@ truncated recording, an unknown gate, bad flags).`[1:], `
 				return err
 			}
 			defer closeJS()
-			sids, err := eval.Sessions(ctx, sjs, w)
-			if err != nil {
-				return err
+			// Each partition's sessions in turn (with --partitions), in
+			// the order of their first pre-step in the window.
+			found := 0
+			for _, p := range partition.Places(c.Stream, c.Prefix, c.Partitions) {
+				pw := w
+				pw.Stream, pw.Prefix = p.Stream, p.Prefix
+				sids, err := eval.Sessions(ctx, sjs, pw)
+				if err != nil {
+					return err
+				}
+				if found += len(sids); found > most {
+					return fmt.Errorf("%w (%d over %d partitions): narrow the window", eval.ErrTooManySessions, most, c.Partitions)
+				}
+				for _, sid := range sids {
+					sources = append(sources, eval.StreamSource(sjs, pw, sid))
+				}
 			}
-			if len(sids) == 0 {
+			if found == 0 {
 				return fmt.Errorf("no session of stream %s has a pre-step in the window", c.Stream)
-			}
-			for _, sid := range sids {
-				sources = append(sources, eval.StreamSource(sjs, w, sid))
 			}
 		}
 		rep, err := eval.Run(ctx, sources, eval.Options{Window: window, Steps: steps, Candidate: eval.Candidate{

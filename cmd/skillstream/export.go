@@ -64,7 +64,8 @@ the member and both digests where they differ).`[1:], `
 			return err
 		}
 		defer closeJS()
-		opts := replay.ExportOptions{Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Session: sid}
+		stream, prefix := c.sessionPlace(sid)
+		opts := replay.ExportOptions{Stream: stream, Prefix: prefix, Layout: c.layout(), Session: sid}
 		var captured *capturing
 		if capture {
 			reg, err := c.registry(nil, false)
@@ -85,7 +86,7 @@ the member and both digests where they differ).`[1:], `
 		})
 		prog.done()
 		if errors.Is(err, replay.ErrEmptySession) {
-			return fmt.Errorf("session %s has no events in stream %s", sid, c.Stream)
+			return c.sessionNotFound(ctx, js, sid)
 		}
 		if err != nil {
 			return err

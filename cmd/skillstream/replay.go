@@ -254,7 +254,8 @@ func (a *app) recordedOptions(ctx context.Context, c *Config, sid string, args [
 		return nil, err
 	}
 	defer closeJS()
-	return replay.SessionOptions(ctx, js, c.Stream, c.Prefix, c.layout(), sid)
+	stream, prefix := c.sessionPlace(sid)
+	return replay.SessionOptions(ctx, js, stream, prefix, c.layout(), sid)
 }
 
 // printOptions writes the replay's first line: the options it uses, and
@@ -335,9 +336,10 @@ func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []s
 		return replay.Summary{}, err
 	}
 	defer closeJS()
-	sum, err := replay.Live(ctx, js, c.Stream, c.Prefix, sid, opts)
+	stream, prefix := c.sessionPlace(sid)
+	sum, err := replay.Live(ctx, js, stream, prefix, sid, opts)
 	if errors.Is(err, replay.ErrEmptySession) {
-		return replay.Summary{}, fmt.Errorf("session %s has no events in stream %s", sid, c.Stream)
+		return replay.Summary{}, c.sessionNotFound(ctx, js, sid)
 	}
 	return sum, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/processor/embedded"
+	"github.com/skillstream/skillstream/processor/partition"
 )
 
 // The session readers (export, replay --live, history --session) read
@@ -33,6 +35,7 @@ func (c *Config) readerFlags(cmd *command) {
 	cmd.group("Stream")
 	cmd.pick(c.streamFlags, "stream", "prefix")
 	c.layoutFlag(cmd)
+	c.partitionsFlag(cmd)
 	c.opsFlags(cmd, false)
 }
 
@@ -201,7 +204,32 @@ func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err
 		close()
 		return nil, nil, fmt.Errorf("jetstream context: %w", err)
 	}
+	if c.Partitions >= 2 {
+		// A count that does not match the streams would read the wrong
+		// stream for some sessions: refuse it before reading any.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := partition.Check(ctx, js, c.Stream, c.Partitions)
+		cancel()
+		if err != nil {
+			close()
+			return nil, nil, inputf("%v", err)
+		}
+	}
 	return js, close, nil
+}
+
+// sessionNotFound is the error of a reader that found no event of session
+// sid in stream, where --partitions places it: it names where the session
+// is instead when another session stream of the server holds it.
+func (c *Config) sessionNotFound(ctx context.Context, js jetstream.JetStream, sid string) error {
+	stream, prefix := c.sessionPlace(sid)
+	if err := partition.Elsewhere(ctx, js, c.Stream, c.Prefix, c.layout(), sid, c.Partitions, partition.Place{Stream: stream, Prefix: prefix}); errors.Is(err, partition.ErrMismatch) {
+		return inputf("%v", err)
+	}
+	if c.Partitions >= 2 {
+		return fmt.Errorf("session %s has no events in stream %s (its partition of %d)", sid, stream, c.Partitions)
+	}
+	return fmt.Errorf("session %s has no events in stream %s", sid, stream)
 }
 
 // serving reports whether something accepts connections on addr (a running

@@ -18,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/processor/usage"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
@@ -167,6 +169,9 @@ but the bucket by --rebuild.`[1:], `
 				return usagef("--by reads the usage projection: it takes no --rebuild, --scan, --session or --project")
 			}
 		}
+		if c.Partitions >= 2 && (step != "" || rebuild) {
+			return usagef("--partitions: usage reads the partitions' streams (as --scan does); --by and --rebuild, which need the usage projection, do not read partitions")
+		}
 		js, closeJS, err := a.openSessions(&c)
 		if err != nil {
 			return err
@@ -187,7 +192,10 @@ but the bucket by --rebuild.`[1:], `
 			return a.rebuildUsage(ctx, &c, js, start, asJSON)
 		}
 		var rep *usage.Report
-		if !scan && sid == "" && project == "" {
+		if !scan && sid == "" && project == "" && c.Partitions >= 2 {
+			fmt.Fprintf(a.stderr, "--partitions %d: reading the %d partitions' streams (the usage projection is not read over partitions)\n", c.Partitions, c.Partitions)
+		}
+		if !scan && sid == "" && project == "" && c.Partitions < 2 {
 			rep, err = projection.Read(ctx, js, c.usageOptions(), start)
 			if errors.Is(err, projection.ErrNoProjection) {
 				fmt.Fprintf(a.stderr, "%v: reading the stream instead (serve keeps the projection; usage --rebuild builds it now)\n", err)
@@ -199,13 +207,25 @@ but the bucket by --rebuild.`[1:], `
 		}
 		if rep == nil {
 			prog := newProgress(a.stderr, "read")
-			rep, err = usage.Read(ctx, js, usage.Options{
-				Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Since: start, Session: sid, Project: project,
-				Progress: prog.update,
-			})
+			o := usage.Options{
+				Stream: c.Stream, Prefix: c.Prefix, Layout: c.layout(), Since: start, Project: project,
+				Partitions: c.Partitions, Progress: prog.update,
+			}
+			if sid != "" {
+				o.Session, o.Partitions = sid, 0
+				o.Stream, o.Prefix = c.sessionPlace(sid)
+			}
+			rep, err = usage.Read(ctx, js, o)
 			prog.done()
 			if err != nil {
 				return err
+			}
+			if sid != "" && rep.Records == 0 {
+				// Not where it is placed: in another stream, when the
+				// partition count is not the server's.
+				if err := partition.Elsewhere(ctx, js, c.Stream, c.Prefix, c.layout(), sid, c.Partitions, partition.Place{Stream: o.Stream, Prefix: o.Prefix}); errors.Is(err, partition.ErrMismatch) {
+					return inputf("%v", err)
+				}
 			}
 		}
 		out := bufio.NewWriterSize(a.stdout, 64<<10)
@@ -310,7 +330,12 @@ func printUsage(w io.Writer, r *usage.Report) {
 	if p != nil && !r.Since.IsZero() && !p.Since.Equal(r.Since) {
 		window += " (the start of the hour of --since " + p.Since.UTC().Format(time.RFC3339) + ": the projection counts by the hour)"
 	}
-	fmt.Fprintf(w, "stream %s (prefix %s), %s", r.Stream, r.Prefix, window)
+	if r.Partitions >= 2 {
+		fmt.Fprintf(w, "streams %s to %s (prefixes %s to %s: %d partitions), %s", events.PartitionStream(r.Stream, 0), events.PartitionStream(r.Stream, r.Partitions-1),
+			events.PartitionPrefix(r.Prefix, 0), events.PartitionPrefix(r.Prefix, r.Partitions-1), r.Partitions, window)
+	} else {
+		fmt.Fprintf(w, "stream %s (prefix %s), %s", r.Stream, r.Prefix, window)
+	}
 	if r.Session != "" {
 		fmt.Fprintf(w, ", session %s", r.Session)
 	}

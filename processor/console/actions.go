@@ -14,6 +14,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/skillstore"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/providers/store"
 	"github.com/skillstream/skillstream/providers/store/audit"
 )
@@ -297,53 +298,73 @@ func (s *Server) liveWindow() time.Duration {
 }
 
 // liveSessions counts the sessions with a pre-step within the live
-// window, reading the pre-step records of the sessions stream since then
-// (headers only), at most MaxLiveScan of them: past that the count is a
-// lower bound (atLeast).
+// window, reading the pre-step records of the sessions stream (of every
+// partition, in turn) since then (headers only), at most MaxLiveScan of
+// them in all: past that the count is a lower bound (atLeast).
 func (s *Server) liveSessions(ctx context.Context) (n int, atLeast bool, err error) {
 	src := s.cfg.Sources
-	prefix, err := streamPrefix(ctx, src.JS, src.Stream)
-	if err != nil {
-		return 0, false, err
+	places := src.Partitions
+	if len(places) == 0 {
+		prefix, err := streamPrefix(ctx, src.JS, src.Stream)
+		if err != nil {
+			return 0, false, err
+		}
+		places = []partition.Place{{Stream: src.Stream, Prefix: prefix}}
 	}
 	limit := src.Skills.MaxLiveScan
 	if limit <= 0 {
 		limit = DefaultMaxLiveScan
 	}
 	since := s.cfg.Now().Add(-s.liveWindow())
-	cons, err := src.JS.OrderedConsumer(ctx, src.Stream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.TriggerFilterIn(src.Layout, prefix, events.KindPreStep)},
+	seen := map[string]struct{}{}
+	read := 0
+	for _, p := range places {
+		more, err := s.liveIn(ctx, p, since, limit, &read, seen)
+		if err != nil {
+			return len(seen), false, fmt.Errorf("stream %s: %w", p.Stream, err)
+		}
+		if more {
+			return len(seen), true, nil
+		}
+	}
+	return len(seen), false, nil
+}
+
+// liveIn adds to seen the sessions of p's pre-steps since then, while
+// *read stays under limit; more: it stopped at the limit.
+func (s *Server) liveIn(ctx context.Context, p partition.Place, since time.Time, limit int, read *int, seen map[string]struct{}) (more bool, err error) {
+	src := s.cfg.Sources
+	cons, err := src.JS.OrderedConsumer(ctx, p.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.TriggerFilterIn(src.Layout, p.Prefix, events.KindPreStep)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
 		OptStartTime:   &since,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("stream %s: %w", src.Stream, err)
+		return false, err
 	}
-	seen := map[string]struct{}{}
-	read := 0
-	for read < limit {
-		batch, err := cons.FetchNoWait(min(limit-read, 1000))
+	for *read < limit {
+		batch, err := cons.FetchNoWait(min(limit-*read, 1000))
 		if err != nil {
-			return len(seen), false, fmt.Errorf("stream %s: %w", src.Stream, err)
+			return false, err
 		}
 		got, pending := 0, uint64(0)
 		for m := range batch.Messages() {
 			got++
-			read++
+			*read++
 			if md, err := m.Metadata(); err == nil {
 				pending = md.NumPending
 			}
-			if sid, _, err := events.ParseSubjectIn(src.Layout, prefix, m.Subject()); err == nil {
+			if sid, _, err := events.ParseSubjectIn(src.Layout, p.Prefix, m.Subject()); err == nil {
 				seen[sid] = struct{}{}
 			}
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !errors.Is(err, context.DeadlineExceeded) {
-			return len(seen), false, fmt.Errorf("stream %s: %w", src.Stream, err)
+			return false, err
 		}
 		if got == 0 || pending == 0 {
-			return len(seen), false, nil
+			return false, nil
 		}
 	}
-	return len(seen), true, nil
+	return true, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/store"
 )
@@ -115,6 +116,14 @@ type Sources struct {
 	// Prefix is the sessions stream's subject prefix ("": the default),
 	// which the usage projection and the session readers need.
 	Prefix string
+	// Place, when set, is where a session is kept: its stream and
+	// subject prefix (with partitioned sessions, its partition's,
+	// computed from the id alone); nil: Stream and Prefix.
+	Place func(sid string) (stream, prefix string)
+	// Partitions, when set, are every partition's stream and prefix:
+	// the sessions pages list recent sessions, and count live ones, over
+	// all of them; nil: Stream and Prefix alone.
+	Partitions []partition.Place
 }
 
 // Server is one tenant's console: an http.Handler.

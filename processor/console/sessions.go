@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/processor/replay"
 )
 
@@ -87,6 +88,23 @@ func (s *Server) prefix() string {
 	return events.DefaultPrefix
 }
 
+// place is where session sid is kept: its stream and subject prefix.
+func (s *Server) place(sid string) (stream, prefix string) {
+	if f := s.cfg.Sources.Place; f != nil {
+		return f(sid)
+	}
+	return s.cfg.Sources.Stream, s.prefix()
+}
+
+// places are the streams (and their prefixes) of every session: each
+// partition's, or the one stream.
+func (s *Server) places() []partition.Place {
+	if ps := s.cfg.Sources.Partitions; len(ps) > 0 {
+		return ps
+	}
+	return []partition.Place{{Stream: s.cfg.Sources.Stream, Prefix: s.prefix()}}
+}
+
 // sessionID reads the session id of a request's path: hostile input,
 // checked against the stream's session layout.
 func (s *Server) sessionID(r *http.Request) (string, error) {
@@ -121,65 +139,14 @@ func (s *Server) sessionsPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// recentSessions are the sessions with a pre-step among the stream's
-// newest recentWindow records, the most recent first, at most recentMax.
+// recentSessions are the sessions with a pre-step among the newest
+// recentWindow records of each sessions stream (of every partition), the
+// most recent first, at most recentMax.
 func (s *Server) recentSessions(ctx context.Context) ([]recent, error) {
-	src := s.cfg.Sources
-	st, err := src.JS.Stream(ctx, src.Stream)
-	if err != nil {
-		return nil, err
-	}
-	info := st.CachedInfo()
-	last := info.State.LastSeq
-	if last == 0 {
-		return nil, nil
-	}
-	start := uint64(1)
-	if last > recentWindow {
-		start = last - recentWindow + 1
-	}
-	start = max(start, info.State.FirstSeq)
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{events.TriggerFilterIn(src.Layout, s.prefix(), events.KindPreStep)},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
-		InactiveThreshold: 30 * time.Second,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = st.DeleteConsumer(dctx, cons.CachedInfo().Name)
-	}()
 	byID := map[string]*recent{}
-	if cons.CachedInfo().NumPending > 0 {
-		batch, err := cons.FetchNoWait(recentWindow)
-		if err != nil {
-			return nil, err
-		}
-		for msg := range batch.Messages() {
-			md, err := msg.Metadata()
-			if err != nil {
-				continue
-			}
-			sid, _, err := events.ParseSubjectIn(src.Layout, s.prefix(), msg.Subject())
-			if err != nil {
-				continue
-			}
-			rc := byID[sid]
-			if rc == nil {
-				rc = &recent{ID: sid}
-				byID[sid] = rc
-			}
-			rc.Steps++
-			rc.Last = md.Timestamp.UTC()
-			if md.NumPending == 0 {
-				break
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, err
+	for _, p := range s.places() {
+		if err := s.recentIn(ctx, p, byID); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", p.Stream, err)
 		}
 	}
 	out := make([]recent, 0, len(byID))
@@ -195,14 +162,79 @@ func (s *Server) recentSessions(ctx context.Context) ([]recent, error) {
 	return out[:min(len(out), recentMax)], nil
 }
 
+// recentIn adds to byID the sessions with a pre-step among the newest
+// recentWindow records of p's stream.
+func (s *Server) recentIn(ctx context.Context, p partition.Place, byID map[string]*recent) error {
+	src := s.cfg.Sources
+	st, err := src.JS.Stream(ctx, p.Stream)
+	if err != nil {
+		return err
+	}
+	info := st.CachedInfo()
+	last := info.State.LastSeq
+	if last == 0 {
+		return nil
+	}
+	start := uint64(1)
+	if last > recentWindow {
+		start = last - recentWindow + 1
+	}
+	start = max(start, info.State.FirstSeq)
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{events.TriggerFilterIn(src.Layout, p.Prefix, events.KindPreStep)},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy, OptStartSeq: start,
+		InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = st.DeleteConsumer(dctx, cons.CachedInfo().Name)
+	}()
+	if cons.CachedInfo().NumPending == 0 {
+		return nil
+	}
+	batch, err := cons.FetchNoWait(recentWindow)
+	if err != nil {
+		return err
+	}
+	for msg := range batch.Messages() {
+		md, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		sid, _, err := events.ParseSubjectIn(src.Layout, p.Prefix, msg.Subject())
+		if err != nil {
+			continue
+		}
+		rc := byID[sid]
+		if rc == nil {
+			rc = &recent{ID: sid}
+			byID[sid] = rc
+		}
+		rc.Steps++
+		rc.Last = md.Timestamp.UTC()
+		if md.NumPending == 0 {
+			break
+		}
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+		return err
+	}
+	return nil
+}
+
 // sessionSize counts a session's records, to refuse reading one past the
 // pages' bound; zero: no such session.
 func (s *Server) sessionSize(ctx context.Context, sid string) (uint64, error) {
-	st, err := s.cfg.Sources.JS.Stream(ctx, s.cfg.Sources.Stream)
+	stream, prefix := s.place(sid)
+	st, err := s.cfg.Sources.JS.Stream(ctx, stream)
 	if err != nil {
 		return 0, err
 	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(events.SessionWildcard(s.prefix(), sid)))
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(events.SessionWildcard(prefix, sid)))
 	if err != nil {
 		return 0, err
 	}
@@ -228,7 +260,8 @@ func (s *Server) openSession(ctx context.Context, r *http.Request, bounded bool)
 		return "", 0, fmt.Errorf("session %s: %w", sid, err)
 	}
 	if n == 0 {
-		return "", 0, NotFound("session %s has no events in stream %s", sid, s.cfg.Sources.Stream)
+		stream, _ := s.place(sid)
+		return "", 0, NotFound("session %s has no events in stream %s", sid, stream)
 	}
 	if bounded && n > maxSessionEvents {
 		return "", 0, &httpError{http.StatusRequestEntityTooLarge, fmt.Errorf("session %s has %d events, more than the console reads (%d): skillstream history --session %s and replay --live read it whole",
@@ -319,7 +352,8 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) error {
 		add(deltas.Add(st))
 		return nil
 	}}
-	_, err = replay.Live(ctx, s.cfg.Sources.JS, s.cfg.Sources.Stream, s.prefix(), sid, opts)
+	stream, prefix := s.place(sid)
+	_, err = replay.Live(ctx, s.cfg.Sources.JS, stream, prefix, sid, opts)
 	if err != nil && !errors.Is(err, errStop) {
 		return fmt.Errorf("read session %s: %w", sid, err)
 	}
@@ -370,7 +404,8 @@ func (s *Server) sessionExport(w http.ResponseWriter, r *http.Request) error {
 	// The id is checked: letters, digits, _ - and one dot at most.
 	w.Header().Set("Content-Disposition", `attachment; filename="`+sid+`.jsonl"`)
 	src := s.cfg.Sources
-	n, err := replay.Export(ctx, src.JS, replay.ExportOptions{Stream: src.Stream, Prefix: s.prefix(), Layout: src.Layout, Session: sid, Now: s.cfg.Now()},
+	stream, prefix := s.place(sid)
+	n, err := replay.Export(ctx, src.JS, replay.ExportOptions{Stream: stream, Prefix: prefix, Layout: src.Layout, Session: sid, Now: s.cfg.Now()},
 		&limitWriter{w: w, n: maxExportBytes})
 	if err != nil {
 		// Headers are sent: the download ends short, which its missing
@@ -402,7 +437,8 @@ func (s *Server) sessionReplay(w http.ResponseWriter, r *http.Request) error {
 	if src.Registry == nil {
 		return errors.New("this console has no registry of today's skills to replay against")
 	}
-	rec, err := replay.SessionOptions(ctx, src.JS, src.Stream, s.prefix(), src.Layout, sid)
+	stream, prefix := s.place(sid)
+	rec, err := replay.SessionOptions(ctx, src.JS, stream, prefix, src.Layout, sid)
 	if err != nil {
 		return fmt.Errorf("session %s: the options it was recorded under: %w", sid, err)
 	}
@@ -424,7 +460,7 @@ func (s *Server) sessionReplay(w http.ResponseWriter, r *http.Request) error {
 			v.Steps = append(v.Steps, st)
 			return nil
 		}}
-	if v.Summary, err = replay.Live(ctx, src.JS, src.Stream, s.prefix(), sid, opts); err != nil {
+	if v.Summary, err = replay.Live(ctx, src.JS, stream, prefix, sid, opts); err != nil {
 		return fmt.Errorf("replay session %s: %w", sid, err)
 	}
 	s.render(w, r, http.StatusOK, "session.html", sessionView{ID: sid, Replay: &v})

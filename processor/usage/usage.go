@@ -132,15 +132,24 @@ type Options struct {
 	// Progress, when set, is called after each record with the number
 	// read and the number still to read.
 	Progress func(read int, remaining uint64)
+	// Partitions, when 2 or more, reads the window from each of that many
+	// partitions of Stream and Prefix (events.PartitionStream and
+	// events.PartitionPrefix) into one report: each session is kept in
+	// one partition, so what is counted per session stays exact. With a
+	// Session, give that session's own stream and prefix instead.
+	Partitions int
 }
 
 // Report is the result of a read. Its JSON keys are stable.
 type Report struct {
-	Stream  string    `json:"stream"`
-	Prefix  string    `json:"prefix"`
-	Since   time.Time `json:"since,omitzero"`
-	Session string    `json:"session,omitempty"`
-	Project string    `json:"project,omitempty"`
+	Stream string `json:"stream"`
+	Prefix string `json:"prefix"`
+	// Partitions, when 2 or more, says that the report sums that many
+	// partitions of Stream and Prefix.
+	Partitions int       `json:"partitions,omitempty"`
+	Since      time.Time `json:"since,omitzero"`
+	Session    string    `json:"session,omitempty"`
+	Project    string    `json:"project,omitempty"`
 	// Records is how many records were read; Unreadable how many of them
 	// could not be read as what their subject says (written by something
 	// else), and are counted nowhere else.
@@ -388,15 +397,17 @@ func (a *skillAcc) release(rev uint64, channel string) *ReleaseUsage {
 const MaxReleases = 64
 
 type reader struct {
-	folded  bool // skills counted under OtherSkill past MaxSkills
-	opts    Options
-	st      jetstream.Stream
-	skills  map[string]*skillAcc
-	listed  map[string]struct{}
-	project map[string]string // session -> project of its latest trigger
-	rep     Report
-	search  searchAcc
-	outputs *OutputReader
+	folded bool // skills counted under OtherSkill past MaxSkills
+	opts   Options
+	st     jetstream.Stream
+	// stream and prefix are st's: the partition being read.
+	stream, prefix string
+	skills         map[string]*skillAcc
+	listed         map[string]struct{}
+	project        map[string]string // session -> project of its latest trigger
+	rep            Report
+	search         searchAcc
+	outputs        *OutputReader
 }
 
 // searchAcc accumulates the searches.
@@ -426,33 +437,44 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 			return nil, err
 		}
 	}
-	st, err := js.Stream(ctx, opts.Stream)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("stream %s does not exist", opts.Stream)
+	if opts.Partitions >= 2 && opts.Session != "" {
+		return nil, errors.New("read a session from its own partition's stream, not from every partition")
 	}
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", opts.Stream, err)
+	places := []place{{opts.Stream, opts.Prefix}}
+	if opts.Partitions >= 2 {
+		places = places[:0]
+		for k := range opts.Partitions {
+			places = append(places, place{events.PartitionStream(opts.Stream, k), events.PartitionPrefix(opts.Prefix, k)})
+		}
 	}
-	want := events.StreamSubjects(opts.Prefix)
-	if !slices.Contains(st.CachedInfo().Config.Subjects, want) {
-		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", opts.Stream, st.CachedInfo().Config.Subjects, want, ErrNotSessionStream)
+	// Every stream first: a report refuses a missing one before reading.
+	sts := make([]jetstream.Stream, len(places))
+	for i, p := range places {
+		st, err := sessionStream(ctx, js, p.stream, p.prefix)
+		if err != nil {
+			return nil, err
+		}
+		sts[i] = st
 	}
 	sid := strings.Repeat("*.", opts.Layout.SessionTokens()-1) + "*" // every session: one wildcard per session token
 	if opts.Session != "" {
 		sid = opts.Session
 	}
-	filters := []string{
-		events.Subject(opts.Prefix, sid, events.KindCatalog),
-		events.Subject(opts.Prefix, sid, events.KindToolResult),
-		events.Subject(opts.Prefix, sid, KindInvocation),
+	filters := func(prefix string) []string {
+		fs := []string{
+			events.Subject(prefix, sid, events.KindCatalog),
+			events.Subject(prefix, sid, events.KindToolResult),
+			events.Subject(prefix, sid, KindInvocation),
+		}
+		if opts.Project != "" {
+			fs = append(fs,
+				events.Subject(prefix, sid, events.KindPreStep),
+				events.Subject(prefix, sid, events.KindSkillCall),
+				events.Subject(prefix, sid, events.KindSkillSearch))
+		}
+		return fs
 	}
-	if opts.Project != "" {
-		filters = append(filters,
-			events.Subject(opts.Prefix, sid, events.KindPreStep),
-			events.Subject(opts.Prefix, sid, events.KindSkillCall),
-			events.Subject(opts.Prefix, sid, events.KindSkillSearch))
-	}
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
 	if !opts.Since.IsZero() {
 		t := opts.Since
 		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
@@ -460,19 +482,47 @@ func Read(ctx context.Context, js jetstream.JetStream, opts Options) (*Report, e
 	}
 	r := &reader{
 		outputs: NewOutputReader(),
-		opts:    opts, st: st,
+		opts:    opts,
 		skills:  map[string]*skillAcc{},
 		listed:  map[string]struct{}{},
 		project: map[string]string{},
-		rep: Report{Stream: opts.Stream, Prefix: opts.Prefix, Since: opts.Since, Session: opts.Session, Project: opts.Project,
+		rep: Report{Stream: opts.Stream, Prefix: opts.Prefix, Partitions: max(opts.Partitions, 0), Since: opts.Since, Session: opts.Session, Project: opts.Project,
 			Catalogs: CatalogUsage{Appends: map[string]int{"initial": 0, "replacement": 0, "tombstone": 0},
 				BytesByKind: map[string]int64{"initial": 0, "replacement": 0, "tombstone": 0}}},
 		search: searchAcc{sessions: map[string]*sessionAcc{}, found: map[string]*FoundSkill{}, noMatch: map[string]int{}},
 	}
-	if err := r.read(ctx, st, cfg); err != nil {
-		return nil, err
+	if opts.Partitions < 2 {
+		r.rep.Partitions = 0
+	}
+	for i, p := range places {
+		r.st, r.stream, r.prefix = sts[i], p.stream, p.prefix
+		c := cfg
+		c.FilterSubjects = filters(p.prefix)
+		if err := r.read(ctx, sts[i], c); err != nil {
+			return nil, err
+		}
 	}
 	return r.finish(), nil
+}
+
+// place is a stream read and its sessions' subject prefix.
+type place struct{ stream, prefix string }
+
+// sessionStream is stream, checked to hold the session subjects under
+// prefix.
+func sessionStream(ctx context.Context, js jetstream.JetStream, stream, prefix string) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("stream %s does not exist", stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	want := events.StreamSubjects(prefix)
+	if !slices.Contains(st.CachedInfo().Config.Subjects, want) {
+		return nil, fmt.Errorf("stream %s holds subjects %q, not %s: %w", stream, st.CachedInfo().Config.Subjects, want, ErrNotSessionStream)
+	}
+	return st, nil
 }
 
 const readBatch = 512
@@ -501,12 +551,12 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 	cfg.InactiveThreshold = ReaderInactive
 	cons, err := st.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+		return fmt.Errorf("read stream %s: %w", r.stream, err)
 	}
 	defer DeleteReader(ctx, st, cons)
 	info, err := cons.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+		return fmt.Errorf("read stream %s: %w", r.stream, err)
 	}
 	if info.NumPending == 0 {
 		return nil
@@ -515,7 +565,7 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 	// consumer at every Fetch, which costs a round trip or more each batch.
 	it, err := cons.Messages(jetstream.PullMaxMessages(readBatch))
 	if err != nil {
-		return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+		return fmt.Errorf("read stream %s: %w", r.stream, err)
 	}
 	defer it.Stop()
 	stop := context.AfterFunc(ctx, it.Stop)
@@ -530,11 +580,11 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+			return fmt.Errorf("read stream %s: %w", r.stream, err)
 		}
 		md, err := msg.Metadata()
 		if err != nil {
-			return fmt.Errorf("read stream %s: %w", r.opts.Stream, err)
+			return fmt.Errorf("read stream %s: %w", r.stream, err)
 		}
 		r.record(ctx, msg, md)
 		if r.opts.Progress != nil {
@@ -548,7 +598,7 @@ func (r *reader) read(ctx context.Context, st jetstream.Stream, cfg jetstream.Or
 
 // record counts one record.
 func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.MsgMetadata) {
-	sid, kind, err := events.ParseSubjectIn(r.opts.Layout, r.opts.Prefix, msg.Subject())
+	sid, kind, err := events.ParseSubjectIn(r.opts.Layout, r.prefix, msg.Subject())
 	if err != nil {
 		r.rep.Records++
 		r.rep.Unreadable++
@@ -575,7 +625,7 @@ func (r *reader) record(ctx context.Context, msg jetstream.Msg, md *jetstream.Ms
 	if r.opts.Project != "" && r.project[sid] != r.opts.Project {
 		return
 	}
-	out := r.outputs.read(ctx, r.st.GetMsg, r.opts.Layout, r.opts.Prefix, sid, kind, enc, msg.Data())
+	out := r.outputs.read(ctx, r.st.GetMsg, r.opts.Layout, r.prefix, sid, kind, enc, msg.Data())
 	r.count(out, md.Timestamp.UTC())
 }
 
