@@ -89,7 +89,7 @@ the member and both digests where they differ).`[1:], `
 			return c.sessionNotFound(ctx, js, sid)
 		}
 		if err != nil {
-			return err
+			return c.partitionHint(ctx, js, err)
 		}
 		if out != "" {
 			fmt.Fprintf(a.stderr, "exported %d events of session %s to %s\n", n, sid, out)

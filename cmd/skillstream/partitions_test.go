@@ -6,6 +6,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -321,6 +327,201 @@ func TestShippedTenantsConfPartitions(t *testing.T) {
 // TestServePartitionsUsageErrors: a partition count out of range, and the
 // use ranking (which reads one usage projection), are refused at start.
 func TestServePartitionsUsageErrors(t *testing.T) {
+	"github.com/skillstream/skillstream/natstest"
+	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/usage"
+	"github.com/skillstream/skillstream/providers"
+	"github.com/skillstream/skillstream/providers/agentskills"
+)
+
+// partitionedRun is a server that maps the flat sessions under ev over n
+// partitions, as a partitioned deployment's server does, a real processor
+// per partition (its stream SESSIONS-<k> and prefix evp.<k>), and the
+// given sessions played through the mapping by the worker client: each a
+// pre-step, a load of b-skill and a second pre-step. Workers publish on
+// ev.<session>.<kind> as without partitions.
+func partitionedRun(t *testing.T, n int, sids []string) (*natstest.Server, string) {
+	t.Helper()
+	srv := natstest.Start(t, natstest.WithTCP())
+	src, dest := events.PartitionMapping(events.DefaultPrefix, events.LayoutFlat, n)
+	if err := srv.GlobalAccount().AddMapping(src, dest); err != nil {
+		t.Fatal(err)
+	}
+	cwd := replayProject(t)
+	fs, err := agentskills.New(agentskills.Config{NoUserDir: true, NoWatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := providers.NewRegistry([]providers.Provider{fs})
+	t.Cleanup(func() { reg.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for k := range n {
+		cfg := processor.Config{Stream: events.PartitionStream(processor.DefaultStream, k), Prefix: events.PartitionPrefix(events.DefaultPrefix, k)}
+		p, err := processor.New(srv.Connect(), reg, cfg, processor.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("processor of partition %d: %v", k, err)
+			}
+		})
+		select {
+		case <-p.Ready():
+		case err := <-done:
+			t.Fatalf("processor of partition %d: %v", k, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("processor of partition %d not ready", k)
+		}
+	}
+	c, err := client.New(srv.Connect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tools := []events.Tool{client.SkillTool(processor.DefaultToolOwner)}
+	for _, sid := range sids {
+		for _, step := range []string{"1", "2"} {
+			d, err := c.PreStep(ctx, events.PreStep{V: 1, Session: sid, Step: step, Cwd: cwd, Tools: tools})
+			if err != nil {
+				t.Fatalf("%s step %s: %v", sid, step, err)
+			}
+			if step == "1" && d.Outcome != events.OutcomeAppended {
+				t.Fatalf("%s step 1: %s", sid, d.Outcome)
+			}
+			if step == "2" {
+				continue
+			}
+			res, err := c.CallSkill(ctx, events.SkillCall{V: 1, Session: sid, Call: "c1", Cwd: cwd, Args: events.SkillArgs{Name: "b-skill"}})
+			if err != nil || res.IsError {
+				t.Fatalf("%s load b-skill: %v %+v", sid, err, res.Error)
+			}
+		}
+	}
+	return srv, cwd
+}
+
+// sessionEvents counts session sid's events in stream under prefix.
+func sessionEvents(t *testing.T, js jetstream.JetStream, stream, prefix, sid string) uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(events.SessionWildcard(prefix, sid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}
+
+// Every session reader finds a session of a partitioned deployment from
+// its id alone (--partitions): history, export (and a replay of the
+// recording), replay --live, usage --session, and usage and usage --scan
+// summed over the partitions' streams.
+func TestReadersOverPartitions(t *testing.T) {
+	const n = 4
+	var sids []string
+	for i := range 12 {
+		sids = append(sids, "part-"+strconv.Itoa(i))
+	}
+	srv, _ := partitionedRun(t, n, sids)
+	url := srv.URL()
+
+	// The sessions are spread, each kept whole in the partition its id
+	// places it in.
+	used := map[int]bool{}
+	for _, sid := range sids {
+		k := events.PartitionOf(events.LayoutFlat, sid, n)
+		used[k] = true
+		for j := range n {
+			got := sessionEvents(t, srv.JS, events.PartitionStream(processor.DefaultStream, j), events.PartitionPrefix(events.DefaultPrefix, j), sid)
+			if j == k && got != 5 || j != k && got != 0 {
+				t.Fatalf("%s (partition %d): %d events in partition %d", sid, k, got, j)
+			}
+		}
+	}
+	if len(used) < 3 {
+		t.Fatalf("12 sessions reached only partitions %v", used)
+	}
+
+	reader := []string{"--nats-url", url, "--partitions", strconv.Itoa(n)}
+	sid := sids[0]
+	code, out, stderr := runMain(t, append([]string{"history", "--session", sid}, reader...)...)
+	if code != exitOK || !strings.Contains(out, "step 1 (seq") || !strings.Contains(out, "skill c1 (seq") || !strings.Contains(out, "b-skill: ok") {
+		t.Errorf("history: exit %d\n%s%s", code, out, stderr)
+	}
+	rec := filepath.Join(t.TempDir(), sid+".jsonl")
+	if code, _, stderr := runMain(t, append([]string{"export", "--session", sid, "--out", rec}, reader...)...); code != exitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	skills := append([]string{"--no-skill-store"}, onlyProject...)
+	code, fromFile, stderr := runMain(t, append([]string{"replay", rec}, skills...)...)
+	if code != exitOK || !strings.HasSuffix(fromFile, "3 triggers replayed: 3 same, 0 differ\n") {
+		t.Errorf("replay of the export: exit %d\n%s%s", code, fromFile, stderr)
+	}
+	code, live, stderr := runMain(t, append(append([]string{"replay", "--live", "--session", sid}, reader...), skills...)...)
+	if code != exitOK || live != fromFile {
+		t.Errorf("replay --live: exit %d, differs from the export's replay:\n%s%s", code, live, stderr)
+	}
+
+	report := func(args ...string) *usage.Report {
+		t.Helper()
+		code, out, stderr := runMain(t, append(append([]string{"usage", "--json"}, args...), reader...)...)
+		if code != exitOK {
+			t.Fatalf("usage %q: exit %d\n%s", args, code, stderr)
+		}
+		var r usage.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("usage %q: %v\n%s", args, err, out)
+		}
+		return &r
+	}
+	loads := func(r *usage.Report) (int, int) {
+		for _, s := range r.Skills {
+			if s.Name == "b-skill" {
+				return s.Loads, s.Sessions
+			}
+		}
+		return 0, 0
+	}
+	if r := report("--session", sid); r.Stream != events.PartitionStream(processor.DefaultStream, events.PartitionOf(events.LayoutFlat, sid, n)) {
+		t.Errorf("usage --session read stream %s", r.Stream)
+	} else if l, s := loads(r); l != 1 || s != 1 {
+		t.Errorf("usage --session: b-skill %d loads in %d sessions, want 1 in 1", l, s)
+	}
+	for _, args := range [][]string{{"--scan"}, nil} {
+		r := report(args...)
+		if l, s := loads(r); l != len(sids) || s != len(sids) || r.Partitions != n || r.Catalogs.Appends["initial"] != len(sids) {
+			t.Errorf("usage %q: b-skill %d loads in %d sessions, %d partitions, %d initial catalogs; want %d, %d, %d, %d",
+				args, l, s, r.Partitions, r.Catalogs.Appends["initial"], len(sids), len(sids), n, len(sids))
+		}
+	}
+	code, out, _ = runMain(t, append([]string{"usage", "--scan"}, reader...)...)
+	if want := "streams SESSIONS-0 to SESSIONS-3 (prefixes evp.0 to evp.3: 4 partitions)"; code != exitOK || !strings.HasPrefix(out, want) {
+		t.Errorf("usage --scan: exit %d, want a first line naming the partitions:\n%s", code, out)
+	}
+}
+
+// A reader whose partition count does not match the server's streams
+// says so and names the count to give, instead of reading the wrong
+// stream: no --partitions against partitions, too few, too many, and a
+// session found in another partition than its id places it in.
+func TestReadersPartitionMismatch(t *testing.T) {
+	const n = 4
+	srv, _ := partitionedRun(t, n, []string{"mis-0"})
+	url := srv.URL()
+	sid := "mis-0"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -333,5 +534,43 @@ func TestServePartitionsUsageErrors(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want %d and %q:\n%s", tc.args, code, exitUsage, tc.want, stderr)
 		}
+	}
+		{[]string{"history", "--session", sid}, "stream SESSIONS does not exist, but its partitions SESSIONS-0 to SESSIONS-3 do: give --partitions 4"},
+		{[]string{"export", "--session", sid}, "give --partitions 4"},
+		{[]string{"usage", "--session", sid}, "give --partitions 4"},
+		{[]string{"history", "--session", sid, "--partitions", "3"}, "--partitions 3, but stream SESSIONS-3 exists too: the server holds 4 partitions: give --partitions 4"},
+		{[]string{"usage", "--scan", "--partitions", "2"}, "give --partitions 4"},
+		{[]string{"replay", "--live", "--session", sid, "--partitions", "8", "--no-skill-store"}, "--partitions 8: stream SESSIONS-4 does not exist (the server holds 4 partitions (SESSIONS-0 to SESSIONS-3): give --partitions 4)"},
+		{[]string{"history", "--session", sid, "--partitions", "65"}, "--partitions 65: want 0 (none) to 64"},
+	} {
+		code, out, stderr := runMain(t, append(tc.args, "--nats-url", url)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, want %d and %q\n%s%s", tc.args, code, exitUsage, tc.want, out, stderr)
+		}
+	}
+
+	// A session whose events are in another partition than its id's
+	// (a server mapping over another count, say).
+	stray := ""
+	for i := 0; stray == ""; i++ {
+		if s := "stray-" + strconv.Itoa(i); events.PartitionOf(events.LayoutFlat, s, n) != 1 {
+			stray = s
+		}
+	}
+	if _, err := srv.JS.Publish(context.Background(), events.Subject(events.PartitionPrefix(events.DefaultPrefix, 1), stray, "message.user"), []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("session %s is not in stream SESSIONS-%d, where --partitions 4 places it, but in stream SESSIONS-1",
+		stray, events.PartitionOf(events.LayoutFlat, stray, n))
+	for _, args := range [][]string{{"history", "--session", stray}, {"export", "--session", stray}, {"usage", "--session", stray}} {
+		code, out, stderr := runMain(t, append(args, "--nats-url", url, "--partitions", "4")...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("%q: exit %d, want %d and %q\n%s%s", args, code, exitUsage, want, out, stderr)
+		}
+	}
+	// Found nowhere: its partition is named.
+	code, _, stderr := runMain(t, "history", "--session", "nowhere", "--nats-url", url, "--partitions", "4")
+	if want := fmt.Sprintf("session nowhere has no events in stream SESSIONS-%d (its partition of 4)", events.PartitionOf(events.LayoutFlat, "nowhere", n)); code != exitFailure || !strings.Contains(stderr, want) {
+		t.Errorf("history of no session: exit %d, want %q\n%s", code, want, stderr)
 	}
 }

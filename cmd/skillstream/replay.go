@@ -255,7 +255,8 @@ func (a *app) recordedOptions(ctx context.Context, c *Config, sid string, args [
 	}
 	defer closeJS()
 	stream, prefix := c.sessionPlace(sid)
-	return replay.SessionOptions(ctx, js, stream, prefix, c.layout(), sid)
+	o, err := replay.SessionOptions(ctx, js, stream, prefix, c.layout(), sid)
+	return o, c.partitionHint(ctx, js, err)
 }
 
 // printOptions writes the replay's first line: the options it uses, and
@@ -341,7 +342,7 @@ func (a *app) replaySession(ctx context.Context, c *Config, sid string, args []s
 	if errors.Is(err, replay.ErrEmptySession) {
 		return replay.Summary{}, c.sessionNotFound(ctx, js, sid)
 	}
-	return sum, err
+	return sum, c.partitionHint(ctx, js, err)
 }
 
 func replayFile(ctx context.Context, path string, opts replay.Options) (replay.Summary, error) {

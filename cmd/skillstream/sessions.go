@@ -218,6 +218,19 @@ func (a *app) openSessions(c *Config) (js jetstream.JetStream, close func(), err
 	return js, close, nil
 }
 
+// partitionHint is err, or when it is the error of a reader without
+// --partitions that found no stream where the server holds partitioned
+// sessions, an error that says to give --partitions.
+func (c *Config) partitionHint(ctx context.Context, js jetstream.JetStream, err error) error {
+	if err == nil || c.Partitions >= 2 {
+		return err
+	}
+	if m := partition.Check(ctx, js, c.Stream, 0); errors.Is(m, partition.ErrMismatch) {
+		return inputf("%v", m)
+	}
+	return err
+}
+
 // sessionNotFound is the error of a reader that found no event of session
 // sid in stream, where --partitions places it: it names where the session
 // is instead when another session stream of the server holds it.

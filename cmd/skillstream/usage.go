@@ -202,7 +202,7 @@ but the bucket by --rebuild.`[1:], `
 				err = nil
 			}
 			if err != nil {
-				return err
+				return c.partitionHint(ctx, js, err)
 			}
 		}
 		if rep == nil {
@@ -218,7 +218,7 @@ but the bucket by --rebuild.`[1:], `
 			rep, err = usage.Read(ctx, js, o)
 			prog.done()
 			if err != nil {
-				return err
+				return c.partitionHint(ctx, js, err)
 			}
 			if sid != "" && rep.Records == 0 {
 				// Not where it is placed: in another stream, when the

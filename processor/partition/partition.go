@@ -71,11 +71,9 @@ func streams(ctx context.Context, js jetstream.JetStream, stream string) (whole 
 		return false, 0, err
 	}
 	for have < events.MaxPartitions {
-		ok, err := exists(events.PartitionStream(stream, have))
-		if err != nil {
-			return false, 0, err
-		}
-		if !ok {
+		// A partition that cannot be asked about (not permitted, say)
+		// counts as missing: the hints only name what is known.
+		if ok, err := exists(events.PartitionStream(stream, have)); err != nil || !ok {
 			break
 		}
 		have++
