@@ -330,6 +330,7 @@ func TestServePartitionsUsageErrors(t *testing.T) {
 	"github.com/skillstream/skillstream/natstest"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/usage"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -510,6 +511,40 @@ func TestReadersOverPartitions(t *testing.T) {
 	code, out, _ = runMain(t, append([]string{"usage", "--scan"}, reader...)...)
 	if want := "streams SESSIONS-0 to SESSIONS-3 (prefixes evp.0 to evp.3: 4 partitions)"; code != exitOK || !strings.HasPrefix(out, want) {
 		t.Errorf("usage --scan: exit %d, want a first line naming the partitions:\n%s", code, out)
+	}
+
+	// Each partition's usage projection, in bucket <usage-bucket>-<k>:
+	// usage reads and sums them.
+	for k := range n {
+		o := projection.Options{Stream: events.PartitionStream(processor.DefaultStream, k), Prefix: events.PartitionPrefix(events.DefaultPrefix, k),
+			Layout: events.LayoutFlat, Bucket: projection.PartitionBucket(projection.DefaultBucket, k), FlushWait: 20 * time.Millisecond}
+		proj, err := projection.New(srv.JS, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); proj.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		natstest.Eventually(t, 30*time.Second, "the projection of partition "+strconv.Itoa(k)+" caught up", func() error {
+			r, err := projection.Read(context.Background(), srv.JS, o, time.Time{})
+			if err != nil {
+				return err
+			}
+			if r.Projection.LagRecords != 0 || r.Projection.AppliedSeq == 0 {
+				return fmt.Errorf("%d records behind", r.Projection.LagRecords)
+			}
+			return nil
+		})
+	}
+	r := report()
+	if l, s := loads(r); r.Projection == nil || l != len(sids) || s != len(sids) || r.Partitions != n || r.Catalogs.Appends["initial"] != len(sids) {
+		t.Errorf("usage from the projections: b-skill %d loads in %d sessions, %d partitions, %d initial catalogs, projection %+v; want %d, %d, %d, %d",
+			l, s, r.Partitions, r.Catalogs.Appends["initial"], r.Projection, len(sids), len(sids), n, len(sids))
+	}
+	code, out, _ = runMain(t, append([]string{"usage"}, reader...)...)
+	if want := "4 partitions), the whole stream: 24 records, 0 unreadable (usage projections USAGE-0 to USAGE-3: 4 hour buckets)"; code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("usage: exit %d, want %q:\n%s", code, want, out)
 	}
 }
 

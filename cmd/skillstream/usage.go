@@ -192,11 +192,9 @@ but the bucket by --rebuild.`[1:], `
 			return a.rebuildUsage(ctx, &c, js, start, asJSON)
 		}
 		var rep *usage.Report
-		if !scan && sid == "" && project == "" && c.Partitions >= 2 {
-			fmt.Fprintf(a.stderr, "--partitions %d: reading the %d partitions' streams (the usage projection is not read over partitions)\n", c.Partitions, c.Partitions)
-		}
-		if !scan && sid == "" && project == "" && c.Partitions < 2 {
-			rep, err = projection.Read(ctx, js, c.usageOptions(), start)
+		if !scan && sid == "" && project == "" {
+			// With --partitions, each partition's projection, summed.
+			rep, err = projection.ReadPartitions(ctx, js, c.usageOptions(), c.Partitions, start)
 			if errors.Is(err, projection.ErrNoProjection) {
 				fmt.Fprintf(a.stderr, "%v: reading the stream instead (serve keeps the projection; usage --rebuild builds it now)\n", err)
 				err = nil
@@ -342,13 +340,19 @@ func printUsage(w io.Writer, r *usage.Report) {
 	if r.Project != "" {
 		fmt.Fprintf(w, ", project %s", printable(r.Project))
 	}
-	if p != nil {
+	switch {
+	case p != nil && r.Partitions >= 2:
+		fmt.Fprintf(w, ": %d records, %d unreadable (usage projections %s to %s: %d hour buckets)\n",
+			r.Records, r.Unreadable, projection.PartitionBucket(p.Bucket, 0), projection.PartitionBucket(p.Bucket, r.Partitions-1), p.Read)
+	case p != nil:
 		buckets := "hour buckets"
 		if p.Read == 1 {
 			buckets = "hour bucket"
 		}
 		fmt.Fprintf(w, ": %d records, %d unreadable (usage projection %s: %d %s, up to stream sequence %d)\n",
 			r.Records, r.Unreadable, p.Bucket, p.Read, buckets, p.AppliedSeq)
+	}
+	if p != nil {
 		printProjectionLag(w, r)
 		fmt.Fprintln(w)
 	} else {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,74 +82,140 @@ func open(ctx context.Context, js jetstream.JetStream, opts Options) (Options, j
 // far it lags the stream and what it does not keep. The window starts at
 // the hour of since: the projection counts by the hour (UTC).
 func Read(ctx context.Context, js jetstream.JetStream, opts Options, since time.Time) (*usage.Report, error) {
-	o, st, kv, pos, err := open(ctx, js, opts)
+	return read(ctx, js, []Options{opts}, since)
+}
+
+// ReadPartitions is Read over the projections of n partitioned session
+// streams, summed into one report: partition k's projection, of stream
+// events.PartitionStream(opts.Stream, k) under
+// events.PartitionPrefix(opts.Prefix, k), is kept in bucket
+// PartitionBucket(opts.Bucket, k). A session is kept in one partition,
+// so the partitions' distinct sessions add up exactly (their sketches
+// merge as two hours' do). The report's Partitions is n; its
+// projection's Bucket is opts.Bucket's name, AppliedSeq zero (each
+// partition has its own sequences), AppliedAt the oldest of theirs and
+// the lag the sum of theirs.
+func ReadPartitions(ctx context.Context, js jetstream.JetStream, opts Options, n int, since time.Time) (*usage.Report, error) {
+	if n < 2 {
+		return Read(ctx, js, opts, since)
+	}
+	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	info := &usage.ProjectionInfo{Bucket: o.Bucket, Since: since, CountsFrom: pos.From, AppliedSeq: pos.Seq, AppliedAt: pos.Time,
-		NotKept: slices.Clone(NotKept), Partial: []string{}}
-	m := newMerger(pos.Gen)
-	tail, err := readTail(ctx, st, o, pos)
+	parts := make([]Options, n)
+	for k := range parts {
+		parts[k] = o
+		parts[k].Stream = events.PartitionStream(o.Stream, k)
+		parts[k].Prefix = events.PartitionPrefix(o.Prefix, k)
+		parts[k].Bucket = PartitionBucket(o.Bucket, k)
+	}
+	rep, err := read(ctx, js, parts, since)
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+		return nil, err
 	}
-	now := time.Now().UTC()
-	var from, to time.Time
-	switch {
-	case !since.IsZero():
-		from = since.UTC().Truncate(time.Hour)
-	case !pos.First.IsZero():
-		from = pos.First.UTC().Truncate(time.Hour)
-	}
-	to = now.Truncate(time.Hour)
-	if pos.Time.After(now) { // the server's clock ahead of ours
-		to = pos.Time.UTC().Truncate(time.Hour)
-	}
-	if tail != nil {
-		for h := range tail.byHour {
-			t := time.Unix(h, 0).UTC()
-			if since.IsZero() && (from.IsZero() || t.Before(from)) {
-				from = t
-			}
-			if t.After(to) {
-				to = t
-			}
-		}
-		m.tail = tail.byHour
-	}
-	if !from.IsZero() && !from.After(to) {
-		info.Hours = int(to.Sub(from)/time.Hour) + 1
-		if info.Hours <= getMax {
-			err = m.get(ctx, kv, from, info.Hours)
-		} else {
-			err = m.scan(ctx, kv, from, to)
-		}
+	rep.Stream, rep.Prefix, rep.Partitions = o.Stream, o.Prefix, n
+	rep.Projection.Bucket = o.Bucket
+	return rep, nil
+}
+
+// PartitionBucket is the bucket of partition k's usage projection:
+// <bucket>-<k>.
+func PartitionBucket(bucket string, k int) string {
+	return bucket + "-" + strconv.Itoa(k)
+}
+
+// read sums the windows of one or more projections (each partition's)
+// into one report.
+func read(ctx context.Context, js jetstream.JetStream, parts []Options, since time.Time) (*usage.Report, error) {
+	m := newMerger(0)
+	info := &usage.ProjectionInfo{Since: since, NotKept: slices.Clone(NotKept), Partial: []string{}, LagCounted: true}
+	var stream, prefix string
+	for i, opts := range parts {
+		o, st, kv, pos, err := open(ctx, js, opts)
 		if err != nil {
-			return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
+			return nil, err
 		}
-		m.addTail(from, to)
+		if i == 0 {
+			info.Bucket, info.AppliedSeq = o.Bucket, pos.Seq
+			stream, prefix = o.Stream, o.Prefix
+		}
+		if pos.From.After(info.CountsFrom) {
+			info.CountsFrom = pos.From
+		}
+		if info.AppliedAt.IsZero() || pos.Time.Before(info.AppliedAt) {
+			info.AppliedAt = pos.Time
+		}
+		m.gen, m.tail = pos.Gen, nil
+		tail, err := readTail(ctx, st, o, pos)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+		}
+		now := time.Now().UTC()
+		var from, to time.Time
+		switch {
+		case !since.IsZero():
+			from = since.UTC().Truncate(time.Hour)
+		case !pos.First.IsZero():
+			from = pos.First.UTC().Truncate(time.Hour)
+		}
+		to = now.Truncate(time.Hour)
+		if pos.Time.After(now) { // the server's clock ahead of ours
+			to = pos.Time.UTC().Truncate(time.Hour)
+		}
+		if tail != nil {
+			for h := range tail.byHour {
+				t := time.Unix(h, 0).UTC()
+				if since.IsZero() && (from.IsZero() || t.Before(from)) {
+					from = t
+				}
+				if t.After(to) {
+					to = t
+				}
+			}
+			m.tail = tail.byHour
+		}
+		if !from.IsZero() && !from.After(to) {
+			hours := int(to.Sub(from)/time.Hour) + 1
+			info.Hours = max(info.Hours, hours)
+			if hours <= getMax {
+				err = m.get(ctx, kv, from, hours)
+			} else {
+				err = m.scan(ctx, kv, from, to)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bucket %s: %w", o.Bucket, err)
+			}
+			m.addTail(from, to)
+		}
+		if tail != nil {
+			info.LagRecords += tail.outputs
+			if base := pos.Time; tail.outputs > 0 {
+				if base.IsZero() {
+					base = tail.first
+				}
+				info.LagSeconds = max(info.LagSeconds, tail.newest.Sub(base).Seconds())
+			}
+		} else {
+			records, seconds, err := lag(ctx, st, o, pos)
+			if err != nil {
+				return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
+			}
+			info.LagRecords += records
+			info.LagSeconds = max(info.LagSeconds, seconds)
+			info.LagCounted = false
+		}
 	}
-	rep := m.report()
-	rep.Stream, rep.Prefix = o.Stream, o.Prefix
+	sum := m.report()
+	sum.Stream, sum.Prefix = stream, prefix
 	if !since.IsZero() {
-		rep.Since = from
+		sum.Since = since.UTC().Truncate(time.Hour)
 	}
 	info.Read = m.read
 	info.Partial = m.partial()
-	rep.Partial = info.Partial
-	if tail != nil {
-		info.LagRecords, info.LagCounted = tail.outputs, true
-		if base := pos.Time; tail.outputs > 0 {
-			if base.IsZero() {
-				base = tail.first
-			}
-			info.LagSeconds = max(0, tail.newest.Sub(base).Seconds())
-		}
-	} else if info.LagRecords, info.LagSeconds, err = lag(ctx, st, o, pos); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", o.Stream, err)
-	}
-	rep.Projection = info
-	return rep, nil
+	sum.Partial = info.Partial
+	sum.Projection = info
+	return sum, nil
 }
 
 // get reads n hours from from, one get each, getWorkers at a time.
