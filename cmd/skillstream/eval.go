@@ -37,7 +37,8 @@ func (a *app) evalCommand() (*command, runFunc) {
 Judge a change to the skills or the catalog options on sessions already
 recorded: files written by "export", or with --since the sessions of the
 stream with a pre-step in a window of time (read whole, as export reads them,
-from where export reads; --tenant for a tenant's). The baseline is what each recording
+from where export reads; --tenant for a tenant's; with --partitions, each
+partition's in turn). The baseline is what each recording
 shows; the candidate is what this command's skill flags and catalog flags give
 now (the same flags and SKILLSTREAM_* variables as serve): point
 --skills-dir at the changed folder, add --skill-search or --catalog-listed-max

@@ -29,7 +29,11 @@ on a terminal, progress is shown on stderr.
 
 The log is read from --nats-url when given, else through the server
 answering on --listen (a running "skillstream serve"), else from the --data
-store. Nothing is published.
+store. Nothing is published. With --partitions N (sessions spread over N
+streams by the server's mapping) the session is read from the stream its
+id places it in; a count that does not match the server's streams, or a
+session found in another stream than its id's, is refused with the count
+or stream to use.
 
 --capture-skills also records, for every working directory the session's
 triggers name, the skills (with bodies) that this command's skill flags give

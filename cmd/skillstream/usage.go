@@ -115,7 +115,12 @@ lagSeconds, lagCounted, notKept, partial).
 
 The stream is read from --nats-url when given, else through the server
 answering on --listen, else from the --data store. Nothing is written,
-but the bucket by --rebuild.`[1:], `
+but the bucket by --rebuild. With --partitions N the report sums the N
+partitions: their streams (--scan, --project), or each partition's
+projection, kept in bucket <usage-bucket>-<k>, summed hour by hour (a
+session is kept in one partition, so distinct sessions add up exactly);
+--session reads the session's own partition; --by and --rebuild do not
+read partitions.`[1:], `
   skillstream usage --since 24h
   skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'
   skillstream usage --since 7d --scan
