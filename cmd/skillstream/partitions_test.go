@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,6 +516,7 @@ func TestReadersOverPartitions(t *testing.T) {
 
 	// Each partition's usage projection, in bucket <usage-bucket>-<k>:
 	// usage reads and sums them.
+	var stops []func()
 	for k := range n {
 		o := projection.Options{Stream: events.PartitionStream(processor.DefaultStream, k), Prefix: events.PartitionPrefix(events.DefaultPrefix, k),
 			Layout: events.LayoutFlat, Bucket: projection.PartitionBucket(projection.DefaultBucket, k), FlushWait: 20 * time.Millisecond}
@@ -525,7 +527,9 @@ func TestReadersOverPartitions(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); proj.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
+		stop := sync.OnceFunc(func() { cancel(); <-done })
+		stops = append(stops, stop)
+		t.Cleanup(stop)
 		natstest.Eventually(t, 30*time.Second, "the projection of partition "+strconv.Itoa(k)+" caught up", func() error {
 			r, err := projection.Read(context.Background(), srv.JS, o, time.Time{})
 			if err != nil {
@@ -541,6 +545,36 @@ func TestReadersOverPartitions(t *testing.T) {
 	if l, s := loads(r); r.Projection == nil || l != len(sids) || s != len(sids) || r.Partitions != n || r.Catalogs.Appends["initial"] != len(sids) {
 		t.Errorf("usage from the projections: b-skill %d loads in %d sessions, %d partitions, %d initial catalogs, projection %+v; want %d, %d, %d, %d",
 			l, s, r.Partitions, r.Catalogs.Appends["initial"], r.Projection, len(sids), len(sids), n, len(sids))
+	}
+	// Over time: the partitions' series, summed point by point.
+	code, out, stderr = runMain(t, append([]string{"usage", "--by", "hour", "--json"}, reader...)...)
+	var series projection.Series
+	if code != exitOK {
+		t.Fatalf("usage --by hour: exit %d\n%s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &series); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, v := range series.Total.Loads {
+		total += v
+	}
+	if sk := series.Skill("b-skill"); total != len(sids) || series.Partitions != n || sk == nil {
+		t.Errorf("usage --by hour: %d loads over %d partitions (b-skill %+v), want %d over %d", total, series.Partitions, sk, len(sids), n)
+	}
+	// Rebuilt: each partition's projection in turn, and the same sums.
+	for _, stop := range stops {
+		stop()
+	}
+	code, out, stderr = runMain(t, append([]string{"usage", "--rebuild"}, reader...)...)
+	for k := range n {
+		want := fmt.Sprintf("rebuilt the usage projection USAGE-%d from the stream's start: ", k)
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("usage --rebuild: exit %d, want %q\n%s%s", code, want, out, stderr)
+		}
+	}
+	if l, s := loads(report()); l != len(sids) || s != len(sids) {
+		t.Errorf("usage after --rebuild: b-skill %d loads in %d sessions, want %d", l, s, len(sids))
 	}
 	code, out, _ = runMain(t, append([]string{"usage"}, reader...)...)
 	if want := "4 partitions), the whole stream: 24 records, 0 unreadable (usage projections USAGE-0 to USAGE-3: 4 hour buckets)"; code != exitOK || !strings.Contains(out, want) {

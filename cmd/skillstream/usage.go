@@ -119,8 +119,8 @@ but the bucket by --rebuild. With --partitions N the report sums the N
 partitions: their streams (--scan, --project), or each partition's
 projection, kept in bucket <usage-bucket>-<k>, summed hour by hour (a
 session is kept in one partition, so distinct sessions add up exactly);
---session reads the session's own partition; --by and --rebuild do not
-read partitions.`[1:], `
+--session reads the session's own partition; --by sums the partitions'
+projections point by point, and --rebuild rebuilds each in turn.`[1:], `
   skillstream usage --since 24h
   skillstream usage --since 2026-11-01T00:00:00Z --project web --json | jq '.listedNeverUsed'
   skillstream usage --since 7d --scan
@@ -174,18 +174,15 @@ read partitions.`[1:], `
 				return usagef("--by reads the usage projection: it takes no --rebuild, --scan, --session or --project")
 			}
 		}
-		if c.Partitions >= 2 && (step != "" || rebuild) {
-			return usagef("--partitions: usage reads the partitions' streams (as --scan does); --by and --rebuild, which need the usage projection, do not read partitions")
-		}
 		js, closeJS, err := a.openSessions(&c)
 		if err != nil {
 			return err
 		}
 		defer closeJS()
 		if step != "" {
-			s, err := projection.ReadSeries(ctx, js, c.usageOptions(), step, start, time.Time{})
+			s, err := projection.ReadSeriesPartitions(ctx, js, c.usageOptions(), c.Partitions, step, start, time.Time{})
 			if err != nil {
-				return err
+				return c.partitionHint(ctx, js, err)
 			}
 			out := bufio.NewWriterSize(a.stdout, 64<<10)
 			if err := printSeries(out, s, name, asJSON); err != nil {
@@ -254,13 +251,20 @@ read partitions.`[1:], `
 // rebuildUsage runs usage --rebuild and prints what it applied.
 func (a *app) rebuildUsage(ctx context.Context, c *Config, js jetstream.JetStream, since time.Time, asJSON bool) error {
 	prog := newProgress(a.stderr, "rebuild: read")
-	res, err := projection.Rebuild(ctx, js, c.usageOptions(), since, func(read, remaining uint64) { prog.update(int(read), remaining) })
+	results, err := projection.RebuildPartitions(ctx, js, c.usageOptions(), c.Partitions, since, func(read, remaining uint64) { prog.update(int(read), remaining) })
 	prog.done()
-	if err != nil {
-		return err
+	for _, res := range results {
+		if err := printRebuilt(a.stdout, res, asJSON); err != nil {
+			return err
+		}
 	}
+	return c.partitionHint(ctx, js, err)
+}
+
+// printRebuilt writes what usage --rebuild applied to one projection.
+func printRebuilt(w io.Writer, res *projection.RebuildResult, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			Bucket     string    `json:"bucket"`
@@ -276,12 +280,12 @@ func (a *app) rebuildUsage(ctx context.Context, c *Config, js jetstream.JetStrea
 	if !res.From.IsZero() {
 		from = res.From.Format(time.RFC3339)
 	}
-	fmt.Fprintf(a.stdout, "rebuilt the usage projection %s from %s: %d output records applied (%d unreadable)", res.Bucket, from, res.Records, res.Unreadable)
+	fmt.Fprintf(w, "rebuilt the usage projection %s from %s: %d output records applied (%d unreadable)", res.Bucket, from, res.Records, res.Unreadable)
 	if res.LastSeq > 0 {
-		fmt.Fprintf(a.stdout, ", stream sequences %d to %d", res.FirstSeq, res.LastSeq)
+		fmt.Fprintf(w, ", stream sequences %d to %d", res.FirstSeq, res.LastSeq)
 	}
-	fmt.Fprintf(a.stdout, ", in %.1f s\n", res.Elapsed.Seconds())
-	return nil
+	_, err := fmt.Fprintf(w, ", in %.1f s\n", res.Elapsed.Seconds())
+	return err
 }
 
 // parseSince reads --since: a duration back from now, or an RFC 3339 time.
@@ -674,8 +678,13 @@ func printSeries(w io.Writer, s *projection.Series, name string, asJSON bool) er
 	if s.Step == projection.ByDay {
 		layout = "2006-01-02"
 	}
-	fmt.Fprintf(w, "usage by %s (UTC), %s to %s, from the usage projection up to stream sequence %d", s.Step,
-		s.From.Format(layout), s.To.Format(layout), s.AppliedSeq)
+	if s.Partitions >= 2 {
+		fmt.Fprintf(w, "usage by %s (UTC), %s to %s, from the usage projections of %d partitions", s.Step,
+			s.From.Format(layout), s.To.Format(layout), s.Partitions)
+	} else {
+		fmt.Fprintf(w, "usage by %s (UTC), %s to %s, from the usage projection up to stream sequence %d", s.Step,
+			s.From.Format(layout), s.To.Format(layout), s.AppliedSeq)
+	}
 	switch {
 	case s.LagRecords > 0 && s.LagCounted:
 		fmt.Fprintf(w, " and the %d output records after it", s.LagRecords)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,10 +104,7 @@ func ReadPartitions(ctx context.Context, js jetstream.JetStream, opts Options, n
 	}
 	parts := make([]Options, n)
 	for k := range parts {
-		parts[k] = o
-		parts[k].Stream = events.PartitionStream(o.Stream, k)
-		parts[k].Prefix = events.PartitionPrefix(o.Prefix, k)
-		parts[k].Bucket = PartitionBucket(o.Bucket, k)
+		parts[k] = o.partition(k)
 	}
 	rep, err := read(ctx, js, parts, since)
 	if err != nil {
@@ -117,12 +113,6 @@ func ReadPartitions(ctx context.Context, js jetstream.JetStream, opts Options, n
 	rep.Stream, rep.Prefix, rep.Partitions = o.Stream, o.Prefix, n
 	rep.Projection.Bucket = o.Bucket
 	return rep, nil
-}
-
-// PartitionBucket is the bucket of partition k's usage projection:
-// <bucket>-<k>.
-func PartitionBucket(bucket string, k int) string {
-	return bucket + "-" + strconv.Itoa(k)
 }
 
 // read sums the windows of one or more projections (each partition's)

@@ -70,6 +70,9 @@ type Series struct {
 	AppliedSeq uint64   `json:"appliedSeq"`
 	LagRecords uint64   `json:"lagRecords"`
 	LagCounted bool     `json:"lagCounted"`
+	// Partitions, when 2 or more, says that the series sums that many
+	// partitions' projections (ReadSeriesPartitions).
+	Partitions int `json:"partitions,omitempty"`
 }
 
 // Totals are the series of every skill and search together. Errors are
