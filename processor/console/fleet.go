@@ -304,7 +304,7 @@ func projectionOf(ctx context.Context, src Sources) (*usage.ProjectionInfo, stri
 	if src.UsageBucket == "" || src.Stream == "" {
 		return nil, "no usage projection configured"
 	}
-	rep, err := projection.Read(ctx, src.JS, projection.Options{Stream: src.Stream, Prefix: src.Fleet.Prefix, Layout: src.Layout, Bucket: src.UsageBucket}, time.Now())
+	rep, err := projection.ReadPartitions(ctx, src.JS, projection.Options{Stream: src.Stream, Prefix: src.Fleet.Prefix, Layout: src.Layout, Bucket: src.UsageBucket}, len(src.Partitions), time.Now())
 	if err != nil {
 		return nil, err.Error()
 	}

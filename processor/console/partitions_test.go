@@ -19,6 +19,7 @@ import (
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/console"
 	"github.com/skillstream/skillstream/processor/partition"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers"
 	"github.com/skillstream/skillstream/providers/agentskills"
 )
@@ -125,6 +126,43 @@ func TestSessionPagesOverPartitions(t *testing.T) {
 			t.Errorf("replay of %s: %d\n%s", sid, code, body)
 		}
 	}
+	// The usage page sums each partition's projection (bucket
+	// USAGE-<k>): 8 loads of deploy in all.
+	for k, p := range places {
+		o := projection.Options{Stream: p.Stream, Prefix: p.Prefix, Layout: events.LayoutFlat, Bucket: projection.PartitionBucket(projection.DefaultBucket, k), FlushWait: 20 * time.Millisecond}
+		proj, err := projection.New(srv.JS, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); proj.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		natstest.Eventually(t, 30*time.Second, "the projection of "+p.Stream+" caught up", func() error {
+			r, err := projection.Read(context.Background(), srv.JS, o, time.Time{})
+			if err == nil && (r.Projection.LagRecords != 0 || r.Projection.AppliedSeq == 0) {
+				err = errBehind(r.Projection.LagRecords)
+			}
+			return err
+		})
+	}
+	sources.UsageBucket = projection.DefaultBucket
+	ts = startConsole(t, console.Config{Sources: sources})
+	signIn(t, hc, ts.URL, viewerToken)
+	code, body = get(t, hc, ts.URL+"/usage?by=hour&skill=deploy")
+	if code != http.StatusOK {
+		t.Fatalf("usage: %d\n%s", code, body)
+	}
+	loads := -1
+	for _, l := range plots(t, body)["plot-total"].Series {
+		if l.Label == "loads" {
+			loads = total(l.Values)
+		}
+	}
+	if loads != 8 {
+		t.Errorf("usage over the partitions: %d loads, want 8\n%s", loads, body)
+	}
+
 	code, body = get(t, hc, ts.URL+"/sessions/nowhere")
 	if want := "session nowhere has no events in stream " + partition.Of(processor.DefaultStream, events.DefaultPrefix, events.LayoutFlat, "nowhere", n).Stream; code != http.StatusNotFound || !strings.Contains(body, want) {
 		t.Errorf("a session that is nowhere: %d, want 404 and %q\n%s", code, want, body)

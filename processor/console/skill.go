@@ -300,7 +300,7 @@ func (s *Server) skillHours(ctx context.Context, name string, now time.Time, hou
 		return plotData{}, err
 	}
 	end := now.UTC().Truncate(time.Hour)
-	sr, err := projection.ReadSeries(ctx, s.cfg.Sources.JS, opts, projection.ByHour, end.Add(-time.Duration(hours-1)*time.Hour), now)
+	sr, err := projection.ReadSeriesPartitions(ctx, s.cfg.Sources.JS, opts, len(s.cfg.Sources.Partitions), projection.ByHour, end.Add(-time.Duration(hours-1)*time.Hour), now)
 	if err != nil {
 		return plotData{}, err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/events/skillstore"
-	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/providers/store"
 )
 
@@ -339,11 +338,11 @@ func (s *Server) addUsage(ctx context.Context, rows []skillRow) error {
 	if err != nil {
 		return err
 	}
-	week, err := projection.Read(ctx, s.cfg.Sources.JS, opts, s.cfg.Now().Add(-7*24*time.Hour))
+	week, err := s.readUsage(ctx, opts, s.cfg.Now().Add(-7*24*time.Hour))
 	if err != nil {
 		return err
 	}
-	all, err := projection.Read(ctx, s.cfg.Sources.JS, opts, time.Time{})
+	all, err := s.readUsage(ctx, opts, time.Time{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/skillstream/skillstream/catalog"
+	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/usage"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
@@ -47,6 +49,9 @@ type plot struct {
 func (s *Server) usageOptions(ctx context.Context) (projection.Options, error) {
 	src := s.cfg.Sources
 	prefix := src.Prefix
+	if prefix == "" && len(src.Partitions) > 0 {
+		prefix = events.DefaultPrefix // no stream of that name to ask
+	}
 	if prefix == "" {
 		var err error
 		if prefix, err = streamPrefix(ctx, src.JS, src.Stream); err != nil {
@@ -66,7 +71,13 @@ func (s *Server) usageSeries(ctx context.Context, step projection.Step) (*projec
 	if err != nil {
 		return nil, err
 	}
-	return projection.ReadSeries(ctx, s.cfg.Sources.JS, opts, step, time.Time{}, s.cfg.Now())
+	return projection.ReadSeriesPartitions(ctx, s.cfg.Sources.JS, opts, len(s.cfg.Sources.Partitions), step, time.Time{}, s.cfg.Now())
+}
+
+// readUsage reads the projection's report from since: with partitions,
+// every partition's projection, summed.
+func (s *Server) readUsage(ctx context.Context, opts projection.Options, since time.Time) (*usage.Report, error) {
+	return projection.ReadPartitions(ctx, s.cfg.Sources.JS, opts, len(s.cfg.Sources.Partitions), since)
 }
 
 // totalPlot is the plot of a series' totals.
@@ -189,7 +200,7 @@ func (s *Server) usagePage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := projection.Read(ctx, s.cfg.Sources.JS, opts, sr.From)
+	rep, err := s.readUsage(ctx, opts, sr.From)
 	if err != nil {
 		return fmt.Errorf("read the usage projection: %w", err)
 	}
