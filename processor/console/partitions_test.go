@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
@@ -166,5 +169,42 @@ func TestSessionPagesOverPartitions(t *testing.T) {
 	code, body = get(t, hc, ts.URL+"/sessions/nowhere")
 	if want := "session nowhere has no events in stream " + partition.Of(processor.DefaultStream, events.DefaultPrefix, events.LayoutFlat, "nowhere", n).Stream; code != http.StatusNotFound || !strings.Contains(body, want) {
 		t.Errorf("a session that is nowhere: %d, want 404 and %q\n%s", code, want, body)
+	}
+}
+
+// TestLiveSessionsOverPartitions: the live sessions an action reaches are
+// counted over every partition's stream (and only theirs), within the
+// same bound in all.
+func TestLiveSessionsOverPartitions(t *testing.T) {
+	srv := natstest.Start(t)
+	e := newSkillEnv(t, srv.JS, nil) // s1 and s2 in SESSIONS: not a partition
+	ctx := context.Background()
+	places := partition.Places("SESSIONS", "ev", 3)
+	for k, p := range places {
+		if _, err := srv.JS.CreateStream(ctx, jetstream.StreamConfig{Name: p.Stream, Subjects: []string{events.StreamSubjects(p.Prefix)}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range k + 2 { // 2, 3 and 4 sessions
+			if _, err := srv.JS.Publish(ctx, events.Subject(p.Prefix, fmt.Sprintf("p%d-%d", k, i), events.KindPreStep), []byte(`{}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		max  int
+		want string
+	}{
+		{0, "9 live sessions"},
+		{4, "at least 4 live sessions"}, // 2 of the first partition, 2 of the second
+	} {
+		cfg := e.cfg
+		cfg.Sources.Partitions = places
+		cfg.Sources.Skills.MaxLiveScan = c.max
+		ts := startConsole(t, cfg)
+		cl := client(t)
+		signIn(t, cl, ts.URL, operatorToken)
+		if _, body := fetchPage(t, cl, ts.URL+"/skills/report/rollback?in=global&rev=1"); !strings.Contains(body, `<strong class="reach">`+c.want+`</strong>`) {
+			t.Errorf("bound %d: want %q:\n%s", c.max, c.want, body)
+		}
 	}
 }
