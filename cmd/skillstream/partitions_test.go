@@ -477,6 +477,16 @@ func TestReadersOverPartitions(t *testing.T) {
 		t.Errorf("replay --live: exit %d, differs from the export's replay:\n%s%s", code, live, stderr)
 	}
 
+	// eval --since reads every partition's sessions.
+	code, out, stderr = runMain(t, append(append([]string{"eval", "--since", "1h"}, reader...), skills...)...)
+	if want := fmt.Sprintf("sessions: %d, steps with a catalog in view: %d", len(sids), 2*len(sids)); code != exitOK || !strings.Contains(out, want) {
+		t.Errorf("eval --since: exit %d, want %q\n%s%s", code, want, out, stderr)
+	}
+	code, _, stderr = runMain(t, append(append([]string{"eval", "--since", "1h", "--max-sessions", "5"}, reader...), skills...)...)
+	if want := "more sessions in the window than the bound (5 over 4 partitions)"; code == exitOK || !strings.Contains(stderr, want) {
+		t.Errorf("eval --since over the bound: exit %d, want %q\n%s", code, want, stderr)
+	}
+
 	report := func(args ...string) *usage.Report {
 		t.Helper()
 		code, out, stderr := runMain(t, append(append([]string{"usage", "--json"}, args...), reader...)...)
