@@ -207,7 +207,7 @@ Exit status: 0 when every trigger replays identically, 1 when any differs,
 			if catOpts.Rank == catalog.RankUse && js != nil {
 				// Today's use, to note the catalogs it would rank
 				// otherwise; none without a projection.
-				if rep, err := projection.Read(ctx, js, c.usageOptions(), time.Now().Add(-projection.DefaultUseWindow)); err == nil {
+				if rep, err := projection.ReadPartitions(ctx, js, c.usageOptions(), c.Partitions, time.Now().Add(-projection.DefaultUseWindow)); err == nil {
 					opts.Ranking = projection.RankingOf(rep)
 				}
 			}
