@@ -18,6 +18,7 @@ import (
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/partition"
 	"github.com/skillstream/skillstream/processor/usage"
 	"github.com/skillstream/skillstream/processor/usage/projection"
 )
@@ -58,9 +59,12 @@ type fleetView struct {
 	Catalogs int
 	// Others are members of another stream or consumer group in the
 	// account (not this console's).
-	Others     int
-	Stream     *streamUse
-	StreamErr  string
+	Others    int
+	Stream    *streamUse
+	StreamErr string
+	// Partitions are the partition streams, with partitioned sessions
+	// (Stream is then not read).
+	Partitions []partitionUse
 	Account    *accountUse
 	AccountErr string
 	Consumers  []consumerUse
@@ -156,7 +160,8 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) error {
 			v.MembersError = err.Error()
 		}
 		for i := range ms {
-			ms[i].Group = src.Stream == "" || ms[i].Stream == src.Stream
+			ms[i].Group = src.Stream == "" || ms[i].Stream == src.Stream ||
+				slices.ContainsFunc(src.Partitions, func(p partition.Place) bool { return ms[i].Stream == p.Stream })
 		}
 		digests := map[string]bool{}
 		for _, m := range ms {
@@ -168,7 +173,11 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Members, v.Catalogs = ms, len(digests)
 	})
-	wg.Go(func() { v.Stream, v.Consumers, v.StreamErr = streamOf(ctx, src.JS, src.Stream) })
+	if len(src.Partitions) > 0 {
+		wg.Go(func() { v.Partitions = partitionsOf(ctx, src.JS, src.Partitions) })
+	} else {
+		wg.Go(func() { v.Stream, v.Consumers, v.StreamErr = streamOf(ctx, src.JS, src.Stream) })
+	}
 	wg.Go(func() { v.Account, v.AccountErr = accountOf(ctx, src.JS) })
 	wg.Go(func() { v.Projection, v.ProjErr = projectionOf(ctx, src) })
 	wg.Wait()
@@ -275,6 +284,30 @@ func streamOf(ctx context.Context, js jetstream.JetStream, name string) (*stream
 	}
 	slices.SortFunc(cons, func(a, b consumerUse) int { return strings.Compare(a.Name, b.Name) })
 	return u, cons, ""
+}
+
+// partitionUse is one partition stream's use: its bytes and messages
+// against their limits, and its durable consumers' backlog.
+type partitionUse struct {
+	Use *streamUse
+	// Pending sums its durable consumers' records waiting to be read,
+	// AckPending those delivered and not acknowledged.
+	Pending, AckPending uint64
+	Err                 string
+}
+
+// partitionsOf reads each partition stream's use.
+func partitionsOf(ctx context.Context, js jetstream.JetStream, places []partition.Place) []partitionUse {
+	out := make([]partitionUse, len(places))
+	for i, p := range places {
+		u, cons, err := streamOf(ctx, js, p.Stream)
+		out[i] = partitionUse{Use: u, Err: err}
+		for _, c := range cons {
+			out[i].Pending += c.Pending
+			out[i].AckPending += c.AckPending
+		}
+	}
+	return out
 }
 
 // discardText says what a full stream drops.

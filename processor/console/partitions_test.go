@@ -166,6 +166,18 @@ func TestSessionPagesOverPartitions(t *testing.T) {
 		t.Errorf("usage over the partitions: %d loads, want 8\n%s", loads, body)
 	}
 
+	// The fleet: the 4 partitions' processors are the group's members,
+	// and each partition stream's use is shown.
+	code, body = get(t, hc, ts.URL+"/fleet")
+	if code != http.StatusOK || !strings.Contains(body, `<p id="fleet-summary">4 members answer;`) || !strings.Contains(body, `<table id="partitions">`) {
+		t.Errorf("fleet: %d\n%s", code, body)
+	}
+	for _, p := range places {
+		if !strings.Contains(body, `<td class="mono">`+p.Stream+`</td>`) {
+			t.Errorf("fleet lacks %s", p.Stream)
+		}
+	}
+
 	code, body = get(t, hc, ts.URL+"/sessions/nowhere")
 	if want := "session nowhere has no events in stream " + partition.Of(processor.DefaultStream, events.DefaultPrefix, events.LayoutFlat, "nowhere", n).Stream; code != http.StatusNotFound || !strings.Contains(body, want) {
 		t.Errorf("a session that is nowhere: %d, want 404 and %q\n%s", code, want, body)
