@@ -32,6 +32,10 @@
 // its timeline, the exact text shown at a step, the recording as a
 // download, and a replay against today's skills. A session id from a URL
 // is checked against the stream's layout, and every read is bounded.
+// With partitioned sessions (Sources.Place and Sources.Partitions) a
+// session is read from the partition its id places it in, and what
+// reads every session (the recent sessions, the live count, the usage
+// projections, the fleet's streams) reads every partition.
 //
 // Safety: every string a skill controls (names, descriptions, bodies)
 // reaches the page through html/template's contextual escaping; the
