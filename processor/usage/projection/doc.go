@@ -147,4 +147,13 @@
 // revision and channel. The records after the position are counted in
 // as Read counts them. usage --by prints these series and the operator
 // console plots them.
+//
+// # Partitions
+//
+// With partitioned sessions each partition's stream has a projection of
+// its own, in bucket PartitionBucket(Bucket, k). ReadPartitions sums
+// their hours into one report with the same merger, so distinct sessions
+// (each kept in one partition) add up exactly; ReadSeriesPartitions sums
+// their series point by point over one window; RebuildPartitions
+// rebuilds each in turn.
 package projection
