@@ -344,8 +344,14 @@ func TestServePartitionsUsageErrors(t *testing.T) {
 // ev.<session>.<kind> as without partitions.
 func partitionedRun(t *testing.T, n int, sids []string) (*natstest.Server, string) {
 	t.Helper()
+	return partitionedRunIn(t, events.LayoutFlat, n, sids)
+}
+
+// partitionedRunIn is partitionedRun in layout l.
+func partitionedRunIn(t *testing.T, l events.Layout, n int, sids []string) (*natstest.Server, string) {
+	t.Helper()
 	srv := natstest.Start(t, natstest.WithTCP())
-	src, dest := events.PartitionMapping(events.DefaultPrefix, events.LayoutFlat, n)
+	src, dest := events.PartitionMapping(events.DefaultPrefix, l, n)
 	if err := srv.GlobalAccount().AddMapping(src, dest); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +364,8 @@ func partitionedRun(t *testing.T, n int, sids []string) (*natstest.Server, strin
 	t.Cleanup(func() { reg.Close() })
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for k := range n {
-		cfg := processor.Config{Stream: events.PartitionStream(processor.DefaultStream, k), Prefix: events.PartitionPrefix(events.DefaultPrefix, k)}
+		cfg := processor.Config{Stream: events.PartitionStream(processor.DefaultStream, k), Prefix: events.PartitionPrefix(events.DefaultPrefix, k),
+			Layout: l, AnyOwnerInbox: l == events.LayoutOwner}
 		p, err := processor.New(srv.Connect(), reg, cfg, processor.WithLogger(quiet))
 		if err != nil {
 			t.Fatal(err)
@@ -380,7 +387,7 @@ func partitionedRun(t *testing.T, n int, sids []string) (*natstest.Server, strin
 			t.Fatalf("processor of partition %d not ready", k)
 		}
 	}
-	c, err := client.New(srv.Connect())
+	c, err := client.New(srv.Connect(), client.WithLayout(l))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,5 +658,37 @@ func TestReadersPartitionMismatch(t *testing.T) {
 	code, _, stderr := runMain(t, "history", "--session", "nowhere", "--nats-url", url, "--partitions", "4")
 	if want := fmt.Sprintf("session nowhere has no events in stream SESSIONS-%d (its partition of 4)", events.PartitionOf(events.LayoutFlat, "nowhere", n)); code != exitFailure || !strings.Contains(stderr, want) {
 		t.Errorf("history of no session: exit %d, want %q\n%s", code, want, stderr)
+	}
+}
+
+// In the owner layout a session's partition is the server's partition of
+// both its tokens (<owner>.<session>): the readers find it there too.
+func TestReadersOverPartitionsOwnerLayout(t *testing.T) {
+	const n = 4
+	var sids []string
+	for i := range 8 {
+		sids = append(sids, fmt.Sprintf("w%d.s%d", i%3, i))
+	}
+	srv, _ := partitionedRunIn(t, events.LayoutOwner, n, sids)
+	reader := []string{"--nats-url", srv.URL(), "--partitions", strconv.Itoa(n), "--session-layout", "owner"}
+	used := map[int]bool{}
+	for _, sid := range sids {
+		k := events.PartitionOf(events.LayoutOwner, sid, n)
+		used[k] = true
+		if got := sessionEvents(t, srv.JS, events.PartitionStream(processor.DefaultStream, k), events.PartitionPrefix(events.DefaultPrefix, k), sid); got != 5 {
+			t.Fatalf("%s: %d events in its partition %d", sid, got, k)
+		}
+		code, out, stderr := runMain(t, append([]string{"history", "--session", sid}, reader...)...)
+		if code != exitOK || !strings.Contains(out, "b-skill: ok") {
+			t.Errorf("history of %s: exit %d\n%s%s", sid, code, out, stderr)
+		}
+	}
+	if len(used) < 2 {
+		t.Errorf("8 sessions reached only partitions %v", used)
+	}
+	code, out, stderr := runMain(t, append([]string{"usage", "--scan", "--json"}, reader...)...)
+	var r usage.Report
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || len(r.Skills) != 1 || r.Skills[0].Loads != len(sids) || r.Skills[0].Sessions != len(sids) {
+		t.Errorf("usage --scan: exit %d, want %d loads in as many sessions\n%s%s", code, len(sids), out, stderr)
 	}
 }
