@@ -90,7 +90,7 @@ the series as one object: step, from, to, times (each point's start,
 Unix seconds), total (loads, searches, searchThenLoad, noMatch, errors:
 one number per point), skills (name, loads, found, searchThenLoad,
 errors, releases - rev, channel, loads, errors), partial, appliedSeq,
-lagRecords and lagCounted; usage NAME --by --json the same with that
+lagRecords, lagCounted and, with --partitions, partitions; usage NAME --by --json the same with that
 skill alone in skills. The operator console plots these same points.
 
 --rebuild deletes the projection and replays the stream's outputs into
@@ -100,7 +100,8 @@ serve keeping the projection stands by meanwhile and goes on after it.
 Records that are not what their subject says (written by something else)
 are counted as unreadable, names that are not skill names in one row,
 _invalid, and errors of names that are no skill in one row, _unknown. On a terminal, progress is shown on stderr. --json prints one
-object with the keys stream, prefix, since, session, project, records,
+object with the keys stream, prefix, partitions (with --partitions: how
+many the report sums), since, session, project, records,
 unreadable, skills (name, loads, invocations, errors, sessions,
 sessionsEstimated when an estimate, first, last, digests, revisions, and
 releases - rev, channel, loads, errors, foundThenLoaded - for store
