@@ -5,6 +5,7 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/processor"
 )
 
@@ -37,7 +38,7 @@ func (c *Config) usageBucketOf(k int) string {
 	if c.Partitions < 2 {
 		return c.UsageBucket
 	}
-	return c.UsageBucket + "-" + strconv.Itoa(k)
+	return projection.PartitionBucket(c.UsageBucket, k)
 }
 
 // validatePartitions checks --partitions against the options that do not
