@@ -5,8 +5,8 @@ import (
 
 	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
-	"github.com/skillstream/skillstream/processor/usage/projection"
 	"github.com/skillstream/skillstream/processor"
+	"github.com/skillstream/skillstream/processor/usage/projection"
 )
 
 // partitionConfigs are the processor configurations serve runs for base:
