@@ -3,7 +3,6 @@ package main
 import (
 	"strconv"
 
-	"github.com/skillstream/skillstream/catalog"
 	"github.com/skillstream/skillstream/events"
 	"github.com/skillstream/skillstream/processor"
 	"github.com/skillstream/skillstream/processor/usage/projection"
@@ -41,14 +40,10 @@ func (c *Config) usageBucketOf(k int) string {
 	return projection.PartitionBucket(c.UsageBucket, k)
 }
 
-// validatePartitions checks --partitions against the options that do not
-// work with it yet.
+// validatePartitions checks --partitions.
 func (c *Config) validatePartitions() error {
 	if err := events.CheckPartitions(c.Partitions); err != nil {
 		return usagef("--%v", err)
-	}
-	if c.Partitions > 1 && c.catalogRank() == catalog.RankUse {
-		return usagef("--catalog-rank use does not work with --partitions yet: the ranking reads one usage projection, and partitions keep one each; rank by name, or serve one stream")
 	}
 	return nil
 }

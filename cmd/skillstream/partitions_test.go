@@ -318,8 +318,8 @@ func TestShippedTenantsConfPartitions(t *testing.T) {
 	}
 }
 
-// TestServePartitionsUsageErrors: a partition count out of range, and the
-// use ranking (which reads one usage projection), are refused at start.
+// TestServePartitionsUsageErrors: a partition count out of range is
+// refused at start.
 func TestServePartitionsUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -327,7 +327,6 @@ func TestServePartitionsUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--partitions", "65"}, "--partitions 65: want 0 (none) to 64"},
 		{[]string{"--partitions", "-1"}, "--partitions -1: want 0 (none) to 64"},
-		{[]string{"--partitions", "4", "--catalog-rank", "use"}, "--catalog-rank use does not work with --partitions yet"},
 	} {
 		code, _, stderr := runMain(t, append([]string{"serve", "--data", t.TempDir(), "--no-bundled", "--user-skills-dir="}, tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {

@@ -247,6 +247,16 @@ func TestReadersOverPartitions(t *testing.T) {
 			return nil
 		})
 	}
+	// serve's use ranking (--catalog-rank use) reads them summed too: a
+	// member ranks by the tenant's loads, not its partition's.
+	uses := projection.NewUses(srv.JS, projection.Options{Stream: processor.DefaultStream, Prefix: events.DefaultPrefix, Layout: events.LayoutFlat},
+		time.Hour, time.Minute).Partitions(n)
+	if err := uses.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := uses.Ranking()["b-skill"]; got != len(sids) {
+		t.Errorf("the use ranking over %d partitions counts b-skill %d times, want %d", n, got, len(sids))
+	}
 	r := report()
 	if l, s := loads(r); r.Projection == nil || l != len(sids) || s != len(sids) || r.Partitions != n || r.Catalogs.Appends["initial"] != len(sids) {
 		t.Errorf("usage from the projections: b-skill %d loads in %d sessions, %d partitions, %d initial catalogs, projection %+v; want %d, %d, %d, %d",

@@ -79,7 +79,9 @@ func (c *Config) useRanking(log *slog.Logger, u *servedUnit, pcfg processor.Conf
 	if u.tenant != "" {
 		o.Logger = log.With("tenant", u.tenant)
 	}
-	return projection.NewUses(u.js, o, projection.DefaultUseWindow, projection.DefaultUseRefresh)
+	// With partitions, every partition's projection, summed: a member
+	// ranks by the tenant's loads, not by its partition's.
+	return projection.NewUses(u.js, o, projection.DefaultUseWindow, projection.DefaultUseRefresh).Partitions(c.Partitions)
 }
 
 // useFirstRead bounds the read of the use ranking at a unit's start.

@@ -35,6 +35,9 @@ type Uses struct {
 	now     func() time.Time
 	cur     atomic.Pointer[usesRead]
 	read    atomic.Uint64 // successful reads, for tests
+	// partitions: the projections of that many partitions, summed (0 or
+	// 1: the one projection).
+	partitions int
 }
 
 // usesRead is the ranking of one read and the read's number.
@@ -77,13 +80,21 @@ func (u *Uses) VersionedRanking() (catalog.Ranking, uint64) {
 	return nil, 0
 }
 
+// Partitions makes u read the projections of n partitions of its
+// options' stream, summed (ReadPartitions); n < 2 reads the one
+// projection. It returns u.
+func (u *Uses) Partitions(n int) *Uses {
+	u.partitions = n
+	return u
+}
+
 // Reads counts the reads that succeeded.
 func (u *Uses) Reads() uint64 { return u.read.Load() }
 
 // Refresh reads the projection once. No projection is no error: the
 // ranking is then empty.
 func (u *Uses) Refresh(ctx context.Context) error {
-	rep, err := Read(ctx, u.js, u.opts, u.now().Add(-u.window))
+	rep, err := ReadPartitions(ctx, u.js, u.opts, u.partitions, u.now().Add(-u.window))
 	if errors.Is(err, ErrNoProjection) {
 		u.cur.Store(&usesRead{version: u.read.Add(1)})
 		return nil
