@@ -11,7 +11,10 @@ import (
 // manual's nsc commands give the same lists.
 var (
 	// ProcessorPublish is what a tenant's processor user may publish.
-	ProcessorPublish = []string{"ev.>", "$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "_R_.>", "_SKILLSTREAM_INBOX.>",
+	// With serve --partitions it also appends under evp.> and keeps one
+	// usage bucket per partition (the shipped lists name four).
+	ProcessorPublish = []string{"ev.>", "evp.>", "$KV.USAGE-0.>", "$KV.USAGE-1.>", "$KV.USAGE-2.>", "$KV.USAGE-3.>",
+		"$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "_INBOX.>", "_R_.>", "_SKILLSTREAM_INBOX.>",
 		"skillstream.>", "$SRV.INFO.skillstream", "$KV.USAGE.>", "$SYS.REQ.USER.INFO"}
 	// ProcessorSubscribe is what a tenant's processor user may subscribe to.
 	ProcessorSubscribe = []string{"_SKILLSTREAM_INBOX.>", "skillstream.>", "$SRV.>"}

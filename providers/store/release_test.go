@@ -538,7 +538,7 @@ func TestMalformedReleaseAndPinIgnored(t *testing.T) {
 		"pin.project.x.pdf":       `{"v":1,"rev":1,"revision":1,"digest":"` + strings.Repeat("a", 64) + `","of":"elsewhere"}`,
 		"release.project.x.other": strings.Repeat("[", 5000),
 	}
-	var logs strings.Builder
+	var logs syncBuilder
 	warnings := 0
 	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs), OnWarning: func(string) { warnings++ }})
 	for k, v := range hostile {
@@ -559,7 +559,7 @@ func TestMalformedReleaseAndPinIgnored(t *testing.T) {
 		}
 	}
 	check(p)
-	var logs2 strings.Builder
+	var logs2 syncBuilder
 	check(open(t, srv.JS, store.Config{Logger: newLogger(&logs2)}))
 	for _, l := range []string{logs.String(), logs2.String()} {
 		if strings.Contains(l, "skill index entry skipped") || strings.Count(l, "not written by skillstream (malformed): ignored") < len(hostile) {

@@ -329,7 +329,7 @@ func TestMalformedEntrySkippedDeletedObjectIsProviderError(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs strings.Builder
+	var logs syncBuilder
 	p := open(t, srv.JS, store.Config{Logger: newLogger(&logs)})
 	reg := providers.NewRegistry([]providers.Provider{p})
 	defer reg.Close()
