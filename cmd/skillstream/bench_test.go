@@ -203,6 +203,9 @@ func TestBenchScale(t *testing.T) {
 		if c := run.Catalog; c.Listed+c.Omitted != n || c.Listed == 0 || c.TextBytes == 0 || c.Latency.N != r.FreshSessions {
 			t.Errorf("%d skills: catalog %+v", n, c)
 		}
+		if l := run.UnchangedEarly; l.N == 0 || l.P50 <= 0 || l.Max < l.P50 {
+			t.Errorf("%d skills: unchanged pre-steps from the first answer %+v", n, l)
+		}
 		for name, l := range map[string]bench.Latency{"unchanged": run.Unchanged, "skill call": run.SkillCall} {
 			if l.N != r.Samples || l.P50 <= 0 || l.Max < l.P50 {
 				t.Errorf("%d skills: %s latency %+v", n, name, l)
@@ -212,12 +215,13 @@ func TestBenchScale(t *testing.T) {
 			t.Errorf("%d skills: MCP %+v", n, run.MCP)
 		}
 	}
-	if r.Ratios["unchanged_p50"] <= 0 || r.Ratios["skill_call_p50"] <= 0 || r.GoalUnchanged != bench.ScaleGoalUnchanged {
+	if r.Ratios["unchanged_p50"] <= 0 || r.Ratios["unchanged_early_p50"] <= 0 || r.Ratios["skill_call_p50"] <= 0 || r.GoalUnchanged != bench.ScaleGoalUnchanged {
 		t.Errorf("ratios %v, goal %v", r.Ratios, r.GoalUnchanged)
 	}
 	table := bench.FormatScale(&r)
 	for _, want := range []string{"200 skills", "20 skills", "push (skills push, wall)", "member start → first pre-step answered",
-		"unchanged pre-step p50", "skill call p50", "MCP resources/list, every page", "member peak RSS", "unchanged pre-step p50 at 200 skills: "} {
+		"unchanged pre-step p50", "skill call p50", "MCP resources/list, every page", "member peak RSS", "unchanged pre-step p50 at 200 skills: ",
+		"unchanged p50, from the first answer", "unchanged pre-step p50 at 200 skills from the member's first answer, while it checks the store: "} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

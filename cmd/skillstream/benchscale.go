@@ -265,6 +265,17 @@ func (a *app) scaleRun(ctx context.Context, c *Config, o benchOptions, env scale
 		run.Errors = append(run.Errors, "/readyz did not answer ready once the member announced it serves")
 	}
 
+	// Unchanged pre-steps at once, while the member still checks the
+	// store's objects: what a restarted member's sessions see first.
+	var early []time.Duration
+	for i := 2; i <= scaleEarlySamples+1 && ctx.Err() == nil; i++ {
+		d, took, err := preStep(sid("f", 0), strconv.Itoa(i))
+		if err == nil && d.Outcome == events.OutcomeUnchanged {
+			early = append(early, took)
+		}
+	}
+	run.UnchangedEarly = bench.Summarize(early)
+
 	progress("waiting for the member's background store check")
 	if at, ok := m.settle(ctx); ok {
 		run.Member.SettledSeconds = at.Sub(m.start).Seconds()
@@ -339,6 +350,10 @@ func (a *app) scaleRun(ctx context.Context, c *Config, o benchOptions, env scale
 
 // scaleAppended says what is wrong with the answer to a session's first
 // pre-step, which must append its catalog; "" when nothing is.
+// scaleEarlySamples is how many unchanged pre-steps are timed right after
+// a member's first answer.
+const scaleEarlySamples = 100
+
 func scaleAppended(d events.Decision, err error) string {
 	switch {
 	case err != nil:
