@@ -120,7 +120,7 @@ func (r *ScaleReport) ComputeRatios() {
 		}
 	}
 	put("unchanged_p50", big.Unchanged.P50, ref.Unchanged.P50)
-	put("unchanged_early_p50", big.UnchangedEarly.P50, ref.Unchanged.P50)
+	put("unchanged_early_p50", big.UnchangedEarly.P50, ref.UnchangedEarly.P50)
 	put("skill_call_p50", big.SkillCall.P50, ref.SkillCall.P50)
 	put("catalog_p50", big.Catalog.Latency.P50, ref.Catalog.Latency.P50)
 	put("member_peak_rss", float64(big.Member.PeakRSSBytes), float64(ref.Member.PeakRSSBytes))
@@ -224,7 +224,7 @@ func FormatScale(r *ScaleReport) string {
 		if v > r.GoalUnchanged {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(&b, "unchanged pre-step p50 at %d skills from the member's first answer, while it checks the store: %.2f× the settled %d-skill member's (goal ≤ %.2f×: %s)\n",
+		fmt.Fprintf(&b, "unchanged pre-step p50 at %d skills from the member's first answer, while it checks the store: %.2f× the %d-skill member's from its first answer (goal ≤ %.2f×: %s)\n",
 			r.Runs[0].Skills, v, r.Runs[1].Skills, r.GoalUnchanged, verdict)
 	}
 	for _, run := range r.Runs {

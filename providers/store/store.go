@@ -1201,7 +1201,7 @@ func (p *Provider) verifyLoaded(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	var g errgroup.Group
-	g.SetLimit(loadParallel)
+	g.SetLimit(backgroundParallel)
 	for _, l := range all {
 		if ctx.Err() != nil {
 			break
@@ -1640,6 +1640,11 @@ func (p *Provider) load(ctx context.Context, pl *pendingLoad) (map[string]map[st
 
 // loadParallel bounds the objects a load reads at once.
 const loadParallel = 32
+
+// backgroundParallel is how many objects the check after a lazy load
+// reads at once: one, so that it takes at most one core from the member
+// while its sessions are answered.
+const backgroundParallel = 1
 
 // Kinds of store warnings (the counter's label, see Config.OnWarning).
 const (
