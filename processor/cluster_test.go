@@ -158,53 +158,15 @@ func testCluster(t *testing.T, headMin, rounds int) {
 	// traffic however fast the cluster changes go; stepsDone[s] is how many
 	// steps session s completed.
 	const sessions = 8
-	var published, answered atomic.Int64
-	var stepsDone [sessions]int
-	stop := make(chan struct{})
-	errs := make(chan error, sessions)
-	var wg sync.WaitGroup
-	for s := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sid := fmt.Sprintf("cl-%d", s)
-			for step := 1; ; step++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				tools := ourTool()
-				if step%2 == 0 {
-					tools = []events.Tool{{Name: "bash", Owner: "agent"}}
-				}
-				ps := events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(step), Cwd: cwd, Tools: tools}
-				d, err := askPatiently(wnc, js, ps, &published)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if d.Outcome != events.OutcomeAppended || d.Catalog == nil || d.Catalog.Step != ps.Step {
-					errs <- fmt.Errorf("%s step %d: %+v", sid, step, d)
-					return
-				}
-				answered.Add(1)
-				stepsDone[s] = step
-			}
-		}()
+	sids := make([]string, sessions)
+	for s := range sids {
+		sids[s] = fmt.Sprintf("cl-%d", s)
 	}
-	progress := func(counter *atomic.Int64, by int64, what string) {
-		t.Helper()
-		target := counter.Load() + by
-		natstest.Eventually(t, waitTimeout, what, func() error {
-			if counter.Load() < target {
-				return fmt.Errorf("%d of %d", counter.Load(), target)
-			}
-			return nil
-		})
-	}
+	w := startStepping(wnc, js, sids, cwd)
+	published, answered, stepsDone, stop, errs, wg := &w.published, &w.answered, w.done, w.stop, w.errs, &w.wg
+	progress := func(counter *atomic.Int64, by int64, what string) { t.Helper(); waitCount(t, counter, by, what) }
 
-	progress(&answered, sessions, "steps answered at first")
+	progress(answered, sessions, "steps answered at first")
 	for round := 1; round <= rounds; round++ {
 		start := time.Now()
 		// The meta leader goes: a meta-leader election, the stream's and
@@ -215,27 +177,27 @@ func testCluster(t *testing.T, headMin, rounds int) {
 		}
 		c.Stop(leader)
 		if leader == 0 { // the processor's node: it answers once it is back
-			progress(&published, sessions, fmt.Sprintf("round %d: steps published with node 0 (meta leader) down", round))
+			progress(published, sessions, fmt.Sprintf("round %d: steps published with node 0 (meta leader) down", round))
 		} else {
-			progress(&answered, sessions, fmt.Sprintf("round %d: steps answered with node %d (meta leader) down", round, leader))
+			progress(answered, sessions, fmt.Sprintf("round %d: steps answered with node %d (meta leader) down", round, leader))
 		}
 		c.Restart(leader)
 		waitingPulls(t, js, fmt.Sprintf("round %d: restart of node %d", round, leader))
-		progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after node %d came back", round, leader))
+		progress(answered, sessions, fmt.Sprintf("round %d: steps answered after node %d came back", round, leader))
 		// The processor's own node goes: triggers keep being published
 		// meanwhile, and are answered once it is back.
 		if c.Server(0) != nil {
 			c.Stop(0)
-			progress(&published, sessions, fmt.Sprintf("round %d: steps published with node 0 down", round))
+			progress(published, sessions, fmt.Sprintf("round %d: steps published with node 0 down", round))
 			c.Restart(0)
 			waitingPulls(t, js, fmt.Sprintf("round %d: restart of node 0", round))
-			progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after node 0 came back", round))
+			progress(answered, sessions, fmt.Sprintf("round %d: steps answered after node 0 came back", round))
 		}
 		// The consumer's leader steps down: the pull requests it held are
 		// gone with it.
 		c.StepDownConsumer(server.DEFAULT_GLOBAL_ACCOUNT, DefaultStream, DefaultConsumer)
 		waitingPulls(t, js, fmt.Sprintf("round %d: consumer leader stepdown", round))
-		progress(&answered, sessions, fmt.Sprintf("round %d: steps answered after the consumer leader stepped down", round))
+		progress(answered, sessions, fmt.Sprintf("round %d: steps answered after the consumer leader stepped down", round))
 		t.Logf("round %d: %v; %d steps answered so far", round, time.Since(start).Round(time.Millisecond), answered.Load())
 	}
 	close(stop)
@@ -297,6 +259,63 @@ func testCluster(t *testing.T, headMin, rounds int) {
 	t.Logf("%d rounds; %d publications for %d steps; head reads: %v hit, %v stale, %v unsure", rounds, published.Load(), answered.Load(),
 		counter(t, p.m.headReads.WithLabelValues(headHit)), counter(t, p.m.headReads.WithLabelValues(headStale)),
 		counter(t, p.m.headReads.WithLabelValues(headUnsure)))
+}
+
+// stepping is workers that step sessions until stop closes, alternating
+// whether the tool view holds skillstream's tool, so that every step
+// appends a catalog (initial or tombstone); each answered step counts in
+// answered, and done[s] is the last step session s completed.
+type stepping struct {
+	published, answered atomic.Int64
+	done                []int
+	stop                chan struct{}
+	errs                chan error
+	wg                  sync.WaitGroup
+}
+
+// startStepping starts a worker per session of sids.
+func startStepping(wnc *nats.Conn, js jetstream.JetStream, sids []string, cwd string) *stepping {
+	st := &stepping{done: make([]int, len(sids)), stop: make(chan struct{}), errs: make(chan error, len(sids))}
+	for s, sid := range sids {
+		st.wg.Go(func() {
+			for step := 1; ; step++ {
+				select {
+				case <-st.stop:
+					return
+				default:
+				}
+				tools := ourTool()
+				if step%2 == 0 {
+					tools = []events.Tool{{Name: "bash", Owner: "agent"}}
+				}
+				ps := events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(step), Cwd: cwd, Tools: tools}
+				d, err := askPatiently(wnc, js, ps, &st.published)
+				if err != nil {
+					st.errs <- err
+					return
+				}
+				if d.Outcome != events.OutcomeAppended || d.Catalog == nil || d.Catalog.Step != ps.Step {
+					st.errs <- fmt.Errorf("%s step %d: %+v", sid, step, d)
+					return
+				}
+				st.answered.Add(1)
+				st.done[s] = step
+			}
+		})
+	}
+	return st
+}
+
+// waitCount waits until counter grew by by.
+func waitCount(t *testing.T, counter *atomic.Int64, by int64, what string) {
+	t.Helper()
+	target := counter.Load() + by
+	natstest.Eventually(t, waitTimeout, what, func() error {
+		if counter.Load() < target {
+			return fmt.Errorf("%d of %d", counter.Load(), target)
+		}
+		return nil
+	})
 }
 
 // askPatiently publishes a pre-step and waits for its answer, publishing

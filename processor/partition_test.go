@@ -161,50 +161,11 @@ func TestPartitionsCluster(t *testing.T) {
 	})
 
 	sessions := partitionSessions(n, 2)
-	var published, answered atomic.Int64
-	stepsDone := make([]int, len(sessions))
-	stop := make(chan struct{})
-	errs := make(chan error, len(sessions))
-	var wg sync.WaitGroup
-	for s, sid := range sessions {
-		wg.Go(func() {
-			for step := 1; ; step++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				tools := ourTool()
-				if step%2 == 0 {
-					tools = []events.Tool{{Name: "bash", Owner: "agent"}}
-				}
-				ps := events.PreStep{V: 1, Session: sid, Step: fmt.Sprint(step), Cwd: cwd, Tools: tools}
-				d, err := askPatiently(wnc, js, ps, &published)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if d.Outcome != events.OutcomeAppended || d.Catalog == nil || d.Catalog.Step != ps.Step {
-					errs <- fmt.Errorf("%s step %d: %+v", sid, step, d)
-					return
-				}
-				answered.Add(1)
-				stepsDone[s] = step
-			}
-		})
-	}
-	progress := func(counter *atomic.Int64, by int64, what string) {
-		t.Helper()
-		target := counter.Load() + by
-		natstest.Eventually(t, waitTimeout, what, func() error {
-			if counter.Load() < target {
-				return fmt.Errorf("%d of %d", counter.Load(), target)
-			}
-			return nil
-		})
-	}
+	w := startStepping(wnc, js, sessions, cwd)
+	answered, stepsDone, stop, errs, wg := &w.answered, w.done, w.stop, w.errs, &w.wg
+	progress := func(counter *atomic.Int64, by int64, what string) { t.Helper(); waitCount(t, counter, by, what) }
 	all := int64(len(sessions))
-	progress(&answered, all, "steps answered at first")
+	progress(answered, all, "steps answered at first")
 
 	// The node leading the most partitions goes, and comes back.
 	count := map[int]int{}
@@ -219,13 +180,13 @@ func TestPartitionsCluster(t *testing.T) {
 	}
 	c.Stop(kill)
 	// With a member's node down, the other member answers.
-	progress(&answered, all, fmt.Sprintf("steps answered with node %d down", kill))
+	progress(answered, all, fmt.Sprintf("steps answered with node %d down", kill))
 	c.Restart(kill)
-	progress(&answered, all, fmt.Sprintf("steps answered after node %d came back", kill))
+	progress(answered, all, fmt.Sprintf("steps answered after node %d came back", kill))
 
 	// A member goes: the other answers every partition.
 	stopM1()
-	progress(&answered, 2*all, "steps answered by the member left")
+	progress(answered, 2*all, "steps answered by the member left")
 	close(stop)
 	wg.Wait()
 	close(errs)
@@ -282,5 +243,5 @@ func TestPartitionsCluster(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d publications for %d steps over %d sessions", published.Load(), answered.Load(), len(sessions))
+	t.Logf("%d publications for %d steps over %d sessions", w.published.Load(), answered.Load(), len(sessions))
 }
