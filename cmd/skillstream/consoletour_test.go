@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,13 +46,17 @@ func TestConsoleTour(t *testing.T) {
 	writeFile(t, root, "deploy/SKILL.md", skillMD("Run scripts/deploy.sh.", "name: deploy", "description: Deploy the app to staging or production."))
 	srv := startServe(t, t.TempDir(), root, "--skill-search", "--catalog-listed-max", "10", "--usage-projection")
 	natsAddr := strings.TrimPrefix(srv.url, "nats://")
+	var storeRev uint64
 	push := func(name, desc string) {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), name)
 		writeFile(t, dir, "SKILL.md", skillMD("Follow the steps.", "name: "+name, "description: "+desc))
-		if code, out, stderr := runMain(t, "skills", "push", dir, "--nats-url", srv.url); code != exitOK {
+		code, out, stderr := runMain(t, "skills", "push", dir, "--nats-url", srv.url)
+		m := regexp.MustCompile(`(?m)^store revision (\d+) `).FindStringSubmatch(out)
+		if code != exitOK || m == nil {
 			t.Fatalf("push %s: exit %d\n%s%s", name, code, out, stderr)
 		}
+		storeRev, _ = strconv.ParseUint(m[1], 10, 64)
 	}
 	push("release-notes", "Write release notes from the merged pull requests.")
 	push("release-notes", "Write release notes, grouped by area, from the merged pull requests.")
@@ -65,14 +70,17 @@ func TestConsoleTour(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	// Read your writes: the first step waits for the member to hold the
+	// last push.
+	w.RequireStoreRevision(storeRev)
 	session := "tour-" + randomToken(t)
 	tools := []events.Tool{client.SkillTool("skillstream")}
 	d, err := w.PreStep(ctx, events.PreStep{Session: session, Step: "1", Tools: tools})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Catalog == nil || !strings.Contains(d.Catalog.Text, "grouped by area") {
-		t.Fatalf("the first catalog does not list release-notes rev 2: %+v", d.Catalog)
+	if d.Catalog == nil || !strings.Contains(d.Catalog.Text, "grouped by area") || !strings.Contains(d.Catalog.Text, "summarise") {
+		t.Fatalf("the first catalog does not list release-notes rev 2 and summarise: %+v", d.Catalog)
 	}
 	if _, err := w.CallSkill(ctx, events.SkillCall{Session: session, Call: "c1", Args: events.SkillArgs{Name: "release-notes"}}); err != nil {
 		t.Fatal(err)
