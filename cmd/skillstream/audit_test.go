@@ -27,14 +27,7 @@ func TestAuditNamesServerKnownUsers(t *testing.T) {
 	natsURL, pw := tenantServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	adminYAML, err := filepath.Abs("deploy/tenants-admin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	as := func(tenant string, args ...string) (int, string, string) {
-		t.Helper()
-		return runMain(t, append(args, "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", tenant)...)
-	}
+	as := adminRun(t, natsURL)
 	logs := startTenantServe(t, natsURL)
 	if !strings.Contains(logs.String(), "audit_account=AUDIT") {
 		t.Fatalf("serve does not say it runs the audit service:\n%s", logs)

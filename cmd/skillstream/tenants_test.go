@@ -84,6 +84,20 @@ func tenantServer(t testing.TB) (string, map[string]string) {
 	return confServer(t, tenantsConf), pw
 }
 
+// adminRun runs a command as a tenant's administrator of the shipped
+// administrators' file (--tenant library: the curator) against natsURL.
+func adminRun(t testing.TB, natsURL string) func(tenant string, args ...string) (int, string, string) {
+	t.Helper()
+	adminYAML, err := filepath.Abs("deploy/tenants-admin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(tenant string, args ...string) (int, string, string) {
+		t.Helper()
+		return runMain(t, append(args, "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", tenant)...)
+	}
+}
+
 // publisherAs is a publisher of the store buckets named bucket (index and
 // objects), connected as user until the test ends.
 func publisherAs(t testing.TB, ctx context.Context, natsURL, user, password, bucket string) *store.Publisher {

@@ -32,14 +32,7 @@ func TestSigningWithShippedTenants(t *testing.T) {
 	natsURL, pw := tenantServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	adminYAML, err := filepath.Abs("deploy/tenants-admin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	as := func(tenant string, args ...string) (int, string, string) {
-		t.Helper()
-		return runMain(t, append(args, "--nats-url", natsURL, "--tenants", adminYAML, "--tenant", tenant)...)
-	}
+	as := adminRun(t, natsURL)
 
 	// keygen: the seed in a 0600 file, never printed; the public key printed.
 	seedFile := filepath.Join(t.TempDir(), "acme.seed")
